@@ -1,0 +1,187 @@
+"""The brain seam: every robot's decision-making sits behind one of two interfaces.
+
+A :class:`RobotBrain` executes one delegated task with the robot's own tools and returns its
+claim (:class:`BrainReport`); a :class:`ManagerBrain` turns observations of the team into
+actions (delegate, escalate, reflect). The protocol brains (``robot_team.brains.protocol``)
+implement the ED workflow deterministically; LLM brains plug in behind the same interfaces.
+Brains never touch ROS: robots act through their :class:`~robot_team.tools.base.Toolbox`, the
+manager through the actions it returns, which the manager node executes under the supervisor's
+guards.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Annotated, Any, Callable, Literal, Union
+
+from pydantic import BaseModel, Field
+
+from robot_team.reports import Reflection, TaskStatus, TaskType
+from robot_team.tools.base import Toolbox
+
+ProgressFn = Callable[[str, str, float], None]
+"""Progress callback ``(stage, detail, fraction 0..1)`` published as action feedback."""
+
+
+class TaskSpec(BaseModel):
+    """A delegated task as the robot receives it (from ``ExecuteTask`` goals)."""
+
+    task_id: str
+    task_type: TaskType
+    room: str = ''
+    hcw_id: str = ''
+    instructions: str = ''
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class BrainReport(BaseModel):
+    """A robot brain's claim about its task: status, issue, what it found.
+
+    The robot node adds task ID, robot name and ground-truth evidence from the tool journal
+    before the report leaves the robot.
+    """
+
+    status: TaskStatus
+    issue: str = ''
+    summary: str = ''
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class RobotBrain(ABC):
+    """Decision-making of one operational robot."""
+
+    @abstractmethod
+    def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
+        """Carry out ``task`` with ``tools`` only and return the claim.
+
+        Runs in a worker thread of the robot node; tool calls block until their ROS
+        interaction ends. Must not raise for task-level problems: report ``failure`` with an
+        issue instead.
+        """
+
+    def cancel(self) -> None:
+        """Ask a running ``execute`` to stop early (optional)."""
+
+
+# --- Manager ------------------------------------------------------------------------------
+
+class PatientInfo(BaseModel):
+    """The patient-arrival cue."""
+
+    patient_id: str
+    room: str
+    presentation: str = ''
+    esi_level: int = 0
+    assigned_hcw_id: str
+    required_specialty: str = 'Physician'
+
+
+class TaskRecord(BaseModel):
+    """What the manager knows about one delegated task."""
+
+    task_id: str
+    task_type: TaskType
+    robot: str
+    hcw_id: str = ''
+    room: str = ''
+    state: Literal['running', 'success', 'failure'] = 'running'
+    issue: str = ''
+    summary: str = ''
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class EscalationRecord(BaseModel):
+    """An escalation and, once a human answered, the decision."""
+
+    escalation_id: str
+    task_id: str = ''
+    task_type: str = ''
+    raised_by: str = ''
+    reason: str = ''
+    decision: str = ''
+    hcw_id: str = ''
+    note: str = ''
+    operator_id: str = ''
+
+    @property
+    def resolved(self) -> bool:
+        """Whether a human has decided."""
+        return bool(self.decision)
+
+
+class ManagerObservation(BaseModel):
+    """Everything the manager knows, plus what is new since its last decision."""
+
+    patient: PatientInfo | None = None
+    tasks: list[TaskRecord] = Field(default_factory=list)
+    escalations: list[EscalationRecord] = Field(default_factory=list)
+    feedback: list[str] = Field(default_factory=list, description='Guard refusals and explanations since last time.')
+    new: list[str] = Field(default_factory=list, description='Cues since last time, in words.')
+    reflection_done: bool = False
+    handled_failures: list[str] = Field(
+        default_factory=list, description='IDs of failed tasks the manager already acted upon.')
+
+    def latest(self, task_type: TaskType) -> TaskRecord | None:
+        """Return the most recent task of ``task_type``, if any."""
+        for record in reversed(self.tasks):
+            if record.task_type == task_type:
+                return record
+        return None
+
+
+class Delegate(BaseModel):
+    """Delegate a task to a robot."""
+
+    action: Literal['delegate'] = 'delegate'
+    task_type: TaskType
+    robot: str
+    room: str
+    hcw_id: str = ''
+    instructions: str = ''
+    reason: str = ''
+    context: dict[str, Any] = Field(default_factory=dict)
+    handles_task_id: str = Field('', description='Failed task this delegation recovers from, if any.')
+
+
+class Escalate(BaseModel):
+    """Ask the supervisor to escalate a problem to a human."""
+
+    action: Literal['escalate'] = 'escalate'
+    task_id: str
+    reason: str
+    options: list[str] = Field(default_factory=list)
+
+
+class Reflect(BaseModel):
+    """Write the episode's reflection (the manager's own task)."""
+
+    action: Literal['reflect'] = 'reflect'
+    reflection: Reflection
+
+
+class Finish(BaseModel):
+    """End the episode."""
+
+    action: Literal['finish'] = 'finish'
+    outcome: Literal['success', 'failure', 'escalated'] = 'success'
+    reason: str = ''
+
+
+ManagerAction = Annotated[Union[Delegate, Escalate, Reflect, Finish], Field(discriminator='action')]
+
+
+class ManagerBrain(ABC):
+    """Decision-making of the manager robot: it delegates and judges, never operates."""
+
+    @abstractmethod
+    def decide(self, observation: ManagerObservation) -> list[ManagerAction]:
+        """Return the actions to take now (possibly none: wait for the next cue)."""
+
+    def judge(self, record: TaskRecord) -> tuple[TaskStatus, str]:
+        """Judge a finished task's report: return the status the manager accepts and why.
+
+        The default accepts the robot's explicit status.
+        """
+        status = TaskStatus.SUCCESS if record.state == 'success' else TaskStatus.FAILURE
+        why = record.issue or record.summary or 'report states no issue'
+        return status, why

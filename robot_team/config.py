@@ -1,0 +1,259 @@
+"""Configuration: where the package's data lives, and the scenario and staff-directory schemas.
+
+Scenario files (``config/scenarios/*.yaml``) and the staff directory seed (``config/staff.yaml``)
+are validated with pydantic; a malformed file raises :class:`ConfigError` naming the file, the
+field and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+PACKAGE = 'robot_team'
+
+
+class ConfigError(ValueError):
+    """A configuration, scenario, world or directory file that cannot be used."""
+
+
+def share_dir() -> Path:
+    """Return the folder holding ``config/``, ``worlds/`` and ``launch/``.
+
+    Looked up in order: ``$ROBOT_TEAM_SHARE``; the ament index (``share/robot_team`` of a
+    colcon or embedded install); the source checkout this module was imported from.
+
+    Raises
+    ------
+    ConfigError
+        If none of them holds a ``config/`` folder.
+    """
+    candidates: list[Path] = []
+    if os.environ.get('ROBOT_TEAM_SHARE'):
+        candidates.append(Path(os.environ['ROBOT_TEAM_SHARE']))
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(Path(get_package_share_directory(PACKAGE)))
+    except Exception:  # noqa: BLE001 - not installed through ament: fall back to the checkout
+        pass
+    candidates.append(Path(__file__).resolve().parent.parent)
+    for path in candidates:
+        if (path / 'config').is_dir():
+            return path
+    raise ConfigError(f"cannot find robot_team's data folder (config/); looked in: "
+                      f"{', '.join(str(c) for c in candidates)}. Set ROBOT_TEAM_SHARE.")
+
+
+def load_yaml(path: Path, what: str) -> dict:
+    """Read a YAML mapping from ``path``.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing, is not YAML, or is not a mapping.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding='utf-8')
+    except OSError as exc:
+        raise ConfigError(f'{what} {path}: cannot read ({exc.strerror})') from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{what} {path}: not valid YAML ({exc})') from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f'{what} {path}: expected a mapping at the top level, got {type(data).__name__}')
+    return data
+
+
+def _validate(model, data: dict, path: Path, what: str):
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        parts = []
+        for err in exc.errors():
+            loc = '.'.join(str(p) for p in err['loc'])
+            parts.append(f"{loc}: {err['msg']}")
+        raise ConfigError(f'{what} {path}: ' + '; '.join(parts)) from exc
+
+
+# --- Staff directory seed -------------------------------------------------------------------
+
+class StaffMember(BaseModel):
+    """One HCW in the institutional staff directory."""
+
+    model_config = ConfigDict(extra='forbid')
+    hcw_id: str = Field(min_length=1, description="HCW number, e.g. '80'.")
+    badge_id: str = Field(min_length=1, description="ID encoded on the HCW's badge, e.g. 'ED-0080'.")
+    name: str = Field(min_length=1)
+    specialty: str = Field(min_length=1, description='Physician, Nurse, Technician...')
+    role: str = Field('', description="Role on a care team, e.g. 'Attending physician'.")
+    area: str = Field(min_length=1, description='Room of the ED floor where the HCW is at start.')
+    availability: Literal['available', 'busy', 'off_shift'] = 'available'
+    detail: str = ''
+
+    @field_validator('hcw_id', 'badge_id', mode='before')
+    @classmethod
+    def _as_text(cls, value):
+        return str(value) if isinstance(value, int) else value
+
+
+class CareTeamMember(BaseModel):
+    """A standing member of a room's care team."""
+
+    model_config = ConfigDict(extra='forbid')
+    hcw_id: str
+    role: str
+
+    @field_validator('hcw_id', mode='before')
+    @classmethod
+    def _as_text(cls, value):
+        return str(value) if isinstance(value, int) else value
+
+
+class StaffSeed(BaseModel):
+    """Contents of ``config/staff.yaml``: the directory's HCWs and standing care teams."""
+
+    model_config = ConfigDict(extra='forbid')
+    staff: list[StaffMember] = Field(min_length=1)
+    care_teams: dict[str, list[CareTeamMember]] = Field(default_factory=dict)
+
+
+def load_staff_seed(path: Path) -> StaffSeed:
+    """Load and validate a staff directory seed file (see :class:`StaffSeed`)."""
+    return _validate(StaffSeed, load_yaml(path, 'staff directory file'), Path(path), 'staff directory file')
+
+
+# --- Scenarios ------------------------------------------------------------------------------
+
+class PatientSpec(BaseModel):
+    """The patient whose arrival starts the episode."""
+
+    model_config = ConfigDict(extra='forbid')
+    patient_id: str = 'P-0001'
+    room: str = Field(min_length=1, description="e.g. 'ER-12'")
+    presentation: str = ''
+    esi_level: int = Field(0, ge=0, le=5, description='Emergency Severity Index, 1-5 (0 unknown).')
+    assigned_hcw_id: str = Field(min_length=1)
+    required_specialty: str = 'Physician'
+    arrival_time_s: float = Field(1.0, ge=0.0, description='Sim time of the arrival, s.')
+
+    @field_validator('assigned_hcw_id', mode='before')
+    @classmethod
+    def _as_text(cls, value):
+        return str(value) if isinstance(value, int) else value
+
+
+class StaffOverride(BaseModel):
+    """Availability of one HCW in this scenario (overrides the directory seed)."""
+
+    model_config = ConfigDict(extra='forbid')
+    availability: Literal['available', 'busy', 'off_shift'] = 'available'
+    detail: str = ''
+    area: str | None = None
+
+
+class OperatorAnswer(BaseModel):
+    """A scripted human answer to an escalation (unattended runs)."""
+
+    model_config = ConfigDict(extra='forbid')
+    task_type: str | None = Field(None, description='Answer escalations about this task type (None: any).')
+    decision: Literal['reassign', 'retry', 'abort']
+    hcw_id: str = ''
+    note: str = ''
+    delay_s: float = Field(5.0, ge=0.0, description='Sim seconds the human takes to answer.')
+
+    @field_validator('hcw_id', mode='before')
+    @classmethod
+    def _as_text(cls, value):
+        return str(value) if isinstance(value, int) else value
+
+
+class Deadlines(BaseModel):
+    """Deadlines the supervisor enforces, in sim seconds."""
+
+    model_config = ConfigDict(extra='forbid')
+    issue_handling_s: float = Field(60.0, gt=0, description='After a failure report, time for the manager to act.')
+    task_s: float = Field(600.0, gt=0, description='Longest a delegated task may run.')
+
+
+class ManagerPolicy(BaseModel):
+    """Knobs of the protocol manager brain (to reproduce behaviours in tests and evaluation)."""
+
+    model_config = ConfigDict(extra='forbid')
+    issue_handling: Literal['propose_alternative', 'escalate', 'ignore'] = 'propose_alternative'
+
+
+class Scenario(BaseModel):
+    """One ED episode: the world, the patient, who is available, what goes wrong.
+
+    Loaded from ``config/scenarios/<name>.yaml`` by :func:`load_scenario`.
+    """
+
+    model_config = ConfigDict(extra='forbid')
+    name: str = Field(min_length=1)
+    description: str = ''
+    world: str = Field('ed_floor.sdf', description='SDFormat world file in worlds/ (or a path).')
+    staff_directory: str = Field('staff.yaml', description='Staff seed file in config/ (or a path).')
+    real_time_factor: float = Field(40.0, gt=0, description='Sim seconds per wall second.')
+    time_limit_s: float = Field(1200.0, gt=0, description='Sim seconds before the episode is stopped.')
+    patient: PatientSpec
+    staff_overrides: dict[str, StaffOverride] = Field(default_factory=dict)
+    blocked_doors: list[str] = Field(default_factory=list, description='Rooms whose door is closed.')
+    badge_overrides: dict[str, str] = Field(
+        default_factory=dict, description='hcw_id -> badge ID the door reader reads instead of the real one.')
+    operator_script: list[OperatorAnswer] = Field(default_factory=list)
+    deadlines: Deadlines = Field(default_factory=Deadlines)
+    manager: ManagerPolicy = Field(default_factory=ManagerPolicy)
+    expected_outcome: Literal['success', 'failure', 'escalated'] | None = Field(
+        None, description='What a correct team achieves here (used by tests and evaluation).')
+
+    @field_validator('staff_overrides', 'badge_overrides', mode='before')
+    @classmethod
+    def _keys_as_text(cls, value):
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}
+        return value
+
+    def resolve(self, relative: str, folder: str) -> Path:
+        """Return the path of a data file named in this scenario (``folder`` of the share dir, or as given)."""
+        path = Path(relative)
+        if path.is_absolute() or path.exists():
+            return path
+        return share_dir() / folder / relative
+
+    @property
+    def world_path(self) -> Path:
+        """Path of the SDFormat world."""
+        return self.resolve(self.world, 'worlds')
+
+    @property
+    def staff_path(self) -> Path:
+        """Path of the staff directory seed."""
+        return self.resolve(self.staff_directory, 'config')
+
+
+def scenario_names() -> list[str]:
+    """Return the names of the scenarios shipped in ``config/scenarios``."""
+    return sorted(p.stem for p in (share_dir() / 'config' / 'scenarios').glob('*.yaml'))
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Load a scenario by name (``config/scenarios/<name>.yaml``) or by path.
+
+    Raises
+    ------
+    ConfigError
+        If no such scenario exists or the file does not validate.
+    """
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = share_dir() / 'config' / 'scenarios' / f'{name_or_path}.yaml'
+        if not path.exists():
+            raise ConfigError(f"unknown scenario '{name_or_path}': expected one of "
+                              f"{', '.join(scenario_names())} or a path to a .yaml file")
+    return _validate(Scenario, load_yaml(path, 'scenario file'), path, 'scenario file')

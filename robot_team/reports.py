@@ -1,0 +1,168 @@
+"""Task reports, task types and the manager's reflection: validated schemas (pydantic).
+
+Every robot report carries an explicit status and an issue field; a failure always names its
+issue. Reports travel as ``robot_team/msg/TaskReport`` (data and evidence as JSON strings) and
+are validated on receipt with :meth:`TaskReportModel.from_msg`, which raises
+:class:`ReportError` naming the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+
+class TaskType(str, Enum):
+    """The ED onboarding workflow's tasks, in their prescribed order (then the reflection)."""
+
+    NAVIGATION = 'navigation'
+    INFO_COLLECTION = 'info_collection'
+    DISPLAY = 'display'
+    REFLECTION = 'reflection'
+
+
+WORKFLOW_ORDER: tuple[TaskType, ...] = (
+    TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY, TaskType.REFLECTION)
+"""The prescribed ED onboarding workflow (navigation -> info collection -> display -> reflection)."""
+
+OPERATIONAL_TASKS: tuple[TaskType, ...] = WORKFLOW_ORDER[:3]
+
+TASK_OWNER: dict[TaskType, str] = {
+    TaskType.NAVIGATION: 'navigation_robot',
+    TaskType.INFO_COLLECTION: 'info_collection_robot',
+    TaskType.DISPLAY: 'display_robot',
+    TaskType.REFLECTION: 'manager',
+}
+"""The only robot allowed to execute each task (role alignment)."""
+
+
+class TaskStatus(str, Enum):
+    """Explicit outcome of a task, as every report must state it."""
+
+    SUCCESS = 'success'
+    FAILURE = 'failure'
+
+
+class ReportError(ValueError):
+    """A task report that does not follow the schema; the message names the field."""
+
+
+class TaskReportModel(BaseModel):
+    """One robot's report on one task.
+
+    ``issue`` is ``''`` when there is no issue; a ``failure`` must name its issue. ``data``
+    holds the task's output (what the robot reasoned: location, path, HCW info, layout plan);
+    ``evidence`` holds the ground truth from the robot's tools (Nav2 goal results, the badge
+    scan, the display service reply), attached by the robot node, never by the brain.
+    """
+
+    task_id: str = Field(min_length=1, description='Task ID issued by the supervisor.')
+    task_type: TaskType
+    robot: str = Field(min_length=1, description='Namespace of the robot that executed the task.')
+    status: TaskStatus
+    issue: str = Field('', description="'' when there is no issue, else the problem in one sentence.")
+    summary: str = Field('', description='One or two sentences for the manager.')
+    data: dict[str, Any] = Field(default_factory=dict)
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    stamp_s: float = Field(0.0, description='ROS time of the report, s.')
+
+    @model_validator(mode='after')
+    def _failure_names_issue(self) -> 'TaskReportModel':
+        if self.status is TaskStatus.FAILURE and not self.issue.strip():
+            raise ValueError("a 'failure' report must name its issue (field 'issue' is empty)")
+        return self
+
+    @property
+    def has_issue(self) -> bool:
+        """Whether the report states an issue."""
+        return bool(self.issue.strip())
+
+    def to_msg(self):
+        """Return this report as a ``robot_team/msg/TaskReport``."""
+        from builtin_interfaces.msg import Time
+        from robot_team.msg import TaskReport
+        sec = int(self.stamp_s)
+        return TaskReport(
+            stamp=Time(sec=sec, nanosec=int((self.stamp_s - sec) * 1e9)),
+            task_id=self.task_id, task_type=self.task_type.value, robot=self.robot,
+            status=self.status.value, issue=self.issue, summary=self.summary,
+            data_json=json.dumps(self.data, default=str),
+            evidence_json=json.dumps(self.evidence, default=str))
+
+    @classmethod
+    def from_msg(cls, msg) -> 'TaskReportModel':
+        """Validate a ``robot_team/msg/TaskReport``.
+
+        Raises
+        ------
+        ReportError
+            If a field is missing or malformed, or the JSON fields do not parse; the message
+            names the field and what was expected.
+        """
+        fields: dict[str, Any] = {}
+        for name in ('data_json', 'evidence_json'):
+            raw = getattr(msg, name)
+            try:
+                value = json.loads(raw) if raw else {}
+            except json.JSONDecodeError as exc:
+                raise ReportError(f'TaskReport.{name}: expected a JSON object, got {raw[:80]!r} ({exc})') from exc
+            if not isinstance(value, dict):
+                raise ReportError(f'TaskReport.{name}: expected a JSON object, got {type(value).__name__}')
+            fields[name[:-5]] = value
+        try:
+            return cls(task_id=msg.task_id, task_type=msg.task_type, robot=msg.robot,
+                       status=msg.status, issue=msg.issue, summary=msg.summary,
+                       stamp_s=msg.stamp.sec + msg.stamp.nanosec * 1e-9, **fields)
+        except ValidationError as exc:
+            raise ReportError(f'TaskReport rejected: {_explain(exc)}') from exc
+
+
+class TaskOutcome(BaseModel):
+    """The reflection's account of one task."""
+
+    task_type: TaskType
+    status: TaskStatus
+    robot: str
+    summary: str = Field(min_length=1)
+
+
+class Reflection(BaseModel):
+    """The manager's reflection at the end of an episode.
+
+    The three sections (task outcomes, recovery attempts, lessons learned) follow the published
+    ED evaluation's rubric (Bai, Ding, Taylor, Table II): outcomes of all three operational
+    tasks, the recovery attempts made, and lessons learned.
+    """
+
+    task_outcomes: list[TaskOutcome] = Field(min_length=1)
+    recovery_attempts: list[str] = Field(default_factory=list)
+    lessons_learned: list[str] = Field(min_length=1)
+
+    def missing_parts(self) -> list[str]:
+        """Return what keeps this reflection from being complete (empty if complete)."""
+        missing = []
+        covered = {o.task_type for o in self.task_outcomes}
+        for task in OPERATIONAL_TASKS:
+            if task not in covered:
+                missing.append(f'task outcome for {task.value}')
+        placeholders = ('tbd', 'todo', 'placeholder', 'n/a', '...', 'lorem')
+        texts = [o.summary for o in self.task_outcomes] + self.recovery_attempts + self.lessons_learned
+        if any(t.strip().lower() in placeholders or not t.strip() for t in texts):
+            missing.append('placeholder text instead of content')
+        return missing
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = '.'.join(str(p) for p in err['loc']) or '(report)'
+        parts.append(f"{loc}: {err['msg']}")
+    return '; '.join(parts)
+
+
+def explain_validation_error(exc: ValidationError) -> str:
+    """Return a one-line, field-by-field explanation of a pydantic ``ValidationError``."""
+    return _explain(exc)

@@ -1,0 +1,190 @@
+"""Tool ownership, enforced in code: a robot's brain reaches ROS only through its own Toolbox.
+
+A :class:`Toolbox` holds the tools one robot owns, each with a pydantic input schema. Every
+call is validated, executed and recorded (``tool_call`` then ``tool_result`` events); a call to
+a tool the caller does not own is refused, recorded as ``tool_refused`` and never reaches ROS.
+The toolbox keeps a per-task journal of results: the robot node attaches it to the report as
+ground-truth evidence, so a brain cannot invent its tools' outputs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from robot_team.events import EventKind
+from robot_team.reports import explain_validation_error
+
+TOOL_OWNERS: dict[str, str] = {
+    'locate_staff': 'navigation_robot',
+    'page_staff': 'navigation_robot',
+    'navigate_to_pose': 'navigation_robot',
+    'navigate_to_room': 'navigation_robot',
+    'escort_hcw': 'navigation_robot',
+    'read_badge_scan': 'info_collection_robot',
+    'lookup_staff_by_badge': 'info_collection_robot',
+    'fetch_care_team': 'display_robot',
+    'show_display': 'display_robot',
+    'delegate_task': 'manager',
+    'escalate_to_supervisor': 'manager',
+    'submit_reflection': 'manager',
+}
+"""Every tool of the team and the only role that owns it (used to explain refusals)."""
+
+
+class ToolAccessError(PermissionError):
+    """A tool was called by a robot that does not own it (or does not exist)."""
+
+
+class ToolError(RuntimeError):
+    """A tool could not do its work (bad arguments, ROS timeout, unreachable server...)."""
+
+
+@dataclass
+class ToolSpec:
+    """One tool: its name, what it does physically, its input schema and its implementation."""
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    func: Callable[[Any], dict]
+    owner: str
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one tool call, as recorded in the journal."""
+
+    tool: str
+    args: dict
+    ok: bool
+    output: dict = field(default_factory=dict)
+    error: str = ''
+    stamp_s: float = 0.0
+    wall_duration_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        """Return this result as a JSON-ready dict."""
+        return {'tool': self.tool, 'args': self.args, 'ok': self.ok, 'output': self.output,
+                'error': self.error, 'stamp_s': self.stamp_s}
+
+
+class Toolbox:
+    """The tools one robot owns.
+
+    Parameters
+    ----------
+    owner
+        The robot's namespace, e.g. ``'navigation_robot'``.
+    events
+        The node's :class:`~robot_team.events.EventEmitter` (``None``: record nothing, for
+        unit tests without ROS).
+    clock
+        Callable returning ROS time in seconds (defaults to wall time).
+
+    Notes
+    -----
+    Thread-safe; tool functions run in the caller's thread. A tool function returns a dict
+    (JSON-ready) or a pydantic model and raises :class:`ToolError` on failure.
+    """
+
+    def __init__(self, owner: str, events=None, clock: Callable[[], float] | None = None):
+        self.owner = owner
+        self._events = events
+        self._clock = clock or time.time
+        self._tools: dict[str, ToolSpec] = {}
+        self._journal: dict[str, list[ToolResult]] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, description: str, input_model: type[BaseModel],
+                 func: Callable[[Any], Any]) -> None:
+        """Add a tool this robot owns.
+
+        Raises
+        ------
+        ValueError
+            If the tool is registered twice or the team's ownership table gives it to another role.
+        """
+        if name in self._tools:
+            raise ValueError(f"tool '{name}' is already registered for {self.owner}")
+        owner = TOOL_OWNERS.get(name)
+        if owner is not None and owner != self.owner:
+            raise ValueError(f"tool '{name}' belongs to {owner}, not {self.owner}")
+        self._tools[name] = ToolSpec(name, description, input_model, func, self.owner)
+
+    def names(self) -> list[str]:
+        """Return the names of the tools this robot owns."""
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """Return this robot's tool specs (for function-calling schemas)."""
+        return list(self._tools.values())
+
+    def journal(self, task_id: str) -> list[ToolResult]:
+        """Return the results of every call made for ``task_id``, in order."""
+        with self._lock:
+            return list(self._journal.get(task_id, []))
+
+    def call(self, name: str, *, task_id: str = '', caller: str | None = None, **args) -> ToolResult:
+        """Validate and run one tool call, recording it.
+
+        Parameters
+        ----------
+        name
+            Tool name.
+        task_id
+            Task the call serves (journal key).
+        caller
+            Who calls; defaults to the owner. A caller other than the owner is refused.
+        **args
+            Tool arguments, validated against the tool's input model.
+
+        Returns
+        -------
+        ToolResult
+            ``ok=False`` with ``error`` when the arguments do not validate or the tool fails.
+
+        Raises
+        ------
+        ToolAccessError
+            If the caller does not own a tool of that name; the call never reaches ROS.
+        """
+        caller = caller or self.owner
+        spec = self._tools.get(name)
+        if caller != self.owner or spec is None:
+            owner = TOOL_OWNERS.get(name)
+            why = (f"{caller} does not own '{name}'" + (f' (owned by {owner})' if owner else ' (no such tool)')
+                   + f"; {self.owner}'s tools are: {', '.join(self._tools) or 'none'}")
+            self._emit(EventKind.TOOL_REFUSED, f'refused {caller} calling {name}', name, why,
+                       task_id=task_id, args=args, caller=caller, owner=owner)
+            raise ToolAccessError(why)
+        self._emit(EventKind.TOOL_CALL, f'{caller} calls {name}', name, '', task_id=task_id, args=args)
+        start = time.perf_counter()
+        result = ToolResult(tool=name, args=args, ok=False, stamp_s=self._clock())
+        try:
+            parsed = spec.input_model.model_validate(args)
+        except ValidationError as exc:
+            result.error = f"invalid arguments for '{name}': {explain_validation_error(exc)}"
+        else:
+            try:
+                output = spec.func(parsed)
+                result.output = output.model_dump() if isinstance(output, BaseModel) else dict(output or {})
+                result.ok = True
+            except ToolError as exc:
+                result.error = str(exc)
+            except Exception as exc:  # noqa: BLE001 - a tool crash becomes a recorded failure
+                result.error = f'{name} crashed: {type(exc).__name__}: {exc}'
+        result.wall_duration_s = time.perf_counter() - start
+        with self._lock:
+            self._journal.setdefault(task_id, []).append(result)
+        self._emit(EventKind.TOOL_RESULT, f"{name} {'succeeded' if result.ok else 'failed'}", name,
+                   result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error)
+        return result
+
+    def _emit(self, kind, summary, target, reason, **data):
+        if self._events is not None:
+            self._events.emit(kind, summary, target=target, reason=reason, **data)
