@@ -6,28 +6,11 @@ graphs of parallel or successive tests cannot hear each other.
 """
 
 import os
-import socket
-
 import pytest
 
+from ros_helpers import reserve_domain_id
+
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-
-_held_sockets = []
-
-
-def reserve_domain_id() -> int:
-    """Reserve and return a ROS domain ID (1-101) unused by any other process on this machine."""
-    for domain in range(1, 102):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.bind(('127.0.0.1', 22119 + domain))   # a lock port per domain
-        except OSError:
-            sock.close()
-            continue
-        _held_sockets.append(sock)
-        return domain
-    raise RuntimeError('no free ROS domain ID between 1 and 101')
-
 
 @pytest.fixture
 def domain_id() -> int:
@@ -61,14 +44,3 @@ def executor(ros_context):
     finally:
         exe.shutdown(timeout_sec=2.0)
         thread.join(timeout=5.0)
-
-
-def wait_for(predicate, timeout: float = 10.0, period: float = 0.02):
-    """Poll ``predicate`` until it is truthy or ``timeout`` (wall s) passes; return its last value."""
-    import time
-    deadline = time.monotonic() + timeout
-    value = predicate()
-    while not value and time.monotonic() < deadline:
-        time.sleep(period)
-        value = predicate()
-    return value

@@ -1,0 +1,30 @@
+"""Helpers for ROS graph tests (importable: pytest.ini puts test/ on sys.path)."""
+
+import socket
+import time
+
+_held_sockets = []
+
+
+def reserve_domain_id() -> int:
+    """Reserve and return a ROS domain ID (1-101) unused by any other process on this machine."""
+    for domain in range(1, 102):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind(('127.0.0.1', 22119 + domain))   # a lock port per domain
+        except OSError:
+            sock.close()
+            continue
+        _held_sockets.append(sock)
+        return domain
+    raise RuntimeError('no free ROS domain ID between 1 and 101')
+
+
+def wait_for(predicate, timeout: float = 10.0, period: float = 0.02):
+    """Poll ``predicate`` until it is truthy or ``timeout`` (wall s) passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    value = predicate()
+    while not value and time.monotonic() < deadline:
+        time.sleep(period)
+        value = predicate()
+    return value
