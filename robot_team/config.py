@@ -24,8 +24,8 @@ class ConfigError(ValueError):
 def share_dir() -> Path:
     """Return the folder holding ``config/``, ``worlds/`` and ``launch/``.
 
-    Looked up in order: ``$ROBOT_TEAM_SHARE``; the ament index (``share/robot_team`` of a
-    colcon or embedded install); the source checkout this module was imported from.
+    Looked up in order: ``$ROBOT_TEAM_SHARE``; the source checkout this module was imported
+    from (if it is one); the ament index (``share/robot_team`` of a colcon or embedded install).
 
     Raises
     ------
@@ -35,12 +35,13 @@ def share_dir() -> Path:
     candidates: list[Path] = []
     if os.environ.get('ROBOT_TEAM_SHARE'):
         candidates.append(Path(os.environ['ROBOT_TEAM_SHARE']))
+    # A source checkout: the code and its data belong together.
+    candidates.append(Path(__file__).resolve().parent.parent)
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.append(Path(get_package_share_directory(PACKAGE)))
-    except Exception:  # noqa: BLE001 - not installed through ament: fall back to the checkout
+    except Exception:  # noqa: BLE001 - not installed through ament
         pass
-    candidates.append(Path(__file__).resolve().parent.parent)
     for path in candidates:
         if (path / 'config').is_dir():
             return path
