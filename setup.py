@@ -14,7 +14,7 @@ setup(
     packages=find_packages(include=['robot_team', 'robot_team.*']),
     install_requires=[
         'pydantic>=2.7,<3', 'PyYAML>=6', 'numpy>=1.26', 'scipy>=1.11', 'typer>=0.12',
-        'rich>=13', 'mcap>=1.1', 'mcap-ros2-support>=0.5',
+        'rich>=13', 'transforms3d>=0.4', 'mcap>=1.1', 'mcap-ros2-support>=0.5',
     ],
     entry_points={'console_scripts': ['robot-team = robot_team.cli:main']},
 )

@@ -48,6 +48,7 @@ class EventKind(str, Enum):
     EPISODE_FINISHED = 'episode_finished'    # data: outcome
     SIM = 'sim'                              # ground truth from the simulator; data: what, ...
     INPUT_ERROR = 'input_error'              # bad input (scenario, world, directory, message)
+    BRAIN_ERROR = 'brain_error'              # a brain raised or replied garbage; data: error
     LLM_REQUEST = 'llm_request'
     LLM_REPLY = 'llm_reply'
     LLM_ERROR = 'llm_error'

@@ -22,11 +22,12 @@ from robot_team.reports import explain_validation_error
 TOOL_OWNERS: dict[str, str] = {
     'locate_staff': 'navigation_robot',
     'page_staff': 'navigation_robot',
+    'room_door_pose': 'navigation_robot',
+    'plan_path': 'navigation_robot',
     'navigate_to_pose': 'navigation_robot',
-    'navigate_to_room': 'navigation_robot',
-    'escort_hcw': 'navigation_robot',
     'read_badge_scan': 'info_collection_robot',
     'lookup_staff_by_badge': 'info_collection_robot',
+    'record_check_in': 'info_collection_robot',
     'fetch_care_team': 'display_robot',
     'show_display': 'display_robot',
     'delegate_task': 'manager',
@@ -41,7 +42,15 @@ class ToolAccessError(PermissionError):
 
 
 class ToolError(RuntimeError):
-    """A tool could not do its work (bad arguments, ROS timeout, unreachable server...)."""
+    """A tool could not do its work (bad arguments, ROS timeout, unreachable server...).
+
+    ``output`` keeps whatever ground truth the failed call produced (e.g. the Nav2 result of
+    an aborted goal); it is recorded in the journal like a successful call's output.
+    """
+
+    def __init__(self, message: str, output: dict | None = None):
+        super().__init__(message)
+        self.output = dict(output or {})
 
 
 @dataclass
@@ -176,6 +185,7 @@ class Toolbox:
                 result.ok = True
             except ToolError as exc:
                 result.error = str(exc)
+                result.output = exc.output
             except Exception as exc:  # noqa: BLE001 - a tool crash becomes a recorded failure
                 result.error = f'{name} crashed: {type(exc).__name__}: {exc}'
         result.wall_duration_s = time.perf_counter() - start

@@ -1,0 +1,220 @@
+"""An operational robot of the ED team (navigation, info collection or display) as a ROS 2 node.
+
+The node serves ``/<robot>/execute_task`` (robot_team/action/ExecuteTask). For each accepted
+goal it runs the robot's brain in the action's execute callback with the robot's own
+:class:`~robot_team.tools.base.Toolbox`, then builds the report: the brain's claim, checked
+against the ground truth of the tool journal (a contradicted success becomes a failure with a
+``false completion`` issue), with the journal attached as evidence. The report is the action
+result and is published on ``/team/task_reports``.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from robot_team import names
+from robot_team.brains.base import BrainReport, RobotBrain, TaskSpec
+from robot_team.events import EventEmitter, EventKind, reliable_qos
+from robot_team.grounding import contradictions
+from robot_team.reports import TASK_OWNER, TaskReportModel, TaskStatus, TaskType
+from robot_team.rosutil import ros_now_s
+from robot_team.tools.base import Toolbox
+
+ROLE_TASK = {owner: task for task, owner in TASK_OWNER.items() if task is not TaskType.REFLECTION}
+
+
+def make_brain(role: str, brain: str) -> RobotBrain:
+    """Return robot ``role``'s brain of kind ``brain`` ('protocol').
+
+    Raises
+    ------
+    ValueError
+        If the kind is unknown.
+    """
+    if brain == 'protocol':
+        from robot_team.brains.protocol import protocol_robot_brain
+        return protocol_robot_brain(role)
+    raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol'")
+
+
+class RobotNode(Node):
+    """One operational robot: its tools, its brain, its ExecuteTask action server.
+
+    Parameters
+    ----------
+    role
+        ``'navigation_robot'``, ``'info_collection_robot'`` or ``'display_robot'`` (node name
+        and namespace of its interfaces).
+    brain
+        The brain to use; default: the ``brain`` parameter's kind ('protocol').
+    context, parameter_overrides
+        As for :class:`rclpy.node.Node`. Parameters: ``world`` (SDFormat file, navigation
+        robot), ``staff_db`` (SQLite file), ``brain``, ``use_sim_time``.
+
+    Raises
+    ------
+    ValueError
+        If ``role`` is not an operational robot.
+    """
+
+    def __init__(self, role: str, brain: RobotBrain | None = None, *, context=None, parameter_overrides=None):
+        if role not in ROLE_TASK:
+            raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
+        super().__init__(role, context=context, parameter_overrides=parameter_overrides or [])
+        self.role = role
+        self.task_type = ROLE_TASK[role]
+        self.declare_parameter('brain', 'protocol')
+        self.declare_parameter('world', 'ed_floor.sdf')
+        self.declare_parameter('staff_db', '')
+        self.events = EventEmitter(self, role)
+        self.toolbox = Toolbox(role, self.events, clock=lambda: ros_now_s(self))
+        self._group = ReentrantCallbackGroup()
+        self._busy = threading.Lock()
+        self._add_tools()
+        self.brain = brain or make_brain(role, self.get_parameter('brain').value)
+        from robot_team.action import ExecuteTask
+        from robot_team.msg import TaskReport
+        self._reports = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
+        self._server = ActionServer(
+            self, ExecuteTask, names.robot_action(role, names.EXECUTE_TASK),
+            execute_callback=self.execute_callback, goal_callback=self.goal_callback,
+            cancel_callback=self.cancel_callback, callback_group=self._group)
+        self.events.emit(EventKind.NODE_STARTED, f'{role} ready with tools {", ".join(self.toolbox.names())}',
+                         tools=self.toolbox.names(), brain=type(self.brain).__name__)
+
+    def _add_tools(self) -> None:
+        staff_db = self.get_parameter('staff_db').value
+        if self.role == 'navigation_robot':
+            from robot_team.config import share_dir
+            from robot_team.sim.world import load_world
+            from robot_team.tools.navigation import NavigationTools
+            world = self.get_parameter('world').value
+            path = world if '/' in world else str(share_dir() / 'worlds' / world)
+            NavigationTools(self, load_world(path), self._group).register(self.toolbox)
+        elif self.role == 'info_collection_robot':
+            from robot_team.tools.info import InfoCollectionTools
+            InfoCollectionTools(self, staff_db, self._group).register(self.toolbox)
+        else:
+            from robot_team.tools.display import DisplayTools
+            DisplayTools(self, staff_db, self._group).register(self.toolbox)
+
+    def goal_callback(self, goal) -> GoalResponse:
+        """Accept a task of this robot's type when idle; reject (and record) anything else."""
+        if goal.task_type != self.task_type.value:
+            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected a {goal.task_type} task',
+                             target=goal.task_id, reason=f'{self.role} executes only {self.task_type.value} tasks',
+                             task_id=goal.task_id, task_type=goal.task_type)
+            return GoalResponse.REJECT
+        if self._busy.locked():
+            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: busy',
+                             target=goal.task_id, reason='a task is already running', task_id=goal.task_id)
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def cancel_callback(self, goal_handle) -> CancelResponse:
+        """Accept cancellation; the brain is asked to stop."""
+        self.brain.cancel()
+        return CancelResponse.ACCEPT
+
+    def execute_callback(self, goal_handle):
+        """Run the brain on the task, verify its claim, publish and return the report."""
+        from robot_team.action import ExecuteTask
+        goal = goal_handle.request
+        with self._busy:
+            report = self._run(goal, goal_handle)
+        goal_handle.succeed()
+        result = ExecuteTask.Result()
+        result.report = report.to_msg()
+        return result
+
+    def _run(self, goal, goal_handle) -> TaskReportModel:
+        import json
+        from robot_team.action import ExecuteTask
+        try:
+            context = json.loads(goal.context_json) if goal.context_json else {}
+        except json.JSONDecodeError:
+            context = {'raw': goal.context_json}
+        task = TaskSpec(task_id=goal.task_id, task_type=self.task_type, room=goal.room, hcw_id=goal.hcw_id,
+                        instructions=goal.instructions, context=context if isinstance(context, dict) else {})
+        self.events.emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
+                         task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
+
+        def progress(stage: str, detail: str, fraction: float) -> None:
+            feedback = ExecuteTask.Feedback(stage=stage, detail=detail, progress=float(fraction))
+            goal_handle.publish_feedback(feedback)
+
+        try:
+            claim = self.brain.execute(task, self.toolbox, progress)
+        except Exception as exc:  # noqa: BLE001 - a brain crash is a recorded failure, not a dead robot
+            self.get_logger().error(traceback.format_exc())
+            claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')
+        journal = self.toolbox.journal(task.task_id)
+        problems = contradictions(self.task_type, claim, journal)
+        if problems:
+            self.events.emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',
+                             target=task.task_id, reason='; '.join(problems), task_id=task.task_id,
+                             claim=claim.model_dump(mode='json'))
+            claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
+                                summary=claim.summary, data=claim.data)
+        report = TaskReportModel(
+            task_id=task.task_id, task_type=self.task_type, robot=self.role, status=claim.status,
+            issue=claim.issue, summary=claim.summary, data=claim.data,
+            evidence={'tool_journal': [r.as_dict() for r in journal]}, stamp_s=ros_now_s(self))
+        self._reports.publish(report.to_msg())
+        self.events.emit(EventKind.TASK_REPORT, f'{self.role} reports {report.status.value} on {task.task_id}',
+                         target=task.task_id, reason=report.issue, **report.model_dump(mode='json'))
+        return report
+
+
+def _main(role: str, args=None) -> int:
+    rclpy.init(args=args)
+    node = RobotNode(role)
+    # Multi-threaded: the brain blocks in the action's execute callback while other threads
+    # deliver service responses, Nav2 feedback and results to its tools.
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+def main_navigation(args=None) -> int:
+    """Run the navigation robot (``ros2 run robot_team navigation_robot``)."""
+    return _main('navigation_robot', args)
+
+
+def main_info_collection(args=None) -> int:
+    """Run the info-collection robot (``ros2 run robot_team info_collection_robot``)."""
+    return _main('info_collection_robot', args)
+
+
+def main_display(args=None) -> int:
+    """Run the display robot (``ros2 run robot_team display_robot``)."""
+    return _main('display_robot', args)
+
+
+def main(args=None) -> int:
+    """Run the robot named by the first command-line argument (``python -m ... ROLE``)."""
+    import sys
+    argv = sys.argv if args is None else args
+    user = [a for a in argv[1:] if not a.startswith('-')][:1]
+    if not user or user[0] not in ROLE_TASK:
+        print(f"usage: python -m robot_team.agents.robot_node {{{'|'.join(ROLE_TASK)}}} [--ros-args ...]")
+        return 2
+    return _main(user[0], args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

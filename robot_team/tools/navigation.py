@@ -1,0 +1,346 @@
+"""The navigation robot's tools: RTLS lookup, paging, route planning and Nav2 navigation.
+
+Each tool wraps a real ROS interface (or the robot's own map) and is registered in the
+navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot can call it:
+
+- ``locate_staff`` -> ``/ed/rtls/locate_staff`` (robot_team/srv/LocateStaff)
+- ``page_staff`` -> ``/ed/paging/page_staff`` (robot_team/srv/PageStaff)
+- ``room_door_pose``, ``plan_path`` -> the robot's static map (the world's SDFormat file),
+  like a Nav2 planner on the map server's map; the real floor may differ (a closed door)
+- ``navigate_to_pose`` -> ``/<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
+  with feedback and cancel, through :class:`NavigateToPoseClient`
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+from robot_team import names
+from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
+from robot_team.tools.base import ToolError, Toolbox
+
+# nav2_msgs/action/NavigateToPose result codes common to Jazzy, Kilted and main, and the
+# planner codes bt_navigator passes through (nav2_msgs/action/ComputePathToPose, Jazzy).
+NAV2_ERROR_NAMES = {
+    0: 'NONE', 9000: 'UNKNOWN', 9001: 'FAILED_TO_LOAD_BEHAVIOR_TREE', 9002: 'TF_ERROR', 9003: 'TIMEOUT',
+    300: 'UNKNOWN', 301: 'INVALID_PLANNER', 302: 'TF_ERROR', 303: 'START_OUTSIDE_MAP',
+    304: 'GOAL_OUTSIDE_MAP', 305: 'START_OCCUPIED', 306: 'GOAL_OCCUPIED', 307: 'TIMEOUT',
+    308: 'NO_VALID_PATH',
+}
+
+
+class NavOutcome(str, Enum):
+    """How a navigate_to_pose goal ended (action_msgs/GoalStatus, in words)."""
+
+    SUCCEEDED = 'succeeded'
+    ABORTED = 'aborted'
+    CANCELED = 'canceled'
+    REJECTED = 'rejected'
+
+
+@dataclass
+class NavResult:
+    """Ground truth of one navigate_to_pose goal.
+
+    Distances in metres, durations in seconds of ROS time, poses as (x, y, yaw) in 'map'.
+    """
+
+    outcome: NavOutcome
+    error_code: int = 0
+    error_msg: str = ''
+    goal: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    initial_distance_m: float | None = None
+    final_distance_remaining_m: float | None = None
+    final_pose: tuple[float, float, float] | None = None
+    feedback_count: int = 0
+    duration_s: float = 0.0
+    feedback: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        """Return a JSON-ready dict (the Nav2 goal result as evidence)."""
+        return {
+            'action': 'navigate_to_pose', 'outcome': self.outcome.value, 'error_code': self.error_code,
+            'error_name': NAV2_ERROR_NAMES.get(self.error_code, 'UNKNOWN') if self.error_code else 'NONE',
+            'error_msg': self.error_msg, 'goal': list(self.goal),
+            'initial_distance_m': self.initial_distance_m,
+            'final_distance_remaining_m': self.final_distance_remaining_m,
+            'final_pose': list(self.final_pose) if self.final_pose else None,
+            'feedback_count': self.feedback_count, 'duration_s': round(self.duration_s, 3)}
+
+
+def yaw_to_quaternion(yaw: float):
+    """Return a ``geometry_msgs/Quaternion`` for a rotation of ``yaw`` rad about +z (REP-103)."""
+    from geometry_msgs.msg import Quaternion
+    import transforms3d
+    w, x, y, z = transforms3d.euler.euler2quat(0.0, 0.0, yaw)
+    return Quaternion(x=x, y=y, z=z, w=w)
+
+
+def quaternion_to_yaw(q) -> float:
+    """Return the yaw (rad, about +z) of a ``geometry_msgs/Quaternion``."""
+    import transforms3d
+    return float(transforms3d.euler.quat2euler([q.w, q.x, q.y, q.z])[2])
+
+
+class NavigateToPoseClient:
+    """Blocking facade over one robot's ``navigate_to_pose`` action (like nav2_simple_commander).
+
+    Call :meth:`go_to` from a worker thread of a ``MultiThreadedExecutor``; the executor's
+    other threads deliver goal responses, feedback and results.
+    """
+
+    def __init__(self, node, action_name: str, callback_group=None):
+        from nav2_msgs.action import NavigateToPose
+        from rclpy.action import ActionClient
+        self._node = node
+        self._action_name = action_name
+        self._client = ActionClient(node, NavigateToPose, action_name, callback_group=callback_group)
+        self._goal_handle = None
+        self._lock = threading.Lock()
+
+    def go_to(self, x: float, y: float, yaw: float, *, timeout_s: float = 900.0,
+              server_timeout_s: float = 10.0) -> NavResult:
+        """Send a navigate_to_pose goal to (x, y, yaw) in 'map' and wait for its end.
+
+        ``timeout_s`` bounds the wait in ROS (sim) seconds; past it the goal is cancelled and
+        the result is ``CANCELED`` with error_code 9003 (TIMEOUT).
+
+        Raises
+        ------
+        ToolError
+            If the action server is not available.
+        """
+        from action_msgs.msg import GoalStatus
+        from geometry_msgs.msg import PoseStamped
+        from nav2_msgs.action import NavigateToPose
+        wait_for_server(self._client, server_timeout_s, f'action server {self._action_name}')
+        goal = NavigateToPose.Goal()
+        goal.pose = PoseStamped()
+        goal.pose.header.frame_id = names.MAP_FRAME
+        goal.pose.header.stamp = self._node.get_clock().now().to_msg()
+        goal.pose.pose.position.x, goal.pose.pose.position.y = float(x), float(y)
+        goal.pose.pose.orientation = yaw_to_quaternion(yaw)
+        result = NavResult(outcome=NavOutcome.REJECTED, goal=(float(x), float(y), float(yaw)))
+        start = ros_now_s(self._node)
+
+        def on_feedback(msg):
+            fb = msg.feedback
+            p = fb.current_pose.pose
+            result.feedback_count += 1
+            if result.initial_distance_m is None:
+                result.initial_distance_m = round(float(fb.distance_remaining), 3)
+            result.final_distance_remaining_m = round(float(fb.distance_remaining), 3)
+            result.final_pose = (round(p.position.x, 3), round(p.position.y, 3),
+                                 round(quaternion_to_yaw(p.orientation), 3))
+
+        handle = wait_future(self._client.send_goal_async(goal, feedback_callback=on_feedback),
+                             server_timeout_s, f'goal response of {self._action_name}')
+        if not handle.accepted:
+            result.error_msg = 'goal rejected by the navigate_to_pose server'
+            return result
+        with self._lock:
+            self._goal_handle = handle
+        result_future = handle.get_result_async()
+        done = threading.Event()
+        result_future.add_done_callback(lambda _f: done.set())
+        while not done.wait(0.01):
+            if ros_now_s(self._node) - start > timeout_s:
+                self.cancel()
+                done.wait(5.0)
+                if not done.is_set():
+                    result.outcome, result.error_code = NavOutcome.CANCELED, 9003
+                    result.error_msg = f'no result within {timeout_s:.0f} s; goal cancelled'
+                    return result
+        with self._lock:
+            self._goal_handle = None
+        wrapped = result_future.result()
+        status = wrapped.status
+        result.error_code = int(wrapped.result.error_code)
+        result.error_msg = wrapped.result.error_msg
+        result.duration_s = ros_now_s(self._node) - start
+        result.outcome = {GoalStatus.STATUS_SUCCEEDED: NavOutcome.SUCCEEDED,
+                          GoalStatus.STATUS_CANCELED: NavOutcome.CANCELED}.get(status, NavOutcome.ABORTED)
+        return result
+
+    def cancel(self) -> None:
+        """Cancel the goal in progress, if any (non-blocking)."""
+        with self._lock:
+            handle = self._goal_handle
+        if handle is not None:
+            handle.cancel_goal_async()
+
+
+# --- Tool input schemas ----------------------------------------------------------------------
+
+class LocateStaffInput(BaseModel):
+    """Ask the hospital's real-time location system (RTLS) where HCWs are and if they are free."""
+
+    hcw_ids: list[str] = Field(default_factory=list, description="Badge numbers of HCWs, e.g. ['80'].")
+    specialty: str = Field('', description="With no hcw_ids: every HCW of this specialty, e.g. 'Physician'.")
+
+
+class PageStaffInput(BaseModel):
+    """Page an HCW and wait for the acknowledgement."""
+
+    hcw_id: str = Field(min_length=1, description="Badge number of the HCW, e.g. '90'.")
+    message: str = Field(min_length=1, description='Page text shown to the HCW.')
+    timeout_s: float = Field(30.0, gt=0, le=300, description='How long to wait for an answer, s.')
+
+
+class RoomInput(BaseModel):
+    """A room of the ED floor."""
+
+    room: str = Field(min_length=1, description="Room name, e.g. 'ER-12'.")
+
+
+class PlanPathInput(BaseModel):
+    """Plan a route on the robot's map from a start (default: the robot's pose) to a goal, in metres."""
+
+    goal_x: float
+    goal_y: float
+    start_x: float | None = None
+    start_y: float | None = None
+
+
+class NavigateInput(BaseModel):
+    """Drive to a pose on the map through Nav2's navigate_to_pose (x, y in m, yaw in rad, frame 'map')."""
+
+    x: float
+    y: float
+    yaw: float = 0.0
+    timeout_s: float = Field(900.0, gt=0, description='Longest the goal may take, s.')
+
+
+class NavigationTools:
+    """The navigation robot's tools, bound to its node and static map.
+
+    Parameters
+    ----------
+    node
+        The navigation robot's node (namespace ``/navigation_robot``).
+    world
+        The floor's :class:`~robot_team.sim.world.EdWorld` (the robot's semantic map).
+    callback_group
+        Group for the clients' callbacks (reentrant, so worker threads can wait on them).
+    """
+
+    def __init__(self, node, world, callback_group=None):
+        from geometry_msgs.msg import PoseStamped
+
+        from robot_team.sim.grid import OccupancyGrid
+        from robot_team.srv import LocateStaff, PageStaff
+        self._node = node
+        self._world = world
+        self._grid = OccupancyGrid.from_world(world)
+        self._pose: tuple[float, float, float] | None = None
+        self._locate = node.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=callback_group)
+        self._page = node.create_client(PageStaff, names.PAGE_STAFF, callback_group=callback_group)
+        self.nav = NavigateToPoseClient(node, names.robot_action(node.get_name(), names.NAVIGATE_TO_POSE),
+                                        callback_group)
+        node.create_subscription(PoseStamped, names.robot_action(node.get_name(), 'pose'),
+                                 self._pose_callback, 10, callback_group=callback_group)
+
+    def _pose_callback(self, msg) -> None:
+        p = msg.pose
+        self._pose = (p.position.x, p.position.y, quaternion_to_yaw(p.orientation))
+
+    def register(self, toolbox: Toolbox) -> None:
+        """Register every navigation tool in ``toolbox``."""
+        toolbox.register('locate_staff', LocateStaffInput.__doc__, LocateStaffInput, self.locate_staff)
+        toolbox.register('page_staff', PageStaffInput.__doc__, PageStaffInput, self.page_staff)
+        toolbox.register('room_door_pose', 'Look up the approach pose in front of a room door on the map.',
+                         RoomInput, self.room_door_pose)
+        toolbox.register('plan_path', PlanPathInput.__doc__, PlanPathInput, self.plan_path)
+        toolbox.register('navigate_to_pose', NavigateInput.__doc__, NavigateInput, self.navigate_to_pose)
+
+    def locate_staff(self, args: LocateStaffInput) -> dict:
+        """Query the RTLS; return ``{'staff': [...], 'unknown_ids': [...]}`` (poses in 'map', m)."""
+        from robot_team.srv import LocateStaff
+        wait_for_server(self._locate, 10.0, f'service {names.LOCATE_STAFF}')
+        response = wait_future(self._locate.call_async(
+            LocateStaff.Request(hcw_ids=list(args.hcw_ids), specialty=args.specialty)), 10.0,
+            f'response of {names.LOCATE_STAFF}')
+        staff = []
+        for s in response.staff:
+            p = s.pose.pose.position
+            staff.append({'hcw_id': s.hcw_id, 'specialty': s.specialty, 'area': s.area,
+                          'x': round(p.x, 2), 'y': round(p.y, 2), 'availability': s.availability,
+                          'detail': s.detail})
+        return {'staff': staff, 'unknown_ids': list(response.unknown_ids)}
+
+    def page_staff(self, args: PageStaffInput) -> dict:
+        """Page an HCW; return delivered/acknowledged/reply/response_time_s (sim s)."""
+        from robot_team.srv import PageStaff
+        wait_for_server(self._page, 10.0, f'service {names.PAGE_STAFF}')
+        request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message,
+                                    robot=self._node.get_name(), timeout_s=args.timeout_s)
+        response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
+        return {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
+                'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
+
+    def room_door_pose(self, args: RoomInput) -> dict:
+        """Return the approach pose in front of ``room``'s door (m, rad, 'map')."""
+        from robot_team.config import ConfigError
+        try:
+            room = self._world.room(args.room)
+        except ConfigError as exc:
+            raise ToolError(str(exc)) from exc
+        d = room.door
+        return {'room': room.name, 'x': round(d.x, 3), 'y': round(d.y, 3), 'yaw': round(d.yaw, 4)}
+
+    def plan_path(self, args: PlanPathInput) -> dict:
+        """Plan on the robot's static map; return length_m, a few waypoints and the areas crossed."""
+        from robot_team.sim.grid import PlanningError, path_length
+        if args.start_x is None or args.start_y is None:
+            if self._pose is None:
+                raise ToolError('the robot pose is unknown (nothing received on pose yet)')
+            start = self._pose[:2]
+        else:
+            start = (args.start_x, args.start_y)
+        try:
+            path = self._grid.plan(start, (args.goal_x, args.goal_y))
+        except PlanningError as exc:
+            code = getattr(exc, 'code', 300)
+            raise ToolError(f'no path on the map ({NAV2_ERROR_NAMES.get(code, code)}): {exc}') from exc
+        step = max(1, len(path) // 8)
+        waypoints = [[round(float(x), 2), round(float(y), 2)] for x, y in path[::step]]
+        waypoints.append([round(float(path[-1][0]), 2), round(float(path[-1][1]), 2)])
+        areas: list[str] = []
+        for x, y in path[::max(1, len(path) // 40)]:
+            area = self._world.room_at(float(x), float(y))
+            if area and (not areas or areas[-1] != area):
+                areas.append(area)
+        return {'start': [round(start[0], 2), round(start[1], 2)], 'goal': [args.goal_x, args.goal_y],
+                'length_m': round(float(path_length(path)), 2), 'waypoints': waypoints, 'areas': areas}
+
+    def navigate_to_pose(self, args: NavigateInput) -> dict:
+        """Drive there through navigate_to_pose; return the Nav2 goal result (evidence).
+
+        A goal that aborts or is cancelled is a tool failure whose message names the Nav2
+        error code; the full result is still in the journal as the tool's output.
+        """
+        result = self.nav.go_to(args.x, args.y, args.yaw, timeout_s=args.timeout_s)
+        evidence = result.as_dict()
+        if result.outcome is not NavOutcome.SUCCEEDED:
+            raise NavigationFailed(evidence)
+        return evidence
+
+    def distance_to(self, x: float, y: float) -> float | None:
+        """Return the straight-line distance (m) from the robot to (x, y), if its pose is known."""
+        if self._pose is None:
+            return None
+        return math.hypot(self._pose[0] - x, self._pose[1] - y)
+
+
+class NavigationFailed(ToolError):
+    """A navigate_to_pose goal that did not succeed; ``evidence`` holds the Nav2 result."""
+
+    def __init__(self, evidence: dict):
+        super().__init__(
+            f"navigate_to_pose {evidence['outcome']}: error {evidence['error_code']} "
+            f"({evidence['error_name']}) {evidence['error_msg']}".strip(), output=evidence)
