@@ -1,0 +1,155 @@
+"""The ``robot-team`` command line: run ED episodes and list scenarios.
+
+Commands stay thin: parse options, call :mod:`robot_team.runner`, print.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
+                  no_args_is_help=True, add_completion=False)
+console = Console()
+
+STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'timeout': 'red'}
+
+
+@app.command()
+def run(
+    scenario: Annotated[str, typer.Option(help='Scenario name (see `robot-team scenarios`) or YAML path.')]
+    = 'onboarding',
+    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol'.")] = 'protocol',
+    out: Annotated[Path, typer.Option(help='Folder for report.json, events.jsonl/.mcap, staff.sqlite.')]
+    = Path('runs/latest'),
+    processes: Annotated[bool, typer.Option('--processes/--in-process',
+                                            help='One process per node (as ros2 launch), or all in one.')] = False,
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graph (default: env or 0).')]
+    = None,
+    real_time_factor: Annotated[Optional[float], typer.Option(help="Sim seconds per wall second (default: "
+                                                                   "the scenario's).")] = None,
+    quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
+) -> None:
+    """Run one ED episode on the embedded simulator and write DIR/report.json."""
+    from robot_team.config import ConfigError, load_scenario
+    from robot_team.runner import run_episode
+    try:
+        loaded = load_scenario(scenario)
+    except ConfigError as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(2) from exc
+    try:
+        result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet)
+    except (ConfigError, RuntimeError, ValueError) as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(1) from exc
+    print_summary(result.report)
+
+
+def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet):
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from robot_team.runner import run_episode
+    if quiet:
+        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+                           real_time_factor=real_time_factor)
+    steps = ['navigation', 'info_collection', 'display', 'reflection']
+    with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
+                  TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
+        bar = progress.add_task(f'{scenario.name}', total=len(steps), status='starting the team')
+
+        def on_event(event):
+            data = event.data
+            status = f'[dim]t={event.stamp_s:6.1f}s[/dim] {event.actor}: {event.summary}'
+            done = None
+            if event.kind == 'task_report' and data.get('status') == 'success':
+                done = steps.index(data.get('task_type')) + 1 if data.get('task_type') in steps else None
+            elif event.kind == 'reflection':
+                done = len(steps)
+            progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
+        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+                           real_time_factor=real_time_factor, on_event=on_event)
+
+
+def print_summary(report: dict) -> None:
+    """Print a run report as tables."""
+    style = STATUS_STYLE.get(report['outcome'], 'white')
+    expected = report.get('expected_outcome')
+    console.print(f"\n[bold]Scenario[/bold] {report['scenario']}  [bold]brain[/bold] {report['brain']}  "
+                  f"[bold]mode[/bold] {report['mode']}  [bold]outcome[/bold] [{style}]{report['outcome']}[/{style}]"
+                  + (f' (expected {expected})' if expected else ''))
+    table = Table(title='Tasks', show_lines=False)
+    for column in ('task', 'robot', 'status', 'issue', 'ground truth'):
+        table.add_column(column)
+    for task in report['tasks']:
+        status = task['status']
+        table.add_row(f"{task['task_id']} {task['name']}", task['robot'],
+                      f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]", task['issue'] or 'none',
+                      _truth(task))
+    console.print(table)
+    for esc in report['escalations']:
+        console.print(f"[yellow]escalation[/yellow] {esc['escalation_id']} on {esc.get('task_id')} by "
+                      f"{esc.get('raised_by')}: {esc.get('reason')} -> decision: {esc.get('decision') or 'none'}"
+                      f"{' #' + esc['hcw_id'] if esc.get('hcw_id') else ''} ({esc.get('operator_id') or '-'})")
+    if report['reflection']:
+        console.print('[bold]Reflection[/bold]')
+        for outcome in report['reflection']['task_outcomes']:
+            console.print(f"  - {outcome['task_type']}: {outcome['status']} - {outcome['summary']}")
+        for line in report['reflection']['recovery_attempts']:
+            console.print(f'  recovery: {line}')
+        for line in report['reflection']['lessons_learned']:
+            console.print(f'  lesson: {line}')
+    if report['guards']:
+        console.print('[bold]Guards[/bold] ' + ', '.join(f'{k}: {v}' for k, v in report['guards'].items()))
+    events = report['events']
+    console.print(f"sim time {report['sim_time_s']:.1f} s, wall time {report['wall_time_s']:.2f} s "
+                  f"(x{report['real_time_factor']}), {events['count']} events "
+                  f"({'complete' if events['complete'] else 'GAPS: ' + json.dumps(events['sequence_gaps'])})")
+    console.print(f"report: {report['files']['report']}")
+
+
+def _truth(task: dict) -> str:
+    evidence = task['evidence']
+    if 'nav2_goals' in evidence:
+        goals = evidence['nav2_goals']
+        return '; '.join(f"navigate_to_pose {g['output'].get('outcome', '?')} "
+                         f"(error {g['output'].get('error_code', '?')})" for g in goals)
+    if 'lookup_staff_by_badge' in evidence or 'read_badge_scan' in evidence:
+        scan = (evidence.get('read_badge_scan') or {}).get('output') or {}
+        who = (evidence.get('lookup_staff_by_badge') or {}).get('output') or {}
+        return f"badge {scan.get('badge_id', '?')} -> {who.get('name', 'not found')}"
+    if 'show_display' in evidence:
+        shown = evidence['show_display']
+        return f"display {'shown' if shown.get('ok') else 'refused'}"
+    if 'page_staff' in evidence:
+        page = evidence['page_staff'].get('output') or {}
+        return f"page acknowledged: {page.get('acknowledged')}"
+    return '-'
+
+
+@app.command()
+def scenarios() -> None:
+    """List the shipped scenarios."""
+    from robot_team.config import load_scenario, scenario_names
+    table = Table('scenario', 'expected outcome', 'description')
+    for name in scenario_names():
+        s = load_scenario(name)
+        table.add_row(name, s.expected_outcome or '-', s.description)
+    console.print(table)
+
+
+def main() -> int:
+    """Entry point of ``robot-team``."""
+    from robot_team.runner import ensure_localhost_dds
+    ensure_localhost_dds()
+    app()
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

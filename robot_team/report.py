@@ -1,0 +1,91 @@
+"""The run report (``report.json``), built from the event record alone.
+
+Shape (JSON)::
+
+    {scenario, brain, mode, outcome, expected_outcome, outcome_as_expected,
+     tasks: [{task_id, name, robot, status, issue, summary, judged_status, evidence}],
+     escalations: [{escalation_id, task_id, raised_by, reason, decision, hcw_id, operator_id}],
+     reflection, guards: {kind: count}, sim_time_s, wall_time_s, real_time_factor,
+     events: {count, files, sequence_gaps, complete}}
+
+``evidence`` condenses each task's ground truth: Nav2 goal results for navigation, the badge
+scan and directory record for info collection, the display service reply for display.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from robot_team.events import EventKind, TeamEventModel
+from robot_team.recorder import sequence_gaps
+
+GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
+               EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
+               EventKind.DEADLINE_MISSED, EventKind.INPUT_ERROR, EventKind.NODE_CRASHED, EventKind.BRAIN_ERROR)
+
+EVIDENCE_TOOLS = {
+    'navigation': ('navigate_to_pose', 'page_staff', 'locate_staff'),
+    'info_collection': ('read_badge_scan', 'lookup_staff_by_badge', 'record_check_in'),
+    'display': ('fetch_care_team', 'show_display'),
+}
+
+
+def _evidence(task_type: str, journal: list[dict]) -> dict:
+    """Condense a tool journal into the task's ground truth."""
+    evidence: dict = {}
+    for entry in journal:
+        if entry.get('tool') not in EVIDENCE_TOOLS.get(task_type, ()):
+            continue
+        item = {'ok': entry.get('ok'), 'output': entry.get('output'), 'error': entry.get('error', '')}
+        if entry['tool'] == 'navigate_to_pose':
+            evidence.setdefault('nav2_goals', []).append(item)
+        else:
+            evidence[entry['tool']] = item
+    return evidence
+
+
+def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mode: str,
+                 expected_outcome: str | None, wall_time_s: float, files: dict | None = None) -> dict:
+    """Return the run report for ``events`` (see the module docstring for its shape)."""
+    by_kind: dict[str, list[TeamEventModel]] = {}
+    for event in events:
+        by_kind.setdefault(event.kind, []).append(event)
+    finished = by_kind.get(EventKind.EPISODE_FINISHED.value, [])
+    outcome = finished[-1].data.get('outcome', 'failure') if finished else 'timeout'
+    judgments = {e.data.get('task_id'): e.data.get('judged_status') for e in by_kind.get(EventKind.JUDGMENT.value, [])}
+    tasks = []
+    for event in by_kind.get(EventKind.TASK_REPORT.value, []):
+        d = event.data
+        tasks.append({
+            'task_id': d.get('task_id'), 'name': d.get('task_type'), 'robot': d.get('robot', event.actor),
+            'status': d.get('status'), 'issue': d.get('issue', ''), 'summary': d.get('summary', ''),
+            'judged_status': judgments.get(d.get('task_id')),
+            'evidence': _evidence(d.get('task_type', ''), d.get('evidence', {}).get('tool_journal', []))})
+    escalations: dict[str, dict] = {}
+    for event in by_kind.get(EventKind.ESCALATION.value, []):
+        d = event.data
+        escalations[d.get('escalation_id', '')] = {
+            'escalation_id': d.get('escalation_id'), 'task_id': d.get('task_id'), 'raised_by': d.get('raised_by'),
+            'reason': event.reason or d.get('reason', ''), 'sim_time_s': round(event.stamp_s, 3),
+            'decision': None, 'hcw_id': None, 'operator_id': None}
+    for event in by_kind.get(EventKind.HUMAN_DECISION.value, []):
+        d = event.data
+        entry = escalations.setdefault(d.get('escalation_id', ''), {'escalation_id': d.get('escalation_id')})
+        entry.update(decision=d.get('decision'), hcw_id=d.get('hcw_id'), operator_id=d.get('operator_id'))
+    reflections = by_kind.get(EventKind.REFLECTION.value, [])
+    reflection = None
+    if reflections:
+        reflection = {k: reflections[-1].data.get(k) for k in ('task_outcomes', 'recovery_attempts', 'lessons_learned')}
+    end = finished[-1] if finished else (events[-1] if events else None)
+    sim_time = round(end.stamp_s, 3) if end else 0.0
+    gaps = sequence_gaps(events)
+    guard_counts = Counter(e.kind for e in events if e.kind in {k.value for k in GUARD_KINDS})
+    return {
+        'scenario': scenario, 'brain': brain, 'mode': mode, 'outcome': outcome,
+        'expected_outcome': expected_outcome,
+        'outcome_as_expected': None if expected_outcome is None else outcome == expected_outcome,
+        'tasks': tasks, 'escalations': list(escalations.values()), 'reflection': reflection,
+        'guards': dict(guard_counts), 'sim_time_s': sim_time, 'wall_time_s': round(wall_time_s, 3),
+        'real_time_factor': round(sim_time / wall_time_s, 2) if wall_time_s > 0 else None,
+        'events': {'count': len(events), 'files': files or {}, 'sequence_gaps': gaps, 'complete': not gaps},
+    }

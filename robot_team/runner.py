@@ -1,0 +1,291 @@
+"""Run one ED episode: the whole team on the embedded simulator, then the record and report.
+
+Two modes share everything but process layout:
+
+- in-process (default): every node in this process, one ``MultiThreadedExecutor``;
+- ``processes=True``: each node in its own process (``python -m <module> --ros-args ...``),
+  exactly as ``ros2 run``/``ros2 launch`` would start them; this process only records. A
+  node that dies is recorded as ``node_crashed`` with its exit code and last log lines.
+
+The simulator starts last, once every other node is up, so sim time (and the patient's
+arrival) starts when the team is ready.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
+from robot_team.events import EventEmitter, EventKind, TeamEventModel
+from robot_team.names import OPERATOR, SUPERVISOR, Robot
+from robot_team.recorder import TeamRecorder, write_record
+from robot_team.report import build_report
+
+TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
+        Robot.MANAGER.value]
+"""Nodes started before the simulator (their ``node_started`` events gate the sim's start)."""
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the report (as written to report.json), its folder and events."""
+
+    report: dict
+    out_dir: Path
+    events: list[TeamEventModel] = field(default_factory=list)
+
+
+def ensure_localhost_dds() -> None:
+    """Keep DDS discovery on this machine unless the user explicitly chose otherwise."""
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+
+
+def prepare(scenario: Scenario, out_dir: Path) -> dict:
+    """Check the scenario's inputs and create the run's staff directory.
+
+    Returns the paths the nodes need: ``world``, ``staff_db``, ``scenario`` (a resolved copy).
+
+    Raises
+    ------
+    ConfigError
+        If the world or staff file cannot be used (the message names the file and the problem).
+    """
+    from robot_team.directory import StaffDirectory
+    from robot_team.sim.world import load_world
+    out_dir.mkdir(parents=True, exist_ok=True)
+    world = load_world(scenario.world_path)
+    for room in [scenario.patient.room, *scenario.blocked_doors]:
+        world.room(room)
+    seed = load_staff_seed(scenario.staff_path)
+    known = {s.hcw_id for s in seed.staff}
+    for hcw in [scenario.patient.assigned_hcw_id, *scenario.staff_overrides]:
+        if hcw not in known:
+            raise ConfigError(f"scenario '{scenario.name}': HCW #{hcw} is not in the staff directory "
+                              f'{scenario.staff_path}')
+    staff_db = out_dir / 'staff.sqlite'
+    if staff_db.exists():
+        staff_db.unlink()
+    StaffDirectory.create(staff_db, seed)
+    resolved = scenario.model_copy(update={'world': str(scenario.world_path),
+                                           'staff_directory': str(scenario.staff_path)})
+    scenario_file = out_dir / 'scenario.json'
+    scenario_file.write_text(resolved.model_dump_json(indent=2))
+    return {'world': str(scenario.world_path), 'staff_db': str(staff_db), 'scenario': str(scenario_file)}
+
+
+def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str) -> dict:
+    """Return the ROS parameters of team node ``name``."""
+    params: dict = {'use_sim_time': True}
+    if name in (SUPERVISOR, OPERATOR):
+        params['scenario'] = paths['scenario']
+    elif name == Robot.MANAGER.value:
+        params.update(brain=brain, issue_handling=scenario.manager.issue_handling)
+    else:
+        params.update(brain=brain, world=paths['world'], staff_db=paths['staff_db'])
+    return params
+
+
+class Episode:
+    """One episode's graph and record; use :func:`run_episode` unless you need the pieces."""
+
+    def __init__(self, scenario: Scenario, out_dir: Path, *, brain: str = 'protocol', processes: bool = False,
+                 domain_id: int | None = None, real_time_factor: float | None = None,
+                 on_event: Callable[[TeamEventModel], None] | None = None):
+        self.scenario = scenario
+        self.out_dir = Path(out_dir)
+        self.brain = brain
+        self.processes = processes
+        self.domain_id = domain_id if domain_id is not None else int(os.environ.get('ROS_DOMAIN_ID', '0'))
+        self.real_time_factor = real_time_factor or scenario.real_time_factor
+        self.on_event = on_event
+        self._children: dict[str, subprocess.Popen] = {}
+        self._crashed: set[str] = set()
+
+    def run(self) -> RunResult:
+        """Run the episode to its end (or time limit) and write the record and report."""
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.parameter import Parameter
+        ensure_localhost_dds()
+        paths = prepare(self.scenario, self.out_dir)
+        wall_start = time.monotonic()
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=self.domain_id)
+        executor = MultiThreadedExecutor(num_threads=8, context=context)
+        sim_time = [Parameter('use_sim_time', value=True)]
+        recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self.on_event)
+        self.events = EventEmitter(recorder, 'runner')
+        nodes = [recorder]
+        executor.add_node(recorder)
+        spin = threading.Thread(target=executor.spin, daemon=True)
+        spin.start()
+        try:
+            if self.processes:
+                self._start_processes(paths)
+            else:
+                for node in self._make_nodes(context, paths):
+                    nodes.append(node)
+                    executor.add_node(node)
+            self._wait_started(recorder, timeout_s=60.0)
+            if self.processes:
+                self._start_process('ed_sim', [sys.executable, '-m', 'robot_team.sim.sim_node'],
+                                    {'scenario': paths['scenario'], 'real_time_factor': self.real_time_factor})
+            else:
+                from robot_team.sim.sim_node import EdSimNode
+                sim = EdSimNode(self.scenario, context=context, parameter_overrides=[
+                    Parameter('real_time_factor', value=float(self.real_time_factor))])
+                nodes.append(sim)
+                executor.add_node(sim)
+            finished = self._wait_finished(recorder)
+            if finished is None:
+                self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
+                                 reason=f'no episode end within {self.scenario.time_limit_s:.0f} s of sim time',
+                                 outcome='timeout')
+        finally:
+            self._stop_processes()
+            time.sleep(0.2)   # let the last events arrive
+            events = recorder.events()
+            executor.shutdown(timeout_sec=2.0)
+            for node in nodes:
+                node.destroy_node()
+            context.try_shutdown()
+            spin.join(timeout=5.0)
+        wall_time = time.monotonic() - wall_start
+        files = write_record(events, self.out_dir)
+        report = build_report(events, scenario=self.scenario.name, brain=self.brain,
+                              mode='processes' if self.processes else 'in-process',
+                              expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
+        report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
+                           'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
+        (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
+        return RunResult(report=report, out_dir=self.out_dir, events=events)
+
+    # -- in-process --
+
+    def _make_nodes(self, context, paths: dict) -> list:
+        from rclpy.parameter import Parameter
+
+        from robot_team.agents.manager_node import ManagerNode
+        from robot_team.agents.operator_node import ScriptedOperatorNode
+        from robot_team.agents.robot_node import RobotNode
+        from robot_team.agents.supervisor_node import SupervisorNode
+
+        def overrides(name):
+            params = _node_parameters(name, self.scenario, paths, self.brain)
+            params.pop('scenario', None)
+            return [Parameter(k, value=v) for k, v in params.items()]
+        nodes = [SupervisorNode(self.scenario, context=context, parameter_overrides=overrides(SUPERVISOR)),
+                 ScriptedOperatorNode(self.scenario, context=context, parameter_overrides=overrides(OPERATOR))]
+        for role in (Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY):
+            nodes.append(RobotNode(role.value, context=context, parameter_overrides=overrides(role.value)))
+        nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Robot.MANAGER.value)))
+        return nodes
+
+    # -- processes --
+
+    def _start_processes(self, paths: dict) -> None:
+        modules = {SUPERVISOR: ['robot_team.agents.supervisor_node'], OPERATOR: ['robot_team.agents.operator_node'],
+                   Robot.MANAGER.value: ['robot_team.agents.manager_node']}
+        for name in TEAM:
+            argv = modules.get(name, ['robot_team.agents.robot_node', name])
+            self._start_process(name, [sys.executable, '-m', *argv],
+                                _node_parameters(name, self.scenario, paths, self.brain))
+
+    def _start_process(self, name: str, argv: list[str], params: dict) -> None:
+        import robot_team
+        args = list(argv) + ['--ros-args']
+        for key, value in params.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            args += ['-p', f'{key}:={text}']
+        env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id), PYTHONUNBUFFERED='1')
+        source_root = str(Path(robot_team.__path__[0]).parent)
+        env['PYTHONPATH'] = source_root + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
+        logs = self.out_dir / 'logs'
+        logs.mkdir(exist_ok=True)
+        log = open(logs / f'{name}.log', 'w')
+        self._children[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                cwd=self.out_dir)
+        log.close()
+
+    def _check_children(self) -> None:
+        for name, proc in self._children.items():
+            code = proc.poll()
+            if code is not None and name not in self._crashed:
+                self._crashed.add(name)
+                log = self.out_dir / 'logs' / f'{name}.log'
+                tail = log.read_text(errors='replace').splitlines()[-15:] if log.exists() else []
+                self.events.emit(EventKind.NODE_CRASHED, f'node {name} exited with code {code}', target=name,
+                                 reason='process ended before the episode did', returncode=code,
+                                 log_tail=tail)
+
+    def _stop_processes(self) -> None:
+        for proc in self._children.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 5.0
+        for proc in self._children.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    # -- waiting --
+
+    def _wait_started(self, recorder: TeamRecorder, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            started = {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
+            if set(TEAM) <= started:
+                return
+            self._check_children()
+            if self._crashed:
+                raise RuntimeError(f"team node(s) {', '.join(sorted(self._crashed))} crashed at start-up; "
+                                   f"see {self.out_dir / 'logs'}")
+            time.sleep(0.02)
+        missing = set(TEAM) - {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
+        raise RuntimeError(f"team node(s) {', '.join(sorted(missing))} did not start within {timeout_s:.0f} s")
+
+    def _wait_finished(self, recorder: TeamRecorder) -> TeamEventModel | None:
+        limit = self.scenario.time_limit_s
+        wall_deadline = time.monotonic() + limit / self.real_time_factor * 3.0 + 60.0
+        while time.monotonic() < wall_deadline:
+            found = recorder.wait_for(lambda e: e.kind == EventKind.EPISODE_FINISHED.value, 0.1)
+            if found is not None:
+                return found
+            if recorder.get_clock().now().nanoseconds * 1e-9 > limit:
+                return None
+            self._check_children()
+            if Robot.MANAGER.value in self._crashed:
+                return None
+        return None
+
+
+def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = 'protocol', processes: bool = False,
+                domain_id: int | None = None, real_time_factor: float | None = None,
+                on_event: Callable[[TeamEventModel], None] | None = None) -> RunResult:
+    """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
+
+    Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
+    ``scenario.json`` (and ``logs/`` with ``processes=True``).
+
+    Raises
+    ------
+    ConfigError
+        If the scenario, world or staff directory cannot be used.
+    RuntimeError
+        If the team's nodes do not come up.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(str(scenario))
+    return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
+                   real_time_factor=real_time_factor, on_event=on_event).run()
