@@ -37,7 +37,6 @@ def run(
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json."""
     from robot_team.config import ConfigError, load_scenario
-    from robot_team.runner import run_episode
     try:
         loaded = load_scenario(scenario)
     except ConfigError as exc:

@@ -12,6 +12,7 @@ from ros_helpers import reserve_domain_id
 
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
+
 @pytest.fixture
 def domain_id() -> int:
     """A ROS domain ID reserved for this test."""

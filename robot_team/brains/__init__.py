@@ -1,0 +1,1 @@
+"""Brains: the decision-making behind each robot (protocol brain; LLM brains)."""

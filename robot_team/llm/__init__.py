@@ -1,0 +1,1 @@
+"""LLM brains (OpenAI-compatible endpoints)."""

@@ -1,0 +1,1 @@
+"""The embedded ED-floor simulator: world, occupancy grid, engine, ROS node."""

@@ -130,7 +130,7 @@ class Toolbox:
         return list(self._tools)
 
     def specs(self) -> list[ToolSpec]:
-        """Return this robot's tool specs (for function-calling schemas)."""
+        """Return the tool specs of this robot (for function-calling schemas)."""
         return list(self._tools.values())
 
     def journal(self, task_id: str) -> list[ToolResult]:

@@ -1,0 +1,43 @@
+"""The launch file, where `launch` and `launch_ros` are installed (skipped cleanly elsewhere)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip('launch')
+pytest.importorskip('launch_ros')
+
+LAUNCH_FILE = Path(__file__).resolve().parent.parent / 'launch' / 'ed_team.launch.py'
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location('ed_team_launch', LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.generate_launch_description()
+
+
+def test_launch_description_declares_arguments():
+    from launch.actions import DeclareLaunchArgument
+    description = _load()
+    declared = {a.name for a in description.entities if isinstance(a, DeclareLaunchArgument)}
+    assert {'scenario', 'brain', 'real_time_factor', 'out_dir', 'discovery_range'} <= declared
+
+
+def test_launch_team_nodes(tmp_path):
+    from launch import LaunchContext
+    from launch.actions import OpaqueFunction, TimerAction
+    from launch_ros.actions import Node
+    description = _load()
+    context = LaunchContext()
+    for entity in description.entities:
+        if not isinstance(entity, OpaqueFunction):
+            entity.visit(context)
+    context.launch_configurations['out_dir'] = str(tmp_path)
+    opaque = next(e for e in description.entities if isinstance(e, OpaqueFunction))
+    actions = opaque.execute(context)
+    nodes = [a for a in actions if isinstance(a, Node)]
+    timers = [a for a in actions if isinstance(a, TimerAction)]
+    assert len(nodes) == 7 and len(timers) == 1
+    assert (tmp_path / 'staff.sqlite').exists()
