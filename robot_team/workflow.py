@@ -1,0 +1,468 @@
+"""The ED workflow and its deadlines, enforced as pure logic (no ROS): the supervisor's rulebook.
+
+:class:`WorkflowPolicy` decides whether a delegation may start (:meth:`WorkflowPolicy.authorize`),
+records robots' reports, runs the deadlines (issue handling after a failure, longest task
+duration) and keeps the escalations and the humans' decisions. Every refusal carries an
+explanation the manager (possibly an LLM) can act on: what rule, what state, what to do next.
+
+All times are ROS times in seconds (sim time in runs); the caller passes ``now_s``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from robot_team.config import Deadlines
+from robot_team.names import Robot
+from robot_team.reports import (
+    OPERATIONAL_TASKS, TASK_OWNER, WORKFLOW_ORDER, TaskReportModel, TaskStatus, TaskType)
+
+MANAGER = Robot.MANAGER.value
+
+TASK_ID_PREFIX: dict[TaskType, str] = {
+    TaskType.NAVIGATION: 'nav',
+    TaskType.INFO_COLLECTION: 'info',
+    TaskType.DISPLAY: 'display',
+    TaskType.REFLECTION: 'reflection',
+}
+"""Task IDs are ``<prefix>-<n>``, numbered per task type from 1 (``nav-1``, ``info-2``...)."""
+
+DECISIONS = ('reassign', 'retry', 'abort')
+"""Decisions a human may take on an escalation."""
+
+Rule = Literal['ok', 'requester', 'unknown_task_type', 'role', 'closed', 'order', 'running',
+               'repeat_reason', 'reflection']
+"""The rule an authorization was decided by (``'ok'`` when approved)."""
+
+WORKFLOW_RULES: frozenset[str] = frozenset({'closed', 'order', 'running', 'reflection'})
+"""Rules whose breach is a workflow violation (the others are refused delegations)."""
+
+
+class Authorization(BaseModel):
+    """The supervisor's answer to a delegation request."""
+
+    approved: bool
+    task_id: str = Field('', description="The new task's ID when approved, else ''.")
+    explanation: str = Field(description='Why, in words the manager can act on.')
+    rule: Rule = Field('ok', description='The rule that decided (see WORKFLOW_RULES).')
+    task_type: str = ''
+    robot: str = ''
+
+    @property
+    def violation(self) -> bool:
+        """Whether the refusal breaches the workflow itself (order, running task, closed, reflection)."""
+        return not self.approved and self.rule in WORKFLOW_RULES
+
+
+class TaskState(BaseModel):
+    """One authorized task and what became of it."""
+
+    task_id: str
+    task_type: TaskType
+    robot: str
+    requested_by: str = MANAGER
+    reason: str = ''
+    status: Literal['running', 'success', 'failure'] = 'running'
+    issue: str = ''
+    summary: str = ''
+    started_s: float
+    finished_s: float | None = None
+
+
+class Deadline(BaseModel):
+    """One deadline the supervisor watches.
+
+    ``kind='issue_handling'``: after ``task_id`` failed, the manager must delegate that task type
+    again or escalate ``task_id`` before ``due_s``. ``kind='task'``: ``task_id`` must report
+    before ``due_s``.
+    """
+
+    kind: Literal['issue_handling', 'task']
+    task_id: str
+    task_type: TaskType
+    started_s: float
+    duration_s: float
+    state: Literal['pending', 'met', 'missed'] = 'pending'
+    met_by: str = Field('', description="What met it, e.g. 'delegation nav-2', 'escalation esc-1', 'report'.")
+    closed_s: float | None = None
+
+    @property
+    def due_s(self) -> float:
+        """ROS time after which the deadline is missed, s."""
+        return self.started_s + self.duration_s
+
+
+class DeadlineChange(BaseModel):
+    """A deadline that started or was met (for the event record)."""
+
+    change: Literal['started', 'met']
+    deadline: Deadline
+
+
+class EscalationState(BaseModel):
+    """One escalation to a human and, once answered, the decision."""
+
+    escalation_id: str
+    task_id: str = ''
+    task_type: str = ''
+    raised_by: str
+    reason: str
+    options: list[str] = Field(default_factory=list)
+    opened_s: float = 0.0
+    status: Literal['open', 'resolved'] = 'open'
+    decision: str = ''
+    hcw_id: str = ''
+    note: str = ''
+    operator_id: str = ''
+    resolved_s: float | None = None
+
+
+class WorkflowState(BaseModel):
+    """A read-only snapshot of the policy (a copy: changing it changes nothing)."""
+
+    tasks: list[TaskState]
+    escalations: list[EscalationState]
+    deadlines: list[Deadline]
+    closed: bool = Field(description="Whether a human closed the episode with an 'abort' decision.")
+    closed_by: str = Field('', description="The escalation whose 'abort' closed the episode.")
+
+    def task(self, task_id: str) -> TaskState | None:
+        """Return the task ``task_id``, if any."""
+        return next((t for t in self.tasks if t.task_id == task_id), None)
+
+    def escalation(self, escalation_id: str) -> EscalationState | None:
+        """Return the escalation ``escalation_id``, if any."""
+        return next((e for e in self.escalations if e.escalation_id == escalation_id), None)
+
+
+class WorkflowPolicy:
+    """Enforce the ED workflow (navigation -> info collection -> display -> reflection) and deadlines.
+
+    Parameters
+    ----------
+    deadlines
+        Issue-handling and task deadlines, s (``robot_team.config.Deadlines``).
+
+    Notes
+    -----
+    Rules of :meth:`authorize`, checked in this order:
+
+    1. only the manager may request a delegation;
+    2. the task type must be one of the workflow's;
+    3. the robot must own the task type (``reports.TASK_OWNER``): the manager only reflects;
+    4. after a human's ``abort`` only the reflection may start;
+    5. every earlier operational task type's latest task must have succeeded;
+    6. no second task of a type while one of that type runs;
+    7. repeating a type whose latest task succeeded needs a reason (a failed type is retried
+       freely: recovery);
+    8. the reflection needs no task running and either all three operational tasks succeeded,
+       the episode closed by ``abort``, or the latest operational task failed and an escalation
+       about it was resolved; once a reflection runs or succeeded, no second one.
+
+    Thread-safe (one lock); pure logic, no ROS. Deadline starts and met deadlines are queued for
+    :meth:`take_deadline_changes`; missed ones are returned by :meth:`due`.
+    """
+
+    def __init__(self, deadlines: Deadlines | None = None):
+        self.deadlines = deadlines or Deadlines()
+        self._lock = threading.RLock()
+        self._tasks: dict[str, TaskState] = {}
+        self._counters: dict[TaskType, int] = {t: 0 for t in WORKFLOW_ORDER}
+        self._escalations: dict[str, EscalationState] = {}
+        self._deadlines: list[Deadline] = []
+        self._changes: list[DeadlineChange] = []
+        self._closed_by = ''
+
+    # --- Authorization ------------------------------------------------------------------------
+
+    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str,
+                  now_s: float) -> Authorization:
+        """Decide whether ``requested_by`` may delegate ``task_type`` to ``robot`` at ROS time ``now_s`` (s).
+
+        An approved request creates a running task (its ID in the answer), starts its task
+        deadline (operational tasks only: the reflection is the manager's own work) and meets a
+        pending issue-handling deadline of that task type.
+        """
+        with self._lock:
+            refusal = self._check(str(task_type), str(robot), str(reason or ''), str(requested_by))
+            if refusal is not None:
+                return refusal
+            kind = TaskType(task_type)
+            self._counters[kind] += 1
+            task_id = f'{TASK_ID_PREFIX[kind]}-{self._counters[kind]}'
+            previous = self._latest(kind)
+            self._tasks[task_id] = TaskState(task_id=task_id, task_type=kind, robot=robot,
+                                             requested_by=requested_by, reason=reason or '', started_s=now_s)
+            for deadline in self._pending('issue_handling'):
+                if deadline.task_type is kind:
+                    self._close(deadline, 'met', f'delegation {task_id}', now_s)
+            if kind in OPERATIONAL_TASKS:   # the reflection is the manager's own work, not a robot's
+                self._start(Deadline(kind='task', task_id=task_id, task_type=kind, started_s=now_s,
+                                     duration_s=self.deadlines.task_s))
+            if previous is None:
+                why = f'{kind.value} is next in the workflow'
+            elif previous.status == 'failure':
+                why = f'retry of {kind.value} after {previous.task_id} failed ({previous.issue})'
+            else:
+                why = f'repeat of {kind.value} ({reason.strip()})'
+            if kind in OPERATIONAL_TASKS:
+                why += f'; report on {task_id} within {self.deadlines.task_s:g} s'
+            return Authorization(approved=True, task_id=task_id, rule='ok', task_type=kind.value, robot=robot,
+                                 explanation=f'approved {task_id} for {robot}: {why}')
+
+    def _check(self, task_type: str, robot: str, reason: str, requested_by: str) -> Authorization | None:
+        def refuse(rule: str, explanation: str) -> Authorization:
+            return Authorization(approved=False, rule=rule, explanation=explanation,
+                                 task_type=task_type, robot=robot)
+
+        if requested_by != MANAGER:
+            return refuse('requester', f"only the manager may request delegations; '{requested_by}' is not "
+                                       f"the manager")
+        try:
+            kind = TaskType(task_type)
+        except ValueError:
+            return refuse('unknown_task_type', f"unknown task type '{task_type}'; the workflow's task types "
+                                               f"are {', '.join(t.value for t in WORKFLOW_ORDER)}")
+        owner = TASK_OWNER[kind]
+        if robot != owner:
+            if robot == MANAGER:
+                why = f'the manager delegates and never operates: {kind.value} must be delegated to {owner}'
+            elif kind is TaskType.REFLECTION:
+                why = f"reflection is the manager's own task ('{MANAGER}'), not {robot}'s"
+            else:
+                why = f"{kind.value} is done only by {owner}, not '{robot}'"
+            return refuse('role', why)
+        if self._closed_by and kind is not TaskType.REFLECTION:
+            return refuse('closed', f"a human closed the episode with 'abort' on {self._closed_by}; no more "
+                                    f"operational tasks: only the reflection may start")
+        if kind is TaskType.REFLECTION:
+            return self._check_reflection(refuse)
+        for earlier in OPERATIONAL_TASKS[:OPERATIONAL_TASKS.index(kind)]:
+            latest = self._latest(earlier)
+            if latest is None:
+                return refuse('order', f'{kind.value} must wait: {earlier.value} has not been delegated yet '
+                                       f'(workflow: {_order()}); delegate {earlier.value} first')
+            if latest.status == 'running':
+                return refuse('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} is still '
+                                       f'running; wait for its report')
+            if latest.status == 'failure':
+                return refuse('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} failed '
+                                       f'({latest.issue}); recover {earlier.value} first (retry, reassign or '
+                                       f'escalate)')
+        latest = self._latest(kind)
+        if latest is not None and latest.status == 'running':
+            return refuse('running', f'{kind.value} {latest.task_id} is still running on {latest.robot}; '
+                                     f'wait for its report before delegating {kind.value} again')
+        if latest is not None and latest.status == 'success' and not reason.strip():
+            return refuse('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}); to repeat '
+                                           f'it, give a reason')
+        return None
+
+    def _check_reflection(self, refuse) -> Authorization | None:
+        done = [t for t in self._tasks.values()
+                if t.task_type is TaskType.REFLECTION and t.status != 'failure']
+        if done:
+            return refuse('reflection', f'the reflection is already {done[0].status} ({done[0].task_id}); '
+                                        f'there is only one reflection per episode')
+        running = [t.task_id for t in self._tasks.values() if t.status == 'running']
+        if running:
+            return refuse('reflection', f"reflection must wait until no task runs; still running: "
+                                        f"{', '.join(running)}")
+        if self._closed_by:
+            return None
+        latest = {kind: self._latest(kind) for kind in OPERATIONAL_TASKS}
+        if all(t is not None and t.status == 'success' for t in latest.values()):
+            return None
+        operational = [t for t in self._tasks.values() if t.task_type in OPERATIONAL_TASKS]
+        last = operational[-1] if operational else None
+        if last is not None and last.status == 'failure':
+            if any(e.task_id == last.task_id and e.status == 'resolved' for e in self._escalations.values()):
+                return None
+            return refuse('reflection', f'reflection must wait: {last.task_id} ({last.task_type.value}) '
+                                        f'failed ({last.issue}) and no escalation about it has been '
+                                        f'resolved; recover it or escalate {last.task_id} and wait for the '
+                                        f'human decision')
+        missing = [kind.value for kind, t in latest.items() if t is None or t.status != 'success']
+        return refuse('reflection', f"reflection must wait: {', '.join(missing)} not yet successful "
+                                    f'(workflow: {_order()})')
+
+    # --- Reports ------------------------------------------------------------------------------
+
+    def record_report(self, report: TaskReportModel, now_s: float) -> TaskState:
+        """Record a robot's report on its task at ROS time ``now_s`` (s); return the updated task.
+
+        A report meets the task's deadline; a failed operational task starts an issue-handling
+        deadline. The manager may report on its reflection (robot ``'manager'``) to close it.
+
+        Raises
+        ------
+        ValueError
+            If the task ID is unknown, the task already reported (or timed out), or the report's
+            robot or task type is not the one authorized.
+        """
+        with self._lock:
+            task = self._tasks.get(report.task_id)
+            if task is None:
+                known = ', '.join(self._tasks) or 'none yet'
+                raise ValueError(f"report for unknown task ID '{report.task_id}' (authorized tasks: {known})")
+            if report.robot != task.robot:
+                raise ValueError(f"report on {task.task_id} comes from '{report.robot}', but {task.task_id} "
+                                 f'was authorized for {task.robot}')
+            if report.task_type is not task.task_type:
+                raise ValueError(f"report on {task.task_id} says task type '{report.task_type.value}', but "
+                                 f'{task.task_id} is {task.task_type.value}')
+            if task.status != 'running':
+                raise ValueError(f'{task.task_id} is already closed ({task.status}'
+                                 + (f': {task.issue}' if task.issue else '') + '); one report per task')
+            task.status = 'success' if report.status is TaskStatus.SUCCESS else 'failure'
+            task.issue = report.issue
+            task.summary = report.summary
+            task.finished_s = now_s
+            for deadline in self._pending('task'):
+                if deadline.task_id == task.task_id:
+                    self._close(deadline, 'met', 'report', now_s)
+            if task.status == 'failure' and task.task_type in OPERATIONAL_TASKS:
+                self._start(Deadline(kind='issue_handling', task_id=task.task_id, task_type=task.task_type,
+                                     started_s=now_s, duration_s=self.deadlines.issue_handling_s))
+            return task.model_copy(deep=True)
+
+    # --- Deadlines ----------------------------------------------------------------------------
+
+    def due(self, now_s: float) -> list[Deadline]:
+        """Return the deadlines missed by ROS time ``now_s`` (s) that were not returned before.
+
+        A task that missed its deadline is closed as a failure ('no report within N s'); a
+        late report on it is refused.
+        """
+        with self._lock:
+            missed = []
+            for deadline in self._pending():
+                if now_s > deadline.due_s:
+                    self._close(deadline, 'missed', '', now_s)
+                    if deadline.kind == 'task':
+                        task = self._tasks[deadline.task_id]
+                        task.status = 'failure'
+                        task.issue = f'no report within {deadline.duration_s:g} s (task deadline)'
+                        task.finished_s = now_s
+                    missed.append(deadline.model_copy(deep=True))
+            return missed
+
+    def take_deadline_changes(self) -> list[DeadlineChange]:
+        """Return and forget the deadlines started or met since the last call, oldest first."""
+        with self._lock:
+            changes, self._changes = self._changes, []
+            return changes
+
+    # --- Escalations --------------------------------------------------------------------------
+
+    def open_escalation(self, task_id: str, raised_by: str, reason: str, options: list[str] | None = None,
+                        now_s: float = 0.0) -> str:
+        """Open an escalation about ``task_id`` ('' for none) raised by ``raised_by``; return its ID.
+
+        IDs are ``esc-1``, ``esc-2``... An escalation by the manager meets a pending
+        issue-handling deadline of that task.
+
+        Raises
+        ------
+        ValueError
+            If ``task_id`` is not an authorized task or ``reason`` is empty.
+        """
+        with self._lock:
+            task = self._tasks.get(task_id) if task_id else None
+            if task_id and task is None:
+                raise ValueError(f"cannot escalate unknown task ID '{task_id}' (authorized tasks: "
+                                 f"{', '.join(self._tasks) or 'none yet'})")
+            if not str(reason or '').strip():
+                raise ValueError('an escalation needs a reason the human can read')
+            escalation_id = f'esc-{len(self._escalations) + 1}'
+            self._escalations[escalation_id] = EscalationState(
+                escalation_id=escalation_id, task_id=task_id or '',
+                task_type=task.task_type.value if task else '', raised_by=raised_by, reason=reason,
+                options=list(options or []), opened_s=now_s)
+            if raised_by == MANAGER and task is not None:
+                for deadline in self._pending('issue_handling'):
+                    if deadline.task_id == task_id:
+                        self._close(deadline, 'met', f'escalation {escalation_id}', now_s)
+            return escalation_id
+
+    def resolve(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
+                operator_id: str = '', now_s: float = 0.0) -> tuple[bool, str]:
+        """Record a human's decision on an open escalation; return ``(accepted, message)``.
+
+        ``decision`` is one of :data:`DECISIONS`; ``reassign`` needs ``hcw_id``; ``abort``
+        closes the episode (only the reflection may start afterwards). A refused decision
+        changes nothing and the message says why.
+        """
+        with self._lock:
+            escalation = self._escalations.get(escalation_id)
+            if escalation is None:
+                open_ids = [e.escalation_id for e in self._escalations.values() if e.status == 'open']
+                return False, (f"no escalation '{escalation_id}'; open escalations: "
+                               f"{', '.join(open_ids) or 'none'}")
+            if escalation.status != 'open':
+                return False, (f"{escalation_id} is already resolved ({escalation.decision} by "
+                               f'{escalation.operator_id or "an unnamed operator"})')
+            if decision not in DECISIONS:
+                return False, f"unknown decision '{decision}'; expected one of {', '.join(DECISIONS)}"
+            if decision == 'reassign' and not str(hcw_id or '').strip():
+                return False, "decision 'reassign' needs hcw_id: the HCW to assign instead"
+            escalation.status = 'resolved'
+            escalation.decision = decision
+            escalation.hcw_id = str(hcw_id or '').strip()
+            escalation.note = note or ''
+            escalation.operator_id = operator_id or ''
+            escalation.resolved_s = now_s
+            about = f' on {escalation.task_id}' if escalation.task_id else ''
+            if decision == 'abort':
+                self._closed_by = escalation_id
+                return True, (f'{escalation_id}{about}: abort accepted; the episode is closed '
+                              f'(reflection only)')
+            if decision == 'reassign':
+                return True, f'{escalation_id}{about}: reassign to HCW {escalation.hcw_id} accepted'
+            return True, f'{escalation_id}{about}: retry accepted'
+
+    # --- State --------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether a human closed the episode with an 'abort' decision."""
+        with self._lock:
+            return bool(self._closed_by)
+
+    def snapshot(self) -> WorkflowState:
+        """Return a copy of the tasks (in authorization order), escalations, deadlines and closed flag."""
+        with self._lock:
+            return WorkflowState(
+                tasks=[t.model_copy(deep=True) for t in self._tasks.values()],
+                escalations=[e.model_copy(deep=True) for e in self._escalations.values()],
+                deadlines=[d.model_copy(deep=True) for d in self._deadlines],
+                closed=bool(self._closed_by), closed_by=self._closed_by)
+
+    # --- Internals ----------------------------------------------------------------------------
+
+    def _latest(self, kind: TaskType) -> TaskState | None:
+        for task in reversed(list(self._tasks.values())):
+            if task.task_type is kind:
+                return task
+        return None
+
+    def _pending(self, kind: str | None = None) -> list[Deadline]:
+        return [d for d in self._deadlines if d.state == 'pending' and (kind is None or d.kind == kind)]
+
+    def _start(self, deadline: Deadline) -> None:
+        self._deadlines.append(deadline)
+        self._changes.append(DeadlineChange(change='started', deadline=deadline.model_copy(deep=True)))
+
+    def _close(self, deadline: Deadline, state: str, met_by: str, now_s: float) -> None:
+        deadline.state = state
+        deadline.met_by = met_by
+        deadline.closed_s = now_s
+        if state == 'met':
+            self._changes.append(DeadlineChange(change='met', deadline=deadline.model_copy(deep=True)))
+
+
+def _order() -> str:
+    return ' -> '.join(t.value for t in WORKFLOW_ORDER)
