@@ -82,15 +82,22 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     return {'world': str(scenario.world_path), 'staff_db': str(staff_db), 'scenario': str(scenario_file)}
 
 
-def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str) -> dict:
-    """Return the ROS parameters of team node ``name``."""
+def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
+                     brain_options: dict | None = None) -> dict:
+    """Return the ROS parameters of team node ``name``.
+
+    ``brain_options`` (str/bool/int/float values) become parameters of the manager and the
+    robots, e.g. ``{'kb': True}`` for LLM brains.
+    """
     params: dict = {'use_sim_time': True}
     if name in (SUPERVISOR, OPERATOR):
         params['scenario'] = paths['scenario']
-    elif name == Robot.MANAGER.value:
+        return params
+    if name == Robot.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling)
     else:
         params.update(brain=brain, world=paths['world'], staff_db=paths['staff_db'])
+    params.update(brain_options or {})
     return params
 
 
@@ -99,8 +106,9 @@ class Episode:
 
     def __init__(self, scenario: Scenario, out_dir: Path, *, brain: str = 'protocol', processes: bool = False,
                  domain_id: int | None = None, real_time_factor: float | None = None,
-                 on_event: Callable[[TeamEventModel], None] | None = None):
+                 on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None):
         self.scenario = scenario
+        self.brain_options = dict(brain_options or {})
         self.out_dir = Path(out_dir)
         self.brain = brain
         self.processes = processes
@@ -180,7 +188,7 @@ class Episode:
         from robot_team.agents.supervisor_node import SupervisorNode
 
         def overrides(name):
-            params = _node_parameters(name, self.scenario, paths, self.brain)
+            params = _node_parameters(name, self.scenario, paths, self.brain, self.brain_options)
             params.pop('scenario', None)
             return [Parameter(k, value=v) for k, v in params.items()]
         nodes = [SupervisorNode(self.scenario, context=context, parameter_overrides=overrides(SUPERVISOR)),
@@ -198,7 +206,7 @@ class Episode:
         for name in TEAM:
             argv = modules.get(name, ['robot_team.agents.robot_node', name])
             self._start_process(name, [sys.executable, '-m', *argv],
-                                _node_parameters(name, self.scenario, paths, self.brain))
+                                _node_parameters(name, self.scenario, paths, self.brain, self.brain_options))
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
         import robot_team
@@ -272,11 +280,13 @@ class Episode:
 
 def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = 'protocol', processes: bool = False,
                 domain_id: int | None = None, real_time_factor: float | None = None,
-                on_event: Callable[[TeamEventModel], None] | None = None) -> RunResult:
+                on_event: Callable[[TeamEventModel], None] | None = None,
+                brain_options: dict | None = None) -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
-    ``scenario.json`` (and ``logs/`` with ``processes=True``).
+    ``scenario.json`` (and ``logs/`` with ``processes=True``). ``brain_options`` are passed to
+    the manager and robots as ROS parameters (see :func:`_node_parameters`).
 
     Raises
     ------
@@ -288,4 +298,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(str(scenario))
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
-                   real_time_factor=real_time_factor, on_event=on_event).run()
+                   real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options).run()
