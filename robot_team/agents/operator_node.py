@@ -1,0 +1,187 @@
+"""The scripted operator: the human who answers escalations in unattended runs.
+
+It listens to ``/team/escalations`` and answers each one with the first unused answer of the
+scenario's ``operator_script`` whose ``task_type`` matches (or is ``None``: any). Like a person,
+it takes ``delay_s`` of sim time to answer, then calls ``/team/supervisor/resolve_escalation``
+as ``scripted_operator``. An escalation no answer matches waits for a real human (e.g. rqt's
+Service Caller); the operator only records that it is waiting.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+
+from robot_team import names
+from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
+from robot_team.events import EventEmitter, EventKind, reliable_qos
+
+ESCALATION_AWAITS_HUMAN = 'escalation_awaits_human'
+"""Event kind: no scripted answer matches an escalation; it waits for a real human."""
+
+OPERATOR_DECISION = 'operator_decision'
+"""Event kind: the operator chose an answer (``planned``) or sent it (``sent``)."""
+
+OPERATOR_DECISION_RESULT = 'operator_decision_result'
+"""Event kind: the supervisor's answer to the operator's decision (accepted, message)."""
+
+POLL_PERIOD_S = 0.1
+"""How often pending answers are checked, s of ROS time."""
+
+
+class ScriptedOperatorNode(Node):
+    """The scripted human operator (``scripted_operator``).
+
+    Parameters
+    ----------
+    scenario
+        The scenario whose ``operator_script`` to play; ``None``: load the ``scenario``
+        parameter (name or path; empty: no script, every escalation awaits a human).
+    script
+        The answers to play instead of the scenario's (tests).
+    context, parameter_overrides
+        As for :class:`rclpy.node.Node`; ``use_sim_time`` is expected true in runs (delays
+        are sim time).
+
+    Raises
+    ------
+    ConfigError
+        If the ``scenario`` parameter names no loadable scenario (also an ``input_error`` event).
+
+    Notes
+    -----
+    Each escalation is handled once (by ID). Waiting is a timer on ROS time that sends the due
+    answers; the service is called with ``call_async`` and a done callback, so no callback ever
+    blocks. An answer is held back while the supervisor's service is not available.
+    """
+
+    def __init__(self, scenario: Scenario | None = None, *, script: list[OperatorAnswer] | None = None,
+                 context=None, parameter_overrides=None):
+        super().__init__(names.OPERATOR, context=context, parameter_overrides=parameter_overrides or [])
+        self.events = EventEmitter(self, names.OPERATOR)
+        self.declare_parameter('scenario', '')
+        if script is None:
+            try:
+                if scenario is None:
+                    scenario_name = str(self.get_parameter('scenario').value or '')
+                    scenario = load_scenario(scenario_name) if scenario_name else None
+            except ConfigError as exc:
+                self.events.emit(EventKind.INPUT_ERROR, 'scripted operator cannot start', reason=str(exc))
+                raise
+            script = list(scenario.operator_script) if scenario is not None else []
+        self.script: list[OperatorAnswer] = list(script)
+        self._used: set[int] = set()
+        self._seen: set[str] = set()
+        self._pending: list[dict] = []      # {'escalation': msg, 'answer': OperatorAnswer, 'due_s': float}
+        self._waiting_logged: set[str] = set()
+
+        from robot_team.msg import Escalation
+        from robot_team.srv import ResolveEscalation
+        self._group = MutuallyExclusiveCallbackGroup()
+        self._client = self.create_client(ResolveEscalation, names.RESOLVE_ESCALATION,
+                                          callback_group=self._group)
+        self.create_subscription(Escalation, names.ESCALATIONS, self.escalation_callback, reliable_qos(),
+                                 callback_group=self._group)
+        # On the node's clock: ROS time, i.e. sim time under use_sim_time.
+        self._timer = self.create_timer(POLL_PERIOD_S, self.answer_callback, callback_group=self._group)
+        self.events.emit(EventKind.NODE_STARTED, f'scripted operator ready with {len(self.script)} answer(s)',
+                         script=[a.model_dump() for a in self.script])
+
+    def escalation_callback(self, msg) -> None:
+        """Pick the scripted answer to a new escalation and schedule it after its delay."""
+        if msg.escalation_id in self._seen:
+            return
+        self._seen.add(msg.escalation_id)
+        index = next((i for i, a in enumerate(self.script)
+                      if i not in self._used and a.task_type in (None, msg.task_type)), None)
+        if index is None:
+            why = f'no unused scripted answer for task type {msg.task_type or "(none)"}'
+            self.events.emit(ESCALATION_AWAITS_HUMAN, f'{msg.escalation_id} awaits a human', reason=why,
+                             target=msg.escalation_id, escalation_id=msg.escalation_id, task_id=msg.task_id,
+                             task_type=msg.task_type, escalation_reason=msg.reason)
+            return
+        self._used.add(index)
+        answer = self.script[index]
+        due_s = self._now() + answer.delay_s
+        self._pending.append({'escalation': msg, 'answer': answer, 'due_s': due_s})
+        self.events.emit(OPERATOR_DECISION, f'will answer {msg.escalation_id} with {answer.decision} in '
+                         f'{answer.delay_s:g} s', target=msg.escalation_id, reason=answer.note,
+                         stage='planned', escalation_id=msg.escalation_id, task_id=msg.task_id,
+                         task_type=msg.task_type, decision=answer.decision, hcw_id=answer.hcw_id,
+                         delay_s=answer.delay_s, due_s=due_s, script_index=index)
+        if answer.delay_s <= 0:
+            self.answer_callback()
+
+    def answer_callback(self) -> None:
+        """Send every answer whose delay has passed (ROS time)."""
+        if not self._pending:
+            return
+        now = self._now()
+        due = [p for p in self._pending if now >= p['due_s']]
+        if not due:
+            return
+        if not self._client.service_is_ready():
+            for item in due:
+                escalation_id = item['escalation'].escalation_id
+                if escalation_id not in self._waiting_logged:
+                    self._waiting_logged.add(escalation_id)
+                    self.get_logger().warning(f'answer to {escalation_id} waits for service '
+                                              f'{names.RESOLVE_ESCALATION}')
+            return
+        for item in due:
+            self._pending.remove(item)
+            self._send(item['escalation'], item['answer'])
+
+    def _send(self, escalation, answer: OperatorAnswer) -> None:
+        from robot_team.srv import ResolveEscalation
+        request = ResolveEscalation.Request(escalation_id=escalation.escalation_id,
+                                            decision=answer.decision, hcw_id=answer.hcw_id, note=answer.note,
+                                            operator_id=names.OPERATOR)
+        self.events.emit(OPERATOR_DECISION, f'answering {escalation.escalation_id}: {answer.decision}'
+                         + (f' {answer.hcw_id}' if answer.hcw_id else ''), target=escalation.escalation_id,
+                         reason=answer.note, stage='sent', escalation_id=escalation.escalation_id,
+                         task_id=escalation.task_id, decision=answer.decision, hcw_id=answer.hcw_id)
+        future = self._client.call_async(request)
+        future.add_done_callback(lambda f: self._answered(escalation.escalation_id, answer, f))
+
+    def _answered(self, escalation_id: str, answer: OperatorAnswer, future) -> None:
+        """Record the supervisor's answer to a decision."""
+        exc = future.exception()
+        if exc is not None:
+            accepted, message = False, f'service call failed: {exc}'
+        else:
+            response = future.result()
+            accepted, message = bool(response.accepted), response.message
+        self.events.emit(OPERATOR_DECISION_RESULT, f"supervisor {'accepted' if accepted else 'refused'} the "
+                         f'{answer.decision} on {escalation_id}', target=escalation_id, reason=message,
+                         escalation_id=escalation_id, decision=answer.decision, accepted=accepted,
+                         message=message)
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+
+def main(args=None) -> int:
+    """Run the scripted operator (``ros2 run robot_team scripted_operator``)."""
+    try:
+        with rclpy.init(args=args):
+            node = ScriptedOperatorNode()
+            # Single-threaded: the timer and subscription share the pending answers and never
+            # block (the service is called with call_async), so one thread serves the node.
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ConfigError as exc:
+        print(f'scripted_operator: {exc}', file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
