@@ -11,6 +11,7 @@ All times are ROS times in seconds (sim time in runs); the caller passes ``now_s
 from __future__ import annotations
 
 import threading
+from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -187,7 +188,9 @@ class WorkflowPolicy:
         pending issue-handling deadline of that task type.
         """
         with self._lock:
-            refusal = self._check(str(task_type), str(robot), str(reason or ''), str(requested_by))
+            task_type, robot, requested_by = _text(task_type), _text(robot), _text(requested_by)
+            reason = _text(reason)
+            refusal = self._check(task_type, robot, reason, requested_by)
             if refusal is not None:
                 return refusal
             kind = TaskType(task_type)
@@ -195,7 +198,7 @@ class WorkflowPolicy:
             task_id = f'{TASK_ID_PREFIX[kind]}-{self._counters[kind]}'
             previous = self._latest(kind)
             self._tasks[task_id] = TaskState(task_id=task_id, task_type=kind, robot=robot,
-                                             requested_by=requested_by, reason=reason or '', started_s=now_s)
+                                             requested_by=requested_by, reason=reason, started_s=now_s)
             for deadline in self._pending('issue_handling'):
                 if deadline.task_type is kind:
                     self._close(deadline, 'met', f'delegation {task_id}', now_s)
@@ -371,6 +374,7 @@ class WorkflowPolicy:
             If ``task_id`` is not an authorized task or ``reason`` is empty.
         """
         with self._lock:
+            task_id, raised_by = _text(task_id), _text(raised_by)
             task = self._tasks.get(task_id) if task_id else None
             if task_id and task is None:
                 raise ValueError(f"cannot escalate unknown task ID '{task_id}' (authorized tasks: "
@@ -462,6 +466,13 @@ class WorkflowPolicy:
         deadline.closed_s = now_s
         if state == 'met':
             self._changes.append(DeadlineChange(change='met', deadline=deadline.model_copy(deep=True)))
+
+
+def _text(value) -> str:
+    """Return an argument as text: an enum member's value (``TaskType``, ``Robot``), '' for None."""
+    if value is None:
+        return ''
+    return str(value.value) if isinstance(value, Enum) else str(value)
 
 
 def _order() -> str:

@@ -3,7 +3,8 @@
 import pytest
 
 from robot_team.config import Deadlines
-from robot_team.reports import TaskReportModel
+from robot_team.names import Robot
+from robot_team.reports import TaskReportModel, TaskType
 from robot_team.workflow import WorkflowPolicy
 
 OWNER = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
@@ -44,6 +45,13 @@ def test_happy_path_in_order_with_ids_per_type(policy):
     assert [(t.task_id, t.status) for t in state.tasks] == [
         ('nav-1', 'success'), ('info-1', 'success'), ('display-1', 'success'), ('reflection-1', 'running')]
     assert not state.closed
+
+
+def test_enum_arguments_are_their_values(policy):
+    auth = policy.authorize(TaskType.NAVIGATION, Robot.NAVIGATION, '', Robot.MANAGER, 0.0)
+    assert auth.approved and auth.task_id == 'nav-1' and auth.robot == 'navigation_robot'
+    assert policy.open_escalation('nav-1', Robot.MANAGER, 'stuck') == 'esc-1'
+    assert policy.snapshot().escalation('esc-1').raised_by == 'manager'
 
 
 def test_only_the_manager_may_request(policy):
