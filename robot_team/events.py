@@ -26,6 +26,7 @@ class EventKind(str, Enum):
     OBSERVATION = 'observation'              # the manager saw an environment cue; data: cue, ...
     DELEGATION_REQUESTED = 'delegation_requested'  # data: task_type, robot, hcw_id, room, reason
     DELEGATION_REFUSED = 'delegation_refused'      # data: task_type, robot; reason: why refused
+    DELEGATION_AUTHORIZED = 'delegation_authorized'  # supervisor approved; data: task_id, task_type, robot
     DELEGATION = 'delegation'                # goal sent; target: robot; data: task_id, task_type, hcw_id, room
     TASK_STARTED = 'task_started'            # actor: robot; data: task_id, task_type
     TOOL_CALL = 'tool_call'                  # actor: caller; target: tool; data: task_id, args
@@ -37,6 +38,9 @@ class EventKind(str, Enum):
     ALTERNATIVE_PROPOSED = 'alternative_proposed'  # manager's issue handling; data: task_id, hcw_id
     ESCALATION_REQUESTED = 'escalation_requested'
     ESCALATION = 'escalation'                # supervisor published one; data: escalation_id, task_id, raised_by
+    ESCALATION_AWAITS_HUMAN = 'escalation_awaits_human'  # no scripted answer: a person must decide
+    OPERATOR_DECISION = 'operator_decision'  # scripted operator; data: stage planned|sent, decision
+    OPERATOR_DECISION_RESULT = 'operator_decision_result'  # the supervisor's answer to the operator
     HUMAN_DECISION = 'human_decision'        # data: escalation_id, decision, hcw_id, operator_id
     DEADLINE_STARTED = 'deadline_started'    # data: task_id, deadline_s
     DEADLINE_MET = 'deadline_met'

@@ -34,7 +34,7 @@ from robot_team.brains.base import (
     TaskRecord)
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel, TaskType
-from robot_team.rosutil import wait_for_server, wait_future
+from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
 from robot_team.tools.base import ToolError
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
@@ -88,7 +88,7 @@ class ManagerNode(Node):
         self.outcome = ''
 
         from robot_team.action import ExecuteTask
-        from robot_team.msg import Escalation, HumanDecision, PatientArrival
+        from robot_team.msg import Escalation, HumanDecision, PatientArrival, TaskReport
         from robot_team.srv import AuthorizeTask, RequestEscalation
         qos = reliable_qos()
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, qos,
@@ -97,6 +97,7 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self.create_subscription(HumanDecision, names.HUMAN_DECISIONS, self.decision_callback, qos,
                                  callback_group=self._group)
+        self._reports = self.create_publisher(TaskReport, names.TASK_REPORTS, qos)
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
         self._escalate = self.create_client(RequestEscalation, names.REQUEST_ESCALATION,
                                             callback_group=self._group)
@@ -198,11 +199,24 @@ class ManagerNode(Node):
             self.finished.set()
 
     def _authorize_call(self, task_type: str, robot: str, reason: str):
+        """Ask the supervisor's gate; retry briefly while it has not yet seen the last report.
+
+        The manager learns a task's end from the action result, the supervisor from
+        /team/task_reports; the two can arrive in either order, so a refusal because a task is
+        'still running' is retried for up to 2 s (wall) before it stands.
+        """
+        import time
+
         from robot_team.srv import AuthorizeTask
         wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
-        return wait_future(self._authorize.call_async(AuthorizeTask.Request(
-            task_type=task_type, robot=robot, reason=reason, requested_by='manager')),
-            self._timeout, f'response of {names.AUTHORIZE_TASK}')
+        request = AuthorizeTask.Request(task_type=task_type, robot=robot, reason=reason, requested_by='manager')
+        for _ in range(20):
+            response = wait_future(self._authorize.call_async(request), self._timeout,
+                                   f'response of {names.AUTHORIZE_TASK}')
+            if response.approved or 'still running' not in response.explanation:
+                return response
+            time.sleep(0.1)
+        return response
 
     def _delegate(self, act: Delegate) -> None:
         from robot_team.action import ExecuteTask
@@ -217,8 +231,9 @@ class ManagerNode(Node):
             return
         auth = self._authorize_call(act.task_type.value, act.robot, act.reason)
         if not auth.approved:
-            self.events.emit(EventKind.DELEGATION_REFUSED, f'supervisor refused {act.task_type.value} '
-                             f'for {act.robot}', target=act.robot, reason=auth.explanation,
+            # The supervisor records the refusal itself; the manager records what it learnt.
+            self.events.emit(EventKind.OBSERVATION, f'supervisor refused {act.task_type.value} for {act.robot}',
+                             target=act.robot, reason=auth.explanation, cue='refusal',
                              task_type=act.task_type.value, robot=act.robot)
             self._feedback(f'Delegation refused: {auth.explanation}')
             return
@@ -301,20 +316,25 @@ class ManagerNode(Node):
         self._update('', change)
 
     def _reflect(self, act: Reflect) -> None:
-        auth = self._authorize_call(TaskType.REFLECTION.value, 'manager', 'all workflow steps are done')
-        if not auth.approved:
-            self.events.emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now',
-                             reason=auth.explanation)
-            self._feedback(f'Reflection refused: {auth.explanation}')
-            return
         missing = act.reflection.missing_parts()
         if missing:
             self.events.emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
                              missing=missing, reflection=act.reflection.model_dump(mode='json'))
             self._feedback('Reflection refused, incomplete: ' + '; '.join(missing))
             return
+        auth = self._authorize_call(TaskType.REFLECTION.value, 'manager', 'all workflow steps are done')
+        if not auth.approved:
+            self.events.emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now',
+                             reason=auth.explanation)
+            self._feedback(f'Reflection refused: {auth.explanation}')
+            return
         self.events.emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id,
                          task_id=auth.task_id, **act.reflection.model_dump(mode='json'))
+        # Close the reflection step at the supervisor like any other task.
+        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot='manager',
+                                 status='success', summary='reflection written', stamp_s=ros_now_s(self),
+                                 data=act.reflection.model_dump(mode='json'))
+        self._reports.publish(report.to_msg())
         self._update('Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
 
     def destroy_node(self) -> None:

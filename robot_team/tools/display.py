@@ -62,9 +62,10 @@ class DisplayTools:
 
     def fetch_care_team(self, args: FetchCareTeamInput) -> dict:
         """Return ``{'room': ..., 'members': [{hcw_id, name, specialty, role}, ...]}``."""
-        directory = open_directory(self._staff_db)
+        with open_directory(self._staff_db) as directory:
+            team = directory.care_team(args.room)
         members = []
-        for entry in directory.care_team(args.room):
+        for entry in team:
             data = entry.model_dump()
             members.append({k: data.get(k, '') for k in ('hcw_id', 'name', 'specialty', 'role')})
         return {'room': args.room, 'members': members}

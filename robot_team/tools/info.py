@@ -99,13 +99,18 @@ class InfoCollectionTools:
 
     def lookup_staff_by_badge(self, args: BadgeInput) -> dict:
         """Return the directory record of the badge's HCW (hcw_id, name, specialty, role)."""
-        record = open_directory(self._staff_db).by_badge(args.badge_id)
+        with open_directory(self._staff_db) as directory:
+            record = directory.by_badge(args.badge_id)
         if record is None:
             raise ToolError(f"badge '{args.badge_id}' is not in the staff directory")
         return record.model_dump()
 
     def record_check_in(self, args: CheckInInput) -> dict:
-        """Record the check-in; return what was written."""
+        """Record the check-in; return what was written (an unknown HCW or a wrong badge is a ToolError)."""
         stamp = ros_now_s(self._node)
-        open_directory(self._staff_db).record_check_in(args.room, args.hcw_id, args.badge_id, stamp)
+        with open_directory(self._staff_db) as directory:
+            try:
+                directory.record_check_in(args.room, args.hcw_id, args.badge_id, stamp)
+            except ValueError as exc:
+                raise ToolError(f'check-in refused by the staff directory: {exc}') from exc
         return {'room': args.room, 'hcw_id': args.hcw_id, 'badge_id': args.badge_id, 'stamp_s': round(stamp, 3)}
