@@ -1,0 +1,347 @@
+"""Occupancy grid of the ED floor and a grid path planner (the simulator's stand-in for Nav2's planner).
+
+The grid follows ``nav_msgs/OccupancyGrid``: cells of ``resolution`` metres, row-major from the
+origin at the lower-left corner (row = y index, column = x index, REP-103 map frame), values 0
+(free) and 100 (occupied). Walls and closed doors are occupied; the robot's footprint is taken
+into account by inflating them by ``robot_radius`` (cells the robot centre may not enter), as
+Nav2's inflation layer does, plus a decaying cost beyond it that keeps paths in the middle of
+corridors and door gaps.
+
+Planning is an 8-connected shortest path on the free cells with ``scipy.sparse.csgraph``
+(Dijkstra from the goal). The graph is built once per grid; the shortest-path tree towards a
+goal cell is cached, so re-planning to the same goal costs only the path walk. No rclpy here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Iterable
+
+import numpy as np
+from scipy import ndimage
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from robot_team.sim.world import EdWorld, Wall
+
+FREE = 0
+OCCUPIED = 100
+
+
+class PlanningError(RuntimeError):
+    """No path could be planned; ``code`` is a Nav2 ``ComputePathToPose`` error code.
+
+    Codes and names are those of ``nav2_msgs/action/ComputePathToPose.action`` in ROS 2 Jazzy
+    (navigation2 ``jazzy`` branch, ``nav2_msgs/action/ComputePathToPose.action``, result section:
+    ``UNKNOWN=200 ... NO_VALID_PATH=208``; the 300 range belongs to ``ComputePathThroughPoses``).
+    Nav2's bt_navigator reports the planner's code as the ``NavigateToPose`` result's
+    ``error_code``, and so does the simulator.
+
+    Parameters
+    ----------
+    code
+        One of the class constants below.
+    message
+        What went wrong, in words.
+    """
+
+    NONE = 0
+    UNKNOWN = 200
+    INVALID_PLANNER = 201
+    TF_ERROR = 202
+    START_OUTSIDE_MAP = 203
+    GOAL_OUTSIDE_MAP = 204
+    START_OCCUPIED = 205
+    GOAL_OCCUPIED = 206
+    TIMEOUT = 207
+    NO_VALID_PATH = 208
+
+    NAMES = {0: 'NONE', 200: 'UNKNOWN', 201: 'INVALID_PLANNER', 202: 'TF_ERROR', 203: 'START_OUTSIDE_MAP',
+             204: 'GOAL_OUTSIDE_MAP', 205: 'START_OCCUPIED', 206: 'GOAL_OCCUPIED', 207: 'TIMEOUT',
+             208: 'NO_VALID_PATH'}
+
+    def __init__(self, code: int, message: str):
+        super().__init__(f'{self.NAMES.get(code, code)}: {message}')
+        self.code = int(code)
+        self.message = message
+
+    @property
+    def name(self) -> str:
+        """The Nav2 name of the code, e.g. ``'NO_VALID_PATH'``."""
+        return self.NAMES.get(self.code, 'UNKNOWN')
+
+
+def _rasterize(mask: np.ndarray, origin: np.ndarray, resolution: float, boxes: Iterable[Wall]) -> None:
+    """Mark in ``mask`` (rows = y) every cell whose centre lies in one of the oriented ``boxes``.
+
+    Boxes are grown by just under half a cell so that walls thinner than a cell still leave a
+    line of occupied cells.
+    """
+    grow = 0.49 * resolution
+    rows, cols = mask.shape
+    for box in boxes:
+        corners = box.corners()
+        lo = np.floor((corners.min(axis=0) - origin) / resolution).astype(int) - 1
+        hi = np.ceil((corners.max(axis=0) - origin) / resolution).astype(int) + 1
+        c0, r0 = np.maximum(lo, 0)
+        c1, r1 = min(hi[0], cols), min(hi[1], rows)
+        if c0 >= c1 or r0 >= r1:
+            continue
+        xs = origin[0] + (np.arange(c0, c1) + 0.5) * resolution - box.x
+        ys = origin[1] + (np.arange(r0, r1) + 0.5) * resolution - box.y
+        c, s = math.cos(box.yaw), math.sin(box.yaw)
+        u = c * xs[None, :] + s * ys[:, None]          # along the box's x axis
+        v = -s * xs[None, :] + c * ys[:, None]         # along its y axis
+        inside = (np.abs(u) <= box.sx / 2 + grow) & (np.abs(v) <= box.sy / 2 + grow)
+        mask[r0:r1, c0:c1] |= inside
+
+
+class OccupancyGrid:
+    """A 2-D occupancy grid with inflation and a cached 8-connected planner.
+
+    Attributes
+    ----------
+    data : np.ndarray
+        Shape (height, width), int8: 0 free, 100 wall or closed door (``nav_msgs/OccupancyGrid``).
+    blocked : np.ndarray
+        Shape (height, width), bool: cells the robot centre may not occupy (walls inflated by
+        ``robot_radius``).
+    resolution : float
+        Cell size, m.
+    origin : np.ndarray
+        Shape (2,): map-frame position of the lower-left corner of cell (0, 0), m.
+    robot_radius : float
+        Inflation radius, m.
+
+    Notes
+    -----
+    Not thread-safe: callers serialize access (the simulator holds one lock around its engine).
+    """
+
+    COST_WEIGHT = 4.0      # how much the cost near walls lengthens an edge (0: pure shortest path)
+    COST_DECAY = 3.0       # 1/m: exponential decay of that cost beyond the inflation radius
+    SNAP_DISTANCE = 0.5    # m: a start/goal in the inflation zone moves to a free cell this close
+    CACHE_SIZE = 32        # shortest-path trees kept (one per goal cell)
+
+    def __init__(self, walls: np.ndarray, resolution: float, origin: tuple[float, float],
+                 robot_radius: float):
+        self.resolution = float(resolution)
+        self.origin = np.asarray(origin, dtype=float)
+        self.robot_radius = float(robot_radius)
+        self._walls = np.asarray(walls, dtype=bool)
+        self.data = np.where(self._walls, OCCUPIED, FREE).astype(np.int8)
+        distance = ndimage.distance_transform_edt(~self._walls) * self.resolution
+        self.blocked = distance < self.robot_radius + self.resolution / 2
+        # Nearest free cell of every cell (for snapping starts and goals out of the inflation zone).
+        snap_distance, snap_index = ndimage.distance_transform_edt(self.blocked, return_indices=True)
+        self._snap_distance = snap_distance * self.resolution
+        self._snap_index = snap_index
+        cost = np.exp(-self.COST_DECAY * np.maximum(distance - self.robot_radius, 0.0))
+        self._build_graph(cost)
+        self._trees: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    @classmethod
+    def from_world(cls, world: EdWorld, resolution: float = 0.1, robot_radius: float = 0.3,
+                   closed_doors: Iterable[str] = ()) -> 'OccupancyGrid':
+        """Rasterize ``world``'s walls; rooms named in ``closed_doors`` have their door gap filled.
+
+        Parameters
+        ----------
+        world
+            The parsed ED floor.
+        resolution
+            Cell size, m.
+        robot_radius
+            Inflation radius (robot footprint radius), m.
+        closed_doors
+            Names of rooms whose door is closed.
+
+        Raises
+        ------
+        WorldError
+            If a room in ``closed_doors`` does not exist.
+        """
+        xmin, ymin, xmax, ymax = world.bounds
+        # Align the origin on the resolution (ignoring rounding noise of the wall corners, < 1 mm).
+        origin = resolution * np.array([math.floor(round(xmin / resolution, 2)),
+                                        math.floor(round(ymin / resolution, 2))])
+        width = int(math.ceil(round((xmax - origin[0]) / resolution, 2)))
+        height = int(math.ceil(round((ymax - origin[1]) / resolution, 2)))
+        walls = np.zeros((height, width), dtype=bool)
+        _rasterize(walls, origin, resolution, world.walls)
+        doors = []
+        for name in closed_doors:
+            room = world.room(name)
+            gx, gy = room.door_gap
+            # A panel across the gap, along the wall (perpendicular to the approach heading).
+            doors.append(Wall(f'{name}/closed_door', gx, gy, room.door.yaw + math.pi / 2,
+                              room.door_width + 0.4, 0.4))
+        _rasterize(walls, origin, resolution, doors)
+        return cls(walls, resolution, (float(origin[0]), float(origin[1])), robot_radius)
+
+    # --- geometry ---------------------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        """Number of columns (cells along x)."""
+        return self.data.shape[1]
+
+    @property
+    def height(self) -> int:
+        """Number of rows (cells along y)."""
+        return self.data.shape[0]
+
+    def cell_of(self, x: float, y: float) -> tuple[int, int] | None:
+        """Return the (row, col) of the cell containing (x, y) (m), or None outside the grid."""
+        col = int(math.floor((x - self.origin[0]) / self.resolution))
+        row = int(math.floor((y - self.origin[1]) / self.resolution))
+        if 0 <= row < self.height and 0 <= col < self.width:
+            return row, col
+        return None
+
+    def center_of(self, row: int, col: int) -> tuple[float, float]:
+        """Return the map-frame centre (x, y) of a cell, m."""
+        return (float(self.origin[0] + (col + 0.5) * self.resolution),
+                float(self.origin[1] + (row + 0.5) * self.resolution))
+
+    def is_wall(self, x: float, y: float) -> bool:
+        """Return whether (x, y) is in a wall or closed door (outside the grid counts as wall)."""
+        cell = self.cell_of(x, y)
+        return cell is None or bool(self._walls[cell])
+
+    def is_free(self, x: float, y: float) -> bool:
+        """Return whether the robot centre may be at (x, y) (in the grid, outside the inflation)."""
+        cell = self.cell_of(x, y)
+        return cell is not None and not self.blocked[cell]
+
+    def line_of_sight(self, a: tuple[float, float], b: tuple[float, float]) -> bool:
+        """Return whether the segment from ``a`` to ``b`` (m) crosses no wall or closed door."""
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        steps = max(2, int(np.linalg.norm(b - a) / (self.resolution / 2)) + 1)
+        points = a + np.linspace(0.0, 1.0, steps)[:, None] * (b - a)
+        cells = np.floor((points - self.origin) / self.resolution).astype(int)
+        inside = ((cells[:, 0] >= 0) & (cells[:, 0] < self.width)
+                  & (cells[:, 1] >= 0) & (cells[:, 1] < self.height))
+        if not inside.all():
+            return False
+        return not self._walls[cells[:, 1], cells[:, 0]].any()
+
+    # --- planning ---------------------------------------------------------------------------
+
+    def _build_graph(self, cost: np.ndarray) -> None:
+        free = ~self.blocked
+        index = -np.ones(free.shape, dtype=np.int64)
+        index[free] = np.arange(int(free.sum()))
+        self._node_index = index
+        self._node_cells = np.argwhere(free)          # node -> (row, col)
+        rows, cols, weights = [], [], []
+        h, w = free.shape
+        for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+            r0, r1 = 0, h - dr
+            c0, c1 = max(0, -dc), w - max(0, dc)
+            a = (slice(r0, r1), slice(c0, c1))
+            b = (slice(r0 + dr, r1 + dr), slice(c0 + dc, c1 + dc))
+            ok = free[a] & free[b]
+            if dr and dc:   # no corner cutting: both orthogonal neighbours free too
+                ok &= free[(slice(r0, r1), slice(c0 + dc, c1 + dc))]
+                ok &= free[(slice(r0 + dr, r1 + dr), slice(c0, c1))]
+            step = self.resolution * (math.sqrt(2.0) if dr and dc else 1.0)
+            rows.append(index[a][ok])
+            cols.append(index[b][ok])
+            weights.append(step * (1.0 + self.COST_WEIGHT * 0.5 * (cost[a][ok] + cost[b][ok])))
+        n = len(self._node_cells)
+        self._graph = coo_matrix((np.concatenate(weights), (np.concatenate(rows), np.concatenate(cols))),
+                                 shape=(n, n)).tocsr()
+
+    def _snap(self, x: float, y: float, outside_code: int, occupied_code: int, what: str) -> int:
+        """Return the graph node for (x, y), snapping out of the inflation zone; raise PlanningError."""
+        cell = self.cell_of(x, y)
+        if cell is None:
+            raise PlanningError(outside_code, f'{what} ({x:.2f}, {y:.2f}) is outside the map')
+        if self._walls[cell]:
+            raise PlanningError(occupied_code, f'{what} ({x:.2f}, {y:.2f}) is inside a wall or closed door')
+        if self.blocked[cell]:
+            if self._snap_distance[cell] > self.SNAP_DISTANCE:
+                raise PlanningError(occupied_code, f'{what} ({x:.2f}, {y:.2f}) is too close to a wall '
+                                    f'(no free cell within {self.SNAP_DISTANCE} m)')
+            cell = (int(self._snap_index[0][cell]), int(self._snap_index[1][cell]))
+        return int(self._node_index[cell])
+
+    def _tree(self, goal_node: int) -> np.ndarray:
+        """Return the predecessor array of the shortest-path tree rooted at ``goal_node`` (cached)."""
+        tree = self._trees.get(goal_node)
+        if tree is None:
+            _, tree = dijkstra(self._graph, directed=False, indices=goal_node, return_predecessors=True)
+            self._trees[goal_node] = tree
+            if len(self._trees) > self.CACHE_SIZE:
+                self._trees.popitem(last=False)
+        else:
+            self._trees.move_to_end(goal_node)
+        return tree
+
+    def plan(self, start_xy, goal_xy) -> np.ndarray:
+        """Plan a collision-free path from ``start_xy`` to ``goal_xy`` (map frame, m).
+
+        A start or goal inside the inflation zone (but not in a wall) is first moved to the
+        nearest free cell within 0.5 m.
+
+        Returns
+        -------
+        np.ndarray
+            Shape (N, 2), N >= 2: waypoints in metres from the start to the goal (both exact),
+            through cell centres, with collinear points dropped.
+
+        Raises
+        ------
+        PlanningError
+            ``START_OUTSIDE_MAP`` / ``GOAL_OUTSIDE_MAP`` (outside the grid), ``START_OCCUPIED`` /
+            ``GOAL_OCCUPIED`` (in a wall or no free cell within 0.5 m), ``NO_VALID_PATH`` (not
+            connected, e.g. behind a closed door).
+        """
+        sx, sy = (float(v) for v in start_xy)
+        gx, gy = (float(v) for v in goal_xy)
+        start = self._snap(sx, sy, PlanningError.START_OUTSIDE_MAP, PlanningError.START_OCCUPIED, 'start')
+        goal = self._snap(gx, gy, PlanningError.GOAL_OUTSIDE_MAP, PlanningError.GOAL_OCCUPIED, 'goal')
+        tree = self._tree(goal)
+        nodes = [start]
+        if start != goal:
+            if tree[start] < 0:
+                raise PlanningError(PlanningError.NO_VALID_PATH,
+                                    f'no valid path from ({sx:.2f}, {sy:.2f}) to ({gx:.2f}, {gy:.2f})')
+            node = start
+            while node != goal:
+                node = int(tree[node])
+                nodes.append(node)
+        cells = self._node_cells[nodes]
+        centres = self.origin + (cells[:, ::-1] + 0.5) * self.resolution
+        path = np.vstack([[sx, sy], centres, [gx, gy]])
+        return _simplify(path)
+
+    @staticmethod
+    def path_length(path: np.ndarray) -> float:
+        """Return the length of a polyline of shape (N, 2), m (0 for fewer than 2 points)."""
+        path = np.asarray(path, dtype=float)
+        if len(path) < 2:
+            return 0.0
+        return float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+
+
+def path_length(path: np.ndarray) -> float:
+    """Return the length of a polyline of shape (N, 2), m."""
+    return OccupancyGrid.path_length(path)
+
+
+def _simplify(path: np.ndarray) -> np.ndarray:
+    """Drop repeated points and interior points where the direction does not change."""
+    keep = np.ones(len(path), dtype=bool)
+    keep[1:] = np.linalg.norm(np.diff(path, axis=0), axis=1) > 1e-9
+    path = path[keep]
+    if len(path) < 3:
+        return path if len(path) >= 2 else np.vstack([path, path])
+    d = np.diff(path, axis=0)
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    turn = np.abs(d[1:, 0] * d[:-1, 1] - d[1:, 1] * d[:-1, 0]) > 1e-9
+    turn |= (d[1:] * d[:-1]).sum(axis=1) < 0
+    keep = np.concatenate([[True], turn, [True]])
+    return path[keep]
