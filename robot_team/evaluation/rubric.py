@@ -1,0 +1,796 @@
+"""Score one run on the published 17-point process rubric, from its event record alone.
+
+The rubric is Table II of Bai, Ding, Taylor, *From Virtual Agents to Robot Teams: A Multi-Robot
+Framework Evaluation in High-Stakes Healthcare Context*. Every cell scores 0, 0.5 or 1 (or N/A)
+with a short reason:
+
+- manager level, per task (navigation, info collection, display): delegation accuracy, task
+  completion judgment, issue handling (navigation only; N/A for the other two), plus reflection
+  quality once per run;
+- robot level, per task: tool usage, local reasoning, report compliance.
+
+3 tasks x 6 metrics - 2 N/A + 1 reflection = 17 points. Issue handling is also N/A when no
+navigation attempt failed (nothing to handle); ``max_points`` then drops to 16.
+
+Two views of the same record:
+
+- ``attempted``: what the brains tried, comparable with the published hand scores. Attempts the
+  guards refused (``tool_refused``, ``delegation_refused``, ``workflow_violation``,
+  ``false_completion``, ``reflection_rejected``, ``report_rejected``) count against the cell
+  they concern.
+- ``floor``: what happened on the floor after the guards (refused attempts never reached ROS).
+
+Pure functions over :class:`~robot_team.events.TeamEventModel` lists in record order; no ROS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+from robot_team.events import EventKind, TeamEventModel
+from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, TaskType
+from robot_team.tools.base import TOOL_OWNERS
+
+MANAGER = 'manager'
+RUBRIC_POINTS = 17
+"""Points of the published rubric for one run (max_points when every cell applies)."""
+
+View = Literal['attempted', 'floor']
+VIEWS: tuple[str, ...] = ('attempted', 'floor')
+
+
+class Metric(str, Enum):
+    """The seven process metrics of the published rubric."""
+
+    DELEGATION_ACCURACY = 'delegation_accuracy'
+    COMPLETION_JUDGMENT = 'completion_judgment'
+    ISSUE_HANDLING = 'issue_handling'
+    REFLECTION_QUALITY = 'reflection_quality'
+    TOOL_USAGE = 'tool_usage'
+    LOCAL_REASONING = 'local_reasoning'
+    REPORT_COMPLIANCE = 'report_compliance'
+
+
+METRIC_LABELS: dict[Metric, str] = {
+    Metric.DELEGATION_ACCURACY: 'Delegation accuracy',
+    Metric.COMPLETION_JUDGMENT: 'Task completion judgment',
+    Metric.ISSUE_HANDLING: 'Issue handling',
+    Metric.REFLECTION_QUALITY: 'Reflection quality',
+    Metric.TOOL_USAGE: 'Tool usage',
+    Metric.LOCAL_REASONING: 'Local reasoning',
+    Metric.REPORT_COMPLIANCE: 'Report compliance',
+}
+MANAGER_METRICS = (Metric.DELEGATION_ACCURACY, Metric.COMPLETION_JUDGMENT, Metric.ISSUE_HANDLING)
+ROBOT_METRICS = (Metric.TOOL_USAGE, Metric.LOCAL_REASONING, Metric.REPORT_COMPLIANCE)
+
+PUBLISHED_REFERENCE: dict[str, Any] = {
+    'source': ('Bai, Ding, Taylor, "From Virtual Agents to Robot Teams: A Multi-Robot Framework Evaluation '
+               'in High-Stakes Healthcare Context", Tables III and IV'),
+    'model': 'gpt-4o-2024-08-06',
+    'runs_per_condition': 5,
+    'success_rate': {'baseline': 0.4529, 'kb': 0.7294},
+    'cost_per_run_usd': {'baseline': 0.0772, 'kb': 0.1536},
+    'metric_means': {
+        'baseline': {'delegation_accuracy': 0.333, 'completion_judgment': 0.933, 'issue_handling': 0.0,
+                     'reflection_quality': 0.3, 'tool_usage': 0.333, 'local_reasoning': 0.4,
+                     'report_compliance': 0.467},
+        'kb': {'delegation_accuracy': 0.733, 'completion_judgment': 0.967, 'issue_handling': 0.0,
+               'reflection_quality': 0.8, 'tool_usage': 0.667, 'local_reasoning': 0.733,
+               'report_compliance': 0.767},
+    },
+}
+"""The published figures (hand-scored, 5 runs per condition): the reference row of every output."""
+
+TASK_PREFIX = {'nav': TaskType.NAVIGATION, 'info': TaskType.INFO_COLLECTION, 'display': TaskType.DISPLAY,
+               'reflection': TaskType.REFLECTION}
+KEY_TOOLS: dict[TaskType, tuple[str, ...]] = {
+    TaskType.NAVIGATION: ('locate_staff',),
+    TaskType.INFO_COLLECTION: ('read_badge_scan',),
+    TaskType.DISPLAY: ('fetch_care_team',),
+}
+"""The tool that starts each task (the data it works from); it must be called by the task's owner."""
+
+PREFETCH_KEYS: dict[TaskType, frozenset[str]] = {
+    TaskType.NAVIGATION: frozenset({'hcw_location', 'location', 'path', 'staff', 'door', 'route'}),
+    TaskType.INFO_COLLECTION: frozenset({'badge_scan', 'badge_id', 'name', 'specialty', 'staff_record'}),
+    TaskType.DISPLAY: frozenset({'members', 'care_team', 'layout'}),
+}
+"""Delegation context keys that carry a task's own result (a pre-fetched result passed by the manager)."""
+
+PLACEHOLDERS = ('tbd', 'todo', 'placeholder', 'n/a', '...', 'lorem', 'xxx', 'none', '-')
+PLACEHOLDER_FRAGMENTS = ('lorem ipsum', 'placeholder', '[insert', '<insert', 'to be determined', 'tbd')
+
+
+class Cell(BaseModel):
+    """One rubric cell: a metric for a task (or the run), its score and why."""
+
+    metric: Metric
+    task: TaskType | None = Field(None, description='None for reflection quality (once per run).')
+    score: float | None = Field(description='0, 0.5 or 1; None when the cell does not apply (N/A).')
+    reason: str
+
+
+class ViewScore(BaseModel):
+    """The rubric scored in one view (``attempted`` or ``floor``)."""
+
+    view: View
+    cells: list[Cell]
+
+    @computed_field
+    @property
+    def points(self) -> float:
+        """Sum of the applicable cells."""
+        return float(sum(c.score for c in self.cells if c.score is not None))
+
+    @computed_field
+    @property
+    def max_points(self) -> float:
+        """Number of applicable cells (17 on the published scenario)."""
+        return float(sum(1 for c in self.cells if c.score is not None))
+
+    @computed_field
+    @property
+    def success_rate(self) -> float:
+        """``points / max_points`` (points/17 on the published scenario)."""
+        return self.points / self.max_points if self.max_points else 0.0
+
+    def cell(self, metric: Metric | str, task: TaskType | str | None = None) -> Cell:
+        """Return the cell of ``metric`` for ``task`` (None: the reflection).
+
+        Raises
+        ------
+        KeyError
+            If there is no such cell.
+        """
+        metric, task = Metric(metric), (TaskType(task) if task is not None else None)
+        for cell in self.cells:
+            if cell.metric is metric and cell.task == task:
+                return cell
+        raise KeyError(f'no cell {metric.value} for {task}')
+
+    def metric_means(self) -> dict[str, float | None]:
+        """Return each metric's mean over its applicable cells (None if none applies)."""
+        means: dict[str, float | None] = {}
+        for metric in Metric:
+            scores = [c.score for c in self.cells if c.metric is metric and c.score is not None]
+            means[metric.value] = sum(scores) / len(scores) if scores else None
+        return means
+
+
+class LLMUsage(BaseModel):
+    """LLM requests, tokens and cost of a run (``llm_*`` events; zero for the protocol brain)."""
+
+    requests: int = 0
+    replies: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    models: list[str] = Field(default_factory=list)
+    cost_by_robot: dict[str, float] = Field(default_factory=dict)
+
+
+class RunScore(BaseModel):
+    """One run scored: both views, LLM usage and guard counts."""
+
+    run: str = ''
+    outcome: str = ''
+    attempted: ViewScore
+    floor: ViewScore
+    usage: LLMUsage
+    guards: dict[str, int] = Field(default_factory=dict)
+    judge: str = 'structural'
+
+    def view(self, name: str) -> ViewScore:
+        """Return the ``attempted`` or ``floor`` view."""
+        if name not in VIEWS:
+            raise ValueError(f"unknown view '{name}': expected one of {', '.join(VIEWS)}")
+        return getattr(self, name)
+
+
+ReflectionJudge = Callable[[dict, dict], tuple[float, str]]
+"""An optional judge of a reflection's content: ``(reflection, record summary) -> (score, reason)``."""
+
+
+# --- The record, indexed ---------------------------------------------------------------------
+
+@dataclass
+class _Task:
+    task_id: str
+    task_type: TaskType
+    robot: str = ''
+    hcw_id: str = ''
+    delegated_at: int | None = None
+    report_at: int | None = None
+    report: dict | None = None
+    judged_at: int | None = None
+    judged: str | None = None
+    false_completion: TeamEventModel | None = None
+    rejected: list[TeamEventModel] = field(default_factory=list)
+    tools_called: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """The published report's status; 'failure' without a valid report."""
+        return (self.report or {}).get('status') or 'failure'
+
+    @property
+    def reported(self) -> bool:
+        return self.report is not None or bool(self.rejected) or self.false_completion is not None
+
+    def robot_or_owner(self) -> str:
+        """The robot the task went to (its owner if no delegation was recorded)."""
+        return self.robot or TASK_OWNER[self.task_type]
+
+    @property
+    def failure_at(self) -> int | None:
+        """Index from which the manager knew of the outcome (judgment, else the report)."""
+        return self.judged_at if self.judged_at is not None else self.report_at
+
+
+class _Record:
+    """The events of one run, indexed by task."""
+
+    def __init__(self, events: list[TeamEventModel]):
+        self.events = events
+        self.tasks: dict[str, _Task] = {}
+        self.refusals: list[TeamEventModel] = []
+        for index, event in enumerate(events):
+            self._add(index, event)
+
+    def _task(self, task_id: str, task_type: str | None = None) -> _Task | None:
+        if not task_id:
+            return None
+        if task_id not in self.tasks:
+            kind = _task_type(task_type) or _task_type(TASK_PREFIX.get(task_id.rsplit('-', 1)[0]))
+            if kind is None or kind is TaskType.REFLECTION:
+                return None
+            self.tasks[task_id] = _Task(task_id, kind)
+        return self.tasks[task_id]
+
+    def _add(self, index: int, event: TeamEventModel) -> None:
+        d, kind = event.data, event.kind
+        if kind == EventKind.DELEGATION.value:
+            task = self._task(d.get('task_id', ''), d.get('task_type'))
+            if task is not None:
+                task.robot, task.hcw_id = d.get('robot', event.target), str(d.get('hcw_id', ''))
+                task.delegated_at = index
+        elif kind == EventKind.TASK_REPORT.value:
+            task = self._task(d.get('task_id', ''), d.get('task_type'))
+            if task is not None:
+                task.report, task.report_at = d, index
+        elif kind == EventKind.JUDGMENT.value:
+            task = self._task(d.get('task_id', ''), d.get('task_type'))
+            if task is not None:
+                task.judged, task.judged_at = d.get('judged_status'), index
+        elif kind == EventKind.FALSE_COMPLETION.value:
+            task = self._task(d.get('task_id') or event.target)
+            if task is not None:
+                task.false_completion = event
+        elif kind == EventKind.REPORT_REJECTED.value:
+            task = self._task(d.get('task_id') or event.target)
+            if task is not None:
+                task.rejected.append(event)
+        elif kind == EventKind.TOOL_CALL.value:
+            task = self._task(d.get('task_id', ''))
+            if task is not None and event.actor == task.robot_or_owner():
+                task.tools_called.append(event.target)
+        elif kind == EventKind.TOOL_REFUSED.value:
+            self.refusals.append(event)
+
+    def of_type(self, task_type: TaskType) -> list[_Task]:
+        """Return the tasks of ``task_type`` in the order they appear."""
+        return [t for t in self.tasks.values() if t.task_type is task_type]
+
+    def kind(self, *kinds: EventKind, actor: str | None = None) -> list[tuple[int, TeamEventModel]]:
+        """Return ``(index, event)`` of the given kinds (and actor), in record order."""
+        values = {k.value for k in kinds}
+        return [(i, e) for i, e in enumerate(self.events)
+                if e.kind in values and (actor is None or e.actor == actor)]
+
+
+def _task_type(value) -> TaskType | None:
+    if isinstance(value, TaskType):
+        return value
+    try:
+        return TaskType(value)
+    except ValueError:
+        return None
+
+
+def _tool_owner(event: TeamEventModel) -> str | None:
+    return event.data.get('owner') or TOOL_OWNERS.get(event.target)
+
+
+def _caller(event: TeamEventModel) -> str:
+    return event.data.get('caller') or event.actor
+
+
+# --- Scoring helpers ---------------------------------------------------------------------------
+
+def _cell(metric: Metric, task: TaskType | None, findings: list[tuple[float, str]], ok: str) -> Cell:
+    """Return the worst finding (reasons of equally bad findings joined), or 1 with ``ok``."""
+    if not findings:
+        return Cell(metric=metric, task=task, score=1.0, reason=ok)
+    worst = min(score for score, _ in findings)
+    reasons = list(dict.fromkeys(reason for score, reason in findings if score == worst))
+    return Cell(metric=metric, task=task, score=worst, reason='; '.join(reasons))
+
+
+def _norm(value) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return round(float(value), 2)
+    return str(value).strip().lower()
+
+
+def _leaves(value) -> set:
+    """Return the normalized scalar leaves of a JSON value."""
+    out: set = set()
+    if isinstance(value, dict):
+        for item in value.values():
+            out |= _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            out |= _leaves(item)
+    elif value is not None and value != '':
+        out.add(_norm(value))
+    return out
+
+
+def _journal(report: dict) -> list[dict]:
+    return list((report.get('evidence') or {}).get('tool_journal') or [])
+
+
+def _journal_leaves(journal: list[dict], tools: tuple[str, ...] | None = None) -> set:
+    out: set = set()
+    for entry in journal:
+        if tools is None or entry.get('tool') in tools:
+            out |= _leaves(entry.get('output'))
+            if entry.get('error'):
+                out.add(_norm(entry['error']))
+    return out
+
+
+def _last_ok_output(journal: list[dict], tool: str) -> dict | None:
+    for entry in reversed(journal):
+        if entry.get('tool') == tool and entry.get('ok'):
+            return entry.get('output') or {}
+    return None
+
+
+def _grounded(value, journal_leaves: set) -> bool:
+    leaves = _leaves(value)
+    return bool(leaves) and leaves <= journal_leaves
+
+
+def _failure_supported(task_type: TaskType, journal: list[dict], data: dict) -> bool:
+    """Whether the tools' ground truth shows a problem (so a failure report is grounded)."""
+    if any(not entry.get('ok') for entry in journal):
+        return True
+    from robot_team.brains.base import BrainReport
+    from robot_team.grounding import contradictions
+    from robot_team.reports import TaskStatus
+    from robot_team.tools.base import ToolResult
+    try:
+        results = [ToolResult(tool=e.get('tool', ''), args=e.get('args') or {}, ok=bool(e.get('ok')),
+                              output=e.get('output') or {}, error=e.get('error', '')) for e in journal]
+        return bool(contradictions(task_type, BrainReport(status=TaskStatus.SUCCESS, data=data), results))
+    except (KeyError, TypeError, IndexError, ValueError):
+        return False
+
+
+# --- Manager level -----------------------------------------------------------------------------
+
+def _requests(rec: _Record, task_type: TaskType) -> list[tuple[int, TeamEventModel]]:
+    return [(i, e) for i, e in rec.kind(EventKind.DELEGATION_REQUESTED, actor=MANAGER)
+            if _task_type(e.data.get('task_type')) is task_type]
+
+
+def _prefetched(request: TeamEventModel, task_type: TaskType) -> list[str]:
+    context = request.data.get('context') or {}
+    return sorted(k for k in context if k in PREFETCH_KEYS[task_type]) if isinstance(context, dict) else []
+
+
+def _pending_failure_windows(rec: _Record, view: str) -> list[tuple[int, int]]:
+    """Return ``(from, to)`` index windows in which a navigation failure awaited handling."""
+    windows = []
+    for task in rec.of_type(TaskType.NAVIGATION):
+        start = task.failure_at
+        if start is None or task.status != 'failure':
+            continue
+        end, _ = _first_decision(rec, start, view, task.task_id)
+        windows.append((start, end if end is not None else len(rec.events)))
+    return windows
+
+
+def delegation_accuracy(rec: _Record, task_type: TaskType, view: str) -> Cell:
+    """Score whether ``task_type`` was delegated to the robot that owns it (0.5: the manager pre-fetched)."""
+    owner, findings = TASK_OWNER[task_type], []
+    metric = Metric.DELEGATION_ACCURACY
+    requests = _requests(rec, task_type)
+    if view == 'attempted':
+        for _, request in requests:
+            robot = request.data.get('robot', request.target)
+            if robot != owner:
+                findings.append((0.0, f'asked {robot} to do {task_type.value} (owner: {owner})'))
+        for event in rec.refusals:
+            if _caller(event) == MANAGER and _tool_owner(event) == owner:
+                findings.append((0.5, f"the manager also called {owner}'s tool {event.target} itself (refused)"))
+        windows = _pending_failure_windows(rec, view)
+        for index, event in rec.kind(EventKind.WORKFLOW_VIOLATION):
+            if _task_type(event.data.get('task_type')) is task_type and not any(a < index <= b for a, b in windows):
+                findings.append((0.5, f'delegated out of workflow order first (refused: {event.reason})'))
+        sent = requests
+    else:
+        delegated = [t for t in rec.of_type(task_type) if t.delegated_at is not None]
+        for task in delegated:
+            if task.robot != owner:
+                findings.append((0.0, f'{task.task_id} went to {task.robot} (owner: {owner})'))
+        # the request each delegation was made from: the latest one of that type before it
+        sent = [max(((i, r) for i, r in requests if i < t.delegated_at), default=(None, None), key=lambda p: p[0])
+                for t in delegated]
+        sent = [(i, r) for i, r in sent if r is not None]
+        if not delegated:
+            return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
+    if not requests:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
+    for _, request in sent:
+        keys = _prefetched(request, task_type)
+        if keys:
+            findings.append((0.5, f"the manager passed a pre-fetched result to {owner} ({', '.join(keys)})"))
+    return _cell(metric, task_type, findings, f'delegated to {owner}, the owner, with no pre-fetched result')
+
+
+def completion_judgment(rec: _Record, task_type: TaskType, view: str) -> Cell:
+    """Score the manager's judgment of each report of ``task_type`` against the grounded status."""
+    metric, findings = Metric.COMPLETION_JUDGMENT, []
+    tasks = [t for t in rec.of_type(task_type) if t.reported]
+    if not tasks:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'no report on {task_type.value} to judge')
+    for task in tasks:
+        if task.judged is None:
+            findings.append((0.0, f'{task.task_id} ({task.status}) was never judged'))
+        elif task.judged != task.status:
+            findings.append((0.0, f'{task.task_id} judged a {task.judged}, but it was a {task.status}'
+                             + (f" ({task.report.get('issue')})" if task.report and task.report.get('issue') else '')))
+    successes = [t for t in tasks if t.judged == 'success' and t.status == 'success' and t.judged_at is not None]
+    if successes:
+        first = min(t.judged_at for t in successes)
+        done = next(t for t in successes if t.judged_at == first)
+        if view == 'attempted':
+            redo = [e for i, e in _requests(rec, task_type) if i > first]
+        else:
+            redo = [rec.events[t.delegated_at] for t in rec.of_type(task_type)
+                    if t.delegated_at is not None and t.delegated_at > first]
+        for event in redo:
+            why = (event.reason or event.data.get('reason') or '').strip()
+            findings.append((0.5, f'redid {task_type.value} after {done.task_id} had clearly succeeded'
+                             + (f' (reason given: {why})' if why else ' without a reason')))
+    ok = '; '.join(f'{t.task_id} judged a {t.judged}, as grounded' for t in tasks)
+    return _cell(metric, task_type, findings, ok)
+
+
+_DECISIONS_ATTEMPTED = (EventKind.DELEGATION_REQUESTED, EventKind.ESCALATION_REQUESTED, EventKind.REFLECTION,
+                        EventKind.REFLECTION_REJECTED, EventKind.EPISODE_FINISHED, EventKind.TOOL_REFUSED)
+_DECISIONS_FLOOR = (EventKind.DELEGATION, EventKind.ESCALATION, EventKind.REFLECTION, EventKind.EPISODE_FINISHED)
+
+
+def _first_decision(rec: _Record, start: int, view: str,
+                    task_id: str) -> tuple[int | None, TeamEventModel | None]:
+    """Return the manager's first decision after index ``start`` (or ``task_id``'s missed deadline)."""
+    kinds = {k.value for k in (_DECISIONS_ATTEMPTED if view == 'attempted' else _DECISIONS_FLOOR)}
+    for index in range(start + 1, len(rec.events)):
+        event = rec.events[index]
+        if event.kind == EventKind.DEADLINE_MISSED.value and event.data.get('task_id') == task_id \
+                and event.data.get('deadline', 'issue_handling') == 'issue_handling':
+            return index, event
+        if event.kind not in kinds:
+            continue
+        if event.kind == EventKind.ESCALATION.value:
+            return index, event
+        if event.kind == EventKind.TOOL_REFUSED.value and _caller(event) != MANAGER:
+            continue
+        if event.actor == MANAGER:
+            return index, event
+    return None, None
+
+
+def issue_handling(rec: _Record, task_type: TaskType, view: str) -> Cell:
+    """Score whether, right after each navigation failure, the manager proposed an alternative or escalated."""
+    metric = Metric.ISSUE_HANDLING
+    if task_type is not TaskType.NAVIGATION:
+        return Cell(metric=metric, task=task_type, score=None, reason='applies to navigation only (N/A)')
+    tasks = [t for t in rec.of_type(task_type) if t.reported]
+    if not tasks:
+        return Cell(metric=metric, task=task_type, score=0.0, reason='navigation never reported: no issue handled')
+    failed = [t for t in tasks if t.status == 'failure' and t.failure_at is not None]
+    if not failed:
+        return Cell(metric=metric, task=task_type, score=None, reason='no navigation failure to handle (N/A)')
+    findings, handled = [], []
+    for task in failed:
+        _, event = _first_decision(rec, task.failure_at, view, task.task_id)
+        d = event.data if event is not None else {}
+        if event is None:
+            findings.append((0.0, f'{task.task_id} failed and the manager did nothing after it'))
+        elif event.kind == EventKind.DEADLINE_MISSED.value:
+            findings.append((0.0, f'{task.task_id} failed and the manager let the issue-handling deadline pass'))
+        elif event.kind in (EventKind.ESCALATION_REQUESTED.value, EventKind.ESCALATION.value):
+            if d.get('task_id') == task.task_id and d.get('raised_by', MANAGER) == MANAGER:
+                handled.append(f'escalated {task.task_id}')
+            else:
+                findings.append((0.0, f'after {task.task_id} failed: escalation of {d.get("task_id")!r} by '
+                                 f'{d.get("raised_by", MANAGER)}, not the manager handling it'))
+        elif event.kind in (EventKind.DELEGATION_REQUESTED.value, EventKind.DELEGATION.value):
+            hcw = str(d.get('hcw_id', ''))
+            if _task_type(d.get('task_type')) is not TaskType.NAVIGATION:
+                findings.append((0.0, f'after {task.task_id} failed the manager went on to '
+                                 f'{d.get("task_type")} instead of handling the issue'))
+            elif hcw and hcw == task.hcw_id:
+                findings.append((0.0, f'after {task.task_id} failed the manager retried the same HCW #{hcw}: '
+                                 f'no alternative, no escalation'))
+            else:
+                handled.append(f'proposed alternative HCW #{hcw} for {task.task_id}')
+        else:
+            findings.append((0.0, f'after {task.task_id} failed the manager did {event.kind} '
+                             f'({event.summary}) instead of handling the issue'))
+    return _cell(metric, task_type, findings, '; '.join(handled) + ' right after the failure report')
+
+
+def _placeholder(text: str) -> bool:
+    low = str(text).strip().lower()
+    return low in PLACEHOLDERS or not low or any(f in low for f in PLACEHOLDER_FRAGMENTS if f != 'tbd') \
+        or low.startswith('tbd')
+
+
+def _reflection_findings(rec: _Record, reflection: dict) -> list[tuple[float, str]]:
+    """Check a reflection's structure against the record."""
+    findings = []
+    outcomes = [o for o in reflection.get('task_outcomes') or [] if isinstance(o, dict)]
+    recovery = list(reflection.get('recovery_attempts') or [])
+    lessons = list(reflection.get('lessons_learned') or [])
+    texts = [o.get('summary', '') for o in outcomes] + recovery + lessons
+    if not outcomes and not recovery and not lessons:
+        return [(0.0, 'empty reflection')]
+    if any(_placeholder(t) for t in texts):
+        findings.append((0.0, 'placeholder text instead of content'))
+    for name, section in (('task outcomes', outcomes), ('recovery attempts', recovery), ('lessons learned', lessons)):
+        if not section:
+            findings.append((0.5, f'section {name} missing'))
+    covered = {_task_type(o.get('task_type')) for o in outcomes}
+    for task_type in OPERATIONAL_TASKS:
+        if task_type not in covered:
+            findings.append((0.5, f'no outcome for {task_type.value}'))
+            continue
+        tasks = rec.of_type(task_type)
+        claimed = next(o for o in outcomes if _task_type(o.get('task_type')) is task_type).get('status')
+        actual = tasks[-1].status if tasks and tasks[-1].reported else 'failure'
+        if claimed and claimed != actual:
+            findings.append((0.5, f'outcome of {task_type.value} says {claimed}, the record says {actual}'))
+    return findings
+
+
+def _record_summary(rec: _Record) -> dict:
+    return {'tasks': [{'task_id': t.task_id, 'task_type': t.task_type.value, 'robot': t.robot, 'hcw_id': t.hcw_id,
+                       'status': t.status, 'issue': (t.report or {}).get('issue', '')} for t in rec.tasks.values()],
+            'escalations': [{k: e.data.get(k) for k in ('escalation_id', 'task_id', 'raised_by')} | {
+                'reason': e.reason} for _, e in rec.kind(EventKind.ESCALATION)],
+            'human_decisions': [{k: e.data.get(k) for k in ('escalation_id', 'decision', 'hcw_id')}
+                                for _, e in rec.kind(EventKind.HUMAN_DECISION)]}
+
+
+def reflection_quality(rec: _Record, view: str, judge: ReflectionJudge | None = None) -> Cell:
+    """Score the manager's reflection: its own work, all three outcomes, recovery, lessons, no placeholder."""
+    metric, findings = Metric.REFLECTION_QUALITY, []
+    accepted = [e for _, e in rec.kind(EventKind.REFLECTION)]
+    attempts: list[tuple[TeamEventModel, dict | None]] = [(e, e.data) for e in accepted]
+    if view == 'attempted':
+        for _, event in rec.kind(EventKind.REFLECTION_REJECTED):
+            attempts.append((event, event.data.get('reflection')))
+    if not attempts:
+        return Cell(metric=metric, task=None, score=0.0, reason='no reflection was written')
+    for event, reflection in attempts:
+        if event.actor != MANAGER:
+            findings.append((0.0, f'written by {event.actor}, not by the manager itself'))
+        elif reflection is None:
+            findings.append((0.5, f'reflection submitted before the workflow allowed it (refused: {event.reason})'))
+        else:
+            label = 'refused reflection: ' if event.kind == EventKind.REFLECTION_REJECTED.value else ''
+            findings += [(s, label + r) for s, r in _reflection_findings(rec, reflection)]
+    if judge is not None and accepted and accepted[-1].actor == MANAGER:
+        score, reason = judge(accepted[-1].data, _record_summary(rec))
+        if score < 1.0:
+            findings.append((score, f'LLM judge: {reason}'))
+    return _cell(metric, None, findings, 'by the manager: outcomes of all three tasks, recovery attempts and '
+                 'lessons learned, no placeholder')
+
+
+# --- Robot level -------------------------------------------------------------------------------
+
+def tool_usage(rec: _Record, task_type: TaskType, view: str) -> Cell:
+    """Score whether the task's tool was used, and only by its owner."""
+    metric, owner, findings = Metric.TOOL_USAGE, TASK_OWNER[task_type], []
+    tasks = [t for t in rec.of_type(task_type) if t.delegated_at is not None or t.reported]
+    if not tasks:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} never ran: no tool used')
+    called = {tool for t in tasks for tool in t.tools_called}
+    for task in tasks:
+        if not task.tools_called:
+            findings.append((0.0, f'{owner} used no tool on {task.task_id}'))
+    for tool in KEY_TOOLS[task_type]:
+        if tool not in called:
+            findings.append((0.0, f'{owner} never called {tool}'))
+    if view == 'attempted':
+        for event in rec.refusals:
+            caller, tool_owner = _caller(event), _tool_owner(event)
+            if tool_owner == owner and caller != owner:
+                findings.append((0.0, f'{caller} tried {owner}\'s tool {event.target} (refused)'))
+            elif caller == owner and tool_owner != owner:
+                findings.append((0.0, f'{owner} tried {event.target}, which it does not own (refused)'))
+    used = ', '.join(sorted(called))
+    return _cell(metric, task_type, findings, f'{used} used by {owner} only')
+
+
+def _reasoning_items(task_type: TaskType, report: dict) -> list[tuple[str, bool]]:
+    """Return each item the report needs and whether it is present and grounded in the tools' output."""
+    data, journal = report.get('data') or {}, _journal(report)
+    issue, failed = (report.get('issue') or '').strip(), report.get('status') != 'success'
+    issue_item = ('issue grounded in the tools' if failed else 'no issue',
+                  (bool(issue) and _failure_supported(task_type, journal, data)) if failed else not issue)
+    if task_type is TaskType.NAVIGATION:
+        location = data.get('hcw_location') or data.get('location')
+        return [('HCW location', _grounded(location, _journal_leaves(journal, ('locate_staff',)))),
+                ('path', _grounded(data.get('path'), _journal_leaves(journal))),
+                issue_item]
+    if failed:
+        return [issue_item]
+    if task_type is TaskType.INFO_COLLECTION:
+        record = _last_ok_output(journal, 'lookup_staff_by_badge') or {}
+
+        def same(key):
+            return bool(data.get(key)) and _norm(data.get(key)) == _norm(record.get(key))
+        return [('ID', same('hcw_id')), ('name', same('name')),
+                ('specialty/role', same('specialty') or same('role'))]
+    fetched = _last_ok_output(journal, 'fetch_care_team') or {}
+    members = data.get('members') or data.get('care_team')
+    layout = str(data.get('layout') or '')
+    names = [m.get('name', '') for m in members or [] if isinstance(m, dict)]
+    built = bool(layout.strip()) and bool(names) and all(n and n.lower() in layout.lower() for n in names)
+    return [('fetched care team', _grounded(members, _leaves(fetched.get('members')))),
+            ('layout plan built from it', built)]
+
+
+def local_reasoning(rec: _Record, task_type: TaskType, view: str) -> Cell:
+    """Score whether each report holds what the task needs, grounded in the tool output."""
+    metric, findings, good = Metric.LOCAL_REASONING, [], []
+    tasks = [t for t in rec.of_type(task_type) if t.reported]
+    if not tasks:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'no report on {task_type.value}')
+    for task in tasks:
+        if view == 'attempted' and task.false_completion is not None:
+            findings.append((0.0, f'{task.task_id}: claimed success against its own tools '
+                             f'({task.false_completion.reason})'))
+            continue
+        if task.report is None:
+            if view == 'attempted':
+                findings.append((0.0, f'{task.task_id}: the report did not validate'))
+            continue
+        items = _reasoning_items(task_type, task.report)
+        missing = [name for name, ok in items if not ok]
+        if len(missing) == len(items):
+            findings.append((0.0, f'{task.task_id}: missing or ungrounded: {", ".join(missing)}'))
+        elif missing:
+            findings.append((0.5, f'{task.task_id}: missing or ungrounded: {", ".join(missing)}'))
+        else:
+            good.append(f'{task.task_id}: ' + ', '.join(name for name, _ in items))
+    if not good and not findings:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'no valid report on {task_type.value}')
+    return _cell(metric, task_type, findings, 'grounded in the tools: ' + '; '.join(good))
+
+
+def report_compliance(rec: _Record, task_type: TaskType, view: str) -> Cell:
+    """Score whether every report states its issue status explicitly ('issue reported' or 'no issue')."""
+    metric, findings, good = Metric.REPORT_COMPLIANCE, [], []
+    tasks = [t for t in rec.of_type(task_type) if t.reported]
+    if not tasks:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'no report on {task_type.value}')
+    for task in tasks:
+        if view == 'attempted':
+            for event in task.rejected:
+                findings.append((0.0, f'{task.task_id}: report rejected ({event.reason})'))
+            if task.false_completion is not None:
+                findings.append((0.0, f'{task.task_id}: claimed "no issue" although '
+                                 f'{task.false_completion.reason}'))
+        report = task.report
+        if report is None:
+            continue
+        status, issue = report.get('status'), (report.get('issue') or '').strip()
+        if status == 'failure' and not issue:
+            findings.append((0.0, f'{task.task_id}: failure without an issue'))
+        elif status not in ('success', 'failure'):
+            findings.append((0.0, f'{task.task_id}: no explicit status ({status!r})'))
+        else:
+            good.append(f'{task.task_id}: ' + (f'issue reported ({issue})' if issue else 'no issue'))
+    if not good and not findings:
+        return Cell(metric=metric, task=task_type, score=0.0, reason=f'no valid report on {task_type.value}')
+    return _cell(metric, task_type, findings, '; '.join(good))
+
+
+# --- Runs --------------------------------------------------------------------------------------
+
+def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudge | None = None,
+               _record: _Record | None = None) -> ViewScore:
+    """Score the rubric's 18 cells (17 applicable on the published scenario) in ``view``.
+
+    Raises
+    ------
+    ValueError
+        If ``view`` is not ``'attempted'`` or ``'floor'``.
+    """
+    if view not in VIEWS:
+        raise ValueError(f"unknown view '{view}': expected one of {', '.join(VIEWS)}")
+    rec = _record or _Record(list(events))
+    cells = []
+    for task_type in OPERATIONAL_TASKS:
+        cells += [delegation_accuracy(rec, task_type, view), completion_judgment(rec, task_type, view),
+                  issue_handling(rec, task_type, view)]
+    cells.append(reflection_quality(rec, view, judge))
+    for task_type in OPERATIONAL_TASKS:
+        cells += [tool_usage(rec, task_type, view), local_reasoning(rec, task_type, view),
+                  report_compliance(rec, task_type, view)]
+    return ViewScore(view=view, cells=cells)
+
+
+def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
+    """Sum the LLM requests, tokens and cost (``llm_reply`` ``cost_usd``) of a run."""
+    usage = LLMUsage()
+    models: dict[str, None] = {}
+    for event in events:
+        if event.kind == EventKind.LLM_REQUEST.value:
+            usage.requests += 1
+        elif event.kind == EventKind.LLM_ERROR.value:
+            usage.errors += 1
+        elif event.kind == EventKind.LLM_REPLY.value:
+            d = event.data
+            usage.replies += 1
+            usage.prompt_tokens += int(d.get('prompt_tokens') or 0)
+            usage.completion_tokens += int(d.get('completion_tokens') or 0)
+            cost = float(d.get('cost_usd') or 0.0)
+            usage.cost_usd += cost
+            robot = d.get('robot') or event.actor
+            usage.cost_by_robot[robot] = usage.cost_by_robot.get(robot, 0.0) + cost
+            if d.get('model'):
+                models[str(d['model'])] = None
+    usage.models = list(models)
+    return usage
+
+
+def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJudge | None = None,
+              judge_name: str = 'structural') -> RunScore:
+    """Score one run's event record in both views, with its LLM usage and guard counts."""
+    from robot_team.report import GUARD_KINDS
+    events = list(events)
+    rec = _Record(events)
+    finished = [e for e in events if e.kind == EventKind.EPISODE_FINISHED.value]
+    guards: dict[str, int] = {}
+    for event in events:
+        if event.kind in {k.value for k in GUARD_KINDS}:
+            guards[event.kind] = guards.get(event.kind, 0) + 1
+    return RunScore(run=run, outcome=finished[-1].data.get('outcome', '') if finished else 'timeout',
+                    attempted=score_view(events, 'attempted', judge=judge, _record=rec),
+                    floor=score_view(events, 'floor', judge=judge, _record=rec),
+                    usage=llm_usage(events), guards=guards, judge=judge_name if judge else 'structural')
+
+
+def score_run_dir(run_dir, *, judge: ReflectionJudge | None = None, judge_name: str = 'structural') -> RunScore:
+    """Read ``run_dir/events.jsonl`` and score it (see :func:`score_run`)."""
+    from pathlib import Path
+
+    from robot_team.recorder import read_jsonl
+    run_dir = Path(run_dir)
+    return score_run(read_jsonl(run_dir / 'events.jsonl'), run=str(run_dir), judge=judge, judge_name=judge_name)
