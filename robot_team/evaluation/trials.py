@@ -1,0 +1,338 @@
+"""Run the published evaluation as trials over conditions, score them, aggregate and write the tables.
+
+Layout of an evaluation folder ``DIR``::
+
+    DIR/<condition>/trial-<k>/   one episode (report.json, events.jsonl, ...) plus trial.json
+                                 (what ran) and score.json (its rubric score)
+    DIR/eval.json                everything: per-run scores with every cell, means, the reference
+    DIR/runs.csv                 one row per run; DIR/cells.csv one row per cell and view
+    DIR/metrics.csv              metric means per condition and view, with the published means
+    DIR/summary.md               tables shaped like the published Tables III and IV
+    DIR/summary.png              success rate and metric means per condition vs. the published
+
+A trial whose ``trial.json`` matches what is asked (scenario, brain, condition) is reused, not
+rerun, so an interrupted evaluation resumes where it stopped. Reused trials are rescored from
+their event record (the record is the only input of scoring).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, Field
+
+from robot_team.evaluation.rubric import (
+    METRIC_LABELS, PUBLISHED_REFERENCE, VIEWS, Metric, ReflectionJudge, RunScore, score_run_dir)
+
+CONDITIONS: dict[str, dict] = {'baseline': {'kb': False}, 'kb': {'kb': True}}
+"""Conditions of the published comparison and the brain options each passes (knowledge base off/on)."""
+
+CONDITION_LABELS = {'baseline': 'Baseline (no KB)', 'kb': 'With KB'}
+TRIAL_FILE = 'trial.json'
+
+
+class TrialResult(BaseModel):
+    """One trial: where it ran, whether it was reused, its score."""
+
+    condition: str
+    trial: int
+    out_dir: str
+    reused: bool
+    wall_time_s: float
+    score: RunScore
+
+
+class ConditionSummary(BaseModel):
+    """Means of one condition over its trials."""
+
+    condition: str
+    runs: int
+    success_rate: dict[str, float] = Field(description='Per view: total points / total applicable points.')
+    points_mean: dict[str, float]
+    max_points_mean: float
+    cost_per_run_usd: float
+    prompt_tokens_per_run: float
+    completion_tokens_per_run: float
+    llm_requests_per_run: float
+    metric_means: dict[str, dict[str, float | None]] = Field(
+        description='Per view, per metric: mean over the applicable cells of every run.')
+    outcomes: dict[str, int]
+    wall_time_per_run_s: float
+
+
+class EvalSummary(BaseModel):
+    """An evaluation: what ran, every trial, the means per condition, the published reference."""
+
+    scenario: str
+    brain: str
+    trials: int
+    judge: str
+    conditions: list[ConditionSummary]
+    runs: list[TrialResult]
+    reference: dict = Field(default_factory=lambda: dict(PUBLISHED_REFERENCE))
+    wall_time_s: float = 0.0
+
+
+def trial_dir(out: Path, condition: str, trial: int) -> Path:
+    """Return the folder of trial ``trial`` (from 1) of ``condition``."""
+    return Path(out) / condition / f'trial-{trial}'
+
+
+def _trial_spec(scenario: str, brain: str, condition: str) -> dict:
+    return {'scenario': scenario, 'brain': brain, 'condition': condition,
+            'brain_options': CONDITIONS[condition]}
+
+
+def completed_trial(folder: Path, spec: dict) -> dict | None:
+    """Return the ``trial.json`` of a finished trial in ``folder`` that ran ``spec``, else None."""
+    try:
+        info = json.loads((Path(folder) / TRIAL_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not (Path(folder) / 'events.jsonl').is_file() or not info.get('complete'):
+        return None
+    return info if all(info.get(k) == v for k, v in spec.items()) else None
+
+
+def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: str = 'protocol',
+              domain_id: int | None = None, real_time_factor: float | None = None,
+              judge: ReflectionJudge | None = None, judge_name: str = 'structural',
+              on_event: Callable | None = None) -> TrialResult:
+    """Run (or reuse) one trial and score it.
+
+    Raises
+    ------
+    ValueError
+        If ``condition`` is unknown.
+    """
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown condition '{condition}': expected one of {', '.join(CONDITIONS)}")
+    folder = trial_dir(out, condition, trial)
+    spec = _trial_spec(scenario, brain, condition)
+    info = completed_trial(folder, spec)
+    reused = info is not None
+    if not reused:
+        from robot_team.runner import run_episode
+        start = time.monotonic()
+        result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, real_time_factor=real_time_factor,
+                             on_event=on_event, brain_options=dict(CONDITIONS[condition]))
+        info = {**spec, 'trial': trial, 'complete': True, 'wall_time_s': round(time.monotonic() - start, 3),
+                'outcome': result.report.get('outcome')}
+        (folder / TRIAL_FILE).write_text(json.dumps(info, indent=2))
+    score = score_run_dir(folder, judge=judge, judge_name=judge_name)
+    score.run = f'{condition}/trial-{trial}'
+    (folder / 'score.json').write_text(score.model_dump_json(indent=2))
+    return TrialResult(condition=condition, trial=trial, out_dir=str(folder), reused=reused,
+                       wall_time_s=float(info.get('wall_time_s', 0.0)), score=score)
+
+
+def summarize(condition: str, runs: list[TrialResult]) -> ConditionSummary:
+    """Return the means of ``condition`` over ``runs`` (cells pooled across runs for metric means)."""
+    n = max(len(runs), 1)
+    rates, points, means = {}, {}, {}
+    for view in VIEWS:
+        scores = [r.score.view(view) for r in runs]
+        total_max = sum(s.max_points for s in scores)
+        rates[view] = sum(s.points for s in scores) / total_max if total_max else 0.0
+        points[view] = sum(s.points for s in scores) / n
+        means[view] = {}
+        for metric in Metric:
+            cells = [c.score for s in scores for c in s.cells if c.metric is metric and c.score is not None]
+            means[view][metric.value] = sum(cells) / len(cells) if cells else None
+    outcomes: dict[str, int] = {}
+    for r in runs:
+        outcomes[r.score.outcome] = outcomes.get(r.score.outcome, 0) + 1
+    return ConditionSummary(
+        condition=condition, runs=len(runs), success_rate=rates, points_mean=points,
+        max_points_mean=sum(r.score.attempted.max_points for r in runs) / n,
+        cost_per_run_usd=sum(r.score.usage.cost_usd for r in runs) / n,
+        prompt_tokens_per_run=sum(r.score.usage.prompt_tokens for r in runs) / n,
+        completion_tokens_per_run=sum(r.score.usage.completion_tokens for r in runs) / n,
+        llm_requests_per_run=sum(r.score.usage.requests for r in runs) / n,
+        metric_means=means, outcomes=outcomes, wall_time_per_run_s=sum(r.wall_time_s for r in runs) / n)
+
+
+def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, ...] = ('baseline', 'kb'),
+               trials: int = 5, brain: str = 'protocol', domain_id: int | None = None,
+               real_time_factor: float | None = None, judge: ReflectionJudge | None = None,
+               judge_name: str = 'structural',
+               on_trial: Callable[[str, int, TrialResult | None], None] | None = None,
+               on_event: Callable | None = None) -> EvalSummary:
+    """Run ``trials`` trials of each condition (sequentially, reusing finished ones), score and aggregate.
+
+    ``on_trial(condition, k, None)`` is called before a trial, ``on_trial(condition, k, result)``
+    after it. Writes nothing but the trials' folders: see :func:`write_outputs`.
+
+    Raises
+    ------
+    ValueError
+        If a condition is unknown or ``trials`` is below 1.
+    """
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
+    if trials < 1:
+        raise ValueError(f'trials must be at least 1, got {trials}')
+    start = time.monotonic()
+    results: list[TrialResult] = []
+    for condition in dict.fromkeys(conditions):
+        for k in range(1, trials + 1):
+            if on_trial is not None:
+                on_trial(condition, k, None)
+            result = run_trial(scenario, Path(out), condition, k, brain=brain, domain_id=domain_id,
+                               real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
+                               on_event=on_event)
+            results.append(result)
+            if on_trial is not None:
+                on_trial(condition, k, result)
+    summaries = [summarize(c, [r for r in results if r.condition == c]) for c in dict.fromkeys(conditions)]
+    return EvalSummary(scenario=scenario, brain=brain, trials=trials, judge=judge_name, conditions=summaries,
+                       runs=results, wall_time_s=round(time.monotonic() - start, 3))
+
+
+# --- Outputs -----------------------------------------------------------------------------------
+
+def _pct(value: float | None) -> str:
+    return '-' if value is None else f'{100 * value:.2f}%'
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return '-' if value is None else f'{value:.{digits}f}'
+
+
+def markdown(summary: EvalSummary) -> str:
+    """Return the evaluation as Markdown tables shaped like the published Tables III and IV."""
+    ref = summary.reference
+    model = ref['model']
+    lines = [f'# Evaluation: {summary.scenario}, brain {summary.brain}, {summary.trials} trial(s) per condition',
+             '', f'Reflection judge: {summary.judge}. Attempted: what the brains tried (refused attempts count '
+             'against); floor: what happened after the guards.', '',
+             '## Success rate and cost per run (cf. Table III)', '',
+             '| Condition | Runs | Success rate (attempted) | Success rate (floor) | Points (attempted/floor) '
+             '| Cost per run (USD) | Prompt tokens per run | Completion tokens per run |',
+             '|---|---|---|---|---|---|---|---|']
+    for c in summary.conditions:
+        label = CONDITION_LABELS.get(c.condition, c.condition)
+        lines.append(f"| {label} | {c.runs} | {_pct(c.success_rate['attempted'])} | {_pct(c.success_rate['floor'])} "
+                     f"| {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f} of {c.max_points_mean:g} "
+                     f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f} '
+                     f'| {c.completion_tokens_per_run:.0f} |')
+    for condition in ('baseline', 'kb'):
+        lines.append(f"| Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} "
+                     f"| {_pct(ref['success_rate'][condition])} | - | - "
+                     f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - |")
+    header = ['Metric']
+    for c in summary.conditions:
+        label = CONDITION_LABELS.get(c.condition, c.condition)
+        header += [f'{label} (attempted)', f'{label} (floor)']
+    header += [f'Published, {CONDITION_LABELS["baseline"]}', f'Published, {CONDITION_LABELS["kb"]}']
+    lines += ['', '## Metric means (cf. Table IV)', '', '| ' + ' | '.join(header) + ' |',
+              '|' + '---|' * len(header)]
+    for metric in Metric:
+        row = [METRIC_LABELS[metric]]
+        for c in summary.conditions:
+            row += [_num(c.metric_means['attempted'][metric.value]), _num(c.metric_means['floor'][metric.value])]
+        row += [_num(ref['metric_means']['baseline'][metric.value]), _num(ref['metric_means']['kb'][metric.value])]
+        lines.append('| ' + ' | '.join(row) + ' |')
+    lines += ['', f"Reference: {ref['source']}; {model}, {ref['runs_per_condition']} hand-scored runs per "
+              'condition, 17 points per run.', '']
+    return '\n'.join(lines)
+
+
+def plot(summary: EvalSummary, path: Path) -> None:
+    """Draw success rates and metric means per condition next to the published figures (PNG)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    ref = summary.reference
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={'width_ratios': [1, 2.4]})
+    labels, attempted, floor = [], [], []
+    for c in summary.conditions:
+        labels.append(CONDITION_LABELS.get(c.condition, c.condition))
+        attempted.append(100 * c.success_rate['attempted'])
+        floor.append(100 * c.success_rate['floor'])
+    xs = list(range(len(labels)))
+    left.bar([x - 0.2 for x in xs], attempted, 0.4, label='attempted')
+    left.bar([x + 0.2 for x in xs], floor, 0.4, label='floor')
+    for k, condition in enumerate(('baseline', 'kb')):
+        labels.append(f'Published\n{CONDITION_LABELS[condition]}')
+        left.bar([len(xs) + k], [100 * ref['success_rate'][condition]], 0.5, color='grey',
+                 label='published (hand-scored)' if k == 0 else None)
+    xs = range(len(labels))
+    left.set_xticks(list(xs), labels, fontsize=8)
+    left.set_ylabel('success rate (%)')
+    left.set_ylim(0, 105)
+    left.set_title('Success rate (points / 17)')
+    left.legend(fontsize=8)
+    series = [(f'{CONDITION_LABELS.get(c.condition, c.condition)} (attempted)', c.metric_means['attempted'])
+              for c in summary.conditions]
+    series += [(f'Published {CONDITION_LABELS[c]}', ref['metric_means'][c]) for c in ('baseline', 'kb')]
+    width = 0.8 / len(series)
+    metrics = list(Metric)
+    for k, (label, means) in enumerate(series):
+        values = [means.get(m.value) or 0.0 for m in metrics]
+        right.bar([i - 0.4 + width * (k + 0.5) for i in range(len(metrics))], values, width, label=label)
+    right.set_xticks(range(len(metrics)), [METRIC_LABELS[m].replace(' ', '\n', 1) for m in metrics], fontsize=8)
+    right.set_ylim(0, 1.05)
+    right.set_title('Metric means (0 / 0.5 / 1 per cell)')
+    right.legend(fontsize=7, ncol=4, loc='upper center', bbox_to_anchor=(0.5, -0.16))
+    fig.suptitle(f'{summary.scenario}: brain {summary.brain}, {summary.trials} trial(s) per condition '
+                 f'vs. published ({ref["model"]})', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
+    """Write eval.json, runs.csv, cells.csv, metrics.csv, summary.md and summary.png to ``out``; return paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: out / name for name in ('eval.json', 'runs.csv', 'cells.csv', 'metrics.csv', 'summary.md',
+                                           'summary.png')}
+    paths['eval.json'].write_text(summary.model_dump_json(indent=2))
+    with open(paths['runs.csv'], 'w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(['condition', 'trial', 'outcome', 'points_attempted', 'points_floor', 'max_points',
+                         'success_rate_attempted', 'success_rate_floor', 'cost_usd', 'prompt_tokens',
+                         'completion_tokens', 'llm_requests', 'wall_time_s', 'reused', 'out_dir'])
+        for r in summary.runs:
+            s = r.score
+            writer.writerow([r.condition, r.trial, s.outcome, s.attempted.points, s.floor.points,
+                             s.attempted.max_points, round(s.attempted.success_rate, 4),
+                             round(s.floor.success_rate, 4), round(s.usage.cost_usd, 6), s.usage.prompt_tokens,
+                             s.usage.completion_tokens, s.usage.requests, r.wall_time_s, r.reused, r.out_dir])
+    with open(paths['cells.csv'], 'w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(['condition', 'trial', 'view', 'metric', 'task', 'score', 'reason'])
+        for r in summary.runs:
+            for view in VIEWS:
+                for cell in r.score.view(view).cells:
+                    writer.writerow([r.condition, r.trial, view, cell.metric.value,
+                                     cell.task.value if cell.task else 'run',
+                                     'N/A' if cell.score is None else cell.score, cell.reason])
+    ref = summary.reference
+    with open(paths['metrics.csv'], 'w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(['source', 'condition', 'view', 'metric', 'mean'])
+        for c in summary.conditions:
+            for view in VIEWS:
+                for metric in Metric:
+                    writer.writerow(['this evaluation', c.condition, view, metric.value,
+                                     _num(c.metric_means[view][metric.value], 4)])
+                writer.writerow(['this evaluation', c.condition, view, 'success_rate', round(c.success_rate[view], 4)])
+            writer.writerow(['this evaluation', c.condition, '', 'cost_per_run_usd', round(c.cost_per_run_usd, 6)])
+        for condition in ('baseline', 'kb'):
+            for metric in Metric:
+                writer.writerow([f"published ({ref['model']})", condition, 'hand-scored', metric.value,
+                                 ref['metric_means'][condition][metric.value]])
+            writer.writerow([f"published ({ref['model']})", condition, 'hand-scored', 'success_rate',
+                             ref['success_rate'][condition]])
+            writer.writerow([f"published ({ref['model']})", condition, '', 'cost_per_run_usd',
+                             ref['cost_per_run_usd'][condition]])
+    paths['summary.md'].write_text(markdown(summary))
+    plot(summary, paths['summary.png'])
+    return {name: str(path) for name, path in paths.items()}
