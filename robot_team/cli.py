@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from robot_team.evaluation.cli import eval_command
+
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
 console = Console()
@@ -140,6 +142,9 @@ def scenarios() -> None:
         s = load_scenario(name)
         table.add_row(name, s.expected_outcome or '-', s.description)
     console.print(table)
+
+
+app.command('eval')(eval_command)
 
 
 def main() -> int:

@@ -1,0 +1,81 @@
+"""``robot-team eval``: run the published evaluation (trials x conditions), score it, write the tables.
+
+Thin: parse options, call :func:`robot_team.evaluation.trials.run_trials` and
+:func:`~robot_team.evaluation.trials.write_outputs`, show progress and the summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+
+def eval_command(
+    trials: Annotated[int, typer.Option(min=1, help='Trials (episodes) per condition.')] = 5,
+    condition: Annotated[Optional[list[str]], typer.Option(
+        '--condition', help="Condition to run: 'baseline' (no knowledge base) or 'kb'; repeat for both "
+                            '(default: both).')] = None,
+    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol' or 'openai'.")] = 'protocol',
+    scenario: Annotated[str, typer.Option(help='Scenario name or YAML path.')] = 'onboarding',
+    out: Annotated[Path, typer.Option(help='Evaluation folder: DIR/<condition>/trial-<k>/ and the tables.')]
+    = Path('runs/eval'),
+    judge: Annotated[str, typer.Option(help="Reflection judge: 'structural' (no LLM) or 'llm'.")] = 'structural',
+    judge_model: Annotated[Optional[str], typer.Option(help='Model of the LLM judge (default: LLM settings).')]
+    = None,
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the episodes (default: env or 0).')]
+    = None,
+    real_time_factor: Annotated[Optional[float], typer.Option(help="Sim seconds per wall second (default: the "
+                                                                   "scenario's).")] = None,
+    quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
+) -> None:
+    """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from robot_team.config import ConfigError, load_scenario
+    from robot_team.evaluation.judge import make_judge
+    from robot_team.evaluation.trials import CONDITIONS, run_trials, write_outputs
+    conditions = condition or list(CONDITIONS)
+    try:
+        load_scenario(scenario)
+        reflection_judge = make_judge(judge, judge_model)
+        unknown = [c for c in conditions if c not in CONDITIONS]
+        if unknown:
+            raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
+    except (ConfigError, ValueError) as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(2) from exc
+    total = len(dict.fromkeys(conditions)) * trials
+    with Progress(TextColumn('[bold]{task.description}'), BarColumn(), MofNCompleteColumn(),
+                  TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console,
+                  disable=quiet) as progress:
+        bar = progress.add_task('eval', total=total, status='starting')
+
+        def on_trial(name, k, result):
+            if result is None:
+                progress.update(bar, description=f'{name} trial {k}', status='running')
+            else:
+                score = result.score
+                progress.update(bar, advance=1, status=f"{'reused' if result.reused else score.outcome}: "
+                                f'{score.attempted.points:g}/{score.floor.points:g} of {score.attempted.max_points:g}')
+        try:
+            summary = run_trials(scenario, out, conditions=conditions, trials=trials, brain=brain,
+                                 domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
+                                 judge_name=judge, on_trial=on_trial)
+        except (ConfigError, RuntimeError, ValueError) as exc:
+            console.print(f'[red]error:[/red] {exc} (finished trials are kept; run again to resume)')
+            raise typer.Exit(1) from exc
+    paths = write_outputs(summary, out)
+    for c in summary.conditions:
+        console.print(f"[bold]{c.condition}[/bold]: {c.runs} runs, success rate attempted "
+                      f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%, "
+                      f'cost per run USD {c.cost_per_run_usd:.4f}')
+    if reflection_judge is not None and reflection_judge.errors:
+        console.print(f'[yellow]LLM judge failed {reflection_judge.errors} time(s); structural scores kept[/yellow]')
+    reused = sum(r.reused for r in summary.runs)
+    console.print(f'{len(summary.runs)} trials ({reused} reused) in {summary.wall_time_s:.1f} s; '
+                  f"tables: {paths['summary.md']}")
