@@ -1,0 +1,136 @@
+"""LLM settings: one pydantic-settings object for every robot's LLM brain.
+
+Values come, highest priority first, from: constructor arguments; ``ROBOT_TEAM_LLM_*``
+environment variables (nested fields with ``__``, e.g. ``ROBOT_TEAM_LLM_ROBOTS__MANAGER__MODEL``);
+``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` for the endpoint and key; ``config/llm.yaml`` (or the
+file named by ``ROBOT_TEAM_LLM_CONFIG``); the defaults below.
+
+Units: times in seconds (wall clock), prices in USD per million tokens.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
+
+
+class ModelPrice(BaseModel):
+    """List price of one model, USD per million tokens."""
+
+    input_per_mtok: float = Field(0.0, ge=0, description='USD per 1M prompt (input) tokens.')
+    output_per_mtok: float = Field(0.0, ge=0, description='USD per 1M completion (output) tokens.')
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Return the cost in USD of one request."""
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
+class RobotOverride(BaseModel):
+    """Per-robot overrides (any field left ``None`` keeps the team-wide value)."""
+
+    model: str | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    timeout_s: float | None = Field(None, gt=0)
+
+
+class ResolvedLLM(BaseModel):
+    """The endpoint settings one robot actually uses (see :meth:`LLMSettings.for_robot`)."""
+
+    robot: str
+    model: str
+    temperature: float
+    base_url: str | None
+    api_key: SecretStr | None
+    timeout_s: float
+    max_retries: int
+    backoff_s: float
+    backoff_max_s: float
+    price: ModelPrice
+
+
+def _config_file() -> Path | None:
+    explicit = os.environ.get('ROBOT_TEAM_LLM_CONFIG')
+    if explicit:
+        return Path(explicit)
+    try:
+        from robot_team.config import share_dir
+        path = share_dir() / 'config' / 'llm.yaml'
+    except Exception:  # noqa: BLE001 - no data folder: defaults only
+        return None
+    return path if path.exists() else None
+
+
+class LLMSettings(BaseSettings):
+    """Settings of the LLM brains (endpoint, model, retries, prices, fallback, record/replay).
+
+    Examples
+    --------
+    >>> LLMSettings(_env_file=None, base_url='http://127.0.0.1:8000/v1', api_key='x', model='m')
+    ... # doctest: +SKIP
+    """
+
+    model_config = SettingsConfigDict(env_prefix='ROBOT_TEAM_LLM_', env_nested_delimiter='__', extra='ignore')
+
+    base_url: str | None = Field(None, description='OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, '
+                                                   'else api.openai.com).')
+    api_key: SecretStr | None = Field(None, description='API key (default: $OPENAI_API_KEY).')
+    model: str = 'gpt-4o-mini'
+    temperature: float = Field(0.0, ge=0, le=2)
+    timeout_s: float = Field(30.0, gt=0, description='Per-request timeout, wall s.')
+    max_retries: int = Field(3, ge=0, description='Retries after a timeout, 429, 5xx, connection error or garbage.')
+    backoff_s: float = Field(0.5, ge=0, description='First retry delay, wall s; doubles on each retry.')
+    backoff_max_s: float = Field(8.0, ge=0, description='Longest retry delay, wall s.')
+    fallback: Literal['protocol', 'fail'] = Field(
+        'protocol', description="When the endpoint stays down: 'protocol' brain, or 'fail' (report failure).")
+    max_report_retries: int = Field(2, ge=0, description='Invalid reports sent back with the error before failing.')
+    max_steps: int = Field(12, ge=1, description='Most LLM requests per robot task (or per manager decision).')
+    history_turns: int = Field(1, ge=1, description='Manager: past turns sent per request (the record is '
+                               'restated in every turn).')
+    robots: dict[str, RobotOverride] = Field(default_factory=dict)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    cassette: str | None = Field(None, description='JSONL file of request -> reply pairs (record/replay).')
+    cassette_mode: Literal['off', 'record', 'replay'] = 'off'
+    real_time_factor: float = Field(5.0, gt=0, description='Default sim speed for LLM runs (sim s per wall s).')
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        """Read arguments, then the environment, then ``config/llm.yaml``."""
+        sources = [init_settings, env_settings, dotenv_settings]
+        path = _config_file()
+        if path is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+        return tuple(sources)
+
+    def model_post_init(self, __context) -> None:
+        """Fill the endpoint and key from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` when not set."""
+        if self.base_url is None and os.environ.get('OPENAI_BASE_URL'):
+            self.base_url = os.environ['OPENAI_BASE_URL']
+        if self.api_key is None and os.environ.get('OPENAI_API_KEY'):
+            self.api_key = SecretStr(os.environ['OPENAI_API_KEY'])
+
+    def price(self, model: str) -> ModelPrice:
+        """Return the price of ``model`` (exact name, else the longest listed prefix; 0 if unlisted)."""
+        if model in self.prices:
+            return self.prices[model]
+        prefixes = [name for name in self.prices if model.startswith(name)]
+        return self.prices[max(prefixes, key=len)] if prefixes else ModelPrice()
+
+    def for_robot(self, robot: str) -> ResolvedLLM:
+        """Return the settings robot ``robot`` uses, with its overrides applied."""
+        over = self.robots.get(robot) or RobotOverride()
+        model = over.model or self.model
+        return ResolvedLLM(
+            robot=robot, model=model,
+            temperature=self.temperature if over.temperature is None else over.temperature,
+            base_url=over.base_url or self.base_url, api_key=over.api_key or self.api_key,
+            timeout_s=over.timeout_s or self.timeout_s, max_retries=self.max_retries, backoff_s=self.backoff_s,
+            backoff_max_s=self.backoff_max_s, price=self.price(model))
