@@ -1,0 +1,78 @@
+"""Robot profiles and the knowledge base (KB), read from ``config/``.
+
+Profiles (``config/profiles.yaml``): role, goal and backstory per robot. The KB
+(``config/kb/*.md``, written by us) is Markdown: files in name order, ``## `` sections, each
+followed by a ``<!-- for: robot, robot -->`` line naming who receives it (``all`` for
+everyone). Each robot is given only its sections.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from robot_team.config import ConfigError, load_yaml, share_dir
+
+_FOR = re.compile(r'^<!--\s*for:\s*(.*?)\s*-->\s*$')
+
+
+class Profile(BaseModel):
+    """A robot's profile for its LLM brain."""
+
+    role: str
+    goal: str
+    backstory: str = ''
+
+    def prompt(self) -> str:
+        """Return the profile as the opening of a system prompt."""
+        return f'You are the {self.role}. Goal: {self.goal} {self.backstory}'.strip()
+
+
+@functools.lru_cache(maxsize=4)
+def load_profiles(path: str | None = None) -> dict[str, Profile]:
+    """Return every robot's profile from ``config/profiles.yaml`` (or ``path``).
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing or an entry lacks role or goal.
+    """
+    file = Path(path) if path else share_dir() / 'config' / 'profiles.yaml'
+    data = load_yaml(file, 'profiles file')
+    try:
+        return {name: Profile.model_validate(entry) for name, entry in data.items()}
+    except Exception as exc:  # noqa: BLE001 - pydantic ValidationError or a non-mapping entry
+        raise ConfigError(f'profiles file {file}: {exc}') from exc
+
+
+def parse_kb(text: str) -> list[tuple[str, set[str], str]]:
+    """Split one KB file into ``(title, audience, body)`` sections (``## `` headings)."""
+    sections: list[tuple[str, set[str], str]] = []
+    title, audience, body = None, {'all'}, []
+    for line in text.splitlines() + ['## ']:
+        if line.startswith('## '):
+            if title is not None and ''.join(body).strip():
+                sections.append((title, audience, '\n'.join(body).strip()))
+            title, audience, body = line[3:].strip(), {'all'}, []
+            continue
+        match = _FOR.match(line.strip())
+        if match and title is not None and not body:
+            audience = {a.strip() for a in match.group(1).split(',') if a.strip()}
+        elif title is not None:
+            body.append(line)
+    return sections
+
+
+@functools.lru_cache(maxsize=16)
+def kb_for(robot: str, folder: str | None = None) -> str:
+    """Return the KB sections meant for ``robot`` (or ``all``), as compact Markdown ('' if none)."""
+    root = Path(folder) if folder else share_dir() / 'config' / 'kb'
+    parts = []
+    for file in sorted(root.glob('*.md')):
+        for title, audience, body in parse_kb(file.read_text(encoding='utf-8')):
+            if robot in audience or 'all' in audience:
+                parts.append(f'{title}:\n{body}')
+    return '\n'.join(parts)

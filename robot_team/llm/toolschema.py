@@ -1,0 +1,134 @@
+"""OpenAI function schemas generated from pydantic models: exactly the caller's own tools.
+
+A robot is offered the tools of its :class:`~robot_team.tools.base.Toolbox` (name, description
+and the JSON schema of each tool's pydantic input model) plus ``submit_report`` (its claim,
+:class:`SubmitReport`, a :class:`~robot_team.brains.base.BrainReport`). The manager is offered
+``delegate_task``, ``escalate_to_supervisor`` and ``submit_reflection``, nothing else. Schemas
+are compacted (no titles, no repeated model docstrings) to keep prompts short.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from robot_team.brains.base import BrainReport
+from robot_team.reports import Reflection, TaskStatus
+from robot_team.tools.base import Toolbox
+
+
+class SubmitReport(BrainReport):
+    """Submit your final report on the task (status, issue, summary, data). Call it exactly once, last."""
+
+    status: TaskStatus = Field(description="'success' only if your tools' results show the task done.")
+    issue: str = Field('', description="'' if none; required for a failure: the problem in one sentence.")
+    summary: str = Field('', description='One or two sentences for the manager.')
+    data: dict[str, Any] = Field(default_factory=dict, description='What you found (from tool results).')
+
+    @model_validator(mode='after')
+    def _failure_names_issue(self) -> 'SubmitReport':
+        if self.status is TaskStatus.FAILURE and not self.issue.strip():
+            raise ValueError("a 'failure' report must name its issue (field 'issue' is empty)")
+        return self
+
+
+class DelegateTaskArgs(BaseModel):
+    """Delegate the next workflow task to the robot that owns it (the supervisor authorizes it)."""
+
+    task_type: str = Field(description='navigation | info_collection | display')
+    robot: str = Field(description='navigation_robot | info_collection_robot | display_robot')
+    hcw_id: str = Field('', description='HCW to escort/identify (navigation, info_collection).')
+    reason: str = Field(description='Why now; for a repeat of a succeeded task, why it is needed.')
+    handles_task_id: str = Field('', description='Failed task ID this delegation recovers from, if any.')
+    instructions: str = Field('', description='Short instructions; never results you fetched yourself.')
+
+
+class EscalateArgs(BaseModel):
+    """Ask the supervisor to escalate a failed task to a human."""
+
+    task_id: str = Field(description='The failed task, e.g. nav-1.')
+    reason: str = Field(min_length=1, description='What failed and what you tried.')
+    options: list[str] = Field(default_factory=list, description="e.g. ['reassign:90', 'retry', 'abort']")
+
+
+class SubmitReflectionArgs(Reflection):
+    """Submit the episode's reflection: outcome of each of the 3 tasks, recovery attempts, lessons learned."""
+
+
+MANAGER_TOOL_MODELS: dict[str, type[BaseModel]] = {
+    'delegate_task': DelegateTaskArgs,
+    'escalate_to_supervisor': EscalateArgs,
+    'submit_reflection': SubmitReflectionArgs,
+}
+"""The manager's only tools (names as in ``tools.base.TOOL_OWNERS``)."""
+
+
+def _strip(node: Any, top: bool = True) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == 'title' and isinstance(value, str):
+                continue
+            if key == 'description' and top:
+                continue   # the model docstring: it is the tool's description already
+            if key == 'properties' and isinstance(value, dict):
+                out[key] = {name: _strip(spec, False) for name, spec in value.items()}
+            elif key == '$defs' and isinstance(value, dict):
+                out[key] = {name: _strip(spec, True) for name, spec in value.items()}
+            else:
+                out[key] = _strip(value, False)
+        if out.get('default') in ('', [], {}) or ('default' in out and out['default'] is None):
+            out.pop('default')
+        if 'anyOf' in out and len(out['anyOf']) == 2 and {'type': 'null'} in out['anyOf']:
+            other = next(x for x in out.pop('anyOf') if x != {'type': 'null'})
+            out.update(other)
+        return out
+    if isinstance(node, list):
+        return [_strip(x, False) for x in node]
+    return node
+
+
+DROPPED_KEYWORDS = ('exclusiveMinimum', 'exclusiveMaximum', 'minimum', 'maximum', 'minLength', 'maxLength',
+                    'minItems', 'additionalProperties')
+"""Constraints left out of the prompt: pydantic still enforces them and explains a violation."""
+
+
+def _inline(node: Any, defs: dict) -> Any:
+    if isinstance(node, dict):
+        if '$ref' in node:
+            target = _inline(defs[node['$ref'].split('/')[-1]], defs)
+            return {**target, **{k: _inline(v, defs) for k, v in node.items() if k != '$ref'}}
+        return {k: _inline(v, defs) for k, v in node.items() if k not in DROPPED_KEYWORDS}
+    if isinstance(node, list):
+        return [_inline(x, defs) for x in node]
+    return node
+
+
+def parameters_schema(model: type[BaseModel]) -> dict:
+    """Return the compact JSON schema of ``model``'s fields (for a function's ``parameters``).
+
+    Titles, the model's docstring and the prompt-irrelevant constraints are removed and
+    ``$ref`` definitions are inlined (the models are not recursive).
+    """
+    schema = _strip(model.model_json_schema())
+    defs = schema.pop('$defs', {})
+    return _inline(schema, defs)
+
+
+def function_schema(name: str, description: str, model: type[BaseModel]) -> dict:
+    """Return one OpenAI tool definition: ``{'type': 'function', 'function': {name, description, parameters}}``."""
+    return {'type': 'function', 'function': {'name': name, 'description': (description or '').strip(),
+                                             'parameters': parameters_schema(model)}}
+
+
+def robot_tools(toolbox: Toolbox) -> list[dict]:
+    """Return the tool definitions of ``toolbox``'s robot: its own tools, then ``submit_report``."""
+    tools = [function_schema(s.name, s.description, s.input_model) for s in toolbox.specs()]
+    tools.append(function_schema('submit_report', SubmitReport.__doc__, SubmitReport))
+    return tools
+
+
+def manager_tools() -> list[dict]:
+    """Return the manager's tool definitions (delegate, escalate, reflect)."""
+    return [function_schema(name, model.__doc__, model) for name, model in MANAGER_TOOL_MODELS.items()]
