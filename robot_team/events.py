@@ -144,9 +144,13 @@ class EventEmitter:
         """Who emits these events."""
         return self._actor
 
-    def emit(self, kind: 'EventKind | str', summary: str, *, target: str = '', reason: str = '',
+    def emit(self, kind: 'EventKind | str', summary: str, /, *, target: str = '', reason: str = '',
              **data: Any) -> TeamEventModel:
-        """Stamp, number, publish and log one event; return it."""
+        """Stamp, number, publish and log one event; return it.
+
+        ``kind`` and ``summary`` are positional-only, so a payload may carry its own ``summary``
+        key (e.g. a task report's) in ``data``.
+        """
         kind_value = kind.value if isinstance(kind, EventKind) else str(kind)
         with self._lock:
             self._seq += 1

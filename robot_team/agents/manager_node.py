@@ -33,6 +33,7 @@ from robot_team.brains.base import (
     Delegate, Escalate, EscalationRecord, Finish, ManagerBrain, ManagerObservation, PatientInfo, Reflect,
     TaskRecord)
 from robot_team.events import EventEmitter, EventKind, reliable_qos
+from robot_team.guards import prefetched_results, reflection_contradictions, strip_prefetched
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel, TaskType
 from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
 from robot_team.tools.base import ToolError
@@ -40,8 +41,12 @@ from robot_team.tools.base import ToolError
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
 
 
-def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative') -> ManagerBrain:
-    """Return the manager brain of kind ``kind`` ('protocol').
+def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *, events=None,
+                       kb: bool = True) -> ManagerBrain:
+    """Return the manager brain of kind ``kind`` ('protocol' or 'openai').
+
+    ``events`` (the node's EventEmitter) records the LLM brain's requests, replies and refused
+    tool calls; ``kb`` gives an LLM brain its knowledge-base sections.
 
     Raises
     ------
@@ -51,7 +56,12 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative') -
     if kind == 'protocol':
         from robot_team.brains.protocol import ManagerProtocolBrain
         return ManagerProtocolBrain(issue_handling=issue_handling)
-    raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol'")
+    if kind == 'openai':
+        from robot_team.brains.protocol import ManagerProtocolBrain
+        from robot_team.llm.brains import LLMManagerBrain
+        return LLMManagerBrain(emit=events.emit if events is not None else None, kb=kb,
+                               fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
+    raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol' or 'openai'")
 
 
 class ManagerNode(Node):
@@ -75,9 +85,11 @@ class ManagerNode(Node):
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('issue_handling', 'propose_alternative')
         self.declare_parameter('service_timeout_s', 15.0)
+        self.declare_parameter('kb', True)
         self.events = EventEmitter(self, 'manager')
         self.brain = brain or make_manager_brain(self.get_parameter('brain').value,
-                                                 self.get_parameter('issue_handling').value)
+                                                 self.get_parameter('issue_handling').value, events=self.events,
+                                                 kb=bool(self.get_parameter('kb').value))
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self._group = ReentrantCallbackGroup()
         self._lock = threading.Lock()
@@ -221,7 +233,16 @@ class ManagerNode(Node):
     def _delegate(self, act: Delegate) -> None:
         from robot_team.action import ExecuteTask
         self.events.emit(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} '
-                         f'to {act.robot}', target=act.robot, reason=act.reason, **act.model_dump(mode='json'))
+                         f'to {act.robot}', target=act.robot, reason=act.reason,
+                         **act.model_dump(mode='json', exclude={'reason'}))
+        found = prefetched_results(act)
+        if found:   # role misalignment: the manager did (part of) the robot's work
+            self.events.emit(EventKind.WORKFLOW_VIOLATION, f'manager put results into a {act.task_type.value} '
+                             f'delegation to {act.robot}', target=act.robot, reason='role misalignment',
+                             who='manager', found=found, delegation=act.model_dump(mode='json'))
+            act = strip_prefetched(act)
+            self._feedback('Role misalignment: the delegation carried results (' + '; '.join(found)
+                           + '); they were removed: the robot does its own work.')
         client = self._robots.get(act.robot)
         if client is None:
             why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self._robots)}"
@@ -321,6 +342,15 @@ class ManagerNode(Node):
             self.events.emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
                              missing=missing, reflection=act.reflection.model_dump(mode='json'))
             self._feedback('Reflection refused, incomplete: ' + '; '.join(missing))
+            return
+        with self._lock:
+            tasks = [t.model_copy() for t in self._obs.tasks]
+        wrong = reflection_contradictions(act.reflection, tasks)
+        if wrong:
+            self.events.emit(EventKind.REFLECTION_REJECTED, 'reflection contradicts the record',
+                             reason='; '.join(wrong), contradictions=wrong,
+                             reflection=act.reflection.model_dump(mode='json'))
+            self._feedback('Reflection refused, it contradicts the record: ' + '; '.join(wrong))
             return
         auth = self._authorize_call(TaskType.REFLECTION.value, 'manager', 'all workflow steps are done')
         if not auth.approved:

@@ -30,8 +30,12 @@ from robot_team.tools.base import Toolbox
 ROLE_TASK = {owner: task for task, owner in TASK_OWNER.items() if task is not TaskType.REFLECTION}
 
 
-def make_brain(role: str, brain: str) -> RobotBrain:
-    """Return robot ``role``'s brain of kind ``brain`` ('protocol').
+def make_brain(role: str, brain: str, *, events=None, kb: bool = True) -> RobotBrain:
+    """Return robot ``role``'s brain of kind ``brain`` ('protocol' or 'openai').
+
+    ``events`` (the node's EventEmitter) records the LLM brain's requests and replies; ``kb``
+    gives an LLM brain its knowledge-base sections. LLM settings come from
+    :class:`robot_team.llm.settings.LLMSettings` (environment and ``config/llm.yaml``).
 
     Raises
     ------
@@ -41,7 +45,10 @@ def make_brain(role: str, brain: str) -> RobotBrain:
     if brain == 'protocol':
         from robot_team.brains.protocol import protocol_robot_brain
         return protocol_robot_brain(role)
-    raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol'")
+    if brain == 'openai':
+        from robot_team.llm.brains import LLMRobotBrain
+        return LLMRobotBrain(role, emit=events.emit if events is not None else None, kb=kb)
+    raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol' or 'openai'")
 
 
 class RobotNode(Node):
@@ -56,7 +63,8 @@ class RobotNode(Node):
         The brain to use; default: the ``brain`` parameter's kind ('protocol').
     context, parameter_overrides
         As for :class:`rclpy.node.Node`. Parameters: ``world`` (SDFormat file, navigation
-        robot), ``staff_db`` (SQLite file), ``brain``, ``use_sim_time``.
+        robot), ``staff_db`` (SQLite file), ``brain``, ``kb`` (LLM brains: knowledge base on/off),
+        ``use_sim_time``.
 
     Raises
     ------
@@ -73,12 +81,14 @@ class RobotNode(Node):
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('world', 'ed_floor.sdf')
         self.declare_parameter('staff_db', '')
+        self.declare_parameter('kb', True)
         self.events = EventEmitter(self, role)
         self.toolbox = Toolbox(role, self.events, clock=lambda: ros_now_s(self))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._add_tools()
-        self.brain = brain or make_brain(role, self.get_parameter('brain').value)
+        self.brain = brain or make_brain(role, self.get_parameter('brain').value, events=self.events,
+                                         kb=bool(self.get_parameter('kb').value))
         from robot_team.action import ExecuteTask
         from robot_team.msg import TaskReport
         self._reports = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
