@@ -1,0 +1,195 @@
+"""Scripted "ideal LLM" policies for the loopback server: the well-behaved ED team.
+
+Each policy reads the conversation it is sent (task message, earlier tool calls and results)
+and answers as a well-behaved model would: the robot's own tools in workflow order (independent
+calls together), a report true to the tool results; the manager delegates in order, recovers a
+failed navigation with the reported alternative (or the human's decision) and reflects from the
+record. Tests derive failure modes from them; the benchmark counts their prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from robot_team.llm.fakeserver import text, tool_calls
+
+
+def results(body: dict) -> list[tuple[str, dict, dict]]:
+    """Return ``(tool name, arguments, result)`` for every answered tool call in the request, in order."""
+    calls = {}
+    out = []
+    for message in body['messages']:
+        for call in message.get('tool_calls') or []:
+            calls[call['id']] = (call['function']['name'], json.loads(call['function']['arguments'] or '{}'))
+        if message.get('role') == 'tool':
+            name, args = calls.get(message['tool_call_id'], ('?', {}))
+            try:
+                result = json.loads(message['content'])
+            except (TypeError, json.JSONDecodeError):
+                result = {'text': message['content']}
+            out.append((name, args, result))
+    return out
+
+
+def task_of(body: dict) -> dict:
+    """Return the task a robot was given (its ``Task: {...}`` message)."""
+    for message in body['messages']:
+        if message.get('role') == 'user' and str(message.get('content', '')).startswith('Task: '):
+            return json.loads(message['content'][6:].split('...(cut)')[0])
+    raise ValueError('no task message')
+
+
+def _last(res, name):
+    return next((r for n, _, r in reversed(res) if n == name), None)
+
+
+def report(status: str, issue: str = '', summary: str = '', **data) -> dict:
+    """Return a submit_report assistant message."""
+    return tool_calls(('submit_report', {'status': status, 'issue': issue, 'summary': summary, 'data': data}))
+
+
+def navigation(body: dict) -> dict:
+    """Ideal navigation robot: locate and page, list alternatives if unanswered, else drive and escort."""
+    task, res = task_of(body), results(body)
+    hcw, room = task['hcw_id'], task['room']
+    if not res:
+        return tool_calls(('locate_staff', {'hcw_ids': [hcw]}), ('room_door_pose', {'room': room}),
+                          ('page_staff', {'hcw_id': hcw, 'message': f'Patient in {room} needs you; a robot '
+                                                                    f'will escort you.'}))
+    page, found = _last(res, 'page_staff'), _last(res, 'locate_staff')
+    me = found['result']['staff'][0] if found and found.get('ok') and found['result'].get('staff') else None
+    if page and page.get('ok') and not page['result'].get('acknowledged'):
+        alternatives = [s for n, a, r in res if n == 'locate_staff' and a.get('specialty') and r.get('ok')
+                        for s in r['result'].get('staff', []) if s['hcw_id'] != hcw
+                        and s['availability'] == 'available']
+        if not any(n == 'locate_staff' and a.get('specialty') for n, a, _ in res):
+            return tool_calls(('locate_staff', {'specialty': me['specialty'] if me else 'Physician'}))
+        return report('failure', f"HCW #{hcw} unavailable: {(me or {}).get('detail') or 'no page answer'}",
+                      f'Paged #{hcw}, no response.', alternatives=[
+                          {'hcw_id': s['hcw_id'], 'area': s['area'], 'specialty': s['specialty']}
+                          for s in alternatives])
+    navs = [(a, r) for n, a, r in res if n == 'navigate_to_pose']
+    door = _last(res, 'room_door_pose')['result']
+    if not navs:
+        return tool_calls(('navigate_to_pose', {'x': me['x'], 'y': me['y']}))
+    if not navs[-1][1].get('ok'):
+        return report('failure', f"navigate_to_pose failed: {navs[-1][1].get('error')}")
+    if len(navs) == 1:
+        return tool_calls(('navigate_to_pose', {'x': door['x'], 'y': door['y'], 'yaw': door['yaw']}))
+    return report('success', '', f"Escorted HCW #{hcw} from {me['area']} to {room}.", hcw_id=hcw, room=room)
+
+
+def info_collection(body: dict) -> dict:
+    """Ideal info-collection robot: read the scan, look the badge up, record the check-in, report."""
+    task, res = task_of(body), results(body)
+    room = task['room']
+    if not res:
+        return tool_calls(('read_badge_scan', {'room': room}))
+    last_name, _, last = res[-1]
+    if not last.get('ok'):
+        return report('failure', last.get('error') or last.get('refused') or 'tool failed')
+    if last_name == 'read_badge_scan':
+        return tool_calls(('lookup_staff_by_badge', {'badge_id': last['result']['badge_id']}))
+    who = _last(res, 'lookup_staff_by_badge')['result']
+    if last_name == 'lookup_staff_by_badge':
+        return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}))
+    return report('success', '', f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, checked in at {room}.",
+                  hcw_id=who['hcw_id'], name=who['name'], specialty=who['specialty'], badge_id=who['badge_id'])
+
+
+ROLE_ORDER = ('physician', 'nurse', 'technician')
+
+
+def display(body: dict) -> dict:
+    """Ideal display robot: fetch the care team, show it ordered by role, report."""
+    task, res = task_of(body), results(body)
+    room = task['room']
+    if not res:
+        return tool_calls(('fetch_care_team', {'room': room}))
+    last_name, _, last = res[-1]
+    if not last.get('ok'):
+        return report('failure', last.get('error') or 'tool failed')
+    if last_name == 'fetch_care_team':
+        members = sorted(last['result']['members'], key=lambda m: next(
+            (i for i, k in enumerate(ROLE_ORDER) if k in f"{m['role']} {m['specialty']}".lower()), 9))
+        return tool_calls(('show_display', {'room': room, 'title': f'{room} care team', 'layout': 'rows by role',
+                                            'entries': [{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')}
+                                                        for m in members]}))
+    return report('success', '', f"Care team of {room} shown ({len(last['result']['rendered_lines'])} rows).")
+
+
+_TASK = re.compile(r'^(\w+-\d+) \((\w+), (\w+), HCW #([\w-]+)\): (\w+); (?:issue|summary) \'(.*?)\'(?:; data (.*))?$')
+
+
+class IdealManager:
+    """Ideal manager: a stateful policy (it remembers the conversation as a model would)."""
+
+    def __init__(self):
+        self.patient: dict = {}
+        self.tasks: dict[str, dict] = {}
+        self.decisions: list[tuple[str, str]] = []
+
+    def read(self, body: dict) -> None:
+        """Update what the manager knows from the latest user message."""
+        user = [m for m in body['messages'] if m.get('role') == 'user'][-1]['content']
+        for line in user.splitlines():
+            m = re.match(r'Patient (\S+) in (\S+): .*assigned HCW #(\w+)', line)
+            if m:
+                self.patient = {'room': m.group(2), 'hcw': m.group(3)}
+            m = _TASK.match(line)
+            if m:
+                data = json.loads(m.group(7)) if m.group(7) else {}
+                self.tasks[m.group(1)] = {'type': m.group(2), 'robot': m.group(3), 'hcw': m.group(4),
+                                          'state': m.group(5), 'text': m.group(6), 'data': data}
+            m = re.match(r'Escalation (\S+) on (\S+) .*decision: (reassign|retry|abort)(?: #(\w+))?', line)
+            if m:
+                self.decisions.append((m.group(2), m.group(4) or ''))
+
+    def __call__(self, body: dict) -> dict:
+        """Answer one manager request."""
+        if body['messages'][-1].get('role') == 'tool':
+            return text('Waiting for the update.')
+        self.read(body)
+        latest = {}
+        for tid, t in self.tasks.items():
+            latest[t['type']] = (tid, t)
+        order = ('navigation', 'info_collection', 'display')
+        owners = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
+                  'display': 'display_robot'}
+        for kind in order:
+            if kind not in latest:
+                hcw = latest['navigation'][1]['hcw'] if kind != 'navigation' else self.patient['hcw']
+                return tool_calls(('delegate_task', {'task_type': kind, 'robot': owners[kind], 'hcw_id': hcw,
+                                                     'reason': f'next step: {kind}'}))
+            tid, t = latest[kind]
+            if t['state'] == 'failure':
+                decided = [h for task_id, h in self.decisions if task_id == tid]
+                alts = t['data'].get('alternatives') or []
+                hcw = decided[-1] if decided else (alts[0]['hcw_id'] if alts else '')
+                if not hcw:
+                    return tool_calls(('escalate_to_supervisor', {'task_id': tid, 'reason': t['text'],
+                                                                  'options': ['retry', 'abort']}))
+                return tool_calls(('delegate_task', {'task_type': kind, 'robot': owners[kind], 'hcw_id': hcw,
+                                                     'handles_task_id': tid,
+                                                     'reason': f'{tid} failed; alternative #{hcw} available'}))
+            if t['state'] == 'running':
+                return text('Waiting.')
+        return tool_calls(('submit_reflection', self.reflection()))
+
+    def reflection(self) -> dict:
+        """Return a reflection true to the record it was told."""
+        outcomes, recovery = [], []
+        for kind in ('navigation', 'info_collection', 'display'):
+            mine = [(tid, t) for tid, t in self.tasks.items() if t['type'] == kind]
+            tid, t = mine[-1]
+            outcomes.append({'task_type': kind, 'status': t['state'], 'robot': t['robot'], 'summary': t['text']})
+            recovery += [f'{f} failed ({ft["text"]}); recovered by {tid}' for f, ft in mine[:-1]]
+        return {'task_outcomes': outcomes, 'recovery_attempts': recovery or ['none needed'],
+                'lessons_learned': ['Page the assigned HCW early and keep an available alternative ready.']}
+
+
+def ideal_policies() -> dict:
+    """Return fresh robot -> policy functions for the well-behaved team."""
+    return {'manager': IdealManager(), 'navigation_robot': navigation, 'info_collection_robot': info_collection,
+            'display_robot': display}
