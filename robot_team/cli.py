@@ -26,7 +26,11 @@ STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'ti
 def run(
     scenario: Annotated[str, typer.Option(help='Scenario name (see `robot-team scenarios`) or YAML path.')]
     = 'onboarding',
-    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol'.")] = 'protocol',
+    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol' or 'openai' (any OpenAI-compatible "
+                                            "endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, config/llm.yaml).")]
+    = 'protocol',
+    kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: give each robot its knowledge-base '
+                                                          'sections (config/kb).')] = True,
     out: Annotated[Path, typer.Option(help='Folder for report.json, events.jsonl/.mcap, staff.sqlite.')]
     = Path('runs/latest'),
     processes: Annotated[bool, typer.Option('--processes/--in-process',
@@ -34,7 +38,9 @@ def run(
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graph (default: env or 0).')]
     = None,
     real_time_factor: Annotated[Optional[float], typer.Option(help="Sim seconds per wall second (default: "
-                                                                   "the scenario's).")] = None,
+                                                                   "the scenario's; with --brain openai, "
+                                                                   "config/llm.yaml's real_time_factor, 5).")]
+    = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json."""
@@ -44,21 +50,27 @@ def run(
     except ConfigError as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(2) from exc
+    options = {}
+    if brain == 'openai':
+        # Sim time keeps running while a brain waits on the LLM: run slower than protocol runs.
+        from robot_team.llm.settings import LLMSettings
+        options = {'kb': kb}
+        real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
-        result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet)
+        result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options)
     except (ConfigError, RuntimeError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(1) from exc
     print_summary(result.report)
 
 
-def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet):
+def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None):
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from robot_team.runner import run_episode
     if quiet:
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
-                           real_time_factor=real_time_factor)
+                           real_time_factor=real_time_factor, brain_options=options)
     steps = ['navigation', 'info_collection', 'display', 'reflection']
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -74,7 +86,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                 done = len(steps)
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
-                           real_time_factor=real_time_factor, on_event=on_event)
+                           real_time_factor=real_time_factor, on_event=on_event, brain_options=options)
 
 
 def print_summary(report: dict) -> None:
@@ -131,6 +143,15 @@ def _truth(task: dict) -> str:
         page = evidence['page_staff'].get('output') or {}
         return f"page acknowledged: {page.get('acknowledged')}"
     return '-'
+
+
+@app.command('bench-llm')
+def bench_llm(
+    as_json: Annotated[bool, typer.Option('--json', help='Machine-readable output.')] = False,
+) -> None:
+    """Count prompt tokens per onboarding run (with/without KB) and the bridge overhead per tool call."""
+    from robot_team.llm.bench import main as bench_main
+    bench_main(['--json'] if as_json else [])
 
 
 @app.command()

@@ -88,4 +88,27 @@ def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mod
         'guards': dict(guard_counts), 'sim_time_s': sim_time, 'wall_time_s': round(wall_time_s, 3),
         'real_time_factor': round(sim_time / wall_time_s, 2) if wall_time_s > 0 else None,
         'events': {'count': len(events), 'files': files or {}, 'sequence_gaps': gaps, 'complete': not gaps},
+        'llm': llm_usage(events),
     }
+
+
+def llm_usage(events: list[TeamEventModel]) -> dict:
+    """Sum the LLM replies and errors of ``events`` per robot and per run (tokens, USD, requests)."""
+    per_robot: dict[str, dict] = {}
+    for event in events:
+        if event.kind not in (EventKind.LLM_REPLY.value, EventKind.LLM_ERROR.value):
+            continue
+        d = event.data
+        entry = per_robot.setdefault(d.get('robot', event.actor), {
+            'requests': 0, 'errors': 0, 'prompt_tokens': 0, 'completion_tokens': 0, 'cost_usd': 0.0})
+        if event.kind == EventKind.LLM_ERROR.value:
+            entry['errors'] += 1
+            continue
+        entry['requests'] += 1
+        entry['prompt_tokens'] += int(d.get('prompt_tokens') or 0)
+        entry['completion_tokens'] += int(d.get('completion_tokens') or 0)
+        entry['cost_usd'] = round(entry['cost_usd'] + float(d.get('cost_usd') or 0.0), 8)
+    total = {key: sum(e[key] for e in per_robot.values())
+             for key in ('requests', 'errors', 'prompt_tokens', 'completion_tokens')}
+    total['cost_usd'] = round(sum(e['cost_usd'] for e in per_robot.values()), 8)
+    return {'total': total, 'per_robot': per_robot}
