@@ -46,25 +46,30 @@ def _last(res, name):
 
 def report(status: str, issue: str = '', summary: str = '', **data) -> dict:
     """Return a submit_report assistant message."""
-    return tool_calls(('submit_report', {'status': status, 'issue': issue, 'summary': summary, 'data': data}))
+    return tool_calls(report_call(status, issue, summary, **data))
+
+
+def report_call(status: str, issue: str = '', summary: str = '', **data) -> tuple[str, dict]:
+    """Return a submit_report call ``(name, arguments)`` to combine with other calls."""
+    return 'submit_report', {'status': status, 'issue': issue, 'summary': summary, 'data': data}
 
 
 def navigation(body: dict) -> dict:
     """Ideal navigation robot: locate and page, list alternatives if unanswered, else drive and escort."""
     task, res = task_of(body), results(body)
     hcw, room = task['hcw_id'], task['room']
-    if not res:
-        return tool_calls(('locate_staff', {'hcw_ids': [hcw]}), ('room_door_pose', {'room': room}),
+    if not res:   # locate (with same-specialty alternatives), door pose and page, together
+        return tool_calls(('locate_staff', {'specialty': task.get('context', {}).get('required_specialty')
+                                            or 'Physician'}), ('room_door_pose', {'room': room}),
                           ('page_staff', {'hcw_id': hcw, 'message': f'Patient in {room} needs you; a robot '
                                                                     f'will escort you.'}))
     page, found = _last(res, 'page_staff'), _last(res, 'locate_staff')
-    me = found['result']['staff'][0] if found and found.get('ok') and found['result'].get('staff') else None
+    staff = found['result'].get('staff', []) if found and found.get('ok') else []
+    me = next((s for s in staff if s['hcw_id'] == hcw), None)
+    if me is None and not any(a.get('hcw_ids') for n, a, _ in res if n == 'locate_staff'):
+        return tool_calls(('locate_staff', {'hcw_ids': [hcw]}))
     if page and page.get('ok') and not page['result'].get('acknowledged'):
-        alternatives = [s for n, a, r in res if n == 'locate_staff' and a.get('specialty') and r.get('ok')
-                        for s in r['result'].get('staff', []) if s['hcw_id'] != hcw
-                        and s['availability'] == 'available']
-        if not any(n == 'locate_staff' and a.get('specialty') for n, a, _ in res):
-            return tool_calls(('locate_staff', {'specialty': me['specialty'] if me else 'Physician'}))
+        alternatives = [s for s in staff if s['hcw_id'] != hcw and s['availability'] == 'available']
         return report('failure', f"HCW #{hcw} unavailable: {(me or {}).get('detail') or 'no page answer'}",
                       f'Paged #{hcw}, no response.', alternatives=[
                           {'hcw_id': s['hcw_id'], 'area': s['area'], 'specialty': s['specialty']}
@@ -75,9 +80,11 @@ def navigation(body: dict) -> dict:
         return tool_calls(('navigate_to_pose', {'x': me['x'], 'y': me['y']}))
     if not navs[-1][1].get('ok'):
         return report('failure', f"navigate_to_pose failed: {navs[-1][1].get('error')}")
-    if len(navs) == 1:
-        return tool_calls(('navigate_to_pose', {'x': door['x'], 'y': door['y'], 'yaw': door['yaw']}))
-    return report('success', '', f"Escorted HCW #{hcw} from {me['area']} to {room}.", hcw_id=hcw, room=room)
+    if len(navs) == 1:   # escort to the door and report in the same turn (stands only if the goal succeeds)
+        return tool_calls(('navigate_to_pose', {'x': door['x'], 'y': door['y'], 'yaw': door['yaw']}),
+                          report_call('success', '', f"Escorted HCW #{hcw} from {me['area']} to {room}.",
+                                      hcw_id=hcw, room=room))
+    return report('failure', 'escort did not complete')
 
 
 def info_collection(body: dict) -> dict:
@@ -92,8 +99,11 @@ def info_collection(body: dict) -> dict:
     if last_name == 'read_badge_scan':
         return tool_calls(('lookup_staff_by_badge', {'badge_id': last['result']['badge_id']}))
     who = _last(res, 'lookup_staff_by_badge')['result']
-    if last_name == 'lookup_staff_by_badge':
-        return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}))
+    if last_name == 'lookup_staff_by_badge':   # check in and report together
+        return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}),
+                          report_call('success', '', f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, "
+                                      f"checked in at {room}.", hcw_id=who['hcw_id'], name=who['name'],
+                                      specialty=who['specialty'], badge_id=who['badge_id']))
     return report('success', '', f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, checked in at {room}.",
                   hcw_id=who['hcw_id'], name=who['name'], specialty=who['specialty'], badge_id=who['badge_id'])
 
@@ -110,13 +120,14 @@ def display(body: dict) -> dict:
     last_name, _, last = res[-1]
     if not last.get('ok'):
         return report('failure', last.get('error') or 'tool failed')
-    if last_name == 'fetch_care_team':
+    if last_name == 'fetch_care_team':   # show and report together
         members = sorted(last['result']['members'], key=lambda m: next(
             (i for i, k in enumerate(ROLE_ORDER) if k in f"{m['role']} {m['specialty']}".lower()), 9))
         return tool_calls(('show_display', {'room': room, 'title': f'{room} care team', 'layout': 'rows by role',
                                             'entries': [{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')}
-                                                        for m in members]}))
-    return report('success', '', f"Care team of {room} shown ({len(last['result']['rendered_lines'])} rows).")
+                                                        for m in members]}),
+                          report_call('success', '', f'Care team of {room} shown ({len(members)} rows).'))
+    return report('failure', 'display not confirmed')
 
 
 _TASK = re.compile(r'^(\w+-\d+) \((\w+), (\w+), HCW #([\w-]+)\): (\w+); (?:issue|summary) \'(.*?)\'(?:; data (.*))?$')

@@ -19,12 +19,12 @@ from robot_team.tools.base import Toolbox
 
 
 class SubmitReport(BrainReport):
-    """Submit your final report on the task (status, issue, summary, data). Call it exactly once, last."""
+    """Submit your report on the task, once, last."""
 
-    status: TaskStatus = Field(description="'success' only if your tools' results show the task done.")
-    issue: str = Field('', description="'' if none; required for a failure: the problem in one sentence.")
-    summary: str = Field('', description='One or two sentences for the manager.')
-    data: dict[str, Any] = Field(default_factory=dict, description='What you found (from tool results).')
+    status: TaskStatus
+    issue: str = Field('', description='Required for a failure.')
+    summary: str = ''
+    data: dict[str, Any] = Field(default_factory=dict, description='What you found.')
 
     @model_validator(mode='after')
     def _failure_names_issue(self) -> 'SubmitReport':
@@ -34,26 +34,26 @@ class SubmitReport(BrainReport):
 
 
 class DelegateTaskArgs(BaseModel):
-    """Delegate the next workflow task to the robot that owns it (the supervisor authorizes it)."""
+    """Delegate a task to the robot that owns it (the supervisor authorizes it)."""
 
-    task_type: str = Field(description='navigation | info_collection | display')
-    robot: str = Field(description='navigation_robot | info_collection_robot | display_robot')
-    hcw_id: str = Field('', description='HCW to escort/identify (navigation, info_collection).')
-    reason: str = Field(description='Why now; for a repeat of a succeeded task, why it is needed.')
-    handles_task_id: str = Field('', description='Failed task ID this delegation recovers from, if any.')
-    instructions: str = Field('', description='Short instructions; never results you fetched yourself.')
+    task_type: str = Field(description='navigation|info_collection|display')
+    robot: str
+    hcw_id: str = ''
+    reason: str = Field(description='Why; a repeat of a succeeded task needs one.')
+    handles_task_id: str = Field('', description='Failed task this recovers from.')
+    instructions: str = ''
 
 
 class EscalateArgs(BaseModel):
-    """Ask the supervisor to escalate a failed task to a human."""
+    """Escalate a failed task to a human through the supervisor."""
 
-    task_id: str = Field(description='The failed task, e.g. nav-1.')
-    reason: str = Field(min_length=1, description='What failed and what you tried.')
-    options: list[str] = Field(default_factory=list, description="e.g. ['reassign:90', 'retry', 'abort']")
+    task_id: str
+    reason: str = Field(min_length=1)
+    options: list[str] = Field(default_factory=list, description='e.g. reassign:90, retry, abort')
 
 
 class SubmitReflectionArgs(Reflection):
-    """Submit the episode's reflection: outcome of each of the 3 tasks, recovery attempts, lessons learned."""
+    """Submit the reflection: each task's outcome, recovery attempts, lessons learned."""
 
 
 MANAGER_TOOL_MODELS: dict[str, type[BaseModel]] = {
@@ -105,6 +105,11 @@ def _inline(node: Any, defs: dict) -> Any:
     return node
 
 
+DEPLOYMENT_FIELDS = frozenset({'timeout_s', 'max_age_s'})
+"""Tool fields with defaults that are deployment knobs, not decisions: not offered to the model
+(the tool still applies its default; a model that sends one anyway is validated as usual)."""
+
+
 def parameters_schema(model: type[BaseModel]) -> dict:
     """Return the compact JSON schema of ``model``'s fields (for a function's ``parameters``).
 
@@ -113,6 +118,9 @@ def parameters_schema(model: type[BaseModel]) -> dict:
     """
     schema = _strip(model.model_json_schema())
     defs = schema.pop('$defs', {})
+    for name in DEPLOYMENT_FIELDS & set(schema.get('properties', {})):
+        if name not in schema.get('required', []):
+            del schema['properties'][name]
     return _inline(schema, defs)
 
 
