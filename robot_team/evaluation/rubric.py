@@ -25,6 +25,7 @@ Pure functions over :class:`~robot_team.events.TeamEventModel` lists in record o
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Literal
@@ -397,16 +398,43 @@ def _prefetched(request: TeamEventModel, task_type: TaskType) -> list[str]:
     return sorted(k for k in context if k in PREFETCH_KEYS[task_type]) if isinstance(context, dict) else []
 
 
+def _handled_at(rec: _Record, task: _Task, view: str) -> int | None:
+    """Return the index at which failed navigation ``task`` was handled (or its deadline missed)."""
+    kinds = ({EventKind.DELEGATION_REQUESTED.value, EventKind.ESCALATION_REQUESTED.value} if view == 'attempted'
+             else {EventKind.DELEGATION.value, EventKind.ESCALATION.value})
+    for index in range(task.failure_at + 1, len(rec.events)):
+        event, d = rec.events[index], rec.events[index].data
+        if event.kind == EventKind.DEADLINE_MISSED.value and d.get('task_id') == task.task_id:
+            return index
+        if event.kind not in kinds:
+            continue
+        if event.kind in (EventKind.ESCALATION_REQUESTED.value, EventKind.ESCALATION.value):
+            if d.get('task_id') == task.task_id:
+                return index
+        elif _task_type(d.get('task_type')) is TaskType.NAVIGATION and str(d.get('hcw_id', '')) != task.hcw_id:
+            return index
+    return None
+
+
 def _pending_failure_windows(rec: _Record, view: str) -> list[tuple[int, int]]:
     """Return ``(from, to)`` index windows in which a navigation failure awaited handling."""
     windows = []
     for task in rec.of_type(TaskType.NAVIGATION):
-        start = task.failure_at
-        if start is None or task.status != 'failure':
+        if task.failure_at is None or task.status != 'failure':
             continue
-        end, _ = _first_decision(rec, start, view, task.task_id)
-        windows.append((start, end if end is not None else len(rec.events)))
+        end = _handled_at(rec, task, view)
+        windows.append((task.failure_at, end if end is not None else len(rec.events)))
     return windows
+
+
+def _role_misalignments(rec: _Record, task_type: TaskType) -> list[tuple[int, TeamEventModel]]:
+    """Return the manager's pre-fetch guard events (results put into a ``task_type`` delegation)."""
+    out = []
+    for index, event in rec.kind(EventKind.WORKFLOW_VIOLATION):
+        delegation = event.data.get('delegation') or {}
+        if event.data.get('who') == MANAGER and _task_type(delegation.get('task_type')) is task_type:
+            out.append((index, event))
+    return out
 
 
 def delegation_accuracy(rec: _Record, task_type: TaskType, view: str) -> Cell:
@@ -414,6 +442,7 @@ def delegation_accuracy(rec: _Record, task_type: TaskType, view: str) -> Cell:
     owner, findings = TASK_OWNER[task_type], []
     metric = Metric.DELEGATION_ACCURACY
     requests = _requests(rec, task_type)
+    stripped = _role_misalignments(rec, task_type)
     if view == 'attempted':
         for _, request in requests:
             robot = request.data.get('robot', request.target)
@@ -422,22 +451,30 @@ def delegation_accuracy(rec: _Record, task_type: TaskType, view: str) -> Cell:
         for event in rec.refusals:
             if _caller(event) == MANAGER and _tool_owner(event) == owner:
                 findings.append((0.5, f"the manager also called {owner}'s tool {event.target} itself (refused)"))
+        for _, event in stripped:
+            found = '; '.join(event.data.get('found') or []) or event.reason
+            findings.append((0.5, f'the manager passed a pre-fetched result to {owner} ({found}; removed)'))
         windows = _pending_failure_windows(rec, view)
         for index, event in rec.kind(EventKind.WORKFLOW_VIOLATION):
-            if _task_type(event.data.get('task_type')) is task_type and not any(a < index <= b for a, b in windows):
+            if event.data.get('who') == MANAGER or _task_type(event.data.get('task_type')) is not task_type:
+                continue
+            if not any(a < index <= b for a, b in windows):
                 findings.append((0.5, f'delegated out of workflow order first (refused: {event.reason})'))
         sent = requests
     else:
         delegated = [t for t in rec.of_type(task_type) if t.delegated_at is not None]
+        if not delegated:
+            return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
         for task in delegated:
             if task.robot != owner:
                 findings.append((0.0, f'{task.task_id} went to {task.robot} (owner: {owner})'))
-        # the request each delegation was made from: the latest one of that type before it
-        sent = [max(((i, r) for i, r in requests if i < t.delegated_at), default=(None, None), key=lambda p: p[0])
-                for t in delegated]
-        sent = [(i, r) for i, r in sent if r is not None]
-        if not delegated:
-            return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
+        # the request each delegation went out from: the latest one of that type before it; the
+        # manager's guard strips pre-fetched results between the two
+        sent = []
+        for task in delegated:
+            before = [(i, r) for i, r in requests if i < task.delegated_at]
+            if before and not any(before[-1][0] < i < task.delegated_at for i, _ in stripped):
+                sent.append(before[-1])
     if not requests:
         return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
     for _, request in sent:
@@ -725,7 +762,7 @@ def report_compliance(rec: _Record, task_type: TaskType, view: str) -> Cell:
 
 def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudge | None = None,
                _record: _Record | None = None) -> ViewScore:
-    """Score the rubric's 18 cells (17 applicable on the published scenario) in ``view``.
+    """Score the rubric's 19 cells (17 applicable on the published scenario) in ``view``.
 
     Raises
     ------
@@ -776,6 +813,15 @@ def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJ
     from robot_team.report import GUARD_KINDS
     events = list(events)
     rec = _Record(events)
+    if judge is not None:   # one judgment per reflection, shared by both views
+        verdicts: dict[str, tuple[float, str]] = {}
+        outer = judge
+
+        def judge(reflection: dict, record: dict) -> tuple[float, str]:
+            key = json.dumps(reflection, sort_keys=True, default=str)
+            if key not in verdicts:
+                verdicts[key] = outer(reflection, record)
+            return verdicts[key]
     finished = [e for e in events if e.kind == EventKind.EPISODE_FINISHED.value]
     guards: dict[str, int] = {}
     for event in events:
