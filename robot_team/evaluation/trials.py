@@ -77,6 +77,17 @@ class EvalSummary(BaseModel):
     wall_time_s: float = 0.0
 
 
+def default_real_time_factor(brain: str) -> float | None:
+    """Return the sim speed for ``brain`` when none is given: the scenario's (None), LLM settings' for 'openai'.
+
+    Sim time keeps running while an LLM brain waits on its endpoint, so LLM runs go slower.
+    """
+    if brain == 'openai':
+        from robot_team.llm.settings import LLMSettings
+        return LLMSettings().real_time_factor
+    return None
+
+
 def trial_dir(out: Path, condition: str, trial: int) -> Path:
     """Return the folder of trial ``trial`` (from 1) of ``condition``."""
     return Path(out) / condition / f'trial-{trial}'
@@ -178,6 +189,7 @@ def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, .
     if trials < 1:
         raise ValueError(f'trials must be at least 1, got {trials}')
     start = time.monotonic()
+    real_time_factor = real_time_factor or default_real_time_factor(brain)
     results: list[TrialResult] = []
     for condition in dict.fromkeys(conditions):
         for k in range(1, trials + 1):
