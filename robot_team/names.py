@@ -43,6 +43,7 @@ DISPLAY_CONTENT = '/ed/display/content'
 EXECUTE_TASK = 'execute_task'
 NAVIGATE_TO_POSE = 'navigate_to_pose'   # nav2_msgs/action/NavigateToPose, as Nav2's bt_navigator
 ODOM = 'odom'
+POSE = 'pose'   # geometry_msgs/PoseStamped of the robot in the map frame (simulator ground truth)
 
 MAP_FRAME = 'map'   # REP-105
 

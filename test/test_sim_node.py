@@ -1,0 +1,284 @@
+"""The simulator node on a real ROS graph: navigate_to_pose, /clock, ED services and topics.
+
+Each test builds its graph on a private domain and context (fixtures in conftest.py) and runs
+the simulator fast (real_time_factor 50-100), so that sim minutes take wall seconds.
+"""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import rclpy
+from action_msgs.msg import GoalStatus
+from geometry_msgs.msg import PoseStamped
+from nav2_msgs.action import NavigateToPose
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+
+from robot_team.config import ConfigError, load_scenario
+from robot_team.events import TeamEventModel, events_qos
+from robot_team.msg import BadgeScan, DisplayEntry, PatientArrival, TeamEvent
+from robot_team.names import (BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
+                              PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_action)
+from robot_team.sim.grid import PlanningError
+from robot_team.sim.sim_node import EdSimNode
+from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
+from ros_helpers import wait_for
+
+NAV = 'navigation_robot'
+LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class Graph:
+    """A simulator node and a client node on the test's executor."""
+
+    def __init__(self, context, executor, scenario, rtf):
+        self.sim = EdSimNode(load_scenario(scenario), context=context,
+                             parameter_overrides=[Parameter('real_time_factor', value=float(rtf))])
+        self.client = rclpy.create_node('sim_test_client', context=context)
+        self.events: list[TeamEventModel] = []
+        self.client.create_subscription(TeamEvent, TEAM_EVENTS, self._record, events_qos())
+        self.nav = ActionClient(self.client, NavigateToPose, robot_action(NAV, NAVIGATE_TO_POSE))
+        executor.add_node(self.sim)
+        executor.add_node(self.client)
+        self.executor = executor
+
+    def _record(self, msg):
+        self.events.append(TeamEventModel.from_msg(msg))
+
+    def close(self):
+        for node in (self.client, self.sim):
+            self.executor.remove_node(node)
+            node.destroy_node()
+        time.sleep(0.2)   # let callbacks already in flight finish before the executor shuts down
+
+    def sim_events(self, what):
+        return [e for e in self.events if e.kind == 'sim' and e.data.get('what') == what]
+
+    def call(self, srv_type, name, request, timeout=10.0):
+        client = self.client.create_client(srv_type, name)
+        assert client.wait_for_service(timeout_sec=5.0), f'{name} not available'
+        future = client.call_async(request)
+        assert wait_for(future.done, timeout), f'{name} did not answer'
+        self.client.destroy_client(client)
+        return future.result()
+
+    def send_goal(self, x, y, yaw=0.0, frame='map', feedback=None):
+        assert self.nav.wait_for_server(timeout_sec=5.0)
+        goal = NavigateToPose.Goal()
+        goal.pose.header.frame_id = frame
+        goal.pose.pose.position.x, goal.pose.pose.position.y = float(x), float(y)
+        goal.pose.pose.orientation.z, goal.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+        future = self.nav.send_goal_async(goal, feedback_callback=feedback)
+        assert wait_for(future.done, 5.0)
+        handle = future.result()
+        assert handle.accepted
+        return handle
+
+    @staticmethod
+    def result(handle, timeout=10.0):
+        future = handle.get_result_async()
+        assert wait_for(future.done, timeout), 'no navigate_to_pose result'
+        return future.result()
+
+
+@pytest.fixture
+def graph_factory(ros_context, executor):
+    graphs = []
+
+    def make(scenario='onboarding', rtf=50.0):
+        graph = Graph(ros_context, executor, scenario, rtf)
+        graphs.append(graph)
+        return graph
+    yield make
+    for graph in graphs:
+        graph.close()
+
+
+def test_navigate_succeeds_with_decreasing_distance(graph_factory):
+    graph = graph_factory()
+    odom = []
+    graph.client.create_subscription(Odometry, robot_action(NAV, ODOM), odom.append, 10)
+    feedback = []
+    lounge = graph.sim.engine.world.room('Staff lounge').center
+    handle = graph.send_goal(*lounge, yaw=1.0, feedback=lambda m: feedback.append(m.feedback))
+    response = graph.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED
+    assert response.result.error_code == NavigateToPose.Result.NONE
+    distances = [f.distance_remaining for f in feedback]
+    assert len(distances) >= 3, distances
+    assert distances[0] > 10 and distances[-1] < distances[0]
+    assert all(b <= a + 1e-3 for a, b in zip(distances, distances[1:]))
+    assert feedback[-1].current_pose.header.frame_id == 'map'
+    assert feedback[-1].number_of_recoveries == 0
+    assert feedback[-1].navigation_time.sec > 0
+
+    def at_lounge():
+        return odom and math.dist((odom[-1].pose.pose.position.x, odom[-1].pose.pose.position.y),
+                                  lounge) < 0.05
+    assert wait_for(at_lounge, 5.0)
+    assert odom[-1].header.frame_id == 'odom' and odom[-1].child_frame_id == f'{NAV}/base_link'
+    assert wait_for(lambda: graph.sim_events('goal_succeeded'), 5.0)
+    assert graph.sim_events('goal_accepted')[0].target == NAV
+
+
+def test_blocked_door_aborts_with_no_valid_path(graph_factory):
+    graph = graph_factory('no_path')
+    room = graph.sim.engine.world.room('ER-12')
+    response = graph.result(graph.send_goal(*room.center))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.error_code == PlanningError.NO_VALID_PATH == 208
+    assert 'no valid path' in response.result.error_msg
+    assert wait_for(lambda: graph.sim_events('goal_aborted'), 5.0)
+    # An unknown frame is Nav2's TF_ERROR, recorded as an input error.
+    response = graph.result(graph.send_goal(*room.door.xy, frame='moon'))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.error_code == NavigateToPose.Result.TF_ERROR
+    assert wait_for(lambda: any(e.kind == 'input_error' for e in graph.events), 5.0)
+
+
+def test_preempt_and_cancel(graph_factory):
+    graph = graph_factory()
+    feedback = []
+    first = graph.send_goal(5.0, 7.5, feedback=lambda m: feedback.append(m.feedback))
+    assert wait_for(lambda: len(feedback) >= 2, 5.0)
+    second = graph.send_goal(1.5, 12.0, feedback=lambda m: feedback.append(m.feedback))
+    response = graph.result(first)
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'preempted' in response.result.error_msg
+    cancel = second.cancel_goal_async()
+    assert wait_for(cancel.done, 5.0)
+    assert len(cancel.result().goals_canceling) == 1
+    response = graph.result(second)
+    assert response.status == GoalStatus.STATUS_CANCELED
+    stopped = graph.sim.engine.robot_pose(NAV)
+    t0 = graph.sim.sim_time
+    assert wait_for(lambda: graph.sim.sim_time > t0 + 5.0, 5.0)
+    assert graph.sim.engine.robot_pose(NAV) == stopped
+    assert wait_for(lambda: graph.sim_events('goal_canceled'), 5.0)
+
+
+def test_clock_runs_faster_than_wall_and_map_is_latched(graph_factory):
+    graph = graph_factory(rtf=50.0)
+    clocks, maps = [], []
+    graph.client.create_subscription(Clock, '/clock', lambda m: clocks.append((time.monotonic(), m.clock)),
+                                     10)
+    graph.client.create_subscription(OccupancyGrid, '/map', maps.append, LATCHED)
+    assert wait_for(lambda: clocks, 5.0)
+    wall0, sim0 = time.monotonic(), graph.sim.sim_time
+    time.sleep(1.0)
+    node_rtf = (graph.sim.sim_time - sim0) / (time.monotonic() - wall0)
+    (w0, c0), (w1, c1) = clocks[0], clocks[-1]
+    sim_dt = (c1.sec + c1.nanosec * 1e-9) - (c0.sec + c0.nanosec * 1e-9)
+    wall_dt = w1 - w0
+    print(f'real-time factor: {node_rtf:.1f} in the node, {sim_dt / wall_dt:.1f} as received on /clock '
+          '(requested 50)')
+    assert sim_dt > wall_dt
+    assert wait_for(lambda: maps, 5.0)
+    grid = graph.sim.engine.grid
+    assert (maps[0].info.width, maps[0].info.height) == (grid.width, grid.height)
+    assert maps[0].header.frame_id == 'map' and max(maps[0].data) == 100
+
+
+def test_locate_page_and_display_services(graph_factory):
+    graph = graph_factory()
+    reply = graph.call(LocateStaff, LOCATE_STAFF, LocateStaff.Request(hcw_ids=['90', '404']))
+    assert [s.hcw_id for s in reply.staff] == ['90'] and list(reply.unknown_ids) == ['404']
+    assert reply.staff[0].area == 'Staff lounge' and reply.staff[0].pose.header.frame_id == 'map'
+    reply = graph.call(LocateStaff, LOCATE_STAFF, LocateStaff.Request(specialty='Physician'))
+    assert {s.hcw_id: s.availability for s in reply.staff} == {'80': 'busy', '90': 'available', '91': 'busy'}
+
+    busy = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='80', robot=NAV, message='ER-12',
+                                                               timeout_s=5.0))
+    assert busy.delivered and not busy.acknowledged and busy.response_time_s >= 5.0
+    ok = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='90', robot=NAV, message='ER-12',
+                                                             timeout_s=30.0))
+    assert ok.delivered and ok.acknowledged and NAV in ok.reply
+    assert ok.response_time_s == pytest.approx(8.0, abs=0.6)
+    unknown = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='404', robot=NAV, timeout_s=5.0))
+    assert not unknown.delivered and "unknown HCW '404'" in unknown.reply
+
+    content = []
+    graph.client.create_subscription(String, DISPLAY_CONTENT, lambda m: content.append(json.loads(m.data)),
+                                     LATCHED)
+    entries = [DisplayEntry(role='Attending physician', hcw_id='90', name='Dr. Lucas Brennan',
+                            specialty='Physician')]
+    shown = graph.call(ShowDisplay, SHOW_DISPLAY, ShowDisplay.Request(room='ER-12', title='Care team',
+                                                                      entries=entries, layout='rows'))
+    assert shown.success and shown.rendered_lines[0] == '[ER-12] Care team'
+    assert wait_for(lambda: content, 5.0) and content[-1]['room'] == 'ER-12'
+    bad = graph.call(ShowDisplay, SHOW_DISPLAY, ShowDisplay.Request(room='ER-99', title='x', entries=entries))
+    assert not bad.success and "unknown room 'ER-99'" in bad.message
+    assert wait_for(lambda: len([e for e in graph.events if e.kind == 'input_error']) >= 3, 5.0)
+    assert graph.sim_events('page_acknowledged')[0].data['hcw_id'] == '90'
+
+
+def test_escort_produces_badge_scan_and_arrival(graph_factory):
+    graph = graph_factory('unknown_badge', rtf=100.0)
+    arrivals, scans = [], []
+    graph.client.create_subscription(PatientArrival, PATIENT_ARRIVALS, arrivals.append, LATCHED)
+    graph.client.create_subscription(BadgeScan, BADGE_SCANS, scans.append,
+                                     QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    assert wait_for(lambda: arrivals, 5.0) and arrivals[0].room == 'ER-12'
+    answer = {}
+    request = PageStaff.Request(hcw_id='90', robot=NAV, message='Patient in ER-12', timeout_s=60.0)
+    # Page and fetch in parallel: the page waits in sim time while the robot drives.
+    pager = threading.Thread(target=lambda: answer.update(reply=graph.call(PageStaff, PAGE_STAFF, request)))
+    pager.start()
+    lounge = graph.sim.engine.world.room('Staff lounge').center
+    assert graph.result(graph.send_goal(*lounge)).status == GoalStatus.STATUS_SUCCEEDED
+    pager.join(timeout=10.0)
+    assert answer['reply'].acknowledged
+    door = graph.sim.engine.world.room('ER-12').door
+    response = graph.result(graph.send_goal(door.x, door.y, door.yaw), timeout=15.0)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED
+    assert wait_for(lambda: scans, 5.0)
+    assert [(s.reader_id, s.room, s.badge_id) for s in scans] == [('er_12_door', 'ER-12', 'ED-9999')]
+    assert scans[0].header.stamp.sec > 0
+
+
+@pytest.mark.multiprocess
+def test_runs_as_a_module(ros_context, executor, domain_id):
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get('PYTHONPATH', '')]))
+    command = [sys.executable, '-m', 'robot_team.sim.sim_node', '--ros-args', '-p', 'scenario:=onboarding']
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    node = rclpy.create_node('module_probe', context=ros_context)
+    poses = []
+    node.create_subscription(PoseStamped, robot_action(NAV, 'pose'), poses.append, 10)
+    executor.add_node(node)
+    try:
+        assert wait_for(lambda: poses, 20.0), 'no pose from python -m robot_team.sim.sim_node'
+    finally:
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=10)[0].decode(errors='replace')
+        executor.remove_node(node)
+        node.destroy_node()
+    assert proc.returncode == 0, output
+    assert "scenario 'onboarding'" in output
+
+
+def test_scenario_parameter_and_bad_input(ros_context):
+    node = EdSimNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='no_path')])
+    try:
+        assert node.scenario.name == 'no_path'
+        assert node.real_time_factor == load_scenario('no_path').real_time_factor
+        assert node.engine.grid.plan((1.5, 12.0), (5.0, 7.5)).shape[1] == 2
+    finally:
+        node.destroy_node()
+    with pytest.raises(ConfigError, match="unknown scenario 'nope'"):
+        EdSimNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='nope')])
+    with pytest.raises(ConfigError, match='must be positive'):
+        EdSimNode(load_scenario('onboarding'), context=ros_context,
+                  parameter_overrides=[Parameter('real_time_factor', value=0.0)])
