@@ -531,7 +531,9 @@ def _first_decision(rec: _Record, start: int, view: str,
             continue
         if event.kind == EventKind.ESCALATION.value:
             return index, event
-        if event.kind == EventKind.TOOL_REFUSED.value and _caller(event) != MANAGER:
+        if event.kind == EventKind.TOOL_REFUSED.value:
+            if _caller(event) == MANAGER:
+                return index, event
             continue
         if event.actor == MANAGER:
             return index, event
@@ -673,6 +675,32 @@ def tool_usage(rec: _Record, task_type: TaskType, view: str) -> Cell:
     return _cell(metric, task_type, findings, f'{used} used by {owner} only')
 
 
+ALIASES = {
+    'location': ('hcw_location', 'location', 'hcw_position', 'position'),
+    'path': ('path', 'route', 'planned_path'),
+    'id': ('hcw_id', 'id', 'staff_id', 'hcw_number'),
+    'name': ('name', 'hcw_name', 'full_name'),
+    'specialty': ('specialty', 'role', 'speciality'),
+    'members': ('members', 'care_team', 'team', 'entries'),
+    'layout': ('layout', 'layout_plan', 'plan'),
+}
+"""Keys under which a report's free-form ``data`` may hold each item (nested dicts are searched too)."""
+
+
+def _find(data, item: str):
+    """Return the first value under one of ``item``'s aliases in ``data`` (breadth-first), else None."""
+    queue = [data]
+    while queue:
+        node = queue.pop(0)
+        if not isinstance(node, dict):
+            continue
+        for key in ALIASES[item]:
+            if node.get(key) not in (None, '', [], {}):
+                return node[key]
+        queue += [v for v in node.values() if isinstance(v, dict)]
+    return None
+
+
 def _reasoning_items(task_type: TaskType, report: dict) -> list[tuple[str, bool]]:
     """Return each item the report needs and whether it is present and grounded in the tools' output."""
     data, journal = report.get('data') or {}, _journal(report)
@@ -680,22 +708,22 @@ def _reasoning_items(task_type: TaskType, report: dict) -> list[tuple[str, bool]
     issue_item = ('issue grounded in the tools' if failed else 'no issue',
                   (bool(issue) and _failure_supported(task_type, journal, data)) if failed else not issue)
     if task_type is TaskType.NAVIGATION:
-        location = data.get('hcw_location') or data.get('location')
-        return [('HCW location', _grounded(location, _journal_leaves(journal, ('locate_staff',)))),
-                ('path', _grounded(data.get('path'), _journal_leaves(journal))),
+        return [('HCW location', _grounded(_find(data, 'location'), _journal_leaves(journal, ('locate_staff',)))),
+                ('path', _grounded(_find(data, 'path'), _journal_leaves(journal))),
                 issue_item]
     if failed:
         return [issue_item]
     if task_type is TaskType.INFO_COLLECTION:
         record = _last_ok_output(journal, 'lookup_staff_by_badge') or {}
 
-        def same(key):
-            return bool(data.get(key)) and _norm(data.get(key)) == _norm(record.get(key))
-        return [('ID', same('hcw_id')), ('name', same('name')),
-                ('specialty/role', same('specialty') or same('role'))]
+        def same(item, key):
+            value = _find(data, item)
+            return value is not None and _norm(value) == _norm(record.get(key))
+        return [('ID', same('id', 'hcw_id')), ('name', same('name', 'name')),
+                ('specialty/role', same('specialty', 'specialty') or same('specialty', 'role'))]
     fetched = _last_ok_output(journal, 'fetch_care_team') or {}
-    members = data.get('members') or data.get('care_team')
-    layout = str(data.get('layout') or '')
+    members = _find(data, 'members')
+    layout = str(_find(data, 'layout') or '')
     names = [m.get('name', '') for m in members or [] if isinstance(m, dict)]
     built = bool(layout.strip()) and bool(names) and all(n and n.lower() in layout.lower() for n in names)
     return [('fetched care team', _grounded(members, _leaves(fetched.get('members')))),
