@@ -163,10 +163,11 @@ class Episode:
             time.sleep(0.2)   # let the last events arrive
             events = recorder.events()
             executor.shutdown(timeout_sec=2.0)
-            for node in nodes:
+            spin.join(timeout=5.0)
+            for node in reversed(nodes):
+                executor.remove_node(node)
                 node.destroy_node()
             context.try_shutdown()
-            spin.join(timeout=5.0)
         wall_time = time.monotonic() - wall_start
         files = write_record(events, self.out_dir)
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,

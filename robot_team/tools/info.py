@@ -12,9 +12,14 @@ import threading
 from pydantic import BaseModel, Field
 
 from robot_team import names
-from robot_team.events import reliable_qos
 from robot_team.rosutil import ros_now_s, wait_ros_time
 from robot_team.tools.base import ToolError, Toolbox
+
+
+def scan_qos():
+    """Return the QoS of the badge-scan subscription: reliable, volatile, 50 deep."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    return QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class ReadBadgeScanInput(BaseModel):
@@ -67,7 +72,8 @@ class InfoCollectionTools:
         self._staff_db = staff_db
         self._scans: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
-        node.create_subscription(BadgeScan, names.BADGE_SCANS, self._scan_callback, reliable_qos(),
+        # Reliable and volatile: compatible with a volatile or a transient-local reader publisher.
+        node.create_subscription(BadgeScan, names.BADGE_SCANS, self._scan_callback, scan_qos(),
                                  callback_group=callback_group)
 
     def _scan_callback(self, msg) -> None:
