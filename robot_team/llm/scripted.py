@@ -159,9 +159,11 @@ class IdealManager:
 
     def __call__(self, body: dict) -> dict:
         """Answer one manager request."""
-        if body['messages'][-1].get('role') == 'tool':
+        if body['messages'][-1].get('role') == 'tool' and not any(
+                m.get('role') == 'tool' and m['content'].startswith(('refused', 'invalid'))
+                for m in body['messages']):
             return text('Waiting for the update.')
-        self.read(body)
+        self.read(body)   # after a refusal: decide again on the same update
         latest = {}
         for tid, t in self.tasks.items():
             latest[t['type']] = (tid, t)
