@@ -50,7 +50,7 @@ def nav_tools(page_ack, nav_ok=True):
         'page_staff': {'acknowledged': page_ack, 'delivered': True, 'reply': 'on my way' if page_ack else ''},
         'room_door_pose': {'room': 'ER-12', 'x': 30.0, 'y': 10.0, 'yaw': 0.0},
         'plan_path': {'length_m': 12.5, 'waypoints': [], 'areas': []},
-        'navigate_to_pose': nav if nav_ok else ToolError('navigate_to_pose aborted: error 308 (NO_VALID_PATH)'),
+        'navigate_to_pose': nav if nav_ok else ToolError('navigate_to_pose aborted: error 208 (NO_VALID_PATH)'),
     })
 
 

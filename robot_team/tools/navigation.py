@@ -24,14 +24,19 @@ from robot_team import names
 from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
 from robot_team.tools.base import ToolError, Toolbox
 
-# nav2_msgs/action/NavigateToPose result codes common to Jazzy, Kilted and main, and the
-# planner codes bt_navigator passes through (nav2_msgs/action/ComputePathToPose, Jazzy).
-NAV2_ERROR_NAMES = {
-    0: 'NONE', 9000: 'UNKNOWN', 9001: 'FAILED_TO_LOAD_BEHAVIOR_TREE', 9002: 'TF_ERROR', 9003: 'TIMEOUT',
-    300: 'UNKNOWN', 301: 'INVALID_PLANNER', 302: 'TF_ERROR', 303: 'START_OUTSIDE_MAP',
-    304: 'GOAL_OUTSIDE_MAP', 305: 'START_OCCUPIED', 306: 'GOAL_OCCUPIED', 307: 'TIMEOUT',
-    308: 'NO_VALID_PATH',
-}
+
+def nav2_error_name(code: int) -> str:
+    """Return the Nav2 name of a ``NavigateToPose`` result ``error_code``.
+
+    Codes: ``nav2_msgs/action/NavigateToPose`` (common to Jazzy, Kilted and main: NONE=0,
+    UNKNOWN=9000, FAILED_TO_LOAD_BEHAVIOR_TREE=9001, TF_ERROR=9002, TIMEOUT=9003) and the planner
+    codes bt_navigator passes through (``ComputePathToPose``, Jazzy: 200-208, see
+    :class:`robot_team.sim.grid.PlanningError`).
+    """
+    from robot_team.sim.grid import PlanningError
+    navigator = {0: 'NONE', 9000: 'UNKNOWN', 9001: 'FAILED_TO_LOAD_BEHAVIOR_TREE', 9002: 'TF_ERROR',
+                 9003: 'TIMEOUT'}
+    return navigator.get(code) or PlanningError.NAMES.get(code, 'UNKNOWN')
 
 
 class NavOutcome(str, Enum):
@@ -65,7 +70,7 @@ class NavResult:
         """Return a JSON-ready dict (the Nav2 goal result as evidence)."""
         return {
             'action': 'navigate_to_pose', 'outcome': self.outcome.value, 'error_code': self.error_code,
-            'error_name': NAV2_ERROR_NAMES.get(self.error_code, 'UNKNOWN') if self.error_code else 'NONE',
+            'error_name': nav2_error_name(self.error_code),
             'error_msg': self.error_msg, 'goal': list(self.goal),
             'initial_distance_m': self.initial_distance_m,
             'final_distance_remaining_m': self.final_distance_remaining_m,
@@ -253,7 +258,8 @@ class NavigationTools:
         """Register every navigation tool in ``toolbox``."""
         toolbox.register('locate_staff', LocateStaffInput.__doc__, LocateStaffInput, self.locate_staff)
         toolbox.register('page_staff', PageStaffInput.__doc__, PageStaffInput, self.page_staff)
-        toolbox.register('room_door_pose', 'Look up the approach pose in front of a room door on the map.',
+        toolbox.register('room_door_pose', "Look up a room's door on the map: the approach pose in the corridor "
+                         "('door') and the pose just inside it ('x', 'y', 'yaw': where to escort an HCW to).",
                          RoomInput, self.room_door_pose)
         toolbox.register('plan_path', PlanPathInput.__doc__, PlanPathInput, self.plan_path)
         toolbox.register('navigate_to_pose', NavigateInput.__doc__, NavigateInput, self.navigate_to_pose)
@@ -284,14 +290,15 @@ class NavigationTools:
                 'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
 
     def room_door_pose(self, args: RoomInput) -> dict:
-        """Return the approach pose in front of ``room``'s door (m, rad, 'map')."""
+        """Return the pose just inside ``room``'s door (x, y, yaw) and the corridor approach ('door'); m, rad, 'map'."""
         from robot_team.config import ConfigError
         try:
             room = self._world.room(args.room)
         except ConfigError as exc:
             raise ToolError(str(exc)) from exc
-        d = room.door
-        return {'room': room.name, 'x': round(d.x, 3), 'y': round(d.y, 3), 'yaw': round(d.yaw, 4)}
+        d, e = room.door, room.entry
+        return {'room': room.name, 'x': round(e.x, 3), 'y': round(e.y, 3), 'yaw': round(e.yaw, 4),
+                'door': {'x': round(d.x, 3), 'y': round(d.y, 3), 'yaw': round(d.yaw, 4)}}
 
     def plan_path(self, args: PlanPathInput) -> dict:
         """Plan on the robot's static map; return length_m, a few waypoints and the areas crossed."""
@@ -306,7 +313,7 @@ class NavigationTools:
             path = self._grid.plan(start, (args.goal_x, args.goal_y))
         except PlanningError as exc:
             code = getattr(exc, 'code', 300)
-            raise ToolError(f'no path on the map ({NAV2_ERROR_NAMES.get(code, code)}): {exc}') from exc
+            raise ToolError(f'no path on the map ({nav2_error_name(code)}): {exc}') from exc
         step = max(1, len(path) // 8)
         waypoints = [[round(float(x), 2), round(float(y), 2)] for x, y in path[::step]]
         waypoints.append([round(float(path[-1][0]), 2), round(float(path[-1][1]), 2)])
