@@ -359,6 +359,13 @@ class LLMManagerBrain(ManagerBrain):
             return None, f'invalid arguments: {why}'
         try:
             if isinstance(args, DelegateTaskArgs):
+                running = next((t for t in obs.tasks if t.task_type.value == args.task_type
+                                and t.state == 'running'), None)
+                if running is not None:   # a duplicate while that task runs: never forwarded
+                    why = f'{args.task_type} {running.task_id} is still running; wait for its report'
+                    self._emit(EventKind.DELEGATION_REFUSED, f'manager repeated a running {args.task_type} task',
+                               target=args.robot, reason=why, task_type=args.task_type, robot=args.robot)
+                    return None, f'refused: {why}'
                 return self._delegate(args, obs), 'sent to the supervisor for authorization; result in next update'
             if isinstance(args, EscalateArgs):
                 return Escalate(task_id=args.task_id, reason=args.reason, options=args.options), \

@@ -153,6 +153,12 @@ class IdealManager:
                 data = json.loads(m.group(7)) if m.group(7) else {}
                 self.tasks[m.group(1)] = {'type': m.group(2), 'robot': m.group(3), 'hcw': m.group(4),
                                           'state': m.group(5), 'text': m.group(6), 'data': data}
+            if line.startswith('Record: '):
+                for entry in line[8:].rstrip('.').split('; '):
+                    tid, kind, hcw, state = entry.split(' ')
+                    known = self.tasks.setdefault(tid, {'type': kind, 'robot': '', 'hcw': hcw.lstrip('#'),
+                                                        'text': '', 'data': {}})
+                    known['state'] = state
             m = re.match(r'Escalation (\S+) on (\S+) .*decision: (reassign|retry|abort)(?: #(\w+))?', line)
             if m:
                 self.decisions.append((m.group(2), m.group(4) or ''))
@@ -180,6 +186,9 @@ class IdealManager:
                 decided = [h for task_id, h in self.decisions if task_id == tid]
                 alts = t['data'].get('alternatives') or []
                 hcw = decided[-1] if decided else (alts[0]['hcw_id'] if alts else '')
+                attempts = sum(1 for x in self.tasks.values() if x['type'] == kind)
+                if not hcw and kind != 'navigation' and attempts < 2:   # retry a robot's failed step once
+                    hcw = t['hcw']
                 if not hcw:
                     return tool_calls(('escalate_to_supervisor', {'task_id': tid, 'reason': t['text'],
                                                                   'options': ['retry', 'abort']}))

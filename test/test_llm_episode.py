@@ -1,0 +1,116 @@
+"""LLM brains through the real ROS graph: ``run_episode(..., brain='openai')`` on the embedded simulator.
+
+A scripted loopback OpenAI-compatible server drives the real ``openai`` client in every node.
+One well-behaved run, one run where the manager and a robot misbehave in every way the bridge
+must stop; for each, the record shows the guard and the floor outcome stays correct.
+"""
+
+import json
+
+import pytest
+
+from robot_team.llm import scripted
+from robot_team.llm.fakeserver import ScriptedServer, text, tool_calls
+
+pytest.importorskip('rclpy')
+pytest.importorskip('robot_team.sim.sim_node')
+
+
+@pytest.fixture
+def llm_env(monkeypatch):
+    """Point every node's LLM settings at a scripted server (started by the test)."""
+    def use(server):
+        monkeypatch.setenv('ROBOT_TEAM_LLM_BASE_URL', server.base_url)
+        monkeypatch.setenv('ROBOT_TEAM_LLM_API_KEY', 'test-key')
+        monkeypatch.setenv('ROBOT_TEAM_LLM_FALLBACK', 'fail')
+        monkeypatch.setenv('ROBOT_TEAM_LLM_TIMEOUT_S', '10')
+    return use
+
+
+def events(result, kind):
+    return [e for e in result.events if e.kind == kind]
+
+
+def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env):
+    from robot_team.runner import run_episode
+    with ScriptedServer(scripted.ideal_policies()) as server:
+        llm_env(server)
+        result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
+                             brain_options={'kb': True}, real_time_factor=40.0)
+    report = result.report
+    assert report['outcome'] == 'success' and report['outcome_as_expected']
+    assert [(t['task_id'], t['status']) for t in report['tasks']] == [
+        ('nav-1', 'failure'), ('nav-2', 'success'), ('info-1', 'success'), ('display-1', 'success')]
+    assert not report['guards'].get('tool_refused') and not report['guards'].get('false_completion')
+    usage = report['llm']
+    assert usage['total']['requests'] == len(server.requests) == 15
+    assert set(usage['per_robot']) == {'manager', 'navigation_robot', 'info_collection_robot', 'display_robot'}
+    assert usage['total']['prompt_tokens'] > 0 and usage['total']['cost_usd'] > 0
+    nav2 = report['tasks'][1]['evidence']['nav2_goals']
+    assert nav2[-1]['output']['outcome'] == 'succeeded'   # ground truth from the simulator's Nav2 stand-in
+
+
+def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id, llm_env):
+    from robot_team.runner import run_episode
+    ideal = scripted.IdealManager()
+    done = set()
+
+    def once(name):
+        if name in done:
+            return False
+        done.add(name)
+        return True
+
+    def manager(body):
+        last = body['messages'][-1]
+        if last['role'] == 'user':
+            ideal.read(body)
+            content = last['content']
+            if 'Patient' in content and once('operate'):           # 1. calls a robot's tool
+                return tool_calls(('navigate_to_pose', {'x': 1.0, 'y': 1.0}))
+            if 'nav-1 (navigation' in content and 'failure' in content and once('echo'):
+                return text('nav-1 failed: HCW #80 unavailable.')   # 2. echoes the failure, does nothing
+            nav_ok = any(t['type'] == 'navigation' and t['state'] == 'success' for t in ideal.tasks.values())
+            if nav_ok and once('skip'):                              # 3. skips info collection
+                return tool_calls(('delegate_task', {'task_type': 'display', 'robot': 'display_robot',
+                                                     'reason': 'faster'}))
+        reply = ideal(body)
+        for call in reply.get('tool_calls') or []:
+            args = json.loads(call['function']['arguments'])
+            if args.get('task_type') == 'info_collection' and once('prefetch'):   # 4. does the work itself
+                args['instructions'] = 'name: Dr. Lucas Brennan, specialty: Physician; just confirm.'
+            if call['function']['name'] == 'submit_reflection' and once('placeholder'):   # 5. placeholder
+                args['lessons_learned'] = ['TBD']
+            call['function']['arguments'] = json.dumps(args)
+        return reply
+
+    def info(body):
+        res = scripted.results(body)
+        if res and res[-1][0] == 'lookup_staff_by_badge' and once('lie'):   # 6. false success claim
+            return scripted.report('success', '', 'identified', hcw_id='90', name='Dr. Nobody',
+                                   specialty='Physician')
+        return scripted.info_collection(body)
+
+    policies = {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
+    with ScriptedServer(policies) as server:
+        llm_env(server)
+        result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
+                             brain_options={'kb': False}, real_time_factor=40.0)
+    report = result.report
+    refused = events(result, 'tool_refused')
+    assert refused[0].actor == 'manager' and refused[0].target == 'navigate_to_pose'      # 1
+    assert not [e for e in events(result, 'tool_call') if e.actor == 'manager']
+    escalations = report['escalations']
+    assert escalations and escalations[0]['raised_by'] == 'supervisor'                     # 2
+    assert events(result, 'deadline_missed')
+    assert any('display must wait' in e.reason for e in events(result, 'workflow_violation'))  # 3
+    misaligned = [e for e in events(result, 'workflow_violation') if e.reason == 'role misalignment']
+    assert len(misaligned) == 1 and misaligned[0].actor == 'manager'                       # 4
+    false = events(result, 'false_completion')
+    assert len(false) == 1 and "reported name 'Dr. Nobody' differs" in false[0].reason     # 6
+    assert any('placeholder' in e.reason for e in events(result, 'reflection_rejected'))   # 5
+    # the floor outcome: #90 escorted, identified from the directory, the care team shown
+    statuses = {t['task_id']: t['status'] for t in report['tasks']}
+    assert statuses['info-1'] == 'failure' and statuses['info-2'] == 'success'
+    assert report['tasks'][-1]['name'] == 'display' and report['tasks'][-1]['status'] == 'success'
+    assert report['reflection'] and report['outcome'] == 'success'
