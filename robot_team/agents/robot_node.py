@@ -101,13 +101,16 @@ class RobotNode(Node):
 
     def _add_tools(self) -> None:
         staff_db = self.get_parameter('staff_db').value
+        self._cancel_hooks = []
         if self.role == 'navigation_robot':
             from robot_team.config import share_dir
             from robot_team.sim.world import load_world
             from robot_team.tools.navigation import NavigationTools
             world = self.get_parameter('world').value
             path = world if '/' in world else str(share_dir() / 'worlds' / world)
-            NavigationTools(self, load_world(path), self._group).register(self.toolbox)
+            tools = NavigationTools(self, load_world(path), self._group)
+            tools.register(self.toolbox)
+            self._cancel_hooks.append(tools.nav.cancel)
         elif self.role == 'info_collection_robot':
             from robot_team.tools.info import InfoCollectionTools
             InfoCollectionTools(self, staff_db, self._group).register(self.toolbox)
@@ -129,8 +132,13 @@ class RobotNode(Node):
         return GoalResponse.ACCEPT
 
     def cancel_callback(self, goal_handle) -> CancelResponse:
-        """Accept cancellation; the brain is asked to stop."""
+        """Accept cancellation: ask the brain to stop and cancel the robot's motion in progress."""
+        self.events.emit(EventKind.OBSERVATION, f'{self.role} asked to cancel {goal_handle.request.task_id}',
+                         target=goal_handle.request.task_id, cue='cancel', task_id=goal_handle.request.task_id)
+        self.toolbox.cancel(goal_handle.request.task_id)
         self.brain.cancel()
+        for hook in self._cancel_hooks:
+            hook()
         return CancelResponse.ACCEPT
 
     def execute_callback(self, goal_handle):
@@ -139,7 +147,10 @@ class RobotNode(Node):
         goal = goal_handle.request
         with self._busy:
             report = self._run(goal, goal_handle)
-        goal_handle.succeed()
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.succeed()
         result = ExecuteTask.Result()
         result.report = report.to_msg()
         return result

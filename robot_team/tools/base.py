@@ -107,7 +107,13 @@ class Toolbox:
         self._clock = clock or time.time
         self._tools: dict[str, ToolSpec] = {}
         self._journal: dict[str, list[ToolResult]] = {}
+        self._cancelled: set[str] = set()
         self._lock = threading.Lock()
+
+    def cancel(self, task_id: str) -> None:
+        """Refuse every further call made for ``task_id`` (the task was cancelled)."""
+        with self._lock:
+            self._cancelled.add(task_id)
 
     def register(self, name: str, description: str, input_model: type[BaseModel],
                  func: Callable[[Any], Any]) -> None:
@@ -174,6 +180,22 @@ class Toolbox:
         self._emit(EventKind.TOOL_CALL, f'{caller} calls {name}', name, '', task_id=task_id, args=args)
         start = time.perf_counter()
         result = ToolResult(tool=name, args=args, ok=False, stamp_s=self._clock())
+        with self._lock:
+            cancelled = task_id in self._cancelled
+        if cancelled:
+            result.error = f'task {task_id} was cancelled; {name} not run'
+        else:
+            self._run(spec, args, result)
+        result.wall_duration_s = time.perf_counter() - start
+        with self._lock:
+            self._journal.setdefault(task_id, []).append(result)
+        self._emit(EventKind.TOOL_RESULT, f"{name} {'succeeded' if result.ok else 'failed'}", name,
+                   result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error)
+        return result
+
+    @staticmethod
+    def _run(spec: ToolSpec, args: dict, result: ToolResult) -> None:
+        name = spec.name
         try:
             parsed = spec.input_model.model_validate(args)
         except ValidationError as exc:
@@ -188,12 +210,6 @@ class Toolbox:
                 result.output = exc.output
             except Exception as exc:  # noqa: BLE001 - a tool crash becomes a recorded failure
                 result.error = f'{name} crashed: {type(exc).__name__}: {exc}'
-        result.wall_duration_s = time.perf_counter() - start
-        with self._lock:
-            self._journal.setdefault(task_id, []).append(result)
-        self._emit(EventKind.TOOL_RESULT, f"{name} {'succeeded' if result.ok else 'failed'}", name,
-                   result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error)
-        return result
 
     def _emit(self, kind, summary, target, reason, **data):
         if self._events is not None:

@@ -106,6 +106,7 @@ class NavigateToPoseClient:
         self._action_name = action_name
         self._client = ActionClient(node, NavigateToPose, action_name, callback_group=callback_group)
         self._goal_handle = None
+        self._cancel_requested = False
         self._lock = threading.Lock()
 
     def go_to(self, x: float, y: float, yaw: float, *, timeout_s: float = 900.0,
@@ -132,6 +133,8 @@ class NavigateToPoseClient:
         goal.pose.pose.orientation = yaw_to_quaternion(yaw)
         result = NavResult(outcome=NavOutcome.REJECTED, goal=(float(x), float(y), float(yaw)))
         start = ros_now_s(self._node)
+        with self._lock:
+            self._cancel_requested = False
 
         def on_feedback(msg):
             fb = msg.feedback
@@ -150,6 +153,9 @@ class NavigateToPoseClient:
             return result
         with self._lock:
             self._goal_handle = handle
+            cancel_now = self._cancel_requested
+        if cancel_now:   # cancelled while the goal was being sent
+            handle.cancel_goal_async()
         result_future = handle.get_result_async()
         done = threading.Event()
         result_future.add_done_callback(lambda _f: done.set())
@@ -173,8 +179,9 @@ class NavigateToPoseClient:
         return result
 
     def cancel(self) -> None:
-        """Cancel the goal in progress, if any (non-blocking)."""
+        """Cancel the goal in progress, or the one being sent (non-blocking)."""
         with self._lock:
+            self._cancel_requested = True
             handle = self._goal_handle
         if handle is not None:
             handle.cancel_goal_async()

@@ -1,0 +1,158 @@
+"""Each robot node against the embedded simulator, on a real ROS graph (ExecuteTask goals).
+
+The test plays the manager: it sends ExecuteTask goals and checks the robots' reports, their
+ground-truth evidence, cancellation, bad input (unknown room, staff directory that cannot be
+opened) and role enforcement (a robot rejects another robot's task).
+"""
+
+import json
+import threading
+
+import pytest
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+
+from robot_team.action import ExecuteTask
+from robot_team.agents.robot_node import RobotNode
+from robot_team.config import load_scenario, load_staff_seed
+from robot_team.directory import StaffDirectory
+from robot_team.names import robot_action
+from robot_team.reports import TaskReportModel
+from robot_team.sim.sim_node import EdSimNode
+from ros_helpers import wait_for
+
+
+@pytest.fixture
+def graph(ros_context, executor, tmp_path):
+    """Build sim + robots for a scenario; return a function that adds them and an ExecuteTask sender."""
+    created = []
+
+    def build(scenario_name, roles, staff_db=None, **scenario_changes):
+        scenario = load_scenario(scenario_name).model_copy(update=scenario_changes)
+        if staff_db is None:
+            staff_db = str(tmp_path / 'staff.sqlite')
+            StaffDirectory.create(staff_db, load_staff_seed(scenario.staff_path))
+        overrides = [Parameter('use_sim_time', value=True), Parameter('staff_db', value=staff_db),
+                     Parameter('world', value=str(scenario.world_path))]
+        robots = {role: RobotNode(role, context=ros_context, parameter_overrides=overrides) for role in roles}
+        sim = EdSimNode(scenario, context=ros_context, parameter_overrides=[Parameter('real_time_factor', value=50.0)])
+        client_node = rclpy.create_node('test_manager', context=ros_context)
+        for node in [*robots.values(), sim, client_node]:
+            executor.add_node(node)
+            created.append(node)
+        return robots, client_node
+
+    yield build
+    for node in created:
+        executor.remove_node(node)
+        node.destroy_node()
+
+
+def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_after_feedback=None, timeout=60.0):
+    """Send an ExecuteTask goal; return (accepted, status, report or None, feedback stages)."""
+    client = ActionClient(node, ExecuteTask, robot_action(robot, 'execute_task'))
+    assert client.wait_for_server(timeout_sec=10.0)
+    stages = []
+    done = threading.Event()
+    outcome = {}
+
+    def on_feedback(msg):
+        stages.append(msg.feedback.stage)
+        if cancel_after_feedback and msg.feedback.stage == cancel_after_feedback and 'handle' in outcome:
+            outcome['handle'].cancel_goal_async()
+
+    def on_result(future):
+        wrapped = future.result()
+        outcome['status'] = wrapped.status
+        outcome['report'] = TaskReportModel.from_msg(wrapped.result.report)
+        done.set()
+
+    def on_goal(future):
+        handle = future.result()
+        outcome['accepted'] = handle.accepted
+        if not handle.accepted:
+            done.set()
+            return
+        outcome['handle'] = handle
+        handle.get_result_async().add_done_callback(on_result)
+
+    goal = ExecuteTask.Goal(task_id=f'{task_type}-t', task_type=task_type, room=room, hcw_id=hcw_id,
+                            context_json=json.dumps({'patient_id': 'P-T'}))
+    client.send_goal_async(goal, feedback_callback=on_feedback).add_done_callback(on_goal)
+    assert done.wait(timeout), f'no result from {robot} within {timeout} s'
+    return outcome.get('accepted'), outcome.get('status'), outcome.get('report'), stages
+
+
+def test_navigation_escorts_available_hcw_with_nav2_evidence(graph):
+    robots, client = graph('all_available', ['navigation_robot'])
+    accepted, _, report, stages = send_task(client, 'navigation_robot', 'navigation', hcw_id='90')
+    assert accepted and report.status.value == 'success' and report.issue == ''
+    assert 'escorting' in stages
+    goals = [r for r in report.evidence['tool_journal'] if r['tool'] == 'navigate_to_pose']
+    assert [g['output']['outcome'] for g in goals] == ['succeeded', 'succeeded']
+    assert goals[-1]['output']['error_code'] == 0
+    assert goals[-1]['output']['initial_distance_m'] > goals[-1]['output']['final_distance_remaining_m']
+    assert report.data['hcw_location']['area'] == 'Staff lounge'
+
+
+def test_navigation_busy_hcw_is_a_failure_with_alternatives(graph):
+    robots, client = graph('onboarding', ['navigation_robot'])
+    _, _, report, _ = send_task(client, 'navigation_robot', 'navigation', hcw_id='80')
+    assert report.status.value == 'failure'
+    assert report.issue.startswith('HCW #80 unavailable: on an urgent call')
+    assert report.data['alternatives'][0]['hcw_id'] == '90'
+    assert not any(r['tool'] == 'navigate_to_pose' for r in report.evidence['tool_journal'])
+
+
+def test_navigation_goal_abort_is_reported_with_the_nav2_error(graph):
+    robots, client = graph('no_path', ['navigation_robot'])
+    _, _, report, _ = send_task(client, 'navigation_robot', 'navigation', hcw_id='90')
+    assert report.status.value == 'failure' and 'NO_VALID_PATH' in report.issue
+    last = [r for r in report.evidence['tool_journal'] if r['tool'] == 'navigate_to_pose'][-1]
+    assert last['ok'] is False and last['output']['outcome'] == 'aborted' and last['output']['error_code'] == 208
+
+
+def test_navigation_cancel_stops_the_nav2_goal(graph):
+    robots, client = graph('all_available', ['navigation_robot'])
+    _, status, report, _ = send_task(client, 'navigation_robot', 'navigation', hcw_id='90',
+                                     cancel_after_feedback='approaching')
+    from action_msgs.msg import GoalStatus
+    assert status == GoalStatus.STATUS_CANCELED
+    assert report.status.value == 'failure'
+    nav = [r for r in report.evidence['tool_journal'] if r['tool'] == 'navigate_to_pose']
+    assert nav and nav[-1]['output']['outcome'] == 'canceled'
+
+
+def test_unknown_room_is_a_failure_not_a_crash(graph):
+    robots, client = graph('all_available', ['navigation_robot'])
+    _, _, report, _ = send_task(client, 'navigation_robot', 'navigation', room='ER-99', hcw_id='90')
+    assert report.status.value == 'failure' and "unknown room 'ER-99'" in report.issue
+
+
+def test_robot_rejects_another_robots_task(graph):
+    robots, client = graph('all_available', ['display_robot'])
+    accepted, _, report, _ = send_task(client, 'display_robot', 'navigation', hcw_id='90')
+    assert accepted is False and report is None
+    refused = [e for e in robots['display_robot'].events.history if e.kind == 'delegation_refused']
+    assert refused and 'executes only display tasks' in refused[0].reason
+
+
+def test_info_collection_without_scan_and_display_of_care_team(graph):
+    robots, client = graph('all_available', ['info_collection_robot', 'display_robot'])
+    _, _, info, _ = send_task(client, 'info_collection_robot', 'info_collection', hcw_id='90')
+    assert info.status.value == 'failure' and 'no badge scan at ER-12' in info.issue
+    _, _, shown, _ = send_task(client, 'display_robot', 'display')
+    assert shown.status.value == 'success'
+    reply = [r for r in shown.evidence['tool_journal'] if r['tool'] == 'show_display'][0]['output']
+    assert reply['success'] is True and any('Sofia Alvarez' in line for line in reply['rendered_lines'])
+
+
+def test_staff_directory_that_cannot_be_opened_is_a_task_failure(graph, tmp_path):
+    broken = tmp_path / 'broken.sqlite'
+    broken.write_text('this is not a database')
+    robots, client = graph('all_available', ['display_robot'], staff_db=str(broken))
+    _, _, report, _ = send_task(client, 'display_robot', 'display')
+    assert report.status.value == 'failure'
+    assert 'staff directory unavailable' in report.issue and str(broken) in report.issue
+    assert wait_for(lambda: any(e.kind == 'task_report' for e in robots['display_robot'].events.history))
