@@ -119,6 +119,13 @@ def print_summary(report: dict) -> None:
             console.print(f'  lesson: {line}')
     if report['guards']:
         console.print('[bold]Guards[/bold] ' + ', '.join(f'{k}: {v}' for k, v in report['guards'].items()))
+    llm = (report.get('llm') or {}).get('total') or {}
+    if llm.get('requests') or llm.get('errors'):
+        per = report['llm']['per_robot']
+        console.print(f"[bold]LLM[/bold] {llm['requests']} requests, {llm['prompt_tokens']} prompt + "
+                      f"{llm['completion_tokens']} completion tokens, ${llm['cost_usd']:.4f}, {llm['errors']} errors ("
+                      + ', '.join(f"{robot}: {u['prompt_tokens']}+{u['completion_tokens']}" for robot, u in per.items())
+                      + ')')
     events = report['events']
     console.print(f"sim time {report['sim_time_s']:.1f} s, wall time {report['wall_time_s']:.2f} s "
                   f"(x{report['real_time_factor']}), {events['count']} events "
