@@ -76,13 +76,18 @@ def test_tool_schemas_are_exactly_the_callers_own_tools():
 
 
 @pytest.mark.parametrize('fault', [Fault(429), Fault(500), Fault(503), Fault(200, body='{"garbage": tru'),
-                                   Fault(200, body='{"choices": []}'), Fault(delay_s=1.5)],
-                         ids=['429', '500', '503', 'garbage-json', 'no-choices', 'timeout'])
+                                   Fault(200, body='{"choices": []}'), Fault(delay_s=0.6), Fault(
+                                       200, body=json.dumps({'choices': [{'message': {
+                                           'role': 'assistant', 'tool_calls': [{'id': 'c1', 'type': 'function',
+                                                                                'function': {'arguments': '{}'}}]}}]})),
+                                   Fault(200, body='{"choices": [{"message": {"role": "assistant"}}]}')],
+                         ids=['429', '500', '503', 'garbage-json', 'no-choices', 'timeout', 'tool-call-without-name',
+                              'empty-message'])
 def test_client_retries_endpoint_faults_with_backoff(fault):
     events, sleeps = [], []
     with ScriptedServer({'r': lambda body: tool_calls(('x', {'a': 1}))}) as server:
         server.add_fault('r', fault, fault)
-        client = ChatClient(settings(server, timeout_s=0.5, backoff_s=0.1, backoff_max_s=1.0), 'r',
+        client = ChatClient(settings(server, timeout_s=0.3, backoff_s=0.1, backoff_max_s=1.0), 'r',
                             lambda kind, summary, **kw: events.append((kind.value, kw)), sleep=sleeps.append)
         reply = client.chat([{'role': 'user', 'content': 'hi'}], [])
     assert reply.tool_calls[0]['function']['name'] == 'x' and reply.attempts == 3
@@ -472,3 +477,14 @@ def test_bench_reports_tokens_and_bridge_overhead():
     figures = run_once(kb=True)
     assert figures['outcome'] == 'success' and figures['requests'] == 15
     assert figures['prompt_tokens'] > 0 and figures['bridge_overhead_ms_median'] < 5.0
+
+
+def test_cli_bench_llm_prints_the_figures():
+    from typer.testing import CliRunner
+
+    from robot_team.cli import app
+    result = CliRunner().invoke(app, ['bench-llm', '--json'])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert [f['kb'] for f in figures] == [False, True]
+    assert figures[1]['prompt_tokens'] > figures[0]['prompt_tokens'] > 0
