@@ -1,0 +1,140 @@
+"""The whole ED team end to end on real ROS graphs: every scenario, in one process and per process.
+
+Checks the outcomes against each scenario's expected outcome, the report's required fields and
+ground truth, the completeness of the event record, and that bad input is a clear error.
+"""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from robot_team.config import ConfigError, load_scenario
+from robot_team.recorder import read_jsonl, sequence_gaps
+from robot_team.runner import run_episode
+
+REPORT_KEYS = {'scenario', 'outcome', 'tasks', 'escalations', 'sim_time_s', 'wall_time_s', 'reflection', 'events'}
+
+
+def kinds(result):
+    return [e.kind for e in result.events]
+
+
+def test_onboarding_published_case(domain_id, tmp_path):
+    result = run_episode('onboarding', tmp_path, domain_id=domain_id)
+    report = json.loads((tmp_path / 'report.json').read_text())
+    assert REPORT_KEYS <= set(report)
+    assert report['outcome'] == 'success' and report['outcome_as_expected'] is True
+    tasks = [(t['task_id'], t['name'], t['robot'], t['status']) for t in report['tasks']]
+    assert tasks == [('nav-1', 'navigation', 'navigation_robot', 'failure'),
+                     ('nav-2', 'navigation', 'navigation_robot', 'success'),
+                     ('info-1', 'info_collection', 'info_collection_robot', 'success'),
+                     ('display-1', 'display', 'display_robot', 'success')]
+    assert report['tasks'][0]['issue'].startswith('HCW #80 unavailable')
+    assert [g['output']['outcome'] for g in report['tasks'][1]['evidence']['nav2_goals']] == ['succeeded'] * 2
+    info = report['tasks'][2]['evidence']['lookup_staff_by_badge']['output']
+    assert (info['hcw_id'], info['specialty']) == ('90', 'Physician')
+    assert report['tasks'][3]['evidence']['show_display']['output']['success'] is True
+    # The manager handled the issue itself, right after the failure report, and only delegated.
+    k = kinds(result)
+    assert k.index('alternative_proposed') > k.index('task_report')
+    assert not [e for e in result.events if e.actor == 'manager' and e.kind in ('tool_call', 'tool_refused')]
+    assert report['escalations'] == []
+    covered = {o['task_type'] for o in report['reflection']['task_outcomes']}
+    assert covered == {'navigation', 'info_collection', 'display'}
+    # The record is complete and the same on disk as in memory.
+    assert report['events']['complete'] and not sequence_gaps(result.events)
+    assert len(read_jsonl(tmp_path / 'events.jsonl')) == report['events']['count'] == len(result.events)
+    assert (tmp_path / 'events.mcap').stat().st_size > 0
+    assert report['sim_time_s'] > report['wall_time_s']
+
+
+@pytest.mark.parametrize('scenario', ['all_available', 'no_path', 'unknown_badge'])
+def test_scenario_variants_reach_their_expected_outcome(scenario, domain_id, tmp_path):
+    result = run_episode(scenario, tmp_path, domain_id=domain_id)
+    report = result.report
+    assert report['outcome'] == load_scenario(scenario).expected_outcome
+    if scenario == 'all_available':
+        assert [t['status'] for t in report['tasks']] == ['success'] * 3
+    else:
+        failed = [t for t in report['tasks'] if t['status'] == 'failure']
+        assert len(failed) == 1
+        expected_issue = {'no_path': 'NO_VALID_PATH', 'unknown_badge': "badge 'ED-9999'"}[scenario]
+        assert expected_issue in failed[0]['issue']
+        assert [(e['raised_by'], e['decision']) for e in report['escalations']] == [('manager', 'abort')]
+        assert report['reflection'] is not None
+
+
+def test_each_node_in_its_own_process(domain_id, tmp_path):
+    result = run_episode('onboarding', tmp_path, domain_id=domain_id, processes=True)
+    assert result.report['mode'] == 'processes'
+    assert result.report['outcome'] == 'success'
+    assert {e.actor for e in result.events} >= {'manager', 'navigation_robot', 'info_collection_robot',
+                                                'display_robot', 'supervisor', 'scripted_operator', 'ed_sim'}
+    assert 'node_crashed' not in kinds(result)
+    assert (tmp_path / 'logs' / 'manager.log').exists()
+
+
+def test_unhandled_failure_is_escalated_by_the_supervisor(domain_id, tmp_path):
+    scenario = load_scenario('onboarding')
+    scenario = scenario.model_copy(update={'manager': scenario.manager.model_copy(update={'issue_handling': 'ignore'})})
+    result = run_episode(scenario, tmp_path, domain_id=domain_id)
+    report = result.report
+    assert 'deadline_missed' in kinds(result)
+    assert report['escalations'][0]['raised_by'] == 'supervisor'
+    assert report['escalations'][0]['decision'] == 'reassign' and report['escalations'][0]['hcw_id'] == '90'
+    assert report['outcome'] == 'success'
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    base = load_scenario('onboarding')
+    with pytest.raises(ConfigError, match="unknown room 'ER-99'"):
+        run_episode(base.model_copy(update={'patient': base.patient.model_copy(update={'room': 'ER-99'})}),
+                    tmp_path / 'a')
+    with pytest.raises(ConfigError, match='HCW #999 is not in the staff directory'):
+        run_episode(base.model_copy(update={'patient': base.patient.model_copy(update={'assigned_hcw_id': '999'})}),
+                    tmp_path / 'b')
+    bad_world = tmp_path / 'bad.sdf'
+    bad_world.write_text('<sdf version="1.9"><world name="x">')
+    with pytest.raises(ConfigError, match='bad.sdf'):
+        run_episode(base.model_copy(update={'world': str(bad_world)}), tmp_path / 'c')
+    bad_staff = tmp_path / 'staff.yaml'
+    bad_staff.write_text('staff: []\n')
+    with pytest.raises(ConfigError, match='staff'):
+        run_episode(base.model_copy(update={'staff_directory': str(bad_staff)}), tmp_path / 'd')
+
+
+def test_cli_run_prints_summary_and_writes_report(domain_id, tmp_path):
+    from robot_team.cli import app
+    result = CliRunner().invoke(app, ['run', '--scenario', 'all_available', '--out', str(tmp_path),
+                                      '--domain-id', str(domain_id), '--quiet'])
+    assert result.exit_code == 0, result.output
+    assert 'outcome success' in result.output and 'report:' in result.output
+    assert json.loads((tmp_path / 'report.json').read_text())['outcome'] == 'success'
+    bad = CliRunner().invoke(app, ['run', '--scenario', 'nope', '--out', str(tmp_path / 'x')])
+    assert bad.exit_code == 2 and "unknown scenario 'nope'" in bad.output
+
+
+def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
+    import threading
+    import time
+
+    from robot_team.runner import Episode
+    scenario = load_scenario('all_available').model_copy(update={'time_limit_s': 400.0})
+    episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id)
+
+    def kill_display_robot():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            children = dict(episode._children)
+            if 'ed_sim' in children and 'display_robot' in children:
+                children['display_robot'].kill()
+                return
+            time.sleep(0.05)
+    killer = threading.Thread(target=kill_display_robot, daemon=True)
+    killer.start()
+    result = episode.run()
+    crashed = [e for e in result.events if e.kind == 'node_crashed']
+    assert crashed and crashed[0].target == 'display_robot' and crashed[0].data['returncode'] != 0
+    assert result.report['outcome'] != 'success'
+    assert result.report['guards'].get('node_crashed') == 1
