@@ -474,17 +474,19 @@ def test_record_then_replay_offline(tmp_path):
 
 def test_bench_reports_tokens_and_bridge_overhead():
     from robot_team.llm.bench import run_once
-    figures = run_once(kb=True)
+    figures = run_once(kb=True, ros=False)
     assert figures['outcome'] == 'success' and figures['requests'] == 15
     assert figures['prompt_tokens'] > 0 and figures['bridge_overhead_ms_median'] < 5.0
 
 
-def test_cli_bench_llm_prints_the_figures():
+def test_cli_bench_llm_prints_the_figures(monkeypatch, domain_id):
     from typer.testing import CliRunner
 
     from robot_team.cli import app
+    monkeypatch.setenv('ROBOT_TEAM_BENCH_DOMAIN_ID', str(domain_id))   # tool events published on a private domain
     result = CliRunner().invoke(app, ['bench-llm', '--json'])
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert [f['kb'] for f in figures] == [False, True]
     assert figures[1]['prompt_tokens'] > figures[0]['prompt_tokens'] > 0
+    assert figures[0]['tool_events'] == 'published with rclpy' and figures[0]['bridge_overhead_ms_median'] > 0

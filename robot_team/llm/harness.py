@@ -209,18 +209,21 @@ class OfflineTeam:
         Human answers to escalations: ``(decision, hcw_id)`` in order (default: reassign to #90).
     record
         Where events go (the brains' emitters should point to it as well).
+    tool_emitter
+        ``role -> emit`` for the toolboxes' events (default: ``record``), e.g. a ROS EventEmitter's.
     """
 
     def __init__(self, manager: ManagerBrain, robots: dict[str, RobotBrain], *, world: World | None = None,
                  operator: list[tuple[str, str]] | None = None, record: Recorder | None = None,
-                 deadlines: Deadlines | None = None):
+                 deadlines: Deadlines | None = None, tool_emitter=None):
         self.manager = manager
         self.robots = robots
         self.world = world or World()
         self.record = record or Recorder()
         self.operator = list(operator if operator is not None else [('reassign', '90')])
         self.workflow = WorkflowPolicy(deadlines or Deadlines(issue_handling_s=60.0))
-        self.toolboxes = {role: build_toolbox(role, self.world, self.record.emitter(role)) for role in robots}
+        make = tool_emitter or self.record.emitter
+        self.toolboxes = {role: build_toolbox(role, self.world, make(role)) for role in robots}
         self.now = 1.0
         self.obs = ManagerObservation(patient=PatientInfo(
             patient_id='P-0001', room='ER-12', presentation='signs of confusion and distress', esi_level=2,
