@@ -29,8 +29,9 @@ def eval_command(
     = None,
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the episodes (default: env or 0).')]
     = None,
-    real_time_factor: Annotated[Optional[float], typer.Option(help="Sim seconds per wall second (default: the "
-                                                                   "scenario's).")] = None,
+    real_time_factor: Annotated[Optional[float], typer.Option(help='Sim seconds per wall second (default: 80 '
+                                                                   "for 'protocol', the LLM settings' for "
+                                                                   "'openai').")] = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
 ) -> None:
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR."""
