@@ -6,6 +6,7 @@ Commands stay thin: parse options, call :mod:`robot_team.runner`, print.
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -150,6 +151,33 @@ def _truth(task: dict) -> str:
         page = evidence['page_staff'].get('output') or {}
         return f"page acknowledged: {page.get('acknowledged')}"
     return '-'
+
+
+@app.command()
+def bench(
+    scenario: Annotated[str, typer.Option(help='Scenario to time.')] = 'onboarding',
+    runs: Annotated[int, typer.Option(min=1, help='Episodes per mode.')] = 5,
+    processes: Annotated[bool, typer.Option('--processes/--in-process', help='Also time one process per node.')]
+    = False,
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graphs.')] = None,
+    out: Annotated[Optional[Path], typer.Option(help='Keep the runs here (default: a temp folder).')] = None,
+) -> None:
+    """Time ED episodes with the protocol brain: wall time (target < 10 s) and sim clock rate (>= 20x)."""
+    from robot_team.bench import bench_episodes
+    modes = [False, True] if processes else [False]
+    table = Table('mode', 'runs', 'median wall s', 'max wall s', 'median sim clock x', 'min sim clock x',
+                  'sim s', 'outcomes as expected')
+    results = []
+    for mode in modes:
+        res = bench_episodes(scenario, runs, processes=mode, domain_id=domain_id,
+                             out_dir=(out / ('processes' if mode else 'in-process')) if out else None)
+        results.append(res)
+        table.add_row(res['mode'], str(runs), f"{res['median_wall_time_s']:.2f}", f"{res['max_wall_time_s']:.2f}",
+                      f"{res['median_clock_rate']:.1f}", f"{res['min_clock_rate']:.1f}",
+                      f"{statistics.median(r['sim_time_s'] for r in res['runs']):.1f}",
+                      str(res['all_outcomes_as_expected']))
+    console.print(table)
+    console.print_json(json.dumps(results))
 
 
 @app.command('bench-llm')

@@ -162,10 +162,11 @@ class Episode:
             self._stop_processes()
             time.sleep(0.2)   # let the last events arrive
             events = recorder.events()
+            for node in reversed(nodes):
+                executor.remove_node(node)
             executor.shutdown(timeout_sec=2.0)
             spin.join(timeout=5.0)
             for node in reversed(nodes):
-                executor.remove_node(node)
                 node.destroy_node()
             context.try_shutdown()
         wall_time = time.monotonic() - wall_start
