@@ -331,20 +331,40 @@ def test_report_that_never_validates_becomes_non_compliance_failure():
 
 
 def test_tool_errors_and_foreign_tools_go_back_to_the_model():
+    turns = [tool_calls(('show_display', {'room': 'ER-12'}), ('read_badge_scan', {'room': 'ER-12'})),
+             tool_calls(('read_badge_scan', '{"room": 12')),
+             tool_calls(('lookup_staff_by_badge', {'badge_id': 'ED-9'})),
+             scripted.report('failure', 'badge ED-9 is not in the staff directory')]
+
     def info(body):
-        res = scripted.results(body)
-        if not res:
-            return tool_calls(('show_display', {'room': 'ER-12'}), ('lookup_staff_by_badge', {'badge_id': 'ED-9'}),
-                              ('read_badge_scan', '{"room": 12'))
-        assert [r.get('ok') for _, _, r in res] == [False, False, False]
-        return scripted.report('failure', 'badge ED-9 is not in the staff directory')
+        return turns[sum(1 for m in body['messages'] if m['role'] == 'assistant')]
     with ScriptedServer({'info_collection_robot': info}) as server:
         report, record, box = run_robot_task(server, 'info_collection_robot')
     assert report.status is TaskStatus.FAILURE
     refused = kinds(record, 'tool_refused')
     assert len(refused) == 1 and refused[0]['target'] == 'show_display' and 'owned by display_robot' in \
         refused[0]['reason']
+    seen = [json.loads(m['content']) for m in server.requests[-1][1]['messages'] if m['role'] == 'tool']
+    assert 'refused' in seen[0] and seen[1]['skipped'].startswith('not run: show_display')
+    assert 'not valid JSON' in seen[2]['error'] and "not in the staff directory" in seen[3]['error']
     assert [r.tool for r in box.journal('info-1')] == ['lookup_staff_by_badge']   # refused/invalid never ran
+
+
+def test_calls_after_a_failed_call_in_the_same_reply_are_skipped():
+    def navigation(body):
+        res = scripted.results(body)
+        if not res:   # a plan: drive, then escort, then claim success
+            return tool_calls(('navigate_to_pose', {'x': 22.0, 'y': 3.0}), ('navigate_to_pose', {'x': 30.0, 'y': 9.5}),
+                              scripted.report_call('success', '', 'escorted'))
+        assert [r.get('skipped', '')[:7] for n, _, r in res if n == 'navigate_to_pose'] == ['', 'not run']
+        return scripted.report('failure', res[0][2]['error'])
+    world = World(nav_error='NO_VALID_PATH')
+    task = TaskSpec(task_id='nav-1', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id='90')
+    with ScriptedServer({'navigation_robot': navigation}) as server:
+        report, record, box = run_robot_task(server, 'navigation_robot', world=world, task=task)
+    assert [r.tool for r in box.journal('nav-1')] == ['navigate_to_pose']     # the escort never started
+    assert report.status is TaskStatus.FAILURE and 'NO_VALID_PATH' in report.issue
+    assert 'not accepted' in server.requests[1][1]['messages'][-1]['content']
 
 
 def test_endpoint_down_falls_back_to_protocol_or_reports_failure():
@@ -475,7 +495,7 @@ def test_record_then_replay_offline(tmp_path):
 def test_bench_reports_tokens_and_bridge_overhead():
     from robot_team.llm.bench import run_once
     figures = run_once(kb=True, ros=False)
-    assert figures['outcome'] == 'success' and figures['requests'] == 15
+    assert figures['outcome'] == 'success' and figures['requests'] == 14
     assert figures['prompt_tokens'] > 0 and figures['bridge_overhead_ms_median'] < 5.0
 
 

@@ -43,7 +43,7 @@ def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env
         ('nav-1', 'failure'), ('nav-2', 'success'), ('info-1', 'success'), ('display-1', 'success')]
     assert not report['guards'].get('tool_refused') and not report['guards'].get('false_completion')
     usage = report['llm']
-    assert usage['total']['requests'] == len(server.requests) == 15
+    assert usage['total']['requests'] == len(server.requests) == 14
     assert set(usage['per_robot']) == {'manager', 'navigation_robot', 'info_collection_robot', 'display_robot'}
     assert usage['total']['prompt_tokens'] > 0 and usage['total']['cost_usd'] > 0
     nav2 = report['tasks'][1]['evidence']['nav2_goals']

@@ -77,6 +77,7 @@ class World:
     scan_badge: str = 'ED-0090'
     care_team: list[str] = field(default_factory=lambda: ['41', '55'])
     display_ok: bool = True
+    nav_error: str = ''
     checked_in: list[str] = field(default_factory=list)
     shown: list[dict] = field(default_factory=list)
 
@@ -109,6 +110,9 @@ def build_toolbox(role: str, world: World, emit=None) -> Toolbox:
             return {'length_m': round(math.hypot(a.goal_x - (a.start_x or 0), a.goal_y - (a.start_y or 0)), 2)}
 
         def navigate(a):
+            if world.nav_error:
+                raise ToolError(f'navigate_to_pose aborted: {world.nav_error}', output={
+                    'outcome': 'aborted', 'error_name': world.nav_error, 'goal': [a.x, a.y, a.yaw]})
             return {'action': 'navigate_to_pose', 'outcome': 'succeeded', 'error_code': 0, 'error_name': 'NONE',
                     'goal': [a.x, a.y, a.yaw], 'final_pose': [a.x, a.y, a.yaw], 'duration_s': 30.0}
         stub.locate_staff, stub.page_staff, stub.room_door_pose = locate, page, door

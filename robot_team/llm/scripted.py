@@ -76,15 +76,13 @@ def navigation(body: dict) -> dict:
                           for s in alternatives])
     navs = [(a, r) for n, a, r in res if n == 'navigate_to_pose']
     door = _last(res, 'room_door_pose')['result']
-    if not navs:
-        return tool_calls(('navigate_to_pose', {'x': me['x'], 'y': me['y']}))
-    if not navs[-1][1].get('ok'):
-        return report('failure', f"navigate_to_pose failed: {navs[-1][1].get('error')}")
-    if len(navs) == 1:   # escort to the door and report in the same turn (stands only if the goal succeeds)
-        return tool_calls(('navigate_to_pose', {'x': door['x'], 'y': door['y'], 'yaw': door['yaw']}),
+    if not navs:   # drive to the HCW, escort them to the door, report: one plan, stopped at a failure
+        return tool_calls(('navigate_to_pose', {'x': me['x'], 'y': me['y']}),
+                          ('navigate_to_pose', {'x': door['x'], 'y': door['y'], 'yaw': door['yaw']}),
                           report_call('success', '', f"Escorted HCW #{hcw} from {me['area']} to {room}.",
                                       hcw_id=hcw, room=room))
-    return report('failure', 'escort did not complete')
+    failed = next((r for _, r in navs if not r.get('ok')), None)
+    return report('failure', f"navigate_to_pose failed: {(failed or {}).get('error') or 'escort incomplete'}")
 
 
 def info_collection(body: dict) -> dict:
