@@ -43,6 +43,8 @@ def run(
                                                                    "config/llm.yaml's real_time_factor, 5).")]
     = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
+    log_level: Annotated[str, typer.Option(help="Nodes' console log level (debug, info, warn, error); the event "
+                                                'record is complete whatever it is.')] = 'warn',
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json."""
     from robot_team.config import ConfigError, load_scenario
@@ -58,19 +60,21 @@ def run(
         options = {'kb': kb}
         real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
-        result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options)
+        result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
+                                    log_level)
     except (ConfigError, RuntimeError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(1) from exc
     print_summary(result.report)
 
 
-def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None):
+def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
+                       log_level='warn'):
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from robot_team.runner import run_episode
     if quiet:
-        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
                            real_time_factor=real_time_factor, brain_options=options)
     steps = ['navigation', 'info_collection', 'display', 'reflection']
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
@@ -86,7 +90,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
             elif event.kind == 'reflection':
                 done = len(steps)
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
-        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
                            real_time_factor=real_time_factor, on_event=on_event, brain_options=options)
 
 

@@ -8,6 +8,7 @@ field and what was expected.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -25,7 +26,8 @@ def share_dir() -> Path:
     """Return the folder holding ``config/``, ``worlds/`` and ``launch/``.
 
     Looked up in order: ``$ROBOT_TEAM_SHARE``; the source checkout this module was imported
-    from (if it is one); the ament index (``share/robot_team`` of a colcon or embedded install).
+    from (if it is one); the ament index (``share/robot_team`` of a colcon install); the Python
+    prefix's ``share/robot_team`` (the embedded install, where ``AMENT_PREFIX_PATH`` is unset).
 
     Raises
     ------
@@ -40,8 +42,10 @@ def share_dir() -> Path:
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.append(Path(get_package_share_directory(PACKAGE)))
-    except Exception:  # noqa: BLE001 - not installed through ament
+    except Exception:  # noqa: BLE001 - not installed through ament, or AMENT_PREFIX_PATH unset
         pass
+    # The embedded setup installs share/robot_team into the virtual environment's prefix.
+    candidates.append(Path(sys.prefix) / 'share' / PACKAGE)
     for path in candidates:
         if (path / 'config').is_dir():
             return path

@@ -106,8 +106,10 @@ class Episode:
 
     def __init__(self, scenario: Scenario, out_dir: Path, *, brain: str = 'protocol', processes: bool = False,
                  domain_id: int | None = None, real_time_factor: float | None = None,
-                 on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None):
+                 on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
+                 log_level: str = 'info'):
         self.scenario = scenario
+        self.log_level = log_level
         self.brain_options = dict(brain_options or {})
         self.out_dir = Path(out_dir)
         self.brain = brain
@@ -127,7 +129,7 @@ class Episode:
         paths = prepare(self.scenario, self.out_dir)
         wall_start = time.monotonic()
         context = rclpy.Context()
-        rclpy.init(context=context, domain_id=self.domain_id)
+        rclpy.init(args=['--ros-args', '--log-level', self.log_level], context=context, domain_id=self.domain_id)
         executor = MultiThreadedExecutor(num_threads=8, context=context)
         sim_time = [Parameter('use_sim_time', value=True)]
         recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self.on_event)
@@ -212,7 +214,7 @@ class Episode:
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
         import robot_team
-        args = list(argv) + ['--ros-args']
+        args = list(argv) + ['--ros-args', '--log-level', self.log_level]
         for key, value in params.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             args += ['-p', f'{key}:={text}']
@@ -283,12 +285,14 @@ class Episode:
 def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = 'protocol', processes: bool = False,
                 domain_id: int | None = None, real_time_factor: float | None = None,
                 on_event: Callable[[TeamEventModel], None] | None = None,
-                brain_options: dict | None = None) -> RunResult:
+                brain_options: dict | None = None, log_level: str = 'info') -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
     ``scenario.json`` (and ``logs/`` with ``processes=True``). ``brain_options`` are passed to
-    the manager and robots as ROS parameters (see :func:`_node_parameters`).
+    the manager and robots as ROS parameters (see :func:`_node_parameters`). ``log_level``
+    ('debug', 'info', 'warn', 'error') sets the nodes' console logging; the event record is
+    complete whatever it is.
 
     Raises
     ------
@@ -300,4 +304,5 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(str(scenario))
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
-                   real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options).run()
+                   real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
+                   log_level=log_level).run()

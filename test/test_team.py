@@ -138,3 +138,18 @@ def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
     assert crashed and crashed[0].target == 'display_robot' and crashed[0].data['returncode'] != 0
     assert result.report['outcome'] != 'success'
     assert result.report['guards'].get('node_crashed') == 1
+
+
+def test_installed_cli_finds_its_data_from_any_folder(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = Path(sys.prefix) / 'bin' / 'robot-team'
+    if not exe.exists():
+        pytest.skip('robot-team is not installed in this environment (scripts/setup.sh installs it)')
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ('AMENT_PREFIX_PATH', 'ROBOT_TEAM_SHARE')}
+    result = subprocess.run([str(exe), 'scenarios'], cwd=tmp_path, capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'onboarding' in result.stdout and 'unknown_badge' in result.stdout
