@@ -74,3 +74,46 @@ def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.
             return bool(condition())
         time.sleep(poll_s)
     return True
+
+
+def spin_node(name: str, make_node, make_executor, args=None) -> int:
+    """Run one node as a program: init rclpy, build the node, spin until interrupted, clean up.
+
+    Parameters
+    ----------
+    name
+        Program name for error messages, e.g. ``'supervisor'``.
+    make_node, make_executor
+        Callables returning the node and the executor (callers document their executor choice).
+    args
+        Command-line arguments for ``rclpy.init`` (``--ros-args ...``).
+
+    Returns
+    -------
+    int
+        0 on a normal stop (Ctrl-C, external shutdown); 2 if the node's configuration is
+        unusable (the :class:`~robot_team.config.ConfigError` is printed).
+    """
+    import sys
+
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    from robot_team.config import ConfigError
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = make_node()
+        executor = make_executor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ConfigError as exc:
+        print(f'{name}: {exc}', file=sys.stderr)
+        return 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -22,10 +22,9 @@ import json
 import threading
 import traceback
 
-import rclpy
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
@@ -35,7 +34,7 @@ from robot_team.brains.base import (
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.guards import prefetched_results, reflection_contradictions, strip_prefetched
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel, TaskType
-from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
+from robot_team.rosutil import ros_now_s, spin_node, wait_for_server, wait_future
 from robot_team.tools.base import ToolError
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
@@ -376,20 +375,9 @@ class ManagerNode(Node):
 
 def main(args=None) -> int:
     """Run the manager (``ros2 run robot_team manager``)."""
-    rclpy.init(args=args)
-    node = ManagerNode()
     # Multi-threaded: report results, escalations and human decisions arrive while the brain
     # thread waits on service futures.
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node('manager', ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 if __name__ == '__main__':

@@ -9,15 +9,14 @@ Service Caller); the operator only records that it is waiting.
 
 from __future__ import annotations
 
-import sys
 
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
 from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
+from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 
 ESCALATION_AWAITS_HUMAN = 'escalation_awaits_human'
@@ -167,20 +166,9 @@ class ScriptedOperatorNode(Node):
 
 def main(args=None) -> int:
     """Run the scripted operator (``ros2 run robot_team scripted_operator``)."""
-    try:
-        with rclpy.init(args=args):
-            node = ScriptedOperatorNode()
-            # Single-threaded: the timer and subscription share the pending answers and never
-            # block (the service is called with call_async), so one thread serves the node.
-            executor = SingleThreadedExecutor()
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigError as exc:
-        print(f'scripted_operator: {exc}', file=sys.stderr)
-        return 2
-    return 0
+    # Single-threaded: the timer and subscription share the pending answers and never block
+    # (the service is called with call_async), so one thread serves the node.
+    return spin_node('scripted_operator', ScriptedOperatorNode, SingleThreadedExecutor, args)
 
 
 if __name__ == '__main__':

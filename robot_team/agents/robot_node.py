@@ -13,10 +13,9 @@ from __future__ import annotations
 import threading
 import traceback
 
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
@@ -24,7 +23,7 @@ from robot_team.brains.base import BrainReport, RobotBrain, TaskSpec
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.grounding import contradictions
 from robot_team.reports import TASK_OWNER, TaskReportModel, TaskStatus, TaskType
-from robot_team.rosutil import ros_now_s
+from robot_team.rosutil import ros_now_s, spin_node
 from robot_team.tools.base import Toolbox
 
 ROLE_TASK = {owner: task for task, owner in TASK_OWNER.items() if task is not TaskType.REFLECTION}
@@ -195,20 +194,9 @@ class RobotNode(Node):
 
 
 def _main(role: str, args=None) -> int:
-    rclpy.init(args=args)
-    node = RobotNode(role)
     # Multi-threaded: the brain blocks in the action's execute callback while other threads
     # deliver service responses, Nav2 feedback and results to its tools.
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node(role, lambda: RobotNode(role), lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 def main_navigation(args=None) -> int:

@@ -19,16 +19,15 @@ Every authorization, deadline change, escalation and human decision is an event 
 
 from __future__ import annotations
 
-import sys
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
 from robot_team.config import ConfigError, Deadlines, Scenario, load_scenario
+from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import ReportError, TaskReportModel
 from robot_team.workflow import Deadline, WorkflowPolicy, WorkflowState
@@ -275,20 +274,9 @@ def _raw_report(msg) -> dict:
 
 def main(args=None) -> int:
     """Run the supervisor (``ros2 run robot_team supervisor``)."""
-    try:
-        with rclpy.init(args=args):
-            node = SupervisorNode()
-            # Single-threaded: every callback is short and never waits on another one (services
-            # answer from the policy's state), so one thread serves the whole node.
-            executor = SingleThreadedExecutor()
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigError as exc:
-        print(f'supervisor: {exc}', file=sys.stderr)
-        return 2
-    return 0
+    # Single-threaded: every callback is short and never waits on another one (services answer
+    # from the policy's state), so one thread serves the whole node.
+    return spin_node('supervisor', SupervisorNode, SingleThreadedExecutor, args)
 
 
 if __name__ == '__main__':

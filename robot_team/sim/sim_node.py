@@ -50,7 +50,7 @@ from nav_msgs.msg import Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -58,6 +58,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import String
 
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
+from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind
 from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
 from robot_team.names import (BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, MAP_FRAME, NAVIGATE_TO_POSE,
@@ -543,25 +544,9 @@ class EdSimNode(Node):
 
 def main(args=None) -> int:
     """Run the simulator node until interrupted."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = EdSimNode()
-        # Goals and pages block a thread each while they wait for sim time to pass: give the
-        # executor one per robot goal and concurrent page, plus the tick and services.
-        executor = MultiThreadedExecutor(num_threads=16)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigError as exc:
-        print(f'ed_sim: {exc}', file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    # Goals and pages block a thread each while they wait for sim time to pass: give the
+    # executor one per robot goal and concurrent page, plus the tick and services.
+    return spin_node('ed_sim', EdSimNode, lambda: MultiThreadedExecutor(num_threads=16), args)
 
 
 if __name__ == '__main__':
