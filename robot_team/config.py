@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 PACKAGE = 'robot_team'
 
@@ -88,12 +88,16 @@ def _validate(model, data: dict, path: Path, what: str):
 
 # --- Staff directory seed -------------------------------------------------------------------
 
+IdText = Annotated[str, BeforeValidator(lambda value: str(value) if isinstance(value, int) else value)]
+"""An ID written in YAML as text or as a bare number (``80`` and ``"80"`` are the same HCW)."""
+
+
 class StaffMember(BaseModel):
     """One HCW in the institutional staff directory."""
 
     model_config = ConfigDict(extra='forbid')
-    hcw_id: str = Field(min_length=1, description="HCW number, e.g. '80'.")
-    badge_id: str = Field(min_length=1, description="ID encoded on the HCW's badge, e.g. 'ED-0080'.")
+    hcw_id: IdText = Field(min_length=1, description="HCW number, e.g. '80'.")
+    badge_id: IdText = Field(min_length=1, description="ID encoded on the HCW's badge, e.g. 'ED-0080'.")
     name: str = Field(min_length=1)
     specialty: str = Field(min_length=1, description='Physician, Nurse, Technician...')
     role: str = Field('', description="Role on a care team, e.g. 'Attending physician'.")
@@ -101,23 +105,13 @@ class StaffMember(BaseModel):
     availability: Literal['available', 'busy', 'off_shift'] = 'available'
     detail: str = ''
 
-    @field_validator('hcw_id', 'badge_id', mode='before')
-    @classmethod
-    def _as_text(cls, value):
-        return str(value) if isinstance(value, int) else value
-
 
 class CareTeamMember(BaseModel):
     """A standing member of a room's care team."""
 
     model_config = ConfigDict(extra='forbid')
-    hcw_id: str
+    hcw_id: IdText
     role: str
-
-    @field_validator('hcw_id', mode='before')
-    @classmethod
-    def _as_text(cls, value):
-        return str(value) if isinstance(value, int) else value
 
 
 class StaffSeed(BaseModel):
@@ -143,14 +137,9 @@ class PatientSpec(BaseModel):
     room: str = Field(min_length=1, description="e.g. 'ER-12'")
     presentation: str = ''
     esi_level: int = Field(0, ge=0, le=5, description='Emergency Severity Index, 1-5 (0 unknown).')
-    assigned_hcw_id: str = Field(min_length=1)
+    assigned_hcw_id: IdText = Field(min_length=1)
     required_specialty: str = 'Physician'
     arrival_time_s: float = Field(1.0, ge=0.0, description='Sim time of the arrival, s.')
-
-    @field_validator('assigned_hcw_id', mode='before')
-    @classmethod
-    def _as_text(cls, value):
-        return str(value) if isinstance(value, int) else value
 
 
 class StaffOverride(BaseModel):
@@ -168,14 +157,9 @@ class OperatorAnswer(BaseModel):
     model_config = ConfigDict(extra='forbid')
     task_type: str | None = Field(None, description='Answer escalations about this task type (None: any).')
     decision: Literal['reassign', 'retry', 'abort']
-    hcw_id: str = ''
+    hcw_id: IdText = ''
     note: str = ''
     delay_s: float = Field(5.0, ge=0.0, description='Sim seconds the human takes to answer.')
-
-    @field_validator('hcw_id', mode='before')
-    @classmethod
-    def _as_text(cls, value):
-        return str(value) if isinstance(value, int) else value
 
 
 class Deadlines(BaseModel):
