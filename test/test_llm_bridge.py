@@ -520,3 +520,22 @@ def test_token_counts_offline_follow_the_cookbook():
     assert ts_type(schema).startswith('{task_type: "navigation" | ') and ts_type(schema).endswith('}[]')
     tools = robot_tools(build_toolbox('display_robot', World()))
     assert count_prompt([], tools) > count_prompt([], tools[:1]) > count_prompt([])
+
+
+def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
+    from typer.testing import CliRunner
+
+    import robot_team.runner
+    from robot_team.cli import app
+    seen = {}
+
+    def fake_run_episode(scenario, out, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError('stopped by the test')
+    monkeypatch.setattr(robot_team.runner, 'run_episode', fake_run_episode)
+    result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--no-kb', '--quiet', '--out', '/tmp/unused'])
+    assert result.exit_code == 1 and 'stopped by the test' in result.output
+    assert seen['brain'] == 'openai' and seen['brain_options'] == {'kb': False}
+    assert seen['real_time_factor'] == 5.0                       # config/llm.yaml: sim time runs during LLM waits
+    CliRunner().invoke(app, ['run', '--quiet', '--out', '/tmp/unused'])
+    assert seen['brain'] == 'protocol' and not seen['brain_options'] and seen['real_time_factor'] is None
