@@ -271,10 +271,12 @@ class LLMManagerBrain(ManagerBrain):
     def update_text(self, obs: ManagerObservation) -> str:
         """Return what is new in ``obs`` and the task record, compactly (the next user message)."""
         lines = []
-        if not self._seen and obs.patient is not None:
-            p = obs.patient
+        p = obs.patient
+        if p is not None and not self._started:
             lines.append(f'Patient {p.patient_id} in {p.room}: {p.presentation!r}, ESI {p.esi_level}; assigned '
                          f'HCW #{p.assigned_hcw_id} ({p.required_specialty}).')
+        elif p is not None:   # restated briefly: older turns may be out of the window
+            lines.append(f'Patient {p.patient_id} in {p.room}, assigned HCW #{p.assigned_hcw_id}.')
         for t in obs.tasks:
             key = f'{t.state}|{t.issue}'
             if self._seen.get(t.task_id) != key and t.state != 'running':
