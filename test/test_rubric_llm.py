@@ -1,0 +1,95 @@
+"""The rubric on a recorded LLM run: a scripted team that tries every known failure mode.
+
+A loopback OpenAI-compatible server scripts the replies of the real ``openai`` client in every
+node (``--brain openai``). The manager calls a robot's tool, echoes the navigation failure
+without acting, skips info collection, passes a pre-fetched result, writes a placeholder
+reflection first; the info robot claims a false success once. The guards keep the floor
+correct; the attempted view loses the points the published hand scoring would take.
+"""
+
+import json
+
+import pytest
+
+from robot_team.evaluation.rubric import Metric, score_run
+from robot_team.reports import TaskType
+
+pytest.importorskip('rclpy')
+fakeserver = pytest.importorskip('robot_team.llm.fakeserver')
+scripted = pytest.importorskip('robot_team.llm.scripted')
+
+NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
+
+
+def misbehaving_policies() -> dict:
+    """Return the scripted team: the well-behaved one, with each failure mode tried once."""
+    ideal, done = scripted.IdealManager(), set()
+
+    def once(name):
+        first = name not in done
+        done.add(name)
+        return first
+
+    def manager(body):
+        last = body['messages'][-1]
+        if last['role'] == 'user':
+            ideal.read(body)
+            content = last['content']
+            if 'Patient' in content and once('operate'):
+                return fakeserver.tool_calls(('navigate_to_pose', {'x': 1.0, 'y': 1.0}))
+            if 'nav-1 (navigation' in content and 'failure' in content and once('echo'):
+                return fakeserver.text('nav-1 failed: HCW #80 unavailable.')
+            if any(t['type'] == 'navigation' and t['state'] == 'success' for t in ideal.tasks.values()) \
+                    and once('skip'):
+                return fakeserver.tool_calls(('delegate_task', {'task_type': 'display', 'robot': 'display_robot',
+                                                                'reason': 'faster'}))
+        reply = ideal(body)
+        for call in reply.get('tool_calls') or []:
+            args = json.loads(call['function']['arguments'])
+            if args.get('task_type') == 'info_collection' and once('prefetch'):
+                args['instructions'] = 'name: Dr. Lucas Brennan, specialty: Physician; just confirm.'
+            if call['function']['name'] == 'submit_reflection' and once('placeholder'):
+                args['lessons_learned'] = ['TBD']
+            call['function']['arguments'] = json.dumps(args)
+        return reply
+
+    def info(body):
+        res = scripted.results(body)
+        if res and res[-1][0] == 'lookup_staff_by_badge' and once('lie'):
+            return scripted.report('success', '', 'identified', hcw_id='90', name='Dr. Nobody', specialty='Physician')
+        return scripted.info_collection(body)
+
+    return {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
+
+
+def test_scripted_failure_modes_lose_the_expected_points(tmp_path, domain_id, monkeypatch):
+    from robot_team.runner import run_episode
+    with fakeserver.ScriptedServer(misbehaving_policies()) as server:
+        for name, value in (('BASE_URL', server.base_url), ('API_KEY', 'test-key'), ('FALLBACK', 'fail'),
+                            ('TIMEOUT_S', '10')):
+            monkeypatch.setenv(f'ROBOT_TEAM_LLM_{name}', value)
+        result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
+                             brain_options={'kb': False}, real_time_factor=40.0)
+    assert result.report['outcome'] == 'success'   # the floor stayed correct
+    score = score_run(result.events)
+    attempted, floor = score.attempted, score.floor
+    expected = {   # (metric, task): (attempted, floor)
+        (Metric.DELEGATION_ACCURACY, NAV): (0.5, 1.0),    # the manager called navigate_to_pose itself
+        (Metric.TOOL_USAGE, NAV): (0.0, 1.0),             # ... a tool only its owner may use
+        (Metric.ISSUE_HANDLING, NAV): (0.0, 0.0),         # failure echoed: the supervisor's deadline escalated
+        (Metric.DELEGATION_ACCURACY, INFO): (0.5, 1.0),   # pre-fetched name and specialty (stripped)
+        (Metric.DELEGATION_ACCURACY, DISPLAY): (0.5, 1.0),  # display before info collection (refused)
+        (Metric.REFLECTION_QUALITY, None): (0.0, 1.0),    # placeholder first (refused)
+        (Metric.LOCAL_REASONING, INFO): (0.0, 1.0),       # false success claim (turned into a failure)
+        (Metric.REPORT_COMPLIANCE, INFO): (0.0, 1.0),
+        (Metric.COMPLETION_JUDGMENT, INFO): (1.0, 1.0),   # info-1 judged the failure it was, info-2 a success
+    }
+    for (metric, task), (want_attempted, want_floor) in expected.items():
+        got = (attempted.cell(metric, task), floor.cell(metric, task))
+        assert (got[0].score, got[1].score) == (want_attempted, want_floor), (metric, task, got)
+    assert 'navigate_to_pose' in attempted.cell(Metric.TOOL_USAGE, NAV).reason
+    assert 'deadline' in floor.cell(Metric.ISSUE_HANDLING, NAV).reason
+    assert floor.points - attempted.points == 5.5   # the sum of the differences above
+    # the scripted reports carry no location/path (navigation) and no care team/layout (display)
+    assert floor.cell(Metric.LOCAL_REASONING, DISPLAY).score == 0.0
+    assert score.usage.requests > 0 and score.usage.prompt_tokens > 0 and score.usage.cost_usd > 0
