@@ -2,6 +2,9 @@
 
 - :func:`reflection_contradictions`: a reflection whose task outcomes contradict the record
   (e.g. claims navigation succeeded when no navigation task succeeded) is refused.
+- :func:`report_contradictions`: the manager accepts an operational success only from the
+  robot that owns the task *with its tools' ground truth attached* and consistent with it (the
+  same check the robot node runs, repeated on the evidence that travelled with the report).
 - :func:`prefetched_results`: a delegation must carry who, where and why (HCW number, room,
   patient cue, recovery reason), never the task's results. The rule: ``context`` may hold only
   the keys in :data:`DELEGATION_CONTEXT_KEYS`, and ``instructions`` may not state result fields
@@ -16,8 +19,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from robot_team.brains.base import Delegate, TaskRecord
-from robot_team.reports import TASK_OWNER, Reflection, TaskStatus
+from robot_team.brains.base import BrainReport, Delegate, TaskRecord
+from robot_team.grounding import contradictions
+from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, Reflection, TaskReportModel, TaskStatus
+from robot_team.tools.base import ToolResult
 
 DELEGATION_CONTEXT_KEYS = frozenset({'patient_id', 'presentation', 'esi_level', 'required_specialty',
                                      'assigned_hcw_id', 'note'})
@@ -49,6 +54,31 @@ def reflection_contradictions(reflection: Reflection, tasks: Iterable[TaskRecord
         if owner and outcome.robot != owner:
             problems.append(f"{kind} is attributed to '{outcome.robot}', but only {owner} does {kind}")
     return problems
+
+
+def report_contradictions(report: TaskReportModel) -> list[str]:
+    """Return why ``report``'s success is not supported by its attached evidence (empty: supported).
+
+    Failures are always accepted (a failure needs no proof); a success of an operational task
+    needs ``evidence['tool_journal']`` from the owning robot's tools, consistent with the claim
+    (:func:`robot_team.grounding.contradictions`).
+    """
+    if report.status is not TaskStatus.SUCCESS or report.task_type not in OPERATIONAL_TASKS:
+        return []
+    entries = report.evidence.get('tool_journal')
+    if not isinstance(entries, list) or not entries:
+        return [f'{report.task_type.value} success reported without its tools\' ground truth']
+    journal = []
+    for entry in entries:
+        if not isinstance(entry, dict) or 'tool' not in entry:
+            return ['malformed tool journal in the evidence']
+        journal.append(ToolResult(tool=str(entry['tool']), args=dict(entry.get('args') or {}),
+                                  ok=bool(entry.get('ok')), output=dict(entry.get('output') or {}),
+                                  error=str(entry.get('error') or '')))
+    if TASK_OWNER.get(report.task_type) != report.robot:
+        return [f'{report.robot} does not own {report.task_type.value}']
+    claim = BrainReport(status=report.status, issue=report.issue, summary=report.summary, data=report.data)
+    return contradictions(report.task_type, claim, journal)
 
 
 def prefetched_results(delegation: Delegate) -> list[str]:

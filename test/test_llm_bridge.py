@@ -539,3 +539,22 @@ def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
     assert seen['real_time_factor'] == 5.0                       # config/llm.yaml: sim time runs during LLM waits
     CliRunner().invoke(app, ['run', '--quiet', '--out', '/tmp/unused'])
     assert seen['brain'] == 'protocol' and not seen['brain_options'] and seen['real_time_factor'] is None
+
+
+def test_manager_accepts_a_success_only_with_consistent_ground_truth():
+    from robot_team.guards import report_contradictions
+    from robot_team.reports import TaskReportModel
+    journal = [{'tool': 'read_badge_scan', 'args': {}, 'ok': True, 'output': {'badge_id': 'ED-0090'}},
+               {'tool': 'lookup_staff_by_badge', 'args': {}, 'ok': True,
+                'output': {'hcw_id': '90', 'name': 'Dr. Lucas Brennan', 'specialty': 'Physician'}}]
+    good = TaskReportModel(task_id='info-1', task_type='info_collection', robot='info_collection_robot',
+                           status='success', data={'hcw_id': '90', 'name': 'Dr. Lucas Brennan',
+                                                   'specialty': 'Physician'}, evidence={'tool_journal': journal})
+    assert report_contradictions(good) == []
+    assert 'without its tools' in report_contradictions(good.model_copy(update={'evidence': {}}))[0]
+    forged = good.model_copy(update={'data': {**good.data, 'name': 'Dr. Nobody'}})
+    assert "reported name 'Dr. Nobody' differs" in report_contradictions(forged)[0]
+    wrong_robot = good.model_copy(update={'robot': 'display_robot'})
+    assert 'does not own' in report_contradictions(wrong_robot)[0]
+    failure = good.model_copy(update={'status': 'failure', 'issue': 'x', 'evidence': {}})
+    assert report_contradictions(failure) == []

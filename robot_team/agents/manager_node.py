@@ -32,7 +32,8 @@ from robot_team.brains.base import (
     Delegate, Escalate, EscalationRecord, Finish, ManagerBrain, ManagerObservation, PatientInfo, Reflect,
     TaskRecord)
 from robot_team.events import EventEmitter, EventKind, reliable_qos
-from robot_team.guards import prefetched_results, reflection_contradictions, strip_prefetched
+from robot_team.guards import (
+    prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel, TaskType
 from robot_team.rosutil import ros_now_s, spin_node, wait_for_server, wait_future
 from robot_team.tools.base import ToolError
@@ -295,6 +296,10 @@ class ManagerNode(Node):
                 if report.task_id != record.task_id or report.robot != record.robot:
                     raise ReportError(f'report for {report.task_id} from {report.robot} does not match '
                                       f'{record.task_id} delegated to {record.robot}')
+                ungrounded = report_contradictions(report)
+                if ungrounded:   # a success the attached ground truth does not support
+                    raise ReportError(f'success on {report.task_id} not supported by its evidence: '
+                                      + '; '.join(ungrounded))
             except ReportError as exc:
                 error = str(exc)
                 self.events.emit(EventKind.REPORT_REJECTED, f'manager rejected the report on {record.task_id}',
