@@ -114,3 +114,17 @@ def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id,
     assert statuses['info-1'] == 'failure' and statuses['info-2'] == 'success'
     assert report['tasks'][-1]['name'] == 'display' and report['tasks'][-1]['status'] == 'success'
     assert report['reflection'] and report['outcome'] == 'success'
+
+
+@pytest.mark.parametrize('scenario', ['no_path', 'unknown_badge'])
+def test_llm_team_escalates_what_it_cannot_fix(scenario, tmp_path, domain_id, llm_env):
+    from robot_team.runner import run_episode
+    with ScriptedServer(scripted.ideal_policies()) as server:
+        llm_env(server)
+        result = run_episode(scenario, tmp_path / 'run', brain='openai', domain_id=domain_id,
+                             brain_options={'kb': False}, real_time_factor=40.0)
+    report = result.report
+    assert report['outcome'] == report['expected_outcome'] == 'escalated'
+    assert report['escalations'][0]['raised_by'] == 'manager' and report['escalations'][0]['decision'] == 'abort'
+    assert report['tasks'][-1]['status'] == 'failure' and report['reflection']
+    assert not report['guards'].get('false_completion') and not report['guards'].get('tool_refused')

@@ -137,7 +137,7 @@ class IdealManager:
     def __init__(self):
         self.patient: dict = {}
         self.tasks: dict[str, dict] = {}
-        self.decisions: list[tuple[str, str]] = []
+        self.escalated: dict[str, tuple[str, str, str]] = {}   # task_id -> (decision, hcw_id, escalation_id)
 
     def read(self, body: dict) -> None:
         """Update what the manager knows from the latest user message."""
@@ -157,9 +157,9 @@ class IdealManager:
                     known = self.tasks.setdefault(tid, {'type': kind, 'robot': '', 'hcw': hcw.lstrip('#'),
                                                         'text': '', 'data': {}})
                     known['state'] = state
-            m = re.match(r'Escalation (\S+) on (\S+) .*decision: (reassign|retry|abort)(?: #(\w+))?', line)
+            m = re.match(r'Escalation (\S+) on (\S+) by .*decision: (\w+)(?: #(\w+))?', line)
             if m:
-                self.decisions.append((m.group(2), m.group(4) or ''))
+                self.escalated[m.group(2)] = (m.group(3), m.group(4) or '', m.group(1))
 
     def __call__(self, body: dict) -> dict:
         """Answer one manager request."""
@@ -181,30 +181,44 @@ class IdealManager:
                                                      'reason': f'next step: {kind}'}))
             tid, t = latest[kind]
             if t['state'] == 'failure':
-                decided = [h for task_id, h in self.decisions if task_id == tid]
+                decision, chosen, _ = self.escalated.get(tid, ('', '', ''))
+                if decision == 'pending':
+                    return text(f'Waiting for the human decision on {tid}.')
+                if decision == 'abort':
+                    break
                 alts = t['data'].get('alternatives') or []
-                hcw = decided[-1] if decided else (alts[0]['hcw_id'] if alts else '')
+                hcw = chosen if decision == 'reassign' else t['hcw'] if decision == 'retry' else \
+                    (alts[0]['hcw_id'] if alts else '')
                 attempts = sum(1 for x in self.tasks.values() if x['type'] == kind)
                 if not hcw and kind != 'navigation' and attempts < 2:   # retry a robot's failed step once
                     hcw = t['hcw']
                 if not hcw:
-                    return tool_calls(('escalate_to_supervisor', {'task_id': tid, 'reason': t['text'],
+                    return tool_calls(('escalate_to_supervisor', {'task_id': tid, 'reason': t['text'] or 'failed',
                                                                   'options': ['retry', 'abort']}))
+                why = f'human decision on {tid}: {decision}' if decision else f'{tid} failed; #{hcw} available'
                 return tool_calls(('delegate_task', {'task_type': kind, 'robot': owners[kind], 'hcw_id': hcw,
-                                                     'handles_task_id': tid,
-                                                     'reason': f'{tid} failed; alternative #{hcw} available'}))
+                                                     'handles_task_id': tid, 'reason': why}))
             if t['state'] == 'running':
                 return text('Waiting.')
         return tool_calls(('submit_reflection', self.reflection()))
 
     def reflection(self) -> dict:
-        """Return a reflection true to the record it was told."""
+        """Return a reflection true to the record it was told (tasks never attempted are failures)."""
+        owners = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
+                  'display': 'display_robot'}
         outcomes, recovery = [], []
         for kind in ('navigation', 'info_collection', 'display'):
             mine = [(tid, t) for tid, t in self.tasks.items() if t['type'] == kind]
+            if not mine:
+                outcomes.append({'task_type': kind, 'status': 'failure', 'robot': owners[kind],
+                                 'summary': 'not attempted: the episode was closed earlier'})
+                continue
             tid, t = mine[-1]
-            outcomes.append({'task_type': kind, 'status': t['state'], 'robot': t['robot'], 'summary': t['text']})
+            outcomes.append({'task_type': kind, 'status': t['state'], 'robot': owners[kind],
+                             'summary': t['text'] or f'{tid} {t["state"]}'})
             recovery += [f'{f} failed ({ft["text"]}); recovered by {tid}' for f, ft in mine[:-1]]
+        recovery += [f'{esc} on {task}: human decision {decision}' + (f' #{hcw}' if hcw else '')
+                     for task, (decision, hcw, esc) in self.escalated.items()]
         return {'task_outcomes': outcomes, 'recovery_attempts': recovery or ['none needed'],
                 'lessons_learned': ['Page the assigned HCW early and keep an available alternative ready.']}
 
