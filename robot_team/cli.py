@@ -194,6 +194,43 @@ def bench_llm(
 
 
 @app.command()
+def escalations(
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
+    listen: Annotated[float, typer.Option(help='Seconds to listen.')] = 2.0,
+) -> None:
+    """List the escalations of a running team and their decisions."""
+    from robot_team.human import list_escalations
+    table = Table('escalation', 'task', 'raised by', 'reason', 'options', 'decision')
+    for esc in list_escalations(domain_id, listen):
+        decision = f"{esc['decision']} {esc.get('hcw_id') or ''}".strip() or '[yellow]open[/yellow]'
+        table.add_row(esc['escalation_id'], esc.get('task_id', ''), esc.get('raised_by', ''), esc.get('reason', ''),
+                      ', '.join(esc.get('options', [])), decision)
+    console.print(table)
+
+
+@app.command()
+def resolve(
+    escalation_id: Annotated[str, typer.Argument(help="e.g. 'esc-1'")],
+    decision: Annotated[str, typer.Argument(help='reassign, retry or abort')],
+    hcw_id: Annotated[str, typer.Option(help="With 'reassign': the HCW to assign instead.")] = '',
+    note: Annotated[str, typer.Option(help='Why (recorded).')] = '',
+    operator_id: Annotated[str, typer.Option(help='Who decides (recorded).')] = 'console',
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
+) -> None:
+    """Answer an escalation as a human (calls /team/supervisor/resolve_escalation)."""
+    from robot_team.human import resolve_escalation
+    try:
+        accepted, message = resolve_escalation(escalation_id, decision, hcw_id=hcw_id, note=note,
+                                               operator_id=operator_id, domain_id=domain_id)
+    except TimeoutError as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(1) from exc
+    console.print(('[green]accepted[/green]: ' if accepted else '[red]refused[/red]: ') + message)
+    if not accepted:
+        raise typer.Exit(1)
+
+
+@app.command()
 def scenarios() -> None:
     """List the shipped scenarios."""
     from robot_team.config import load_scenario, scenario_names
