@@ -126,8 +126,12 @@ class Episode:
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.parameter import Parameter
         ensure_localhost_dds()
-        paths = prepare(self.scenario, self.out_dir)
         wall_start = time.monotonic()
+        try:
+            paths = prepare(self.scenario, self.out_dir)
+        except ConfigError as exc:
+            self._record_input_error(exc, time.monotonic() - wall_start)
+            raise
         context = rclpy.Context()
         rclpy.init(args=['--ros-args', '--log-level', self.log_level], context=context, domain_id=self.domain_id)
         executor = MultiThreadedExecutor(num_threads=8, context=context)
@@ -180,6 +184,21 @@ class Episode:
                            'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
         (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
         return RunResult(report=report, out_dir=self.out_dir, events=events)
+
+    def _record_input_error(self, exc: ConfigError, wall_time: float) -> None:
+        """Write the record and report of a run stopped by bad input, before any node started."""
+        event = TeamEventModel(stamp_s=0.0, wall_time=time.time(), seq=1, actor='runner',
+                               kind=EventKind.INPUT_ERROR.value, target=self.scenario.name,
+                               summary='the run could not start: bad input', reason=str(exc),
+                               data={'error': str(exc), 'type': type(exc).__name__})
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        files = write_record([event], self.out_dir)
+        report = build_report([event], scenario=self.scenario.name, brain=self.brain,
+                              mode='processes' if self.processes else 'in-process',
+                              expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
+        report.update(outcome='input_error', error=str(exc),
+                      files={'report': str(self.out_dir / 'report.json'), **files})
+        (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
 
     # -- in-process --
 

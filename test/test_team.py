@@ -98,6 +98,11 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     bad_world.write_text('<sdf version="1.9"><world name="x">')
     with pytest.raises(ConfigError, match='bad.sdf'):
         run_episode(base.model_copy(update={'world': str(bad_world)}), tmp_path / 'c')
+    # Nothing is lost: the stopped run has a report and an event record naming the problem.
+    stopped = json.loads((tmp_path / 'c' / 'report.json').read_text())
+    assert stopped['outcome'] == 'input_error' and 'bad.sdf' in stopped['error']
+    recorded = read_jsonl(tmp_path / 'c' / 'events.jsonl')
+    assert [e.kind for e in recorded] == ['input_error'] and 'bad.sdf' in recorded[0].reason
     bad_staff = tmp_path / 'staff.yaml'
     bad_staff.write_text('staff: []\n')
     with pytest.raises(ConfigError, match='staff'):
