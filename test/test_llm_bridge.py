@@ -558,3 +558,20 @@ def test_manager_accepts_a_success_only_with_consistent_ground_truth():
     assert 'does not own' in report_contradictions(wrong_robot)[0]
     failure = good.model_copy(update={'status': 'failure', 'issue': 'x', 'evidence': {}})
     assert report_contradictions(failure) == []
+
+
+def test_reflection_that_never_validates_ends_as_non_compliance():
+    ideal = scripted.IdealManager()
+
+    def manager(body):
+        reply = ideal(body)
+        for call in reply.get('tool_calls') or []:
+            if call['function']['name'] == 'submit_reflection':   # placeholder, then not even the schema
+                call['function']['arguments'] = json.dumps({'task_outcomes': [], 'lessons_learned': ['TBD']})
+        return reply
+    with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
+        result = team(server, max_report_retries=2).run()
+    assert result.outcome == 'failure'
+    assert len(kinds(result.record, 'reflection_rejected')) == 3 and not kinds(result.record, 'reflection')
+    assert 'non-compliance' in kinds(result.record, 'brain_error')[-1]['reason']
+    assert [t.state for t in result.observation.tasks][-3:] == ['success'] * 3   # the floor work stands

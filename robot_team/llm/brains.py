@@ -14,7 +14,9 @@ as "drive to the HCW, then to the room" never continues past a failed step.
 new cues, task updates and guard feedback as one user message and turns the model's tool
 calls into Delegate / Escalate / Reflect actions (Finish is bookkeeping, once the reflection
 was accepted). A call to any other tool (an operational tool such as ``navigate_to_pose``) is
-refused, recorded as ``tool_refused`` and the refusal goes back to the model.
+refused, recorded as ``tool_refused`` and the refusal goes back to the model. A reflection that
+does not validate or is refused (incomplete, contradicting the record) more than
+``max_report_retries`` times ends the episode as a failure with a non-compliance reason.
 
 Neither brain touches ROS. Text from the world (badge names, directory fields, human notes)
 reaches the model only inside tool results or quoted update lines: data, never instructions;
@@ -256,6 +258,7 @@ class LLMManagerBrain(ManagerBrain):
         self._seen_escalations: dict[str, str] = {}
         self._started = False
         self._kb_now = True
+        self._bad_reflections = 0
         self._fallback: ManagerBrain | None = None
         self._make_fallback = fallback_brain
 
@@ -322,6 +325,11 @@ class LLMManagerBrain(ManagerBrain):
             t.state == 'failure' and self._seen.get(t.task_id) != f'{t.state}|{t.issue}' for t in observation.tasks) \
             or any(self._seen_escalations.get(e.escalation_id) != (e.decision or 'open')
                    for e in observation.escalations)
+        self._bad_reflections += sum(1 for f in observation.feedback
+                                     if f.startswith(('Reflection refused, incomplete', 'Reflection refused, it '
+                                                      'contradicts')))
+        if self._bad_reflections > self.settings.max_report_retries:
+            return self._non_compliant_reflection()
         update = self.update_text(observation)
         self._started = True
         self._turn_starts.append(len(self.messages))
@@ -345,7 +353,16 @@ class LLMManagerBrain(ManagerBrain):
                     actions.append(action)
             if actions or not retry:
                 return actions
+            if self._bad_reflections > self.settings.max_report_retries:
+                return self._non_compliant_reflection()
         return []
+
+    def _non_compliant_reflection(self) -> list[ManagerAction]:
+        why = (f'non-compliance: the reflection was refused or invalid {self._bad_reflections} times '
+               f'(limit {self.settings.max_report_retries + 1})')
+        self._emit(EventKind.BRAIN_ERROR, 'manager: no valid reflection, episode ends as a failure',
+                   target='submit_reflection', reason=why, error=why)
+        return [Finish(outcome='failure', reason=why)]
 
     def _window(self) -> list[dict]:
         start = self._turn_starts[-min(self.settings.history_turns, len(self._turn_starts))]
@@ -364,8 +381,13 @@ class LLMManagerBrain(ManagerBrain):
             args = MANAGER_TOOL_MODELS[name].model_validate_json(raw)
         except ValidationError as exc:
             why = explain_validation_error(exc)
-            self._emit(EventKind.BRAIN_ERROR, f'manager sent invalid {name} arguments', target=name, reason=why,
-                       error=why, raw=raw[:500])
+            if name == 'submit_reflection':
+                self._bad_reflections += 1
+                self._emit(EventKind.REFLECTION_REJECTED, 'manager sent a reflection that does not validate',
+                           target=name, reason=why, raw=raw[:500], attempt=self._bad_reflections)
+            else:
+                self._emit(EventKind.BRAIN_ERROR, f'manager sent invalid {name} arguments', target=name,
+                           reason=why, error=why, raw=raw[:500])
             return None, f'invalid arguments: {why}'
         try:
             if isinstance(args, DelegateTaskArgs):
