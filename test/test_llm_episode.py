@@ -128,3 +128,28 @@ def test_llm_team_escalates_what_it_cannot_fix(scenario, tmp_path, domain_id, ll
     assert report['escalations'][0]['raised_by'] == 'manager' and report['escalations'][0]['decision'] == 'abort'
     assert report['tasks'][-1]['status'] == 'failure' and report['reflection']
     assert not report['guards'].get('false_completion') and not report['guards'].get('tool_refused')
+
+
+def test_a_recorded_run_replays_offline_through_ros(tmp_path, domain_id, llm_env, monkeypatch):
+    from robot_team.llm.client import Cassette
+    from robot_team.runner import run_episode
+    cassette = tmp_path / 'onboarding.jsonl'
+    monkeypatch.setenv('ROBOT_TEAM_LLM_CASSETTE', str(cassette))
+    monkeypatch.setenv('ROBOT_TEAM_LLM_CASSETTE_MODE', 'record')
+    with ScriptedServer(scripted.ideal_policies()) as server:
+        llm_env(server)
+        recorded = run_episode('onboarding', tmp_path / 'rec', brain='openai', domain_id=domain_id,
+                               brain_options={'kb': False}, real_time_factor=40.0).report
+    Cassette._instances.clear()
+    monkeypatch.setenv('ROBOT_TEAM_LLM_CASSETTE_MODE', 'replay')
+    monkeypatch.setenv('ROBOT_TEAM_LLM_BASE_URL', 'http://127.0.0.1:9/v1')   # nothing listens: no network
+    monkeypatch.setenv('ROBOT_TEAM_LLM_MAX_RETRIES', '0')
+    try:
+        replayed = run_episode('onboarding', tmp_path / 'rep', brain='openai', domain_id=domain_id,
+                               brain_options={'kb': False}, real_time_factor=40.0)
+    finally:
+        Cassette._instances.clear()
+    assert recorded['outcome'] == replayed.report['outcome'] == 'success'
+    replies = events(replayed, 'llm_reply')
+    assert len(replies) == recorded['llm']['total']['requests'] and not events(replayed, 'llm_error')
+    assert all(e.data['source'].startswith('replay') for e in replies)
