@@ -170,6 +170,9 @@ class Episode:
             events = recorder.events()
             for node in reversed(nodes):
                 executor.remove_node(node)
+            # Let callbacks already queued in the executor's thread pool finish before its guard
+            # condition is destroyed (else rclpy reports "exception was never retrieved").
+            time.sleep(0.3)
             executor.shutdown(timeout_sec=2.0)
             spin.join(timeout=5.0)
             for node in reversed(nodes):
