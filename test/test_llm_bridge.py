@@ -195,9 +195,9 @@ def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():
 
     def manager(body):
         last = body['messages'][-1]['content'] or ''
-        if 'nav-1 (navigation' in last and 'failure' in last:
+        if ('nav-1 (navigation' in last and 'failure' in last) or last.startswith('Nothing is running'):
             ideal.read(body)
-            return text('nav-1 failed: HCW #80 unavailable.')   # echoes the failure, does nothing
+            return text('nav-1 failed: HCW #80 unavailable.')   # echoes the failure, does nothing, twice
         return ideal(body)
     with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
         result = team(server).run()
@@ -207,6 +207,8 @@ def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():
     assert escalation['data']['raised_by'] == 'supervisor'
     assert kinds(result.record, 'human_decision')[0]['data']['hcw_id'] == '90'
     assert [t.hcw_id for t in result.observation.tasks if t.task_type is TaskType.NAVIGATION] == ['80', '90']
+    nudges = [m for m in server.requests_of('manager')[2]['messages'] if m['role'] == 'user']
+    assert nudges[-1]['content'].startswith('Nothing is running')          # the bridge asked once
     assert result.outcome == 'success'
 
 
@@ -575,3 +577,18 @@ def test_reflection_that_never_validates_ends_as_non_compliance():
     assert len(kinds(result.record, 'reflection_rejected')) == 3 and not kinds(result.record, 'reflection')
     assert 'non-compliance' in kinds(result.record, 'brain_error')[-1]['reason']
     assert [t.state for t in result.observation.tasks][-3:] == ['success'] * 3   # the floor work stands
+
+
+def test_an_idle_manager_is_asked_once_to_act():
+    ideal = scripted.IdealManager()
+    chatted = []
+
+    def manager(body):
+        if not chatted:
+            chatted.append(1)
+            return text('Understood, I will coordinate the team.')   # talks instead of acting
+        return ideal(body)
+    with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
+        result = team(server).run()
+    assert server.requests_of('manager')[1]['messages'][-1]['content'].startswith('Nothing is running')
+    assert result.outcome == 'success'

@@ -68,7 +68,8 @@ def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id,
             content = last['content']
             if 'Patient' in content and once('operate'):           # 1. calls a robot's tool
                 return tool_calls(('navigate_to_pose', {'x': 1.0, 'y': 1.0}))
-            if 'nav-1 (navigation' in content and 'failure' in content and once('echo'):
+            if ('nav-1 (navigation' in content and 'failure' in content and once('echo')) or (
+                    content.startswith('Nothing is running') and once('echo again')):
                 return text('nav-1 failed: HCW #80 unavailable.')   # 2. echoes the failure, does nothing
             nav_ok = any(t['type'] == 'navigation' and t['state'] == 'success' for t in ideal.tasks.values())
             if nav_ok and once('skip'):                              # 3. skips info collection

@@ -335,6 +335,7 @@ class LLMManagerBrain(ManagerBrain):
         self._turn_starts.append(len(self.messages))
         self.messages.append({'role': 'user', 'content': update})
         tools = manager_tools()
+        nudged = False
         for _ in range(self.settings.max_steps):
             try:
                 reply = self.client.chat(self._window(), tools)
@@ -342,7 +343,11 @@ class LLMManagerBrain(ManagerBrain):
                 return self._endpoint_down(observation, exc)
             self.messages.append(reply.message)
             if not reply.tool_calls:
-                return []
+                if nudged or not self._idle(observation):
+                    return []   # waiting is right (a task runs, a human decides), or it was told once
+                nudged = True   # nothing runs and nobody else will act: ask once for an action
+                self.messages.append({'role': 'user', 'content': 'Nothing is running: act now with your tools.'})
+                continue
             actions, retry = [], False
             for call in reply.tool_calls:
                 action, content = self._action(call, observation)
@@ -363,6 +368,12 @@ class LLMManagerBrain(ManagerBrain):
         self._emit(EventKind.BRAIN_ERROR, 'manager: no valid reflection, episode ends as a failure',
                    target='submit_reflection', reason=why, error=why)
         return [Finish(outcome='failure', reason=why)]
+
+    @staticmethod
+    def _idle(obs: ManagerObservation) -> bool:
+        """Return whether no task runs and no escalation awaits a human (only the manager can act)."""
+        return not any(t.state == 'running' for t in obs.tasks) and not any(
+            not e.resolved for e in obs.escalations)
 
     def _window(self) -> list[dict]:
         start = self._turn_starts[-min(self.settings.history_turns, len(self._turn_starts))]

@@ -140,8 +140,8 @@ class IdealManager:
         self.escalated: dict[str, tuple[str, str, str]] = {}   # task_id -> (decision, hcw_id, escalation_id)
 
     def read(self, body: dict) -> None:
-        """Update what the manager knows from the latest user message."""
-        user = [m for m in body['messages'] if m.get('role') == 'user'][-1]['content']
+        """Update what the manager knows from the user messages it is sent (oldest first)."""
+        user = '\n'.join(m['content'] for m in body['messages'] if m.get('role') == 'user')
         for line in user.splitlines():
             m = re.match(r'Patient (\S+) in (\S+): .*assigned HCW #(\w+)', line)
             if m:
