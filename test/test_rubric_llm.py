@@ -37,7 +37,8 @@ def misbehaving_policies() -> dict:
             content = last['content']
             if 'Patient' in content and once('operate'):
                 return fakeserver.tool_calls(('navigate_to_pose', {'x': 1.0, 'y': 1.0}))
-            if 'nav-1 (navigation' in content and 'failure' in content and once('echo'):
+            if ('nav-1 (navigation' in content and 'failure' in content and once('echo')) or (
+                    content.startswith('Nothing is running') and once('echo again')):   # the bridge asks once
                 return fakeserver.text('nav-1 failed: HCW #80 unavailable.')
             if any(t['type'] == 'navigation' and t['state'] == 'success' for t in ideal.tasks.values()) \
                     and once('skip'):
