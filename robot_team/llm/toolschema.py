@@ -19,12 +19,12 @@ from robot_team.tools.base import Toolbox
 
 
 class SubmitReport(BrainReport):
-    """Submit your report on the task, once, last."""
+    """Your report on the task, once, last."""
 
     status: TaskStatus
-    issue: str = Field('', description='Required for a failure.')
+    issue: str = Field('', description='Required for failure')
     summary: str = ''
-    data: dict[str, Any] = Field(default_factory=dict, description='What you found.')
+    data: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode='after')
     def _failure_names_issue(self) -> 'SubmitReport':
@@ -34,18 +34,18 @@ class SubmitReport(BrainReport):
 
 
 class DelegateTaskArgs(BaseModel):
-    """Delegate a task to the robot that owns it (the supervisor authorizes it)."""
+    """Delegate a task to its robot (the supervisor authorizes)."""
 
-    task_type: str = Field(description='navigation|info_collection|display')
+    task_type: str
     robot: str
     hcw_id: str = ''
-    reason: str = Field(description='Why; a repeat of a succeeded task needs one.')
-    handles_task_id: str = Field('', description='Failed task this recovers from.')
+    reason: str
+    handles_task_id: str = Field('', description='Failed task it recovers')
     instructions: str = ''
 
 
 class EscalateArgs(BaseModel):
-    """Escalate a failed task to a human through the supervisor."""
+    """Escalate a failed task to a human."""
 
     task_id: str
     reason: str = Field(min_length=1)
@@ -53,7 +53,7 @@ class EscalateArgs(BaseModel):
 
 
 class SubmitReflectionArgs(Reflection):
-    """Submit the reflection: each task's outcome, recovery attempts, lessons learned."""
+    """Last: each task's outcome, recovery attempts, lessons learned."""
 
 
 MANAGER_TOOL_MODELS: dict[str, type[BaseModel]] = {

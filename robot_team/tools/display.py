@@ -15,9 +15,9 @@ from robot_team.tools.info import open_directory
 
 
 class FetchCareTeamInput(BaseModel):
-    """Fetch a room's care team (standing members and checked-in HCWs) from the staff directory."""
+    """Fetch a room's care team from the staff directory."""
 
-    room: str = Field(min_length=1, description="e.g. 'ER-12'")
+    room: str = Field(min_length=1)
 
 
 class DisplayEntryInput(BaseModel):
@@ -30,12 +30,12 @@ class DisplayEntryInput(BaseModel):
 
 
 class ShowDisplayInput(BaseModel):
-    """Show the care team with a layout plan on the room's shared screen."""
+    """Show the care team on the room's shared screen."""
 
     room: str = Field(min_length=1)
     title: str = Field(min_length=1)
     entries: list[DisplayEntryInput] = Field(min_length=1)
-    layout: str = Field(min_length=1, description='The layout plan, e.g. "rows: physician, nurse, technician".')
+    layout: str = Field(min_length=1, description='e.g. rows by role')
 
 
 class DisplayTools:

@@ -23,21 +23,21 @@ def scan_qos():
 
 
 class ReadBadgeScanInput(BaseModel):
-    """Read the most recent badge scan at a room's door reader, waiting for one if needed."""
+    """Read the latest badge scan at a room's door reader (waits for one)."""
 
-    room: str = Field(min_length=1, description="Room whose door reader to read, e.g. 'ER-12'.")
+    room: str = Field(min_length=1)
     timeout_s: float = Field(120.0, gt=0, le=900, description='How long to wait for a scan, s.')
     max_age_s: float = Field(600.0, gt=0, description='Ignore scans older than this, s.')
 
 
 class BadgeInput(BaseModel):
-    """Look up the HCW a badge belongs to in the staff directory."""
+    """Look up a badge's HCW in the staff directory."""
 
-    badge_id: str = Field(min_length=1, description="Badge ID exactly as scanned, e.g. 'ED-0090'.")
+    badge_id: str = Field(min_length=1, description='As scanned')
 
 
 class CheckInInput(BaseModel):
-    """Record that an HCW checked in at a room (they join its care team)."""
+    """Record an HCW's check-in at a room (joins its care team)."""
 
     room: str = Field(min_length=1)
     hcw_id: str = Field(min_length=1)

@@ -190,28 +190,28 @@ class NavigateToPoseClient:
 # --- Tool input schemas ----------------------------------------------------------------------
 
 class LocateStaffInput(BaseModel):
-    """Ask the hospital's real-time location system (RTLS) where HCWs are and if they are free."""
+    """Ask the hospital RTLS where HCWs are and if they are free."""
 
-    hcw_ids: list[str] = Field(default_factory=list, description="Badge numbers of HCWs, e.g. ['80'].")
-    specialty: str = Field('', description="With no hcw_ids: every HCW of this specialty, e.g. 'Physician'.")
+    hcw_ids: list[str] = Field(default_factory=list)
+    specialty: str = Field('', description='Used without hcw_ids')
 
 
 class PageStaffInput(BaseModel):
     """Page an HCW and wait for the acknowledgement."""
 
-    hcw_id: str = Field(min_length=1, description="Badge number of the HCW, e.g. '90'.")
-    message: str = Field(min_length=1, description='Page text shown to the HCW.')
+    hcw_id: str = Field(min_length=1)
+    message: str = Field(min_length=1)
     timeout_s: float = Field(30.0, gt=0, le=300, description='How long to wait for an answer, s.')
 
 
 class RoomInput(BaseModel):
     """A room of the ED floor."""
 
-    room: str = Field(min_length=1, description="Room name, e.g. 'ER-12'.")
+    room: str = Field(min_length=1)
 
 
 class PlanPathInput(BaseModel):
-    """Plan a route on the robot's map from a start (default: the robot's pose) to a goal, in metres."""
+    """Plan a route on the map to a goal, m (start: the robot's pose by default)."""
 
     goal_x: float
     goal_y: float
@@ -220,7 +220,7 @@ class PlanPathInput(BaseModel):
 
 
 class NavigateInput(BaseModel):
-    """Drive to a pose on the map through Nav2's navigate_to_pose (x, y in m, yaw in rad, frame 'map')."""
+    """Drive to a map pose with Nav2 (m, rad)."""
 
     x: float
     y: float
@@ -265,8 +265,8 @@ class NavigationTools:
         """Register every navigation tool in ``toolbox``."""
         toolbox.register('locate_staff', LocateStaffInput.__doc__, LocateStaffInput, self.locate_staff)
         toolbox.register('page_staff', PageStaffInput.__doc__, PageStaffInput, self.page_staff)
-        toolbox.register('room_door_pose', "Look up a room's door on the map: the approach pose in the corridor "
-                         "('door') and the pose just inside it ('x', 'y', 'yaw': where to escort an HCW to).",
+        toolbox.register('room_door_pose', "Map pose just inside a room's door (x, y, yaw: escort the HCW there); "
+                         "'door': the corridor approach.",
                          RoomInput, self.room_door_pose)
         toolbox.register('plan_path', PlanPathInput.__doc__, PlanPathInput, self.plan_path)
         toolbox.register('navigate_to_pose', NavigateInput.__doc__, NavigateInput, self.navigate_to_pose)
