@@ -16,7 +16,11 @@ from robot_team.llm.fakeserver import text, tool_calls
 
 
 def results(body: dict) -> list[tuple[str, dict, dict]]:
-    """Return ``(tool name, arguments, result)`` for every answered tool call in the request, in order."""
+    """Return ``(tool name, arguments, result)`` for every answered tool call in the request, in order.
+
+    ``result`` is ``{'ok': True, 'result': output}`` for a success (sent as the output alone) and the
+    tool message itself for a failure, refusal or skipped call (``{'ok': False, ...}``).
+    """
     calls = {}
     out = []
     for message in body['messages']:
@@ -28,6 +32,8 @@ def results(body: dict) -> list[tuple[str, dict, dict]]:
                 result = json.loads(message['content'])
             except (TypeError, json.JSONDecodeError):
                 result = {'text': message['content']}
+            if not (isinstance(result, dict) and result.get('ok') is False):   # a success: the output itself
+                result = {'ok': True, 'result': result}
             out.append((name, args, result))
     return out
 
@@ -96,7 +102,8 @@ def info_collection(body: dict) -> dict:
         return report('failure', last.get('error') or last.get('refused') or 'tool failed')
     if last_name == 'read_badge_scan':
         return tool_calls(('lookup_staff_by_badge', {'badge_id': last['result']['badge_id']}))
-    who = _last(res, 'lookup_staff_by_badge')['result']
+    asked, found = next((a, r) for n, a, r in reversed(res) if n == 'lookup_staff_by_badge')
+    who = {**asked, **found['result']}   # the badge it asked about, and the directory's answer
     if last_name == 'lookup_staff_by_badge':   # check in and report together
         return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}),
                           report_call('success', '', f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, "
@@ -128,7 +135,8 @@ def display(body: dict) -> dict:
     return report('failure', 'display not confirmed')
 
 
-_TASK = re.compile(r'^(\w+-\d+) \((\w+), (\w+), HCW #([\w-]+)\): (\w+); (?:issue|summary) \'(.*?)\'(?:; data (.*))?$')
+_TASK = re.compile(r'^(\w+-\d+) \((\w+), HCW #([\w-]+)\): (\w+); (?:issue|summary) (?:\'(.*?)\'|"(.*?)")'
+                   r'(?:; data (.*))?$')
 
 
 class IdealManager:
@@ -149,13 +157,13 @@ class IdealManager:
             m = _TASK.match(line)
             if m:
                 data = json.loads(m.group(7)) if m.group(7) else {}
-                self.tasks[m.group(1)] = {'type': m.group(2), 'robot': m.group(3), 'hcw': m.group(4),
-                                          'state': m.group(5), 'text': m.group(6), 'data': data}
+                self.tasks[m.group(1)] = {'type': m.group(2), 'hcw': m.group(3), 'state': m.group(4),
+                                          'text': m.group(5) if m.group(5) is not None else m.group(6),
+                                          'data': data}
             if line.startswith('Record: '):
                 for entry in line[8:].rstrip('.').split('; '):
                     tid, kind, hcw, state = entry.split(' ')
-                    known = self.tasks.setdefault(tid, {'type': kind, 'robot': '', 'hcw': hcw.lstrip('#'),
-                                                        'text': '', 'data': {}})
+                    known = self.tasks.setdefault(tid, {'type': kind, 'hcw': hcw.lstrip('#'), 'text': '', 'data': {}})
                     known['state'] = state
             m = re.match(r'Escalation (\S+) on (\S+) by .*decision: (\w+)(?: #(\w+))?', line)
             if m:
