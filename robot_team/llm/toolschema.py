@@ -19,7 +19,7 @@ from robot_team.tools.base import Toolbox
 
 
 class SubmitReport(BrainReport):
-    """Your report on the task, once, last."""
+    """Your task report, once, last."""
 
     status: TaskStatus
     issue: str = Field('', description='Required for failure')
@@ -34,7 +34,7 @@ class SubmitReport(BrainReport):
 
 
 class DelegateTaskArgs(BaseModel):
-    """Delegate a task to its robot (the supervisor authorizes)."""
+    """Delegate a task to its robot."""
 
     task_type: str
     robot: str
@@ -53,7 +53,7 @@ class EscalateArgs(BaseModel):
 
 
 class SubmitReflectionArgs(Reflection):
-    """Last: each task's outcome, recovery attempts, lessons learned."""
+    """Last step: reflect on every task."""
 
 
 MANAGER_TOOL_MODELS: dict[str, type[BaseModel]] = {

@@ -190,7 +190,7 @@ class NavigateToPoseClient:
 # --- Tool input schemas ----------------------------------------------------------------------
 
 class LocateStaffInput(BaseModel):
-    """Ask the hospital RTLS where HCWs are and if they are free."""
+    """Ask the RTLS where HCWs are and if they are free."""
 
     hcw_ids: list[str] = Field(default_factory=list)
     specialty: str = Field('', description='Used without hcw_ids')
@@ -211,7 +211,7 @@ class RoomInput(BaseModel):
 
 
 class PlanPathInput(BaseModel):
-    """Plan a route on the map to a goal, m (start: the robot's pose by default)."""
+    """Plan a route on the map to a goal, m (start: robot pose by default)."""
 
     goal_x: float
     goal_y: float
@@ -265,9 +265,8 @@ class NavigationTools:
         """Register every navigation tool in ``toolbox``."""
         toolbox.register('locate_staff', LocateStaffInput.__doc__, LocateStaffInput, self.locate_staff)
         toolbox.register('page_staff', PageStaffInput.__doc__, PageStaffInput, self.page_staff)
-        toolbox.register('room_door_pose', "Map pose just inside a room's door (x, y, yaw: escort the HCW there); "
-                         "'door': the corridor approach.",
-                         RoomInput, self.room_door_pose)
+        toolbox.register('room_door_pose', "Map pose inside a room's door (escort the HCW there) and its "
+                         "corridor approach ('door').", RoomInput, self.room_door_pose)
         toolbox.register('plan_path', PlanPathInput.__doc__, PlanPathInput, self.plan_path)
         toolbox.register('navigate_to_pose', NavigateInput.__doc__, NavigateInput, self.navigate_to_pose)
 
