@@ -17,7 +17,7 @@ from robot_team.action import ExecuteTask
 from robot_team.agents.robot_node import RobotNode
 from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
-from robot_team.names import robot_action
+from robot_team.names import NAVIGATE_TO_POSE, robot_action
 from robot_team.reports import TaskReportModel
 from robot_team.sim.sim_node import EdSimNode
 from ros_helpers import wait_for
@@ -49,8 +49,11 @@ def graph(ros_context, executor, tmp_path):
         node.destroy_node()
 
 
-def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_after_feedback=None, timeout=60.0):
-    """Send an ExecuteTask goal; return (accepted, status, report or None, feedback stages)."""
+def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_when=None, timeout=60.0):
+    """Send an ExecuteTask goal; return (accepted, status, report or None, feedback stages).
+
+    ``cancel_when`` (a ``threading.Event``) cancels the goal once it is set.
+    """
     client = ActionClient(node, ExecuteTask, robot_action(robot, 'execute_task'))
     assert client.wait_for_server(timeout_sec=10.0)
     stages = []
@@ -59,8 +62,6 @@ def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_after_feed
 
     def on_feedback(msg):
         stages.append(msg.feedback.stage)
-        if cancel_after_feedback and msg.feedback.stage == cancel_after_feedback and 'handle' in outcome:
-            outcome['handle'].cancel_goal_async()
 
     def on_result(future):
         wrapped = future.result()
@@ -76,6 +77,9 @@ def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_after_feed
             return
         outcome['handle'] = handle
         handle.get_result_async().add_done_callback(on_result)
+        if cancel_when is not None:
+            threading.Thread(target=lambda: cancel_when.wait(timeout) and handle.cancel_goal_async(),
+                             daemon=True).start()
 
     goal = ExecuteTask.Goal(task_id=f'{task_type}-t', task_type=task_type, room=room, hcw_id=hcw_id,
                             context_json=json.dumps({'patient_id': 'P-T'}))
@@ -115,8 +119,14 @@ def test_navigation_goal_abort_is_reported_with_the_nav2_error(graph):
 
 def test_navigation_cancel_stops_the_nav2_goal(graph):
     robots, client = graph('all_available', ['navigation_robot'])
+    # Cancel only once the Nav2 goal is executing: its feedback flows on the action's feedback topic.
+    from nav2_msgs.action import NavigateToPose
+    nav2_feedback = threading.Event()
+    client.create_subscription(NavigateToPose.Impl.FeedbackMessage,
+                               robot_action('navigation_robot', NAVIGATE_TO_POSE) + '/_action/feedback',
+                               lambda _msg: nav2_feedback.set(), 10)
     _, status, report, _ = send_task(client, 'navigation_robot', 'navigation', hcw_id='90',
-                                     cancel_after_feedback='approaching')
+                                     cancel_when=nav2_feedback)
     from action_msgs.msg import GoalStatus
     assert status == GoalStatus.STATUS_CANCELED
     assert report.status.value == 'failure'

@@ -24,6 +24,10 @@ from robot_team import names
 from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
 from robot_team.tools.base import ToolError, Toolbox
 
+#: Wall seconds plan_path waits for the robot's first pose (a node that has just started), like
+#: the timeout of a TF lookup; past it the tool fails.
+POSE_WAIT_S = 5.0
+
 
 def nav2_error_name(code: int) -> str:
     """Return the Nav2 name of a ``NavigateToPose`` result ``error_code``.
@@ -250,6 +254,7 @@ class NavigationTools:
         self._world = world
         self._grid = OccupancyGrid.from_world(world)
         self._pose: tuple[float, float, float] | None = None
+        self._pose_received = threading.Event()
         self._locate = node.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=callback_group)
         self._page = node.create_client(PageStaff, names.PAGE_STAFF, callback_group=callback_group)
         self.nav = NavigateToPoseClient(node, names.robot_action(node.get_name(), names.NAVIGATE_TO_POSE),
@@ -260,6 +265,7 @@ class NavigationTools:
     def _pose_callback(self, msg) -> None:
         p = msg.pose
         self._pose = (p.position.x, p.position.y, quaternion_to_yaw(p.orientation))
+        self._pose_received.set()
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every navigation tool in ``toolbox``."""
@@ -310,8 +316,9 @@ class NavigationTools:
         """Plan on the robot's static map; return length_m, a few waypoints and the areas crossed."""
         from robot_team.sim.grid import PlanningError, path_length
         if args.start_x is None or args.start_y is None:
-            if self._pose is None:
-                raise ToolError('the robot pose is unknown (nothing received on pose yet)')
+            # A node that just started may not have its first pose yet: wait like a TF lookup with a timeout.
+            if not self._pose_received.wait(POSE_WAIT_S):
+                raise ToolError(f'the robot pose is unknown (nothing received on pose within {POSE_WAIT_S:.0f} s)')
             start = self._pose[:2]
         else:
             start = (args.start_x, args.start_y)
