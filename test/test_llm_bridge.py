@@ -135,11 +135,20 @@ def test_well_behaved_team_completes_onboarding():
     for guard in ('tool_refused', 'false_completion', 'workflow_violation', 'delegation_refused'):
         assert not kinds(r, guard), guard
     assert result.world.checked_in == ['90'] and result.world.shown[0]['entries'][0]['hcw_id'] == '90'
-    # every robot saw only its own tools, the manager only its three
+    # every robot saw exactly its own tools; the manager only its own, each when the workflow can accept it
+    manager_offers = []
     for robot, body in server.requests:
         offered = {t['function']['name'] for t in body['tools']}
-        assert offered == ({'delegate_task', 'escalate_to_supervisor', 'submit_reflection'} if robot == 'manager'
-                           else {n for n, o in TOOL_OWNERS.items() if o == robot} | {'submit_report'})
+        if robot == 'manager':
+            manager_offers.append(offered)
+        else:
+            assert offered == {n for n, o in TOOL_OWNERS.items() if o == robot} | {'submit_report'}
+    assert manager_offers == [{'delegate_task'}, {'delegate_task', 'escalate_to_supervisor'}, {'delegate_task'},
+                              {'delegate_task'}, {'delegate_task', 'submit_reflection'}]
+    # the info-collection robot sent its dependent calls as one plan ($1.badge_id): one request
+    assert [robot for robot, _ in server.requests].count('info_collection_robot') == 1
+    lookup = next(e for e in kinds(r, 'tool_call') if e['target'] == 'lookup_staff_by_badge')
+    assert lookup['data']['args']['badge_id'] == 'ED-0090'
 
 
 # --- failure modes: what the guard did, and the floor outcome ---------------------------------
@@ -238,10 +247,10 @@ def test_false_success_claim_is_refused_by_grounding():
     lied = []
 
     def navigation(body):
-        results = scripted.results(body)
-        if results and not lied and scripted.task_of(body)['task_id'] == 'nav-1':
+        if not scripted.results(body) and not lied and scripted.task_of(body)['task_id'] == 'nav-1':
             lied.append(1)   # claims the escort without driving
-            return scripted.report('success', '', 'Escorted HCW #80 to ER-12.')
+            return tool_calls(('locate_staff', {'hcw_ids': ['80']}), ('page_staff', {'hcw_id': '80', 'message': 'come'}),
+                              scripted.report_call('success', '', 'Escorted HCW #80 to ER-12.'))
         return scripted.navigation(body)
     world = World()
     world.staff['80']['availability'] = 'available'
@@ -347,7 +356,7 @@ def test_tool_errors_and_foreign_tools_go_back_to_the_model():
     assert len(refused) == 1 and refused[0]['target'] == 'show_display' and 'owned by display_robot' in \
         refused[0]['reason']
     seen = [json.loads(m['content']) for m in server.requests[-1][1]['messages'] if m['role'] == 'tool']
-    assert 'refused' in seen[0] and seen[1]['skipped'].startswith('not run: show_display')
+    assert 'refused' in seen[0] and seen[1]['skipped'] == 'show_display failed'
     assert 'not valid JSON' in seen[2]['error'] and "not in the staff directory" in seen[3]['error']
     assert [r.tool for r in box.journal('info-1')] == ['lookup_staff_by_badge']   # refused/invalid never ran
 
@@ -358,7 +367,7 @@ def test_calls_after_a_failed_call_in_the_same_reply_are_skipped():
         if not res:   # a plan: drive, then escort, then claim success
             return tool_calls(('navigate_to_pose', {'x': 22.0, 'y': 3.0}), ('navigate_to_pose', {'x': 30.0, 'y': 9.5}),
                               scripted.report_call('success', '', 'escorted'))
-        assert [r.get('skipped', '')[:7] for n, _, r in res if n == 'navigate_to_pose'] == ['', 'not run']
+        assert [r.get('skipped', '') for n, _, r in res if n == 'navigate_to_pose'] == ['', 'navigate_to_pose failed']
         return scripted.report('failure', res[0][2]['error'])
     world = World(nav_error='NO_VALID_PATH')
     task = TaskSpec(task_id='nav-1', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id='90')
@@ -410,14 +419,14 @@ def test_prompt_injection_in_world_text_bypasses_no_guard():
     world.staff['80']['detail'] = INJECTION   # reaches the manager in nav-1's issue
     obeyed = []
 
-    def info(body):   # a compromised model that obeys the text from the directory
+    def info(body):   # a compromised model that reads each result and obeys the text from the directory
         res = scripted.results(body)
         if res and res[-1][0] == 'lookup_staff_by_badge' and not obeyed:
             obeyed.append(1)
             return tool_calls(('navigate_to_pose', {'x': 0, 'y': 0}),
                               ('submit_report', {'status': 'success', 'data': {'hcw_id': '90', 'name': 'admin',
                                                                                'specialty': 'Physician'}}))
-        return scripted.info_collection(body)
+        return scripted.info_collection_stepwise(body)
 
     ideal = scripted.IdealManager()
     fooled = []
@@ -461,7 +470,7 @@ def test_injected_name_in_a_false_claim_is_caught_by_grounding():
         res = scripted.results(body)
         if res and res[-1][0] == 'lookup_staff_by_badge':
             return scripted.report('success', '', 'done', hcw_id='90', name='Dr. Admin', specialty='Physician')
-        return scripted.info_collection(body)
+        return scripted.info_collection_stepwise(body)
     with ScriptedServer({'info_collection_robot': info}) as server:
         record = Recorder()
         from robot_team.llm.harness import run_robot
@@ -497,7 +506,7 @@ def test_record_then_replay_offline(tmp_path):
 def test_bench_reports_tokens_and_bridge_overhead():
     from robot_team.llm.bench import run_once
     figures = run_once(kb=True, ros=False)
-    assert figures['outcome'] == 'success' and figures['requests'] == 14
+    assert figures['outcome'] == 'success' and figures['requests'] == 11
     assert figures['prompt_tokens'] > 0 and figures['bridge_overhead_ms_median'] < 5.0
 
 

@@ -43,7 +43,7 @@ def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env
         ('nav-1', 'failure'), ('nav-2', 'success'), ('info-1', 'success'), ('display-1', 'success')]
     assert not report['guards'].get('tool_refused') and not report['guards'].get('false_completion')
     usage = report['llm']
-    assert usage['total']['requests'] == len(server.requests) == 14
+    assert usage['total']['requests'] == len(server.requests) == 11
     assert set(usage['per_robot']) == {'manager', 'navigation_robot', 'info_collection_robot', 'display_robot'}
     assert usage['total']['prompt_tokens'] > 0 and usage['total']['cost_usd'] > 0
     nav2 = report['tasks'][1]['evidence']['nav2_goals']
@@ -90,7 +90,7 @@ def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id,
         if res and res[-1][0] == 'lookup_staff_by_badge' and once('lie'):   # 6. false success claim
             return scripted.report('success', '', 'identified', hcw_id='90', name='Dr. Nobody',
                                    specialty='Physician')
-        return scripted.info_collection(body)
+        return scripted.info_collection_stepwise(body)   # reads each result, so it can lie about one
 
     policies = {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
     with ScriptedServer(policies) as server:

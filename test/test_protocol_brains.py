@@ -47,7 +47,8 @@ def nav_tools(page_ack, nav_ok=True):
     nav = {'outcome': 'succeeded', 'error_code': 0, 'goal': [0, 0, 0]}
     return toolbox('navigation_robot', {
         'locate_staff': locate,
-        'page_staff': {'acknowledged': page_ack, 'delivered': True, 'reply': 'on my way' if page_ack else ''},
+        'page_staff': {'acknowledged': True, 'delivered': True, 'reply': 'on my way'} if page_ack else ToolError(
+            'HCW #80 did not acknowledge the page within 30 s', output={'acknowledged': False, 'delivered': True}),
         'room_door_pose': {'room': 'ER-12', 'x': 30.0, 'y': 10.0, 'yaw': 0.0},
         'plan_path': {'length_m': 12.5, 'waypoints': [], 'areas': []},
         'navigate_to_pose': nav if nav_ok else ToolError('navigate_to_pose aborted: error 208 (NO_VALID_PATH)'),

@@ -58,7 +58,7 @@ def misbehaving_policies() -> dict:
         res = scripted.results(body)
         if res and res[-1][0] == 'lookup_staff_by_badge' and once('lie'):
             return scripted.report('success', '', 'identified', hcw_id='90', name='Dr. Nobody', specialty='Physician')
-        return scripted.info_collection(body)
+        return scripted.info_collection_stepwise(body)   # reads each result, so it can lie about one
 
     return {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
 

@@ -58,11 +58,11 @@ class NavigationProtocolBrain(RobotBrain):
         progress('paging', f'paging #{hcw} ({where["availability"]})', 0.2)
         page = call('page_staff', hcw_id=hcw, timeout_s=PAGE_TIMEOUT_S,
                     message=f'Patient in {room} needs you; a robot will escort you.')
-        if not page.ok or not page.output['acknowledged']:
+        if not page.ok:   # not acknowledged (or not delivered): the HCW cannot come
             detail = where['detail'] or where['availability']
             alternatives = self._alternatives(call, where, hcw)
             issue = (f'HCW #{hcw} unavailable: {detail}; paged, no response within {PAGE_TIMEOUT_S:.0f} s'
-                     if page.ok else f'cannot page HCW #{hcw}: {page.error}')
+                     if page.output.get('delivered') else f'cannot page HCW #{hcw}: {page.error}')
             return _failure(issue, summary=f'Located #{hcw} in {where["area"]} and planned a '
                             f'{path["to_hcw"]["length_m"]} m path, but #{hcw} did not respond.',
                             hcw_location=location, path=path, availability=where['availability'],
@@ -212,7 +212,8 @@ class ManagerProtocolBrain(ManagerBrain):
         return Delegate(task_type=task_type, robot=TASK_OWNER[task_type], room=patient.room, hcw_id=hcw_id,
                         instructions=instructions, handles_task_id=handles,
                         reason=reason or f'next step of the onboarding workflow for patient {patient.patient_id}',
-                        context={'patient_id': patient.patient_id, 'presentation': patient.presentation})
+                        context={'patient_id': patient.patient_id, 'presentation': patient.presentation,
+                                 'required_specialty': patient.required_specialty})
 
     def _handle_failure(self, obs: ManagerObservation, failed: TaskRecord) -> list[ManagerAction]:
         escalation = next((e for e in reversed(obs.escalations) if e.task_id == failed.task_id), None)

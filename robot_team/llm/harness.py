@@ -87,19 +87,20 @@ def build_toolbox(role: str, world: World, emit=None) -> Toolbox:
     box = Toolbox(role, _EmitAdapter(emit) if emit else None)
     stub = _Stub()
     if role == 'navigation_robot':
-        from robot_team.tools.navigation import NavigationTools
+        from robot_team.tools.navigation import NavigationTools, page_result
 
-        def locate(a):
-            if a.hcw_ids:
-                return {'staff': [_pub(world.staff[h]) for h in a.hcw_ids if h in world.staff],
-                        'unknown_ids': [h for h in a.hcw_ids if h not in world.staff]}
-            return {'staff': [_pub(s) for s in world.staff.values() if s['specialty'] == a.specialty],
-                    'unknown_ids': []}
+        def locate(a):   # as the RTLS: the requested IDs first, then the others of the specialty
+            ids = [h for h in a.hcw_ids if h in world.staff]
+            if a.specialty or not a.hcw_ids:
+                ids += [h for h, s in world.staff.items() if h not in ids
+                        and (not a.specialty or s['specialty'].lower() == a.specialty.lower())]
+            return {'staff': [_pub(world.staff[h]) for h in ids],
+                    'unknown_ids': [h for h in a.hcw_ids if h not in world.staff]}
 
         def page(a):
             ok = world.staff.get(a.hcw_id, {}).get('availability') == 'available'
-            return {'hcw_id': a.hcw_id, 'delivered': a.hcw_id in world.staff, 'acknowledged': ok,
-                    'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s}
+            return page_result({'hcw_id': a.hcw_id, 'delivered': a.hcw_id in world.staff, 'acknowledged': ok,
+                                'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s})
 
         def door(a):
             if a.room != DOOR['room']:

@@ -61,38 +61,47 @@ def report_call(status: str, issue: str = '', summary: str = '', **data) -> tupl
 
 
 def navigation(body: dict) -> dict:
-    """Ideal navigation robot: locate and page, list alternatives if unanswered, else drive and escort."""
+    """Ideal navigation robot: locate, page, drive and escort in one plan; a failure is reported with alternatives."""
     task, res = task_of(body), results(body)
     hcw, room = task['hcw_id'], task['room']
-    if not res:   # locate (with same-specialty alternatives), door pose and page, together
-        return tool_calls(('locate_staff', {'specialty': task.get('context', {}).get('required_specialty')
-                                            or 'Physician'}), ('room_door_pose', {'room': room}),
-                          ('page_staff', {'hcw_id': hcw, 'message': f'Patient in {room} needs you; a robot '
-                                                                    f'will escort you.'}))
-    page, found = _last(res, 'page_staff'), _last(res, 'locate_staff')
+    if not res:   # one plan: the HCW first in the RTLS answer, the page stops it if they cannot come
+        specialty = task.get('context', {}).get('required_specialty') or 'Physician'
+        return tool_calls(('locate_staff', {'hcw_ids': [hcw], 'specialty': specialty}),
+                          ('room_door_pose', {'room': room}),
+                          ('page_staff', {'hcw_id': hcw, 'message': f'Patient in {room} needs you.'}),
+                          ('navigate_to_pose', {'x': '$1.staff.0.x', 'y': '$1.staff.0.y'}),
+                          ('navigate_to_pose', {'x': '$2.x', 'y': '$2.y', 'yaw': '$2.yaw'}),
+                          report_call('success', '', f'Escorted HCW #{hcw} from $1.staff.0.area to {room}.'))
+    found, page = _last(res, 'locate_staff'), _last(res, 'page_staff')
     staff = found['result'].get('staff', []) if found and found.get('ok') else []
     me = next((s for s in staff if s['hcw_id'] == hcw), None)
-    if me is None and not any(a.get('hcw_ids') for n, a, _ in res if n == 'locate_staff'):
-        return tool_calls(('locate_staff', {'hcw_ids': [hcw]}))
-    if page and page.get('ok') and not page['result'].get('acknowledged'):
+    if page is not None and not page.get('ok'):
         alternatives = [s for s in staff if s['hcw_id'] != hcw and s['availability'] == 'available']
-        return report('failure', f"HCW #{hcw} unavailable: {(me or {}).get('detail') or 'no page answer'}",
+        return report('failure', f"HCW #{hcw} unavailable: {(me or {}).get('detail') or page.get('error')}",
                       f'Paged #{hcw}, no response.', alternatives=[
                           {'hcw_id': s['hcw_id'], 'area': s['area'], 'specialty': s['specialty']}
                           for s in alternatives])
-    navs = [(a, r) for n, a, r in res if n == 'navigate_to_pose']
-    door = _last(res, 'room_door_pose')['result']
-    if not navs:   # drive to the HCW, escort them to the door, report: one plan, stopped at a failure
-        return tool_calls(('navigate_to_pose', {'x': me['x'], 'y': me['y']}),
-                          ('navigate_to_pose', {'x': door['x'], 'y': door['y'], 'yaw': door['yaw']}),
-                          report_call('success', '', f"Escorted HCW #{hcw} from {me['area']} to {room}.",
-                                      hcw_id=hcw, room=room))
-    failed = next((r for _, r in navs if not r.get('ok')), None)
-    return report('failure', f"navigate_to_pose failed: {(failed or {}).get('error') or 'escort incomplete'}")
+    failed = next((r for n, _, r in res if not r.get('ok')), None)
+    return report('failure', f"{(failed or {}).get('error') or 'escort incomplete'}")
 
 
 def info_collection(body: dict) -> dict:
-    """Ideal info-collection robot: read the scan, look the badge up, record the check-in, report."""
+    """Ideal info-collection robot: read the scan, look the badge up, record the check-in and report, in one plan."""
+    task, res = task_of(body), results(body)
+    room = task['room']
+    if not res:
+        summary = f'HCW #$2.hcw_id $2.name, $2.specialty, checked in at {room}.'
+        return tool_calls(('read_badge_scan', {'room': room}),
+                          ('lookup_staff_by_badge', {'badge_id': '$1.badge_id'}),
+                          ('record_check_in', {'room': room, 'hcw_id': '$2.hcw_id', 'badge_id': '$1.badge_id'}),
+                          report_call('success', '', summary, hcw_id='$2.hcw_id', name='$2.name',
+                                      specialty='$2.specialty', badge_id='$1.badge_id'))
+    failed = next((r for _, _, r in res if not r.get('ok')), None)
+    return report('failure', (failed or {}).get('error') or (failed or {}).get('refused') or 'check-in incomplete')
+
+
+def info_collection_stepwise(body: dict) -> dict:
+    """Info-collection robot that sends one call per reply and reads each result (no ``$N`` references)."""
     task, res = task_of(body), results(body)
     room = task['room']
     if not res:
@@ -104,13 +113,12 @@ def info_collection(body: dict) -> dict:
         return tool_calls(('lookup_staff_by_badge', {'badge_id': last['result']['badge_id']}))
     asked, found = next((a, r) for n, a, r in reversed(res) if n == 'lookup_staff_by_badge')
     who = {**asked, **found['result']}   # the badge it asked about, and the directory's answer
-    if last_name == 'lookup_staff_by_badge':   # check in and report together
-        return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}),
-                          report_call('success', '', f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, "
-                                      f"checked in at {room}.", hcw_id=who['hcw_id'], name=who['name'],
-                                      specialty=who['specialty'], badge_id=who['badge_id']))
-    return report('success', '', f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, checked in at {room}.",
-                  hcw_id=who['hcw_id'], name=who['name'], specialty=who['specialty'], badge_id=who['badge_id'])
+    done = [n for n, _, r in res if n == 'record_check_in' and r.get('ok')]
+    summary = f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, checked in at {room}."
+    if not done:
+        return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}))
+    return report('success', '', summary, hcw_id=who['hcw_id'], name=who['name'], specialty=who['specialty'],
+                  badge_id=who['badge_id'])
 
 
 ROLE_ORDER = ('physician', 'nurse', 'technician')

@@ -2,8 +2,9 @@
 
 A robot is offered the tools of its :class:`~robot_team.tools.base.Toolbox` (name, description
 and the JSON schema of each tool's pydantic input model) plus ``submit_report`` (its claim,
-:class:`SubmitReport`, a :class:`~robot_team.brains.base.BrainReport`). The manager is offered
-``delegate_task``, ``escalate_to_supervisor`` and ``submit_reflection``, nothing else. Schemas
+:class:`SubmitReport`, a :class:`~robot_team.brains.base.BrainReport`). The manager's tools are
+``delegate_task``, ``escalate_to_supervisor`` and ``submit_reflection``, nothing else, each
+offered when the workflow can accept it (:func:`manager_tool_names`). Schemas
 are compacted (no titles, no repeated model docstrings) to keep prompts short.
 """
 
@@ -13,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from robot_team.brains.base import BrainReport
-from robot_team.reports import Reflection, TaskStatus
+from robot_team.brains.base import BrainReport, ManagerObservation
+from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
 
 
@@ -137,6 +138,38 @@ def robot_tools(toolbox: Toolbox) -> list[dict]:
     return tools
 
 
-def manager_tools() -> list[dict]:
-    """Return the manager's tool definitions (delegate, escalate, reflect)."""
-    return [function_schema(name, model.__doc__, model) for name, model in MANAGER_TOOL_MODELS.items()]
+def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
+    """Return the manager tools the workflow can accept in the state ``obs`` (all without ``obs``).
+
+    - ``delegate_task``: always;
+    - ``escalate_to_supervisor``: when the latest task of an operational type failed, or a guard
+      refused something since the last decision;
+    - ``submit_reflection``: when no task runs and either the latest task of every operational
+      type succeeded, a human decided ``abort``, or the last operational task failed and a human
+      decided on an escalation about it (rule 8 of :class:`~robot_team.workflow.WorkflowPolicy`).
+
+    Offering only these is the gate's rule shown in advance: a call to a tool not offered is
+    still handled and refused by the gate with its explanation.
+    """
+    if obs is None:
+        return list(MANAGER_TOOL_MODELS)
+    names = ['delegate_task']
+    operational = [t for t in obs.tasks if t.task_type in OPERATIONAL_TASKS]
+    latest = [obs.latest(kind) for kind in OPERATIONAL_TASKS]
+    if obs.feedback or any(t is not None and t.state == 'failure' for t in latest):
+        names.append('escalate_to_supervisor')
+    idle = not any(t.state == 'running' for t in obs.tasks)
+    aborted = any(e.decision == 'abort' for e in obs.escalations)
+    all_done = all(t is not None and t.state == 'success' for t in latest)
+    last = operational[-1] if operational else None
+    decided = last is not None and last.state == 'failure' and any(
+        e.task_id == last.task_id and e.resolved for e in obs.escalations)
+    if idle and (all_done or aborted or decided):
+        names.append('submit_reflection')
+    return names
+
+
+def manager_tools(obs: ManagerObservation | None = None) -> list[dict]:
+    """Return the definitions of the manager's tools the workflow can accept now (see :func:`manager_tool_names`)."""
+    return [function_schema(name, MANAGER_TOOL_MODELS[name].__doc__, MANAGER_TOOL_MODELS[name])
+            for name in manager_tool_names(obs)]

@@ -373,27 +373,25 @@ class SimEngine:
         Parameters
         ----------
         hcw_ids
-            HCW IDs to locate; if empty, every HCW of ``specialty`` (case-insensitive), or
-            everyone if ``specialty`` is empty too.
+            HCW IDs to locate, first and in request order.
         specialty
-            Used only when ``hcw_ids`` is empty.
+            Then every other HCW of this specialty (case-insensitive); with neither, everyone.
 
         Returns
         -------
         (records, unknown_ids)
-            One :class:`StaffRecord` per known HCW (request order, no duplicates) and the
-            requested IDs not in the directory.
+            One :class:`StaffRecord` per known HCW (no duplicates) and the requested IDs not
+            in the directory.
         """
-        if hcw_ids:
-            ids, unknown = [], []
-            for hcw_id in (str(i).strip() for i in hcw_ids):
-                bucket = ids if hcw_id in self._hcws else unknown
-                if hcw_id not in bucket:
-                    bucket.append(hcw_id)
-        else:
-            wanted = specialty.strip().lower()
-            ids = [k for k, h in self._hcws.items() if not wanted or h.member.specialty.lower() == wanted]
-            unknown = []
+        ids, unknown = [], []
+        for hcw_id in (str(i).strip() for i in hcw_ids):
+            bucket = ids if hcw_id in self._hcws else unknown
+            if hcw_id not in bucket:
+                bucket.append(hcw_id)
+        wanted = specialty.strip().lower()
+        if wanted or not hcw_ids:
+            ids += [k for k, h in self._hcws.items()
+                    if k not in ids and (not wanted or h.member.specialty.lower() == wanted)]
         return [self.hcw(i) for i in ids], unknown
 
     def goal(self, goal_id: int) -> GoalStatus:

@@ -191,17 +191,38 @@ class NavigateToPoseClient:
             handle.cancel_goal_async()
 
 
+def page_result(output: dict) -> dict:
+    """Return a page's ``output`` if the HCW acknowledged it; raise otherwise.
+
+    ``output`` has ``hcw_id``, ``delivered``, ``acknowledged``, ``reply`` and
+    ``response_time_s`` (sim s waited). A page is the tool's way to get the HCW's answer, so no
+    acknowledgement is a failed call (later calls of the same plan, such as driving to the
+    HCW, do not run); the output stays in the journal as evidence.
+
+    Raises
+    ------
+    ToolError
+        If the page was not delivered or not acknowledged in time.
+    """
+    if not output.get('delivered'):
+        raise ToolError(f"page to HCW #{output.get('hcw_id')} not delivered", output=output)
+    if not output.get('acknowledged'):
+        raise ToolError(f"HCW #{output.get('hcw_id')} did not acknowledge the page within "
+                        f"{output.get('response_time_s', 0):g} s", output=output)
+    return output
+
+
 # --- Tool input schemas ----------------------------------------------------------------------
 
 class LocateStaffInput(BaseModel):
-    """Ask the RTLS where HCWs are and if they are free."""
+    """Ask the RTLS where HCWs are and if they are free (hcw_ids first, then others of specialty)."""
 
     hcw_ids: list[str] = Field(default_factory=list)
-    specialty: str = Field('', description='Used without hcw_ids')
+    specialty: str = ''
 
 
 class PageStaffInput(BaseModel):
-    """Page an HCW and wait for the acknowledgement."""
+    """Page an HCW and wait for the acknowledgement (none: the call fails)."""
 
     hcw_id: str = Field(min_length=1)
     message: str = Field(min_length=1)
@@ -215,7 +236,7 @@ class RoomInput(BaseModel):
 
 
 class PlanPathInput(BaseModel):
-    """Plan a route on the map to a goal, m (start: robot pose by default)."""
+    """Plan a route on the map, m (start: robot pose by default)."""
 
     goal_x: float
     goal_y: float
@@ -298,8 +319,9 @@ class NavigationTools:
         request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message,
                                     robot=self._node.get_name(), timeout_s=args.timeout_s)
         response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
-        return {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
-                'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
+        return page_result({'hcw_id': args.hcw_id, 'delivered': response.delivered,
+                            'acknowledged': response.acknowledged, 'reply': response.reply,
+                            'response_time_s': round(response.response_time_s, 2)})
 
     def room_door_pose(self, args: RoomInput) -> dict:
         """Return the pose just inside ``room``'s door (x, y, yaw) and the corridor approach ('door'); m, rad, 'map'."""
