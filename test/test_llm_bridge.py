@@ -249,7 +249,8 @@ def test_false_success_claim_is_refused_by_grounding():
     def navigation(body):
         if not scripted.results(body) and not lied and scripted.task_of(body)['task_id'] == 'nav-1':
             lied.append(1)   # claims the escort without driving
-            return tool_calls(('locate_staff', {'hcw_ids': ['80']}), ('page_staff', {'hcw_id': '80', 'message': 'come'}),
+            return tool_calls(('locate_staff', {'hcw_ids': ['80']}),
+                              ('page_staff', {'hcw_id': '80', 'message': 'come'}),
                               scripted.report_call('success', '', 'Escorted HCW #80 to ER-12.'))
         return scripted.navigation(body)
     world = World()
@@ -600,4 +601,88 @@ def test_an_idle_manager_is_asked_once_to_act():
     with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
         result = team(server).run()
     assert server.requests_of('manager')[1]['messages'][-1]['content'].startswith('Nothing is running')
+    assert result.outcome == 'success'
+
+
+# --- $N references and the tools offered to the manager ----------------------------------------
+
+def test_a_plan_with_references_runs_in_one_request_and_a_bad_reference_stops_it():
+    def info(body):
+        if not scripted.results(body):
+            return tool_calls(('read_badge_scan', {'room': 'ER-12'}),
+                              ('lookup_staff_by_badge', {'badge_id': '$1.badge_id'}),
+                              ('record_check_in', {'room': 'ER-12', 'hcw_id': '$2.hcw_number',
+                                                   'badge_id': '$1.badge_id'}),
+                              scripted.report_call('success', '', 'checked in', name='$2.name'))
+        return scripted.report('failure', 'check-in not recorded')
+    with ScriptedServer({'info_collection_robot': info}) as server:
+        report, record, box = run_robot_task(server, 'info_collection_robot')
+    assert [r.tool for r in box.journal('info-1')] == ['read_badge_scan', 'lookup_staff_by_badge']
+    assert box.journal('info-1')[1].args['badge_id'] == 'ED-0090'   # the reference resolved before the call
+    seen = [json.loads(m['content']) if m['content'].startswith('{') else m['content']
+            for m in server.requests[-1][1]['messages'] if m['role'] == 'tool']
+    assert "reference $2.hcw_number" in seen[2]['error'] and "has no 'hcw_number'" in seen[2]['error']
+    assert seen[3] == 'report not accepted: record_check_in failed'
+    assert [e['target'] for e in kinds(record, 'brain_error')] == ['record_check_in']
+    assert report.status is TaskStatus.FAILURE and len(server.requests) == 2
+
+
+def test_a_report_with_a_bad_reference_is_sent_back_like_an_invalid_one():
+    def display(body):
+        res = scripted.results(body)
+        if not res:
+            return tool_calls(('fetch_care_team', {'room': 'ER-12'}),
+                              scripted.report_call('success', '', 'shown', first='$3.members'))
+        return scripted.report('failure', 'nothing shown yet')
+    task = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
+    with ScriptedServer({'display_robot': display}) as server:
+        report, record, _ = run_robot_task(server, 'display_robot', task=task)
+    rejected = kinds(record, 'report_rejected')
+    assert len(rejected) == 1 and 'reference $3.members' in rejected[0]['reason']
+    assert report.status is TaskStatus.FAILURE and report.issue == 'nothing shown yet'
+
+
+def test_a_model_that_sends_one_call_per_reply_still_completes():
+    with ScriptedServer({**scripted.ideal_policies(), 'info_collection_robot': scripted.info_collection_stepwise}) \
+            as server:
+        result = team(server).run()
+    assert result.outcome == 'success' and result.world.checked_in == ['90']
+    assert [robot for robot, _ in server.requests].count('info_collection_robot') == 4
+
+
+def test_manager_is_offered_what_the_workflow_can_accept_and_a_call_to_another_is_refused_by_the_gate():
+    from robot_team.brains.base import EscalationRecord, ManagerObservation, PatientInfo
+    from robot_team.llm.toolschema import manager_tool_names
+    patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
+
+    def obs(*states, escalations=(), feedback=()):
+        tasks = [TaskRecord(task_id=f't{i}', task_type=kind, robot='r', state=state)
+                 for i, (kind, state) in enumerate(states)]
+        return ManagerObservation(patient=patient, tasks=tasks, escalations=list(escalations), feedback=list(feedback))
+    nav, info, disp = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
+    assert manager_tool_names(None) == ['delegate_task', 'escalate_to_supervisor', 'submit_reflection']
+    assert manager_tool_names(obs()) == ['delegate_task']
+    assert manager_tool_names(obs((nav, 'failure'))) == ['delegate_task', 'escalate_to_supervisor']
+    assert manager_tool_names(obs((nav, 'failure'), (nav, 'running'))) == ['delegate_task']
+    assert manager_tool_names(obs(feedback=['Delegation refused'])) == ['delegate_task', 'escalate_to_supervisor']
+    done = obs((nav, 'success'), (info, 'success'), (disp, 'success'))
+    assert manager_tool_names(done) == ['delegate_task', 'submit_reflection']
+    decided = EscalationRecord(escalation_id='esc-1', task_id='t0', decision='abort')
+    assert 'submit_reflection' in manager_tool_names(obs((nav, 'failure'), escalations=[decided]))
+    pending = EscalationRecord(escalation_id='esc-1', task_id='t0')
+    assert 'submit_reflection' not in manager_tool_names(obs((nav, 'failure'), escalations=[pending]))
+
+    # a model that reflects before it is offered: handled, and refused by the supervisor's gate
+    ideal, early = scripted.IdealManager(), []
+
+    def manager(body):
+        if not early:
+            early.append({t['function']['name'] for t in body['tools']})
+            ideal.read(body)
+            return tool_calls(('submit_reflection', ideal.reflection()))
+        return ideal(body)
+    with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
+        result = team(server).run()
+    assert early == [{'delegate_task'}]
+    assert 'reflection must wait' in kinds(result.record, 'reflection_rejected')[0]['reason']
     assert result.outcome == 'success'

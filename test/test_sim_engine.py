@@ -88,6 +88,10 @@ def test_locate_by_id_and_specialty():
     nurses, _ = engine.locate([], 'Nurse')
     assert len({(r.pose.x, r.pose.y) for r in nurses}) == 2                # distinct spots
     assert all(r.area == 'Nurses station' for r in nurses)
+    both, _ = engine.locate(['90'], 'Physician')                          # the asked ID first, then the rest
+    assert [r.hcw_id for r in both][0] == '90' and sorted(r.hcw_id for r in both) == ['80', '90', '91']
+    everyone, _ = engine.locate()
+    assert len(everyone) > len(physicians)
 
 
 def test_paging_busy_versus_available():
