@@ -20,8 +20,9 @@ was accepted). It is offered the tools the workflow can accept now
 (:func:`~robot_team.llm.toolschema.manager_tools`); a call to one not offered is still handled,
 so the supervisor's gate refuses it with its explanation. A call to any other tool (an
 operational tool such as ``navigate_to_pose``) is refused, recorded as ``tool_refused`` and
-the refusal goes back to the model. A reflection that does not validate or is refused (incomplete, contradicting the record) more than
-``max_report_retries`` times ends the episode as a failure with a non-compliance reason.
+the refusal goes back to the model. A reflection that does not validate or is refused
+(incomplete, contradicting the record) more than ``max_report_retries`` times ends the episode
+as a failure with a non-compliance reason.
 
 Neither brain touches ROS. Text from the world (badge names, directory fields, human notes)
 reaches the model only inside tool results or quoted update lines: data, never instructions;
