@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from enum import Enum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -270,27 +270,10 @@ class WorkflowPolicy:
         if done:
             return refuse('reflection', f'the reflection is already {done[0].status} ({done[0].task_id}); '
                                         f'there is only one reflection per episode')
-        running = [t.task_id for t in self._tasks.values() if t.status == 'running']
-        if running:
-            return refuse('reflection', f"reflection must wait until no task runs; still running: "
-                                        f"{', '.join(running)}")
-        if self._closed_by:
-            return None
-        latest = {kind: self._latest(kind) for kind in OPERATIONAL_TASKS}
-        if all(t is not None and t.status == 'success' for t in latest.values()):
-            return None
-        operational = [t for t in self._tasks.values() if t.task_type in OPERATIONAL_TASKS]
-        last = operational[-1] if operational else None
-        if last is not None and last.status == 'failure':
-            if any(e.task_id == last.task_id and e.status == 'resolved' for e in self._escalations.values()):
-                return None
-            return refuse('reflection', f'reflection must wait: {last.task_id} ({last.task_type.value}) '
-                                        f'failed ({last.issue}) and no escalation about it has been '
-                                        f'resolved; recover it or escalate {last.task_id} and wait for the '
-                                        f'human decision')
-        missing = [kind.value for kind, t in latest.items() if t is None or t.status != 'success']
-        return refuse('reflection', f"reflection must wait: {', '.join(missing)} not yet successful "
-                                    f'(workflow: {_order()})')
+        why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.status, t.issue) for t in self._tasks.values()],
+                              {e.task_id for e in self._escalations.values() if e.status == 'resolved'},
+                              closed=bool(self._closed_by))
+        return None if why is None else refuse('reflection', why)
 
     # --- Reports ------------------------------------------------------------------------------
 
@@ -473,6 +456,51 @@ def _text(value) -> str:
     if value is None:
         return ''
     return str(value.value) if isinstance(value, Enum) else str(value)
+
+
+class TaskOutline(NamedTuple):
+    """What :func:`reflection_wait` needs of a task (status: 'running', 'success' or 'failure')."""
+
+    task_id: str
+    task_type: TaskType
+    status: str
+    issue: str
+
+
+def reflection_wait(tasks: list[TaskOutline], resolved_about: set[str], *, closed: bool) -> str | None:
+    """Return why the reflection must wait (rule 8 of :class:`WorkflowPolicy`), or ``None`` if it may start.
+
+    Parameters
+    ----------
+    tasks
+        Every task, in authorization order.
+    resolved_about
+        IDs of the tasks an escalation was decided on by a human.
+    closed
+        Whether a human closed the episode with ``abort``.
+
+    Shared by the supervisor's gate and the manager's LLM bridge (which offers the reflection
+    tool only when this returns ``None``). Does not check for an earlier reflection.
+    """
+    running = [t.task_id for t in tasks if t.status == 'running']
+    if running:
+        return f"reflection must wait until no task runs; still running: {', '.join(running)}"
+    if closed:
+        return None
+    operational = [t for t in tasks if t.task_type in OPERATIONAL_TASKS]
+    latest = {kind: next((t for t in reversed(operational) if t.task_type is kind), None)
+              for kind in OPERATIONAL_TASKS}
+    if all(t is not None and t.status == 'success' for t in latest.values()):
+        return None
+    last = operational[-1] if operational else None
+    if last is not None and last.status == 'failure':
+        if last.task_id in resolved_about:
+            return None
+        return (f'reflection must wait: {last.task_id} ({last.task_type.value}) failed ({last.issue}) and no '
+                f'escalation about it has been resolved; recover it or escalate {last.task_id} and wait for the '
+                f'human decision')
+    missing = [kind.value for kind, t in latest.items() if t is None or t.status != 'success']
+    return f"reflection must wait: {', '.join(missing)} not yet successful (workflow: {_order()})"
 
 
 def _order() -> str:

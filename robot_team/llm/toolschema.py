@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
+from robot_team.workflow import TaskOutline, reflection_wait
 
 
 class SubmitReport(BrainReport):
@@ -146,7 +147,7 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
       refused something since the last decision;
     - ``submit_reflection``: when no task runs and either the latest task of every operational
       type succeeded, a human decided ``abort``, or the last operational task failed and a human
-      decided on an escalation about it (rule 8 of :class:`~robot_team.workflow.WorkflowPolicy`).
+      decided on an escalation about it (:func:`~robot_team.workflow.reflection_wait`, the gate's rule 8).
 
     Offering only these is the gate's rule shown in advance: a call to a tool not offered is
     still handled and refused by the gate with its explanation.
@@ -154,17 +155,13 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
     if obs is None:
         return list(MANAGER_TOOL_MODELS)
     names = ['delegate_task']
-    operational = [t for t in obs.tasks if t.task_type in OPERATIONAL_TASKS]
     latest = [obs.latest(kind) for kind in OPERATIONAL_TASKS]
     if obs.feedback or any(t is not None and t.state == 'failure' for t in latest):
         names.append('escalate_to_supervisor')
-    idle = not any(t.state == 'running' for t in obs.tasks)
-    aborted = any(e.decision == 'abort' for e in obs.escalations)
-    all_done = all(t is not None and t.state == 'success' for t in latest)
-    last = operational[-1] if operational else None
-    decided = last is not None and last.state == 'failure' and any(
-        e.task_id == last.task_id and e.resolved for e in obs.escalations)
-    if idle and (all_done or aborted or decided):
+    why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.state, t.issue) for t in obs.tasks],
+                          {e.task_id for e in obs.escalations if e.resolved},
+                          closed=any(e.decision == 'abort' for e in obs.escalations))
+    if why is None:
         names.append('submit_reflection')
     return names
 
