@@ -5,12 +5,11 @@ One well-behaved run, one run where the manager and a robot misbehave in every w
 must stop; for each, the record shows the guard and the floor outcome stays correct.
 """
 
-import json
-
 import pytest
 
+from llm_scripts import misbehaving_policies, use_llm_server
 from robot_team.llm import scripted
-from robot_team.llm.fakeserver import ScriptedServer, text, tool_calls
+from robot_team.llm.fakeserver import ScriptedServer
 
 pytest.importorskip('rclpy')
 pytest.importorskip('robot_team.sim.sim_node')
@@ -19,12 +18,7 @@ pytest.importorskip('robot_team.sim.sim_node')
 @pytest.fixture
 def llm_env(monkeypatch):
     """Point every node's LLM settings at a scripted server (started by the test)."""
-    def use(server):
-        monkeypatch.setenv('ROBOT_TEAM_LLM_BASE_URL', server.base_url)
-        monkeypatch.setenv('ROBOT_TEAM_LLM_API_KEY', 'test-key')
-        monkeypatch.setenv('ROBOT_TEAM_LLM_FALLBACK', 'fail')
-        monkeypatch.setenv('ROBOT_TEAM_LLM_TIMEOUT_S', '10')
-    return use
+    return lambda server: use_llm_server(monkeypatch, server)
 
 
 def events(result, kind):
@@ -52,48 +46,7 @@ def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env
 
 def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id, llm_env):
     from robot_team.runner import run_episode
-    ideal = scripted.IdealManager()
-    done = set()
-
-    def once(name):
-        if name in done:
-            return False
-        done.add(name)
-        return True
-
-    def manager(body):
-        last = body['messages'][-1]
-        if last['role'] == 'user':
-            ideal.read(body)
-            content = last['content']
-            if 'Patient' in content and once('operate'):           # 1. calls a robot's tool
-                return tool_calls(('navigate_to_pose', {'x': 1.0, 'y': 1.0}))
-            if ('nav-1 (navigation' in content and 'failure' in content and once('echo')) or (
-                    content.startswith('Nothing is running') and once('echo again')):
-                return text('nav-1 failed: HCW #80 unavailable.')   # 2. echoes the failure, does nothing
-            nav_ok = any(t['type'] == 'navigation' and t['state'] == 'success' for t in ideal.tasks.values())
-            if nav_ok and once('skip'):                              # 3. skips info collection
-                return tool_calls(('delegate_task', {'task_type': 'display', 'robot': 'display_robot',
-                                                     'reason': 'faster'}))
-        reply = ideal(body)
-        for call in reply.get('tool_calls') or []:
-            args = json.loads(call['function']['arguments'])
-            if args.get('task_type') == 'info_collection' and once('prefetch'):   # 4. does the work itself
-                args['instructions'] = 'name: Dr. Lucas Brennan, specialty: Physician; just confirm.'
-            if call['function']['name'] == 'submit_reflection' and once('placeholder'):   # 5. placeholder
-                args['lessons_learned'] = ['TBD']
-            call['function']['arguments'] = json.dumps(args)
-        return reply
-
-    def info(body):
-        res = scripted.results(body)
-        if res and res[-1][0] == 'lookup_staff_by_badge' and once('lie'):   # 6. false success claim
-            return scripted.report('success', '', 'identified', hcw_id='90', name='Dr. Nobody',
-                                   specialty='Physician')
-        return scripted.info_collection_stepwise(body)   # reads each result, so it can lie about one
-
-    policies = {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
-    with ScriptedServer(policies) as server:
+    with ScriptedServer(misbehaving_policies()) as server:
         llm_env(server)
         result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
                              brain_options={'kb': False}, real_time_factor=40.0)

@@ -7,68 +7,22 @@ reflection first; the info robot claims a false success once. The guards keep th
 correct; the attempted view loses the points the published hand scoring would take.
 """
 
-import json
-
 import pytest
 
+from llm_scripts import misbehaving_policies, use_llm_server
 from robot_team.evaluation.rubric import Metric, score_run
 from robot_team.reports import TaskType
 
 pytest.importorskip('rclpy')
 fakeserver = pytest.importorskip('robot_team.llm.fakeserver')
-scripted = pytest.importorskip('robot_team.llm.scripted')
 
 NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
-
-
-def misbehaving_policies() -> dict:
-    """Return the scripted team: the well-behaved one, with each failure mode tried once."""
-    ideal, done = scripted.IdealManager(), set()
-
-    def once(name):
-        first = name not in done
-        done.add(name)
-        return first
-
-    def manager(body):
-        last = body['messages'][-1]
-        if last['role'] == 'user':
-            ideal.read(body)
-            content = last['content']
-            if 'Patient' in content and once('operate'):
-                return fakeserver.tool_calls(('navigate_to_pose', {'x': 1.0, 'y': 1.0}))
-            if ('nav-1 (navigation' in content and 'failure' in content and once('echo')) or (
-                    content.startswith('Nothing is running') and once('echo again')):   # the bridge asks once
-                return fakeserver.text('nav-1 failed: HCW #80 unavailable.')
-            if any(t['type'] == 'navigation' and t['state'] == 'success' for t in ideal.tasks.values()) \
-                    and once('skip'):
-                return fakeserver.tool_calls(('delegate_task', {'task_type': 'display', 'robot': 'display_robot',
-                                                                'reason': 'faster'}))
-        reply = ideal(body)
-        for call in reply.get('tool_calls') or []:
-            args = json.loads(call['function']['arguments'])
-            if args.get('task_type') == 'info_collection' and once('prefetch'):
-                args['instructions'] = 'name: Dr. Lucas Brennan, specialty: Physician; just confirm.'
-            if call['function']['name'] == 'submit_reflection' and once('placeholder'):
-                args['lessons_learned'] = ['TBD']
-            call['function']['arguments'] = json.dumps(args)
-        return reply
-
-    def info(body):
-        res = scripted.results(body)
-        if res and res[-1][0] == 'lookup_staff_by_badge' and once('lie'):
-            return scripted.report('success', '', 'identified', hcw_id='90', name='Dr. Nobody', specialty='Physician')
-        return scripted.info_collection_stepwise(body)   # reads each result, so it can lie about one
-
-    return {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
 
 
 def test_scripted_failure_modes_lose_the_expected_points(tmp_path, domain_id, monkeypatch):
     from robot_team.runner import run_episode
     with fakeserver.ScriptedServer(misbehaving_policies()) as server:
-        for name, value in (('BASE_URL', server.base_url), ('API_KEY', 'test-key'), ('FALLBACK', 'fail'),
-                            ('TIMEOUT_S', '10')):
-            monkeypatch.setenv(f'ROBOT_TEAM_LLM_{name}', value)
+        use_llm_server(monkeypatch, server)
         result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
                              brain_options={'kb': False}, real_time_factor=40.0)
     assert result.report['outcome'] == 'success'   # the floor stayed correct
