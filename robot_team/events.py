@@ -117,7 +117,7 @@ def reliable_qos(depth: int = 100):
 
 
 class EventEmitter:
-    """Publish a node's team events on ``/team/events`` and log them.
+    """Publish a node's team events on ``team/events`` (in its team namespace) and log them.
 
     Thread-safe: ``emit`` may be called from any callback or worker thread.
 
@@ -132,11 +132,12 @@ class EventEmitter:
     def __init__(self, node, actor: str):
         from robot_team.msg import TeamEvent
         from robot_team.names import TEAM_EVENTS
+        from robot_team.rosutil import team_name
         self._node = node
         self._actor = actor
         self._lock = threading.Lock()
         self._seq = 0
-        self._pub = node.create_publisher(TeamEvent, TEAM_EVENTS, events_qos())
+        self._pub = node.create_publisher(TeamEvent, team_name(node, TEAM_EVENTS), events_qos())
         self.history: list[TeamEventModel] = []
 
     @property

@@ -1,15 +1,30 @@
 """ROS 2 names shared by every node of the team: one place, so that nodes cannot disagree.
 
-Robots live in their own namespace (``/<robot>/...``); team-wide topics and services live under
-``/team``; the ED floor's infrastructure (real or simulated) lives under ``/ed``. Names follow
-ROS 2 conventions (snake_case, relative per-robot names resolved in the robot's namespace).
+Every name here is **relative**, resolved the ROS way (REP-144 / ``rcl`` name resolution):
+
+- A team lives in a *team namespace* ``T`` (``/`` by default; ``robot-team run --namespace floor2``
+  gives ``/floor2``). The manager, supervisor, operator, recorder and simulator are nodes in ``T``;
+  team topics and services (``team/...``) and the floor's infrastructure (``ed/...``) are relative
+  to ``T``: ``team/events`` is ``/team/events`` in the default team, ``/floor2/team/events`` in
+  ``/floor2``.
+- Each robot is a node named after its role in its own namespace ``T/<role>``, like a Nav2 robot
+  (``BasicNavigator(namespace='navigation_robot')``): its interfaces (``execute_task``,
+  ``navigate_to_pose``, ``amcl_pose``...) are relative to that namespace. A team node reaches
+  them as ``<role>/<name>`` (:func:`robot_name`). ``ros2 run ... --ros-args -r
+  __ns:=/floor2/navigation_robot`` moves one robot; its team namespace is the parent of its own
+  (:func:`team_namespace_of`), or its ``team_namespace`` parameter.
+- ``/clock`` is global in ROS; a namespaced team remaps it (:func:`clock_remap`) so that two
+  simulated teams can share one domain.
 """
 
+from __future__ import annotations
+
+import re
 from enum import Enum
 
 
 class Robot(str, Enum):
-    """Robot roles of the ED team; the value is the node name and ROS namespace."""
+    """Robot roles of the ED team; the value is the node name (and, for robots, their namespace)."""
 
     MANAGER = 'manager'
     NAVIGATION = 'navigation_robot'
@@ -22,33 +37,102 @@ SIMULATOR = 'ed_sim'
 OPERATOR = 'scripted_operator'
 RECORDER = 'team_recorder'
 
-# Team topics and services.
-TEAM_EVENTS = '/team/events'
-TASK_REPORTS = '/team/task_reports'
-ESCALATIONS = '/team/escalations'
-HUMAN_DECISIONS = '/team/human_decisions'
-AUTHORIZE_TASK = '/team/supervisor/authorize_task'
-REQUEST_ESCALATION = '/team/supervisor/request_escalation'
-RESOLVE_ESCALATION = '/team/supervisor/resolve_escalation'
+# Team topics and services, relative to the team namespace.
+TEAM_EVENTS = 'team/events'
+TASK_REPORTS = 'team/task_reports'
+ESCALATIONS = 'team/escalations'
+HUMAN_DECISIONS = 'team/human_decisions'
+AUTHORIZE_TASK = 'team/supervisor/authorize_task'
+SUBMIT_REPORT = 'team/supervisor/submit_report'
+REQUEST_ESCALATION = 'team/supervisor/request_escalation'
+RESOLVE_ESCALATION = 'team/supervisor/resolve_escalation'
 
-# ED floor infrastructure (served by the embedded simulator, or by the hospital's systems).
-PATIENT_ARRIVALS = '/ed/patient_arrivals'
-BADGE_SCANS = '/ed/badge_scans'
-LOCATE_STAFF = '/ed/rtls/locate_staff'
-PAGE_STAFF = '/ed/paging/page_staff'
-SHOW_DISPLAY = '/ed/display/show'
-DISPLAY_CONTENT = '/ed/display/content'
+# ED floor infrastructure (served by the embedded simulator, or by the hospital's systems),
+# relative to the team namespace.
+PATIENT_ARRIVALS = 'ed/patient_arrivals'
+BADGE_SCANS = 'ed/badge_scans'
+LOCATE_STAFF = 'ed/rtls/locate_staff'
+PAGE_STAFF = 'ed/paging/page_staff'
+SHOW_DISPLAY = 'ed/display/show'
+DISPLAY_CONTENT = 'ed/display/content'
 
-# Per-robot names, relative to the robot's namespace.
-EXECUTE_TASK = 'execute_task'
-NAVIGATE_TO_POSE = 'navigate_to_pose'   # nav2_msgs/action/NavigateToPose, as Nav2's bt_navigator
-ODOM = 'odom'
-POSE = 'pose'   # geometry_msgs/PoseStamped of the robot in the map frame (simulator ground truth)
+# Map and clock, as map_server and Gazebo/ros_gz publish them.
+MAP = 'map'             # nav_msgs/OccupancyGrid, transient local, relative to the team namespace
+CLOCK = '/clock'        # rosgraph_msgs/Clock (global; see clock_remap)
 
-MAP_FRAME = 'map'   # REP-105
+# Per-robot names, relative to the robot's namespace (Nav2's names where Nav2 defines them).
+EXECUTE_TASK = 'execute_task'                    # robot_team/action/ExecuteTask
+NAVIGATE_TO_POSE = 'navigate_to_pose'            # nav2_msgs/action/NavigateToPose (bt_navigator)
+NAVIGATE_THROUGH_POSES = 'navigate_through_poses'  # nav2_msgs/action/NavigateThroughPoses (bt_navigator)
+COMPUTE_PATH_TO_POSE = 'compute_path_to_pose'    # nav2_msgs/action/ComputePathToPose (planner_server)
+FOLLOW_PATH = 'follow_path'                      # nav2_msgs/action/FollowPath (controller_server)
+AMCL_POSE = 'amcl_pose'                          # geometry_msgs/PoseWithCovarianceStamped, transient local
+INITIAL_POSE = 'initialpose'                     # geometry_msgs/PoseWithCovarianceStamped
+ODOM = 'odom'                                    # nav_msgs/Odometry
+POSE = 'pose'   # geometry_msgs/PoseStamped in 'map': simulator ground truth (being replaced by amcl_pose)
+NAV2_LIFECYCLE_NODES = ('bt_navigator', 'planner_server', 'controller_server', 'amcl')
+"""Nav2 lifecycle nodes per robot whose ``<node>/get_state`` (lifecycle_msgs/srv/GetState) a
+BasicNavigator waits on (``waitUntilNav2Active`` with its default navigator and localizer)."""
+
+MAP_FRAME = 'map'       # REP-105
+ODOM_FRAME = 'odom'     # REP-105
+BASE_FRAME = 'base_link'  # REP-105
+
+_NAME_PART = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
 
 
-def robot_action(robot: 'Robot | str', relative: str) -> str:
-    """Return the absolute name of ``relative`` in ``robot``'s namespace, e.g. ``/display_robot/execute_task``."""
+def robot_name(robot: 'Robot | str', relative: str) -> str:
+    """Return ``relative`` in ``robot``'s namespace, relative to the team namespace.
+
+    E.g. ``robot_name('display_robot', 'execute_task') == 'display_robot/execute_task'``, which a
+    node in the team namespace ``/floor2`` resolves to ``/floor2/display_robot/execute_task``.
+    """
     name = robot.value if isinstance(robot, Robot) else str(robot)
-    return f'/{name}/{relative}'
+    return f'{name}/{relative}'
+
+
+def validate_namespace(namespace: str, what: str = 'namespace') -> str:
+    """Return ``namespace`` as an absolute ROS namespace (``'floor2'`` -> ``'/floor2'``, ``''`` -> ``'/'``).
+
+    Raises
+    ------
+    ValueError
+        If it is not a valid ROS namespace: tokens of letters, digits and underscores, not
+        starting with a digit, separated by single slashes (the message names ``what``).
+    """
+    text = (namespace or '').strip()
+    if text in ('', '/'):
+        return '/'
+    parts = text.strip('/').split('/')
+    bad = [p for p in parts if not _NAME_PART.match(p)]
+    if bad or '//' in text:
+        raise ValueError(f"{what} {namespace!r} is not a valid ROS namespace: expected tokens of letters, "
+                         f"digits and '_' (not starting with a digit) separated by '/', e.g. 'floor2' or "
+                         f"'/hospital/floor2'")
+    return '/' + '/'.join(parts)
+
+
+def join(namespace: str, relative: str) -> str:
+    """Return the absolute name of ``relative`` in ``namespace`` (``join('/floor2', 'team/events')``)."""
+    namespace = validate_namespace(namespace)
+    return ('' if namespace == '/' else namespace) + '/' + relative.lstrip('/')
+
+
+def team_namespace_of(robot_namespace: str) -> str:
+    """Return the team namespace of a robot whose own namespace is ``robot_namespace`` (its parent).
+
+    ``'/floor2/navigation_robot'`` -> ``'/floor2'``; ``'/navigation_robot'`` -> ``'/'``.
+    """
+    namespace = validate_namespace(robot_namespace, 'robot namespace')
+    parent = namespace.rsplit('/', 1)[0]
+    return parent or '/'
+
+
+def clock_remap(team_namespace: str) -> list[str]:
+    """Return the ``--ros-args`` remap that gives a team its own clock topic (none for ``/``).
+
+    rclpy's time source subscribes to ``/clock``; a simulated team in ``/floor2`` publishes and
+    reads ``/floor2/clock`` instead, so that two simulated teams on one domain keep their own time.
+    """
+    namespace = validate_namespace(team_namespace, 'team namespace')
+    return [] if namespace == '/' else ['-r', f'{CLOCK}:={join(namespace, "clock")}']

@@ -121,8 +121,8 @@ def read_jsonl(path: Path) -> list[TeamEventModel]:
     return events
 
 
-def write_mcap(events: list[TeamEventModel], path: Path) -> None:
-    """Write the events as ``robot_team/msg/TeamEvent`` messages on ``/team/events`` to an MCAP file."""
+def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/events') -> None:
+    """Write the events as ``robot_team/msg/TeamEvent`` messages on ``topic`` (absolute) to an MCAP file."""
     from mcap_ros2.writer import Writer
     with open(path, 'wb') as f:
         writer = Writer(f)
@@ -133,17 +133,17 @@ def write_mcap(events: list[TeamEventModel], path: Path) -> None:
                        'wall_time': event.wall_time, 'seq': event.seq, 'actor': event.actor,
                        'kind': event.kind, 'target': event.target, 'summary': event.summary,
                        'reason': event.reason, 'data_json': json.dumps(event.data, default=str)}
-            writer.write_message(names.TEAM_EVENTS, schema, message, log_time=int(event.wall_time * 1e9),
+            writer.write_message(topic, schema, message, log_time=int(event.wall_time * 1e9),
                                  publish_time=stamp_ns)
         writer.finish()
 
 
-def write_record(events: list[TeamEventModel], out_dir: Path) -> dict[str, str]:
-    """Write ``events.jsonl`` and ``events.mcap`` into ``out_dir``; return their paths."""
+def write_record(events: list[TeamEventModel], out_dir: Path, topic: str = '/team/events') -> dict[str, str]:
+    """Write ``events.jsonl`` and ``events.mcap`` (events on ``topic``) into ``out_dir``; return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(events, out_dir / 'events.jsonl')
-    write_mcap(events, out_dir / 'events.mcap')
+    write_mcap(events, out_dir / 'events.mcap', topic)
     return {'jsonl': str(out_dir / 'events.jsonl'), 'mcap': str(out_dir / 'events.mcap')}
 
 
@@ -157,7 +157,7 @@ def main(args=None) -> int:
         pass
     finally:
         out_dir = node.get_parameter('out_dir').value or '.'
-        write_record(node.events(), Path(out_dir))
+        write_record(node.events(), Path(out_dir), node.resolve_topic_name(names.TEAM_EVENTS))
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -55,6 +55,18 @@ def wait_for_server(client, timeout_s: float, what: str) -> None:
         raise ToolError(f'{what} is not available (waited {timeout_s:.0f} s)')
 
 
+def team_name(node, relative: str) -> str:
+    """Return team-wide name ``relative`` (``team/...``, ``ed/...``) as ``node`` must use it.
+
+    A node in the team namespace uses the relative name as is; a robot node (namespace
+    ``<team>/<robot>``) carries a ``team_namespace`` attribute and gets the absolute name in its
+    team's namespace (see :mod:`robot_team.names`).
+    """
+    from robot_team.names import join
+    team_ns = getattr(node, 'team_namespace', None)
+    return relative if team_ns is None else join(team_ns, relative)
+
+
 def ros_now_s(node) -> float:
     """Return ``node``'s ROS time (sim time under ``use_sim_time``) in seconds."""
     return node.get_clock().now().nanoseconds * 1e-9

@@ -17,7 +17,7 @@ from robot_team.action import ExecuteTask
 from robot_team.agents.robot_node import RobotNode
 from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
-from robot_team.names import NAVIGATE_TO_POSE, robot_action
+from robot_team.names import NAVIGATE_TO_POSE, robot_name
 from robot_team.reports import TaskReportModel
 from robot_team.sim.sim_node import EdSimNode
 from ros_helpers import wait_for
@@ -54,7 +54,7 @@ def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_when=None,
 
     ``cancel_when`` (a ``threading.Event``) cancels the goal once it is set.
     """
-    client = ActionClient(node, ExecuteTask, robot_action(robot, 'execute_task'))
+    client = ActionClient(node, ExecuteTask, robot_name(robot, 'execute_task'))
     assert client.wait_for_server(timeout_sec=10.0)
     stages = []
     done = threading.Event()
@@ -123,7 +123,7 @@ def test_navigation_cancel_stops_the_nav2_goal(graph):
     from nav2_msgs.action import NavigateToPose
     nav2_feedback = threading.Event()
     client.create_subscription(NavigateToPose.Impl.FeedbackMessage,
-                               robot_action('navigation_robot', NAVIGATE_TO_POSE) + '/_action/feedback',
+                               robot_name('navigation_robot', NAVIGATE_TO_POSE) + '/_action/feedback',
                                lambda _msg: nav2_feedback.set(), 10)
     _, status, report, _ = send_task(client, 'navigation_robot', 'navigation', hcw_id='90',
                                      cancel_when=nav2_feedback)

@@ -29,7 +29,7 @@ from robot_team.config import ConfigError, load_scenario
 from robot_team.events import TeamEventModel, events_qos
 from robot_team.msg import BadgeScan, DisplayEntry, PatientArrival, TeamEvent
 from robot_team.names import (BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
-                              PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_action)
+                              PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_name)
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.sim_node import EdSimNode
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
@@ -49,7 +49,7 @@ class Graph:
         self.client = rclpy.create_node('sim_test_client', context=context)
         self.events: list[TeamEventModel] = []
         self.client.create_subscription(TeamEvent, TEAM_EVENTS, self._record, events_qos())
-        self.nav = ActionClient(self.client, NavigateToPose, robot_action(NAV, NAVIGATE_TO_POSE))
+        self.nav = ActionClient(self.client, NavigateToPose, robot_name(NAV, NAVIGATE_TO_POSE))
         executor.add_node(self.sim)
         executor.add_node(self.client)
         self.executor = executor
@@ -109,7 +109,7 @@ def graph_factory(ros_context, executor):
 def test_navigate_succeeds_with_decreasing_distance(graph_factory):
     graph = graph_factory()
     odom = []
-    graph.client.create_subscription(Odometry, robot_action(NAV, ODOM), odom.append, 10)
+    graph.client.create_subscription(Odometry, robot_name(NAV, ODOM), odom.append, 10)
     feedback = []
     lounge = graph.sim.engine.world.room('Staff lounge').center
     handle = graph.send_goal(*lounge, yaw=1.0, feedback=lambda m: feedback.append(m.feedback))
@@ -256,7 +256,7 @@ def test_runs_as_a_module(ros_context, executor, domain_id):
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     node = rclpy.create_node('module_probe', context=ros_context)
     poses = []
-    node.create_subscription(PoseStamped, robot_action(NAV, 'pose'), poses.append, 10)
+    node.create_subscription(PoseStamped, robot_name(NAV, 'pose'), poses.append, 10)
     executor.add_node(node)
     try:
         assert wait_for(lambda: poses, 20.0), 'no pose from python -m robot_team.sim.sim_node'

@@ -113,7 +113,7 @@ class ManagerNode(Node):
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
         self._escalate = self.create_client(RequestEscalation, names.REQUEST_ESCALATION,
                                             callback_group=self._group)
-        self._robots = {robot: ActionClient(self, ExecuteTask, names.robot_action(robot, names.EXECUTE_TASK),
+        self._robots = {robot: ActionClient(self, ExecuteTask, names.robot_name(robot, names.EXECUTE_TASK),
                                             callback_group=self._group) for robot in ROBOTS}
         self._worker = threading.Thread(target=self._run, name='manager-brain', daemon=True)
         self._worker.start()

@@ -23,7 +23,7 @@ from robot_team.brains.base import BrainReport, RobotBrain, TaskSpec
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.grounding import contradictions
 from robot_team.reports import TASK_OWNER, TaskReportModel, TaskStatus, TaskType
-from robot_team.rosutil import ros_now_s, spin_node
+from robot_team.rosutil import ros_now_s, spin_node, team_name
 from robot_team.tools.base import Toolbox
 
 ROLE_TASK = {owner: task for task, owner in TASK_OWNER.items() if task is not TaskType.REFLECTION}
@@ -63,7 +63,9 @@ class RobotNode(Node):
     context, parameter_overrides
         As for :class:`rclpy.node.Node`. Parameters: ``world`` (SDFormat file, navigation
         robot), ``staff_db`` (SQLite file), ``brain``, ``kb`` (LLM brains: knowledge base on/off),
-        ``use_sim_time``.
+        ``use_sim_time``, ``team_namespace`` (default: the parent of the robot's namespace).
+    namespace
+        The robot's namespace (default ``/<role>``; in a team namespace ``T``, ``T/<role>``).
 
     Raises
     ------
@@ -71,12 +73,18 @@ class RobotNode(Node):
         If ``role`` is not an operational robot.
     """
 
-    def __init__(self, role: str, brain: RobotBrain | None = None, *, context=None, parameter_overrides=None):
+    def __init__(self, role: str, brain: RobotBrain | None = None, *, namespace: str | None = None, context=None,
+                 parameter_overrides=None):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
-        super().__init__(role, context=context, parameter_overrides=parameter_overrides or [])
+        # The robot's own namespace (default /<role>); a command-line ``-r __ns:=...`` overrides it.
+        super().__init__(role, namespace=namespace or f'/{role}', context=context,
+                         parameter_overrides=parameter_overrides or [])
         self.role = role
         self.task_type = ROLE_TASK[role]
+        team_ns = self.declare_parameter('team_namespace', '').value
+        self.team_namespace = (names.validate_namespace(team_ns, 'parameter team_namespace') if team_ns
+                               else names.team_namespace_of(self.get_namespace()))
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('world', 'ed_floor.sdf')
         self.declare_parameter('staff_db', '')
@@ -90,9 +98,9 @@ class RobotNode(Node):
                                          kb=bool(self.get_parameter('kb').value))
         from robot_team.action import ExecuteTask
         from robot_team.msg import TaskReport
-        self._reports = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
+        self._reports = self.create_publisher(TaskReport, team_name(self, names.TASK_REPORTS), reliable_qos())
         self._server = ActionServer(
-            self, ExecuteTask, names.robot_action(role, names.EXECUTE_TASK),
+            self, ExecuteTask, names.EXECUTE_TASK,
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
         self.events.emit(EventKind.NODE_STARTED, f'{role} ready with tools {", ".join(self.toolbox.names())}',

@@ -61,9 +61,9 @@ from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_s
 from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind
 from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
-from robot_team.names import (BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, MAP_FRAME, NAVIGATE_TO_POSE,
+from robot_team.names import (BADGE_SCANS, CLOCK, MAP, DISPLAY_CONTENT, LOCATE_STAFF, MAP_FRAME, NAVIGATE_TO_POSE,
                               ODOM, PAGE_STAFF, PATIENT_ARRIVALS, POSE, SHOW_DISPLAY, SIMULATOR, Robot,
-                              robot_action)
+                              robot_name)
 from robot_team.sim.engine import (ABORTED, ACTIVE, CANCELED, ROBOTS, SUCCEEDED, SimEngine, SimEvent,
                                    SimInputError)
 from robot_team.sim.grid import PlanningError
@@ -228,22 +228,22 @@ class EdSimNode(Node):
         self._reentrant_group = ReentrantCallbackGroup()
         latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._clock_pub = self.create_publisher(ClockMsg, '/clock', 10)
-        self._map_pub = self.create_publisher(OccupancyGridMsg, '/map', latched)
+        self._clock_pub = self.create_publisher(ClockMsg, CLOCK, 10)
+        self._map_pub = self.create_publisher(OccupancyGridMsg, MAP, latched)
         self._arrival_pub = self.create_publisher(PatientArrival, PATIENT_ARRIVALS, QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._scan_pub = self.create_publisher(BadgeScan, BADGE_SCANS, QoSProfile(
             depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self._display_pub = self.create_publisher(String, DISPLAY_CONTENT, QoSProfile(
             depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self._odom_pubs = {r: self.create_publisher(Odometry, robot_action(r, ODOM), 10) for r in BASE_ROBOTS}
-        self._pose_pubs = {r: self.create_publisher(PoseStamped, robot_action(r, POSE), 10)
+        self._odom_pubs = {r: self.create_publisher(Odometry, robot_name(r, ODOM), 10) for r in BASE_ROBOTS}
+        self._pose_pubs = {r: self.create_publisher(PoseStamped, robot_name(r, POSE), 10)
                            for r in BASE_ROBOTS}
 
         self._goal_locks = {r: threading.Lock() for r in BASE_ROBOTS}
         self._goal_handles: dict[str, object] = {}
         self._action_servers = [
-            ActionServer(self, NavigateToPose, robot_action(r, NAVIGATE_TO_POSE),
+            ActionServer(self, NavigateToPose, robot_name(r, NAVIGATE_TO_POSE),
                          execute_callback=partial(self.execute_callback, r),
                          goal_callback=self.goal_callback,
                          handle_accepted_callback=partial(self.handle_accepted_callback, r),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from robot_team import names
-from robot_team.rosutil import wait_for_server, wait_future
+from robot_team.rosutil import team_name, wait_for_server, wait_future
 from robot_team.tools.base import ToolError, Toolbox
 from robot_team.tools.info import open_directory
 
@@ -53,7 +53,7 @@ class DisplayTools:
         from robot_team.srv import ShowDisplay
         self._node = node
         self._staff_db = staff_db
-        self._show = node.create_client(ShowDisplay, names.SHOW_DISPLAY, callback_group=callback_group)
+        self._show = node.create_client(ShowDisplay, team_name(node, names.SHOW_DISPLAY), callback_group=callback_group)
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every display tool in ``toolbox``."""

@@ -12,7 +12,7 @@ import threading
 from pydantic import BaseModel, Field
 
 from robot_team import names
-from robot_team.rosutil import ros_now_s, wait_ros_time
+from robot_team.rosutil import ros_now_s, team_name, wait_ros_time
 from robot_team.tools.base import ToolError, Toolbox
 
 
@@ -73,7 +73,7 @@ class InfoCollectionTools:
         self._scans: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
         # Reliable and volatile: compatible with a volatile or a transient-local reader publisher.
-        node.create_subscription(BadgeScan, names.BADGE_SCANS, self._scan_callback, scan_qos(),
+        node.create_subscription(BadgeScan, team_name(node, names.BADGE_SCANS), self._scan_callback, scan_qos(),
                                  callback_group=callback_group)
 
     def _scan_callback(self, msg) -> None:

@@ -21,7 +21,7 @@ from enum import Enum
 from pydantic import BaseModel, Field
 
 from robot_team import names
-from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
+from robot_team.rosutil import ros_now_s, team_name, wait_for_server, wait_future
 from robot_team.tools.base import ToolError, Toolbox
 
 #: Wall seconds plan_path waits for the robot's first pose (a node that has just started), like
@@ -276,11 +276,11 @@ class NavigationTools:
         self._grid = OccupancyGrid.from_world(world)
         self._pose: tuple[float, float, float] | None = None
         self._pose_received = threading.Event()
-        self._locate = node.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=callback_group)
-        self._page = node.create_client(PageStaff, names.PAGE_STAFF, callback_group=callback_group)
-        self.nav = NavigateToPoseClient(node, names.robot_action(node.get_name(), names.NAVIGATE_TO_POSE),
-                                        callback_group)
-        node.create_subscription(PoseStamped, names.robot_action(node.get_name(), 'pose'),
+        self._locate = node.create_client(LocateStaff, team_name(node, names.LOCATE_STAFF),
+                                          callback_group=callback_group)
+        self._page = node.create_client(PageStaff, team_name(node, names.PAGE_STAFF), callback_group=callback_group)
+        self.nav = NavigateToPoseClient(node, names.NAVIGATE_TO_POSE, callback_group)
+        node.create_subscription(PoseStamped, names.POSE,
                                  self._pose_callback, 10, callback_group=callback_group)
 
     def _pose_callback(self, msg) -> None:
