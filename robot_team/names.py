@@ -113,7 +113,7 @@ def validate_namespace(namespace: str, what: str = 'namespace') -> str:
 
 
 def join(namespace: str, relative: str) -> str:
-    """Return the absolute name of ``relative`` in ``namespace`` (``join('/floor2', 'team/events')``)."""
+    """Return the absolute name of ``relative`` in ``namespace``, e.g. ``/floor2/team/events``."""
     namespace = validate_namespace(namespace)
     return ('' if namespace == '/' else namespace) + '/' + relative.lstrip('/')
 
