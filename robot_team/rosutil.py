@@ -88,6 +88,25 @@ def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.
     return True
 
 
+def submit_report(client, report, timeout_s: float):
+    """Call ``team/supervisor/submit_report`` with ``report`` (a TaskReportModel) through ``client``.
+
+    Returns the supervisor's :class:`~robot_team.core.manager.ReportAnswer`.
+
+    Raises
+    ------
+    ToolError
+        If the supervisor does not answer within ``timeout_s`` (wall s).
+    """
+    from robot_team.core.manager import ReportAnswer
+    from robot_team.names import SUBMIT_REPORT
+    from robot_team.srv import SubmitReport
+    wait_for_server(client, timeout_s, f'service {SUBMIT_REPORT}')
+    response = wait_future(client.call_async(SubmitReport.Request(report=report.to_msg())), timeout_s,
+                           f'response of {SUBMIT_REPORT}')
+    return ReportAnswer(accepted=response.accepted, explanation=response.explanation)
+
+
 def spin_node(name: str, make_node, make_executor, args=None) -> int:
     """Run one node as a program: init rclpy, build the node, spin until interrupted, clean up.
 

@@ -34,11 +34,29 @@ TASK_ID_PREFIX: dict[TaskType, str] = {
 DECISIONS = ('reassign', 'retry', 'abort')
 """Decisions a human may take on an escalation."""
 
-Rule = Literal['ok', 'requester', 'unknown_task_type', 'role', 'closed', 'order', 'running',
-               'repeat_reason', 'reflection']
-"""The rule an authorization was decided by (``'ok'`` when approved)."""
 
-WORKFLOW_RULES: frozenset[str] = frozenset({'closed', 'order', 'running', 'reflection'})
+class WorkflowRule(str, Enum):
+    """The rule an authorization was decided by; the values are ``AuthorizeTask``'s ``RULE_*`` constants.
+
+    Numbers refer to the rules of :class:`WorkflowPolicy`; ``OK`` means approved.
+    """
+
+    OK = 'ok'
+    REQUESTER = 'requester'                  # 1
+    UNKNOWN_TASK_TYPE = 'unknown_task_type'  # 2
+    ROLE = 'role'                            # 3
+    CLOSED = 'closed'                        # 4
+    ORDER = 'order'                          # 5
+    RUNNING = 'running'                      # 6
+    REPEAT_REASON = 'repeat_reason'          # 7
+    REFLECTION = 'reflection'                # 8
+
+
+Rule = WorkflowRule
+"""Alias kept for readers of older code."""
+
+WORKFLOW_RULES: frozenset[WorkflowRule] = frozenset(
+    {WorkflowRule.CLOSED, WorkflowRule.ORDER, WorkflowRule.RUNNING, WorkflowRule.REFLECTION})
 """Rules whose breach is a workflow violation (the others are refused delegations)."""
 
 
@@ -48,7 +66,7 @@ class Authorization(BaseModel):
     approved: bool
     task_id: str = Field('', description="The new task's ID when approved, else ''.")
     explanation: str = Field(description='Why, in words the manager can act on.')
-    rule: Rule = Field('ok', description='The rule that decided (see WORKFLOW_RULES).')
+    rule: WorkflowRule = Field(WorkflowRule.OK, description='The rule that decided (see WORKFLOW_RULES).')
     task_type: str = ''
     robot: str = ''
 

@@ -1,7 +1,7 @@
 """LLM bridge: the real openai client against a scripted loopback server, real toolboxes and guards.
 
 No network: every test starts :class:`ScriptedServer` on 127.0.0.1. The team runs offline
-(:class:`OfflineTeam`: the supervisor's WorkflowPolicy gate and deadlines, toolbox ownership,
+(:class:`InMemoryTeam`: the supervisor's WorkflowPolicy gate and deadlines, toolbox ownership,
 grounding and the manager-side guards, without ROS); each failure-mode test shows what the
 guard did and that the floor outcome stayed correct.
 """
@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from robot_team.brains.base import TaskRecord, TaskSpec
+from robot_team.brains.base import FeedbackKind, GuardFeedback, TaskRecord, TaskSpec
 from robot_team.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient, LLMUnavailable
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
-from robot_team.llm.harness import OfflineTeam, Recorder, World, build_toolbox
+from robot_team.llm.harness import InMemoryTeam, Recorder, World, build_toolbox
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import manager_tools, robot_tools
 from robot_team.reports import Reflection, TaskOutcome, TaskStatus, TaskType
@@ -37,7 +37,7 @@ def team(server, record=None, world=None, operator=None, kb=False, **kw):
     st = settings(server, **kw)
     robots = {r: LLMRobotBrain(r, st, record.emitter(r), kb=kb) for r in ROBOTS}
     manager = LLMManagerBrain(st, record.emitter('manager'), kb=kb)
-    return OfflineTeam(manager, robots, record=record, world=world, operator=operator)
+    return InMemoryTeam(manager, robots, record=record, world=world, operator=operator)
 
 
 def kinds(record, kind):
@@ -211,7 +211,7 @@ def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():
     with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
         result = team(server).run()
     missed = kinds(result.record, 'deadline_missed')
-    assert missed and missed[0]['data']['task_id'] == 'nav-1' and missed[0]['data']['kind'] == 'issue_handling'
+    assert missed and missed[0]['data']['task_id'] == 'nav-1' and missed[0]['data']['deadline'] == 'issue_handling'
     escalation = kinds(result.record, 'escalation')[0]
     assert escalation['data']['raised_by'] == 'supervisor'
     assert kinds(result.record, 'human_decision')[0]['data']['hcw_id'] == '90'
@@ -235,8 +235,9 @@ def test_skipping_a_step_is_refused_by_the_gate_and_the_llm_sees_why():
         return ideal(body)
     with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
         result = team(server).run()
-    refused = kinds(result.record, 'delegation_refused')
-    assert refused and 'info_collection has not been delegated yet' in refused[0]['reason']
+    refused = [e for e in kinds(result.record, 'workflow_violation') if e['actor'] == 'supervisor']
+    assert refused and refused[0]['data']['rule'] == 'order'
+    assert 'info_collection has not been delegated yet' in refused[0]['reason']
     assert any('must wait' in m['content'] for _, b in server.requests if _ == 'manager'
                for m in b['messages'] if m['role'] == 'user')
     assert [t.task_id for t in result.observation.tasks][-2:] == ['info-1', 'display-1']
@@ -444,7 +445,8 @@ def test_prompt_injection_in_world_text_bypasses_no_guard():
     r = result.record
     # the manager obeyed the text from the RTLS: its skip to display was refused by the gate, its
     # operational tool call by the bridge
-    assert any('display must wait' in e['reason'] for e in kinds(r, 'delegation_refused'))
+    assert any(e['data']['rule'] == 'order' and 'display must wait' in e['reason']
+               for e in kinds(r, 'workflow_violation') if e['actor'] == 'supervisor')
     assert any(e['actor'] == 'manager' and e['target'] == 'read_badge_scan' for e in kinds(r, 'tool_refused'))
     # the info robot's navigate_to_pose was refused (not its tool); its report stood only if the call succeeded
     assert any(e['actor'] == 'info_collection_robot' and e['target'] == 'navigate_to_pose'
@@ -497,7 +499,7 @@ def test_record_then_replay_offline(tmp_path):
     st = LLMSettings(_env_file=None, base_url='http://127.0.0.1:9/v1', api_key='x', cassette=str(cassette),
                      cassette_mode='replay', max_retries=0, fallback='fail')   # nothing listens on port 9
     robots = {r: LLMRobotBrain(r, st, record.emitter(r), kb=False) for r in ROBOTS}
-    replayed = OfflineTeam(LLMManagerBrain(st, record.emitter('manager'), kb=False), robots, record=record).run()
+    replayed = InMemoryTeam(LLMManagerBrain(st, record.emitter('manager'), kb=False), robots, record=record).run()
     Cassette._instances.clear()
     assert replayed.outcome == 'success'
     replies = kinds(record, 'llm_reply')
@@ -664,7 +666,8 @@ def test_manager_is_offered_what_the_workflow_can_accept_and_a_call_to_another_i
     assert manager_tool_names(obs()) == ['delegate_task']
     assert manager_tool_names(obs((nav, 'failure'))) == ['delegate_task', 'escalate_to_supervisor']
     assert manager_tool_names(obs((nav, 'failure'), (nav, 'running'))) == ['delegate_task']
-    assert manager_tool_names(obs(feedback=['Delegation refused'])) == ['delegate_task', 'escalate_to_supervisor']
+    refusal = GuardFeedback(kind=FeedbackKind.DELEGATION_REFUSED, text='Delegation refused')
+    assert manager_tool_names(obs(feedback=[refusal])) == ['delegate_task', 'escalate_to_supervisor']
     done = obs((nav, 'success'), (info, 'success'), (disp, 'success'))
     assert manager_tool_names(done) == ['delegate_task', 'submit_reflection']
     decided = EscalationRecord(escalation_id='esc-1', task_id='t0', decision='abort')

@@ -50,7 +50,7 @@ def test_operator_answers_after_its_delay_and_leaves_the_rest_to_humans(graph):
     assert authorize(probe, 'navigation', 'navigation_robot').approved
     failure = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                               status='failure', issue='door closed')
-    probe.report_pub.publish(failure.to_msg())
+    probe.submit(failure.to_msg())
     assert wait_for(lambda: supervisor.snapshot().task('nav-1').status == 'failure')
     esc = escalate(probe, 'nav-1', 'ER-12 unreachable')
 

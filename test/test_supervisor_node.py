@@ -28,9 +28,11 @@ class GraphProbe(Node):
         from rosgraph_msgs.msg import Clock
 
         from robot_team.msg import Escalation, HumanDecision, TaskReport, TeamEvent
-        from robot_team.srv import AuthorizeTask, RequestEscalation, ResolveEscalation
+        from robot_team.srv import AuthorizeTask, RequestEscalation, ResolveEscalation, SubmitReport
         self.clock_pub = self.create_publisher(Clock, '/clock', 10)
-        self.report_pub = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
+        self.submit_client = self.create_client(SubmitReport, names.SUBMIT_REPORT)
+        self.recorded = []
+        self.create_subscription(TaskReport, names.TASK_REPORTS, self.recorded.append, reliable_qos())
         self.authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK)
         self.escalate = self.create_client(RequestEscalation, names.REQUEST_ESCALATION)
         self.resolve = self.create_client(ResolveEscalation, names.RESOLVE_ESCALATION)
@@ -45,6 +47,11 @@ class GraphProbe(Node):
         future = client.call_async(request)
         assert wait_for(future.done), f'no answer from {client.srv_name}'
         return future.result()
+
+    def submit(self, msg):
+        """Submit a report as a robot does; return the supervisor's answer."""
+        from robot_team.srv import SubmitReport
+        return self.call(self.submit_client, SubmitReport.Request(report=msg))
 
     def set_time(self, seconds: float, node) -> None:
         """Publish /clock in 0.5 s steps up to ``seconds`` and wait until ``node`` sees it."""
@@ -106,20 +113,24 @@ def test_gate_failure_deadline_escalation_and_decision(graph):
 
     out_of_order = authorize(probe, 'info_collection', 'info_collection_robot')
     assert not out_of_order.approved and out_of_order.task_id == ''
+    assert out_of_order.rule == out_of_order.RULE_ORDER
     assert 'navigation has not been delegated' in out_of_order.explanation
     wrong_robot = authorize(probe, 'navigation', 'display_robot')
     assert not wrong_robot.approved and 'navigation_robot' in wrong_robot.explanation
+    assert wrong_robot.rule == wrong_robot.RULE_ROLE
     nav = authorize(probe, 'navigation', 'navigation_robot')
-    assert nav.approved and nav.task_id == 'nav-1'
+    assert nav.approved and nav.task_id == 'nav-1' and nav.rule == nav.RULE_OK
     assert wait_for(lambda: probe.find('workflow_violation', task_type='info_collection')
                     and probe.find('delegation_refused', robot='display_robot')
                     and probe.find('delegation_authorized', task_id='nav-1'))
 
     failure = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                               status='failure', issue='HCW #80 did not answer the page', stamp_s=1.0)
-    probe.report_pub.publish(failure.to_msg())
+    answer = probe.submit(failure.to_msg())
+    assert answer.accepted, answer.explanation
     assert wait_for(lambda: probe.find('deadline_started', task_id='nav-1', deadline='issue_handling'))
     assert supervisor.snapshot().task('nav-1').status == 'failure'
+    assert wait_for(lambda: [r.task_id for r in probe.recorded] == ['nav-1'])   # republished once recorded
     assert probe.find('deadline_met', task_id='nav-1', deadline='task')
 
     probe.set_time(5.5, supervisor)            # deadline due at 1 + 5 = 6 s of sim time
@@ -162,7 +173,7 @@ def test_manager_escalation_meets_the_deadline(graph):
     assert not unknown.accepted and "unknown task ID 'nav-9'" in unknown.message
     failure = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                               status='failure', issue='door closed')
-    probe.report_pub.publish(failure.to_msg())
+    probe.submit(failure.to_msg())
     assert wait_for(lambda: probe.find('deadline_started', task_id='nav-1', deadline='issue_handling'))
     answer = probe.call(probe.escalate, RequestEscalation.Request(task_id='nav-1', reason='ER-12 unreachable',
                                                                   options=['abort']))
@@ -180,14 +191,15 @@ def test_bad_reports_are_recorded_as_rejected(graph):
     malformed = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                                 status='success').to_msg()
     malformed.status = 'done'
-    probe.report_pub.publish(malformed)
+    assert not probe.submit(malformed).accepted
     unknown = TaskReportModel(task_id='nav-5', task_type='navigation', robot='navigation_robot',
                               status='success').to_msg()
-    probe.report_pub.publish(unknown)
+    assert not probe.submit(unknown).accepted
     impostor = TaskReportModel(task_id='nav-1', task_type='navigation', robot='display_robot',
                                status='success').to_msg()
     impostor.evidence_json = json.dumps({'claimed': True})
-    probe.report_pub.publish(impostor)
+    assert not probe.submit(impostor).accepted
+    assert probe.recorded == []
     assert wait_for(lambda: len(probe.find('report_rejected')) == 3)
     first, second, third = probe.find('report_rejected')
     assert 'status' in first.data['error'] and first.data['raw']['status'] == 'done'

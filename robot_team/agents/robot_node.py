@@ -1,17 +1,16 @@
 """An operational robot of the ED team (navigation, info collection or display) as a ROS 2 node.
 
-The node serves ``/<robot>/execute_task`` (robot_team/action/ExecuteTask). For each accepted
-goal it runs the robot's brain in the action's execute callback with the robot's own
-:class:`~robot_team.tools.base.Toolbox`, then builds the report: the brain's claim, checked
-against the ground truth of the tool journal (a contradicted success becomes a failure with a
-``false completion`` issue), with the journal attached as evidence. The report is the action
-result and is published on ``/team/task_reports``.
+The node serves ``execute_task`` (robot_team/action/ExecuteTask) in its namespace. For each
+accepted goal it runs :class:`~robot_team.core.robot.RobotCore` (the brain with the robot's own
+:class:`~robot_team.tools.base.Toolbox`, the claim checked against the tool journal's ground
+truth, the journal attached as evidence), submits the report to the supervisor
+(``team/supervisor/submit_report``, the one place reports are recorded) and then returns it as
+the action result, so the supervisor has the report before the manager sees it.
 """
 
 from __future__ import annotations
 
 import threading
-import traceback
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -19,14 +18,12 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
-from robot_team.brains.base import BrainReport, RobotBrain, TaskSpec
-from robot_team.events import EventEmitter, EventKind, reliable_qos
-from robot_team.grounding import contradictions
-from robot_team.reports import TASK_OWNER, TaskReportModel, TaskStatus, TaskType
-from robot_team.rosutil import ros_now_s, spin_node, team_name
-from robot_team.tools.base import Toolbox
-
-ROLE_TASK = {owner: task for task, owner in TASK_OWNER.items() if task is not TaskType.REFLECTION}
+from robot_team.brains.base import RobotBrain, TaskSpec
+from robot_team.core.robot import ROLE_TASK, RobotCore
+from robot_team.events import EventEmitter, EventKind
+from robot_team.reports import TaskReportModel
+from robot_team.rosutil import ros_now_s, spin_node, submit_report, team_name
+from robot_team.tools.base import ToolError, Toolbox
 
 
 def make_brain(role: str, brain: str, *, events=None, kb: bool = True) -> RobotBrain:
@@ -89,22 +86,31 @@ class RobotNode(Node):
         self.declare_parameter('world', 'ed_floor.sdf')
         self.declare_parameter('staff_db', '')
         self.declare_parameter('kb', True)
+        self.declare_parameter('service_timeout_s', 15.0)
+        self._timeout = float(self.get_parameter('service_timeout_s').value)
         self.events = EventEmitter(self, role)
         self.toolbox = Toolbox(role, self.events, clock=lambda: ros_now_s(self))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._add_tools()
-        self.brain = brain or make_brain(role, self.get_parameter('brain').value, events=self.events,
-                                         kb=bool(self.get_parameter('kb').value))
+        brain = brain or make_brain(role, self.get_parameter('brain').value, events=self.events,
+                                    kb=bool(self.get_parameter('kb').value))
+        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: ros_now_s(self))
         from robot_team.action import ExecuteTask
-        from robot_team.msg import TaskReport
-        self._reports = self.create_publisher(TaskReport, team_name(self, names.TASK_REPORTS), reliable_qos())
+        from robot_team.srv import SubmitReport
+        self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),
+                                          callback_group=self._group)
         self._server = ActionServer(
             self, ExecuteTask, names.EXECUTE_TASK,
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
         self.events.emit(EventKind.NODE_STARTED, f'{role} ready with tools {", ".join(self.toolbox.names())}',
-                         tools=self.toolbox.names(), brain=type(self.brain).__name__)
+                         tools=self.toolbox.names(), brain=type(brain).__name__)
+
+    @property
+    def brain(self) -> RobotBrain:
+        """The robot's brain."""
+        return self.core.brain
 
     def _add_tools(self) -> None:
         staff_db = self.get_parameter('staff_db').value
@@ -127,7 +133,7 @@ class RobotNode(Node):
 
     def goal_callback(self, goal) -> GoalResponse:
         """Accept a task of this robot's type when idle; reject (and record) anything else."""
-        if goal.task_type != self.task_type.value:
+        if not self.core.accepts(goal.task_type):
             self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected a {goal.task_type} task',
                              target=goal.task_id, reason=f'{self.role} executes only {self.task_type.value} tasks',
                              task_id=goal.task_id, task_type=goal.task_type)
@@ -142,8 +148,7 @@ class RobotNode(Node):
         """Accept cancellation: ask the brain to stop and cancel the robot's motion in progress."""
         self.events.emit(EventKind.OBSERVATION, f'{self.role} asked to cancel {goal_handle.request.task_id}',
                          target=goal_handle.request.task_id, cue='cancel', task_id=goal_handle.request.task_id)
-        self.toolbox.cancel(goal_handle.request.task_id)
-        self.brain.cancel()
+        self.core.cancel(goal_handle.request.task_id)
         for hook in self._cancel_hooks:
             hook()
         return CancelResponse.ACCEPT
@@ -171,33 +176,19 @@ class RobotNode(Node):
             context = {'raw': goal.context_json}
         task = TaskSpec(task_id=goal.task_id, task_type=self.task_type, room=goal.room, hcw_id=goal.hcw_id,
                         instructions=goal.instructions, context=context if isinstance(context, dict) else {})
-        self.events.emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
-                         task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
 
         def progress(stage: str, detail: str, fraction: float) -> None:
-            feedback = ExecuteTask.Feedback(stage=stage, detail=detail, progress=float(fraction))
-            goal_handle.publish_feedback(feedback)
+            goal_handle.publish_feedback(ExecuteTask.Feedback(stage=stage, detail=detail, progress=float(fraction)))
 
+        report = self.core.run(task, progress)
         try:
-            claim = self.brain.execute(task, self.toolbox, progress)
-        except Exception as exc:  # noqa: BLE001 - a brain crash is a recorded failure, not a dead robot
-            self.get_logger().error(traceback.format_exc())
-            claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')
-        journal = self.toolbox.journal(task.task_id)
-        problems = contradictions(self.task_type, claim, journal)
-        if problems:
-            self.events.emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',
-                             target=task.task_id, reason='; '.join(problems), task_id=task.task_id,
-                             claim=claim.model_dump(mode='json'))
-            claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
-                                summary=claim.summary, data=claim.data)
-        report = TaskReportModel(
-            task_id=task.task_id, task_type=self.task_type, robot=self.role, status=claim.status,
-            issue=claim.issue, summary=claim.summary, data=claim.data,
-            evidence={'tool_journal': [r.as_dict() for r in journal]}, stamp_s=ros_now_s(self))
-        self._reports.publish(report.to_msg())
-        self.events.emit(EventKind.TASK_REPORT, f'{self.role} reports {report.status.value} on {task.task_id}',
-                         target=task.task_id, reason=report.issue, **report.model_dump(mode='json'))
+            answer = submit_report(self._submit, report, self._timeout)
+        except ToolError as exc:   # the supervisor's task deadline will escalate the missing report
+            self.events.emit(EventKind.REPORT_REJECTED, f'{self.role} could not submit its report on {task.task_id}',
+                             target=task.task_id, reason=str(exc), error=str(exc), task_id=task.task_id)
+        else:
+            if not answer.accepted:
+                self.get_logger().warning(f'supervisor did not record {task.task_id}: {answer.explanation}')
         return report
 
 

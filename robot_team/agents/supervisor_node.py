@@ -1,24 +1,28 @@
 """The supervisor: enforces the ED workflow and its deadlines, and escalates to humans.
 
-A thin ROS 2 wiring around :class:`robot_team.workflow.WorkflowPolicy`:
+A thin ROS 2 wiring around :class:`robot_team.core.supervisor.SupervisorCore` (which wraps the
+pure rulebook :class:`robot_team.workflow.WorkflowPolicy`). Names are relative to the team
+namespace:
 
-- ``/team/supervisor/authorize_task`` (robot_team/srv/AuthorizeTask): the workflow gate every
-  delegation passes (order, roles, repeats, reflection);
-- ``/team/supervisor/request_escalation`` (RequestEscalation): the manager escalates a task;
-- ``/team/supervisor/resolve_escalation`` (ResolveEscalation): a human decides (rqt's Service
+- ``team/supervisor/authorize_task`` (robot_team/srv/AuthorizeTask): the workflow gate every
+  delegation passes (order, roles, repeats, reflection); the answer carries the deciding rule
+  (``RULE_*``) for programs and an explanation for people;
+- ``team/supervisor/submit_report`` (SubmitReport): robots (and the manager, for its
+  reflection) submit their reports here, the one place they are recorded; a report that does
+  not validate or does not match its authorization is recorded as ``report_rejected``;
+- ``team/supervisor/request_escalation`` (RequestEscalation): the manager escalates a task;
+- ``team/supervisor/resolve_escalation`` (ResolveEscalation): a human decides (rqt's Service
   Caller works: a refusal comes back with ``accepted: false`` and a clear ``message``);
-- ``/team/task_reports`` (robot_team/msg/TaskReport): robots' reports, validated; a report that
-  does not validate or does not match its authorization is recorded as ``report_rejected``;
-- ``/team/escalations`` (Escalation) and ``/team/human_decisions`` (HumanDecision): published;
+- ``team/task_reports`` (TaskReport), ``team/escalations`` (Escalation) and
+  ``team/human_decisions`` (HumanDecision): published (recorded reports, escalations, decisions);
 - a timer on ROS time (sim time under ``use_sim_time``) checks the deadlines every 0.5 s and
   escalates each missed one.
 
-Every authorization, deadline change, escalation and human decision is an event on
-``/team/events``.
+Every authorization, report, deadline change, escalation and human decision is an event on
+``team/events``.
 """
 
 from __future__ import annotations
-
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -29,11 +33,9 @@ from robot_team import names
 from robot_team.config import ConfigError, Deadlines, Scenario, load_scenario
 from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind, reliable_qos
-from robot_team.reports import ReportError, TaskReportModel
-from robot_team.workflow import Deadline, WorkflowPolicy, WorkflowState
-
-DELEGATION_AUTHORIZED = 'delegation_authorized'
-"""Event kind of an approved authorization (not in EventKind: the manager's ``delegation`` is the goal)."""
+from robot_team.core.supervisor import SupervisorCore, parse_report
+from robot_team.reports import TaskReportModel
+from robot_team.workflow import WorkflowPolicy, WorkflowState
 
 DEADLINE_CHECK_PERIOD_S = 0.5
 """Period of the deadline check, s of ROS time."""
@@ -83,15 +85,17 @@ class SupervisorNode(Node):
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'supervisor cannot start', reason=str(exc))
             raise
-        self.policy = WorkflowPolicy(deadlines)
-
         from robot_team.msg import Escalation, HumanDecision, TaskReport
-        from robot_team.srv import AuthorizeTask, RequestEscalation, ResolveEscalation
+        from robot_team.srv import AuthorizeTask, RequestEscalation, ResolveEscalation, SubmitReport
         self._group = MutuallyExclusiveCallbackGroup()
         self._escalation_pub = self.create_publisher(Escalation, names.ESCALATIONS, reliable_qos())
         self._decision_pub = self.create_publisher(HumanDecision, names.HUMAN_DECISIONS, reliable_qos())
-        self.create_subscription(TaskReport, names.TASK_REPORTS, self.report_callback, reliable_qos(),
-                                 callback_group=self._group)
+        self._report_pub = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
+        self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit, self._publish_escalation,
+                                   self._publish_decision, self._publish_report)
+        self.policy = self.core.policy
+        self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
+                            callback_group=self._group)
         self.create_service(AuthorizeTask, names.AUTHORIZE_TASK, self.authorize_callback,
                             callback_group=self._group)
         self.create_service(RequestEscalation, names.REQUEST_ESCALATION, self.request_escalation_callback,
@@ -114,98 +118,43 @@ class SupervisorNode(Node):
     # --- Callbacks ----------------------------------------------------------------------------
 
     def authorize_callback(self, request, response):
-        """Approve or refuse a delegation against the workflow rules; record the decision."""
-        auth = self.policy.authorize(request.task_type, request.robot, request.reason, request.requested_by,
-                                     self._now())
-        data = dict(task_type=request.task_type, robot=request.robot, requested_by=request.requested_by,
-                    request_reason=request.reason, rule=auth.rule)
-        if auth.approved:
-            self.events.emit(DELEGATION_AUTHORIZED, f'authorized {auth.task_id} ({request.task_type}) for '
-                             f'{request.robot}', target=request.robot, reason=auth.explanation,
-                             task_id=auth.task_id, **data)
-        else:
-            kind = EventKind.WORKFLOW_VIOLATION if auth.violation else EventKind.DELEGATION_REFUSED
-            self.events.emit(kind, f'refused {request.task_type!r} for {request.robot!r} requested by '
-                             f'{request.requested_by!r}', target=request.robot, reason=auth.explanation,
-                             **data)
-        self._record_deadline_changes()
+        """Approve or refuse a delegation against the workflow rules; answer with the rule."""
+        auth = self.core.authorize(request.task_type, request.robot, request.reason, request.requested_by,
+                                   self._now())
         response.approved = auth.approved
         response.task_id = auth.task_id
+        response.rule = auth.rule.value
         response.explanation = auth.explanation
+        return response
+
+    def submit_report_callback(self, request, response):
+        """Validate and record a report (the one place reports are recorded); reject, never drop, a bad one."""
+        msg = request.report
+        report = parse_report(lambda: TaskReportModel.from_msg(msg), lambda: _raw_report(msg), self.core)
+        if report is None:
+            response.accepted, response.explanation = False, 'the report does not validate (see report_rejected)'
+            return response
+        response.accepted, response.explanation = self.core.submit_report(report, self._now(), _raw_report(msg))
+        if response.accepted:
+            self.get_logger().info(f'{report.task_id} ({report.task_type.value}) reported {report.status.value}'
+                                   + (f': {report.issue}' if report.issue else ''))
         return response
 
     def request_escalation_callback(self, request, response):
         """Open an escalation the manager asked for and publish it; refuse unknown tasks or no reason."""
-        try:
-            escalation_id = self.policy.open_escalation(request.task_id, names.Robot.MANAGER.value,
-                                                        request.reason, list(request.options), self._now())
-        except ValueError as exc:
-            self.events.emit(EventKind.INPUT_ERROR, f'refused an escalation of {request.task_id!r}',
-                             target=request.task_id, reason=str(exc), task_id=request.task_id,
-                             request_reason=request.reason, options=list(request.options))
-            response.accepted, response.escalation_id, response.message = False, '', str(exc)
-            return response
-        self._record_deadline_changes()
-        self._publish_escalation(escalation_id)
-        response.accepted, response.escalation_id = True, escalation_id
-        response.message = f'{escalation_id} opened and sent to the human operators'
+        response.accepted, response.escalation_id, response.message = self.core.request_escalation(
+            request.task_id, request.reason, list(request.options), self._now())
         return response
 
     def resolve_escalation_callback(self, request, response):
         """Record a human's decision on an escalation and publish it; refuse invalid decisions."""
-        accepted, message = self.policy.resolve(request.escalation_id, request.decision, request.hcw_id,
-                                                request.note, request.operator_id, self._now())
-        if accepted:
-            esc = self.policy.snapshot().escalation(request.escalation_id)
-            self.events.emit(EventKind.HUMAN_DECISION, f'{esc.operator_id or "an operator"} decided '
-                             f'{esc.decision} on {esc.escalation_id}', target=esc.task_id, reason=esc.note,
-                             escalation_id=esc.escalation_id, task_id=esc.task_id, decision=esc.decision,
-                             hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.operator_id,
-                             closed=self.policy.closed)
-            from robot_team.msg import HumanDecision
-            self._decision_pub.publish(HumanDecision(
-                stamp=self.get_clock().now().to_msg(), escalation_id=esc.escalation_id, decision=esc.decision,
-                hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.operator_id))
-        else:
-            self.events.emit(EventKind.INPUT_ERROR, f'refused a decision on {request.escalation_id!r}',
-                             target=request.escalation_id, reason=message,
-                             escalation_id=request.escalation_id, decision=request.decision,
-                             hcw_id=request.hcw_id, operator_id=request.operator_id)
-        response.accepted = accepted
-        response.message = message
+        response.accepted, response.message = self.core.resolve(
+            request.escalation_id, request.decision, request.hcw_id, request.note, request.operator_id, self._now())
         return response
-
-    def report_callback(self, msg) -> None:
-        """Validate a robot's report and record it; reject (never drop) a bad one."""
-        try:
-            report = TaskReportModel.from_msg(msg)
-            task = self.policy.record_report(report, self._now())
-        except (ReportError, ValueError) as exc:
-            self.events.emit(EventKind.REPORT_REJECTED, f'rejected a report on {msg.task_id!r} from '
-                             f'{msg.robot!r}', target=msg.task_id, reason=str(exc), error=str(exc),
-                             raw=_raw_report(msg))
-            return
-        self.get_logger().info(f'{task.task_id} ({task.task_type.value}) reported {task.status}'
-                               + (f': {task.issue}' if task.issue else ''))
-        self._record_deadline_changes()
 
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time)."""
-        now = self._now()
-        for deadline in self.policy.due(now):
-            if deadline.kind == 'issue_handling':
-                reason = (f'manager did not handle the failure of {deadline.task_id} within '
-                          f'{deadline.duration_s:g} s')
-            else:
-                task = self.policy.snapshot().task(deadline.task_id)
-                reason = (f'{task.robot} did not report on {deadline.task_id} ({deadline.task_type.value}) '
-                          f'within {deadline.duration_s:g} s')
-            summary = f'{deadline.kind} deadline of {deadline.task_id} missed'
-            self.events.emit(EventKind.DEADLINE_MISSED, summary, target=deadline.task_id, reason=reason,
-                             **_deadline_data(deadline))
-            escalation_id = self.policy.open_escalation(deadline.task_id, names.SUPERVISOR, reason,
-                                                        ['retry', 'reassign', 'abort'], now)
-            self._publish_escalation(escalation_id)
+        self.core.check_deadlines(self._now())
 
     # --- Helpers ------------------------------------------------------------------------------
 
@@ -225,42 +174,20 @@ class SupervisorNode(Node):
                               f'got {value!r}')
         return seconds
 
-    def _record_deadline_changes(self) -> None:
-        for change in self.policy.take_deadline_changes():
-            deadline = change.deadline
-            if change.change == 'started':
-                self.events.emit(EventKind.DEADLINE_STARTED,
-                                 f'{deadline.kind} deadline of {deadline.task_id}: {deadline.duration_s:g} s',
-                                 target=deadline.task_id,
-                                 reason=_deadline_reason(deadline), **_deadline_data(deadline))
-            else:
-                self.events.emit(EventKind.DEADLINE_MET,
-                                 f'{deadline.kind} deadline of {deadline.task_id} met by {deadline.met_by}',
-                                 target=deadline.task_id, **_deadline_data(deadline))
-
-    def _publish_escalation(self, escalation_id: str) -> None:
+    def _publish_escalation(self, esc) -> None:
         from robot_team.msg import Escalation
-        esc = self.policy.snapshot().escalation(escalation_id)
-        self.events.emit(EventKind.ESCALATION, f'{escalation_id} on {esc.task_id or "the episode"} raised by '
-                         f'{esc.raised_by}', target=esc.task_id, reason=esc.reason,
-                         escalation_id=escalation_id, task_id=esc.task_id, task_type=esc.task_type,
-                         raised_by=esc.raised_by, options=esc.options)
         self._escalation_pub.publish(Escalation(
-            stamp=self.get_clock().now().to_msg(), escalation_id=escalation_id, task_id=esc.task_id,
+            stamp=self.get_clock().now().to_msg(), escalation_id=esc.escalation_id, task_id=esc.task_id,
             task_type=esc.task_type, raised_by=esc.raised_by, reason=esc.reason, options=esc.options))
 
+    def _publish_decision(self, esc) -> None:
+        from robot_team.msg import HumanDecision
+        self._decision_pub.publish(HumanDecision(
+            stamp=self.get_clock().now().to_msg(), escalation_id=esc.escalation_id, decision=esc.decision,
+            hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.operator_id))
 
-def _deadline_data(deadline: Deadline) -> dict:
-    return {'task_id': deadline.task_id, 'task_type': deadline.task_type.value, 'deadline': deadline.kind,
-            'deadline_s': deadline.duration_s, 'started_s': deadline.started_s, 'due_s': deadline.due_s,
-            'met_by': deadline.met_by}
-
-
-def _deadline_reason(deadline: Deadline) -> str:
-    if deadline.kind == 'issue_handling':
-        return (f'{deadline.task_id} failed: the manager must delegate {deadline.task_type.value} again or '
-                f'escalate {deadline.task_id}')
-    return f'{deadline.task_id} must report'
+    def _publish_report(self, report: TaskReportModel) -> None:
+        self._report_pub.publish(report.to_msg())
 
 
 def _raw_report(msg) -> dict:

@@ -12,6 +12,7 @@ guards.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from enum import Enum
 from typing import Annotated, Any, Callable, Literal, Union
 
 from pydantic import BaseModel, Field
@@ -109,13 +110,34 @@ class EscalationRecord(BaseModel):
         return bool(self.decision)
 
 
+class FeedbackKind(str, Enum):
+    """What a guard's feedback to the manager is about (brains act on the kind, never on the text)."""
+
+    ROLE_MISALIGNMENT = 'role_misalignment'            # a delegation carried results; they were removed
+    DELEGATION_REFUSED = 'delegation_refused'          # the supervisor's gate (or the team) refused it
+    ESCALATION_REFUSED = 'escalation_refused'          # the supervisor refused an escalation
+    REFLECTION_INCOMPLETE = 'reflection_incomplete'    # a reflection misses required parts
+    REFLECTION_CONTRADICTS = 'reflection_contradicts'  # a reflection contradicts the record
+    REFLECTION_REFUSED = 'reflection_refused'          # the gate refused the reflection now (rule 8)
+    ACTION_FAILED = 'action_failed'                    # an action could not be carried out (ROS timeout...)
+
+
+class GuardFeedback(BaseModel):
+    """One guard refusal or explanation for the manager: typed, with the words for the model."""
+
+    kind: FeedbackKind
+    text: str = Field(description='What happened and what to do next, for the manager (an LLM reads it).')
+    rule: str = Field('', description="The supervisor's WorkflowRule, for gate refusals.")
+
+
 class ManagerObservation(BaseModel):
     """Everything the manager knows, plus what is new since its last decision."""
 
     patient: PatientInfo | None = None
     tasks: list[TaskRecord] = Field(default_factory=list)
     escalations: list[EscalationRecord] = Field(default_factory=list)
-    feedback: list[str] = Field(default_factory=list, description='Guard refusals and explanations since last time.')
+    feedback: list[GuardFeedback] = Field(default_factory=list,
+                                          description='Guard refusals and explanations since last time.')
     new: list[str] = Field(default_factory=list, description='Cues since last time, in words.')
     reflection_done: bool = False
     handled_failures: list[str] = Field(

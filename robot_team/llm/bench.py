@@ -52,7 +52,7 @@ def run_once(kb: bool, ros: bool = True) -> dict:
     """
     from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer
-    from robot_team.llm.harness import OfflineTeam, Recorder
+    from robot_team.llm.harness import InMemoryTeam, Recorder
     from robot_team.llm.scripted import ideal_policies
     from robot_team.llm.settings import LLMSettings
     record = Recorder()
@@ -69,7 +69,7 @@ def run_once(kb: bool, ros: bool = True) -> dict:
                   for r in ('navigation_robot', 'info_collection_robot', 'display_robot')}
         manager = LLMManagerBrain(settings, record.emitter('manager'), kb=kb)
         try:
-            result = OfflineTeam(manager, robots, record=record, tool_emitter=events).run()
+            result = InMemoryTeam(manager, robots, record=record, tool_emitter=events).run()
         finally:
             if events is not None:
                 events.close()

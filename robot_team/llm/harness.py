@@ -1,12 +1,14 @@
-"""An offline team for LLM brains: the real brains, toolboxes, gate and guards, without ROS.
+"""An in-memory team for LLM brains: the nodes' own cores wired to each other, without ROS.
 
-Used by the benchmark (:mod:`robot_team.llm.bench`) and by tests. It plays the parts of the
-manager node, the robot nodes and the supervisor with the same code they use: the
-:class:`~robot_team.workflow.WorkflowPolicy` gate and deadlines, the toolboxes' ownership
-guard, :func:`~robot_team.grounding.contradictions` on every success claim and the manager-side
-guards of :mod:`robot_team.guards`. Tools are stubs with the real tools' names, descriptions
-and input models, answering from the onboarding scenario's staff table (no physical action).
-Time is a counter (s) advanced by the issue-handling deadline when the manager stays idle.
+Used by tests that need many episodes fast. It is wiring only: the manager is the
+:class:`~robot_team.core.manager.ManagerCore` the manager node runs, each robot the
+:class:`~robot_team.core.robot.RobotCore` its node runs, the supervisor the
+:class:`~robot_team.core.supervisor.SupervisorCore` (gate, report record, deadlines) its node
+runs; this module only connects their ports in memory and plays the human operator. Tools are
+stubs with the real tools' names, descriptions and input models (the real ``register`` methods
+bind them), answering from the onboarding scenario's staff table (no physical action). Time is
+a counter (s): a robot's task takes 30 s, and an idle team jumps past the issue-handling
+deadline so that the supervisor's deadlines run.
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from robot_team.brains.base import (
-    BrainReport, Delegate, Escalate, EscalationRecord, Finish, ManagerBrain, ManagerObservation, PatientInfo,
-    Reflect, RobotBrain, TaskRecord, TaskSpec)
+from robot_team.brains.base import EscalationRecord, ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, TaskSpec
 from robot_team.config import Deadlines
+from robot_team.core.manager import EscalationAnswer, ManagerCore, ReportAnswer, TaskDone
+from robot_team.core.robot import RobotCore
+from robot_team.core.supervisor import SupervisorCore
 from robot_team.events import EventKind
-from robot_team.grounding import contradictions
-from robot_team.guards import prefetched_results, reflection_contradictions, strip_prefetched
-from robot_team.reports import TaskReportModel, TaskStatus, TaskType
+from robot_team.reports import TaskReportModel
 from robot_team.tools.base import ToolError, Toolbox
-from robot_team.workflow import WorkflowPolicy
+from robot_team.workflow import Authorization, EscalationState, WorkflowPolicy
 
 STAFF = {
     '80': {'hcw_id': '80', 'badge_id': 'ED-0080', 'name': 'Dr. Amara Okafor', 'specialty': 'Physician',
@@ -167,29 +168,13 @@ class _EmitAdapter:
 
 
 def run_robot(role: str, brain: RobotBrain, toolbox: Toolbox, task: TaskSpec, emit) -> TaskReportModel:
-    """Run ``brain`` on ``task`` as the robot node does: claim, grounding check, evidence, report."""
-    try:
-        claim = brain.execute(task, toolbox, lambda *_: None)
-    except Exception as exc:  # noqa: BLE001 - as the robot node: a crash is a failure report
-        claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')
-    journal = toolbox.journal(task.task_id)
-    problems = contradictions(task.task_type, claim, journal)
-    if problems:
-        emit(EventKind.FALSE_COMPLETION, f'{role} claimed success on {task.task_id}', target=task.task_id,
-             reason='; '.join(problems), task_id=task.task_id, claim=claim.model_dump(mode='json'))
-        claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
-                            summary=claim.summary, data=claim.data)
-    report = TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=role, status=claim.status,
-                             issue=claim.issue, summary=claim.summary, data=claim.data,
-                             evidence={'tool_journal': [r.as_dict() for r in journal]})
-    emit(EventKind.TASK_REPORT, f'{role} reports {report.status.value} on {task.task_id}', target=task.task_id,
-         reason=report.issue, **report.model_dump(mode='json'))
-    return report
+    """Run ``brain`` on ``task`` with the robot node's own core: claim, grounding check, evidence, report."""
+    return RobotCore(role, brain, toolbox, emit, lambda: 0.0).run(task, lambda *_: None)
 
 
 @dataclass
 class Outcome:
-    """What an offline episode produced."""
+    """What an in-memory episode produced."""
 
     outcome: str
     record: Recorder
@@ -199,8 +184,8 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class OfflineTeam:
-    """Run one onboarding episode with the given brains, without ROS.
+class InMemoryTeam:
+    """Run one onboarding episode with the given brains through the nodes' cores, without ROS.
 
     Parameters
     ----------
@@ -214,147 +199,86 @@ class OfflineTeam:
         Human answers to escalations: ``(decision, hcw_id)`` in order (default: reassign to #90).
     record
         Where events go (the brains' emitters should point to it as well).
+    deadlines
+        The supervisor's deadlines (default: 60 s issue handling).
     tool_emitter
         ``role -> emit`` for the toolboxes' events (default: ``record``), e.g. a ROS EventEmitter's.
     """
 
+    ROBOT_TASK_S = 30.0
+    """Time a robot's task takes in the harness, s."""
+
     def __init__(self, manager: ManagerBrain, robots: dict[str, RobotBrain], *, world: World | None = None,
                  operator: list[tuple[str, str]] | None = None, record: Recorder | None = None,
                  deadlines: Deadlines | None = None, tool_emitter=None):
-        self.manager = manager
-        self.robots = robots
         self.world = world or World()
         self.record = record or Recorder()
         self.operator = list(operator if operator is not None else [('reassign', '90')])
-        self.workflow = WorkflowPolicy(deadlines or Deadlines(issue_handling_s=60.0))
+        self.t = 1.0
         make = tool_emitter or self.record.emitter
         self.toolboxes = {role: build_toolbox(role, self.world, make(role)) for role in robots}
-        self.now = 1.0
-        self.obs = ManagerObservation(patient=PatientInfo(
+        self.supervisor = SupervisorCore(WorkflowPolicy(deadlines or Deadlines(issue_handling_s=60.0)),
+                                         self.record.emitter('supervisor'), self._escalated, self._decided)
+        self.workflow = self.supervisor.policy
+        self.robots = {role: RobotCore(role, brain, self.toolboxes[role], self.record.emitter(role),
+                                       lambda: self.t) for role, brain in robots.items()}
+        self.manager = ManagerCore(manager, self, self.record.emitter('manager'), list(robots))
+        self.manager.on_arrival(PatientInfo(
             patient_id='P-0001', room='ER-12', presentation='signs of confusion and distress', esi_level=2,
             assigned_hcw_id='80', required_specialty='Physician'))
-        self.obs.new.append('Patient P-0001 arrived in ER-12; HCW #80 assigned.')
-        self._m = self.record.emitter('manager')
-        self._s = self.record.emitter('supervisor')
 
     def run(self, max_rounds: int = 40) -> Outcome:
-        """Run until the manager finishes (or ``max_rounds`` decisions); return the outcome."""
-        outcome = 'timeout'
+        """Run until the manager finishes (or ``max_rounds`` decision rounds); return the outcome."""
         for _ in range(max_rounds):
-            snapshot = self.obs.model_copy(deep=True)
-            self.obs.new.clear()
-            self.obs.feedback.clear()
-            actions = self.manager.decide(snapshot)
-            for action in actions:
-                if isinstance(action, Finish):
-                    self._m(EventKind.EPISODE_FINISHED, f'episode finished: {action.outcome}', outcome=action.outcome)
-                    return Outcome(action.outcome, self.record, self.obs, self.world, self.workflow)
-                self._execute(action)
-            if not actions and not self.obs.new and not self.obs.feedback:
-                self._deadlines()
-        return Outcome(outcome, self.record, self.obs, self.world, self.workflow)
+            if not self.manager.step():   # nothing new: time passes until the supervisor's deadlines act
+                self.t += self.workflow.deadlines.issue_handling_s + 1.0
+                self.supervisor.check_deadlines(self.t)
+                self.manager.step()
+            if self.manager.finished.is_set():
+                break
+        outcome = self.manager.outcome if self.manager.finished.is_set() else 'timeout'
+        return Outcome(outcome, self.record, self.manager.snapshot(), self.world, self.workflow)
 
-    # -- as the manager node --
+    # -- ManagerPorts: the supervisor's services and the robots' action servers, in memory --
 
-    def _execute(self, action) -> None:
-        if isinstance(action, Delegate):
-            self._delegate(action)
-        elif isinstance(action, Escalate):
-            try:
-                esc = self.workflow.open_escalation(action.task_id, 'manager', action.reason, action.options,
-                                                    self.now)
-            except ValueError as exc:
-                self.obs.feedback.append(f'Escalation refused: {exc}')
-                return
-            self._m(EventKind.ESCALATION_REQUESTED, f'manager escalates {action.task_id}', reason=action.reason)
-            self.obs.handled_failures.append(action.task_id)
-            self._escalated(esc, action.task_id, 'manager', action.reason)
-        elif isinstance(action, Reflect):
-            self._reflect(action)
+    def authorize(self, task_type: str, robot: str, reason: str) -> Authorization:
+        """Ask the supervisor core's gate."""
+        return self.supervisor.authorize(task_type, robot, reason, 'manager', self.t)
 
-    def _delegate(self, act: Delegate) -> None:
-        self._m(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} to {act.robot}',
-                target=act.robot, reason=act.reason, **act.model_dump(mode='json', exclude={'reason'}))
-        found = prefetched_results(act)
-        if found:
-            self._m(EventKind.WORKFLOW_VIOLATION, f'manager put results into a {act.task_type.value} delegation',
-                    target=act.robot, reason='role misalignment', found=found, who='manager',
-                    what=act.model_dump(mode='json'))
-            act = strip_prefetched(act)
-            self.obs.feedback.append('Role misalignment: the delegation carried results (' + '; '.join(found)
-                                     + '); they were removed: the robot does its own work.')
-        auth = self.workflow.authorize(act.task_type.value, act.robot, act.reason, 'manager', self.now)
-        if not auth.approved:
-            self._s(EventKind.WORKFLOW_VIOLATION if auth.violation else EventKind.DELEGATION_REFUSED,
-                    f'refused {act.task_type.value} for {act.robot}', reason=auth.explanation, rule=auth.rule)
-            self._m(EventKind.DELEGATION_REFUSED, f'supervisor refused {act.task_type.value} for {act.robot}',
-                    target=act.robot, reason=auth.explanation)
-            self.obs.feedback.append(f'Delegation refused: {auth.explanation}')
-            return
-        record = TaskRecord(task_id=auth.task_id, task_type=act.task_type, robot=act.robot, hcw_id=act.hcw_id,
-                            room=act.room)
-        self.obs.tasks.append(record)
-        if act.handles_task_id:
-            self.obs.handled_failures.append(act.handles_task_id)
-        self._m(EventKind.DELEGATION, f'manager delegated {auth.task_id}', target=act.robot, task_id=auth.task_id,
-                instructions=act.instructions, context=act.context)
-        task = TaskSpec(task_id=auth.task_id, task_type=act.task_type, room=act.room, hcw_id=act.hcw_id,
-                        instructions=act.instructions, context=act.context)
-        report = run_robot(act.robot, self.robots[act.robot], self.toolboxes[act.robot], task,
-                           self.record.emitter(act.robot))
-        self.now += 30.0
-        self.workflow.record_report(report, self.now)
-        record.state, record.issue = report.status.value, report.issue
-        record.summary, record.data = report.summary, report.data
-        self.obs.new.append(f'{act.robot} finished {auth.task_id}')
+    def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
+        """Ask the supervisor core to escalate."""
+        accepted, escalation_id, message = self.supervisor.request_escalation(task_id, reason, options, self.t)
+        return EscalationAnswer(accepted=accepted, escalation_id=escalation_id, message=message)
 
-    def _reflect(self, act: Reflect) -> None:
-        auth = self.workflow.authorize('reflection', 'manager', 'all workflow steps are done', 'manager', self.now)
-        if not auth.approved:
-            self._m(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation)
-            self.obs.feedback.append(f'Reflection refused: {auth.explanation}')
-            return
-        problems = act.reflection.missing_parts()
-        what = 'incomplete'
-        if not problems:
-            problems, what = reflection_contradictions(act.reflection, self.obs.tasks), 'contradicts the record'
-        if problems:
-            self._m(EventKind.REFLECTION_REJECTED, f'reflection {what}', reason='; '.join(problems),
-                    missing=problems)
-            self.obs.feedback.append(f'Reflection refused, {what}: ' + '; '.join(problems))
-            self.workflow.record_report(TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION,
-                                                        robot='manager', status=TaskStatus.FAILURE,
-                                                        issue=f'reflection {what}'), self.now)
-            return
-        self.workflow.record_report(TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION,
-                                                    robot='manager', status=TaskStatus.SUCCESS), self.now)
-        self._m(EventKind.REFLECTION, 'manager wrote the reflection', **act.reflection.model_dump(mode='json'))
-        self.obs.reflection_done = True
-        self.obs.new.append('Reflection accepted.')
+    def submit_report(self, report: TaskReportModel) -> ReportAnswer:
+        """Submit the manager's report to the supervisor core."""
+        accepted, explanation = self.supervisor.submit_report(report, self.t)
+        return ReportAnswer(accepted=accepted, explanation=explanation)
 
-    # -- as the supervisor and the operator --
+    def send_task(self, robot: str, task: TaskSpec, done: TaskDone) -> None:
+        """Run the task on the robot's core at once, submit its report, then tell the manager."""
+        core = self.robots.get(robot)
+        if core is None or not core.accepts(task.task_type.value):
+            raise ToolError(f'{robot} rejected goal {task.task_id}')
+        report = core.run(task, lambda *_: None)
+        self.t += self.ROBOT_TASK_S
+        self.supervisor.submit_report(report, self.t)
+        done(report, '')
 
-    def _deadlines(self) -> None:
-        self.now += self.workflow.deadlines.issue_handling_s + 1.0
-        for missed in self.workflow.due(self.now):
-            self._s(EventKind.DEADLINE_MISSED, f'{missed.kind} deadline of {missed.task_id} missed',
-                    reason=f'no action within {missed.duration_s:g} s', task_id=missed.task_id, kind=missed.kind)
-            if missed.kind == 'issue_handling':
-                why = f'manager did not handle the failure of {missed.task_id} in time'
-                esc = self.workflow.open_escalation(missed.task_id, 'supervisor', why, [], self.now)
-                self._escalated(esc, missed.task_id, 'supervisor', why)
+    def now(self) -> float:
+        """Return the harness time, s."""
+        return self.t
 
-    def _escalated(self, esc: str, task_id: str, by: str, reason: str) -> None:
-        self._s(EventKind.ESCALATION, f'{esc} on {task_id} raised by {by}', reason=reason, escalation_id=esc,
-                task_id=task_id, raised_by=by)
-        record = EscalationRecord(escalation_id=esc, task_id=task_id, raised_by=by, reason=reason)
-        self.obs.escalations.append(record)
-        self.obs.new.append(f'Escalation {esc} ({by}): {reason}')
+    # -- the supervisor's publications, and the human operator --
+
+    def _escalated(self, esc: EscalationState) -> None:
+        self.manager.on_escalation(EscalationRecord(escalation_id=esc.escalation_id, task_id=esc.task_id,
+                                                    task_type=esc.task_type, raised_by=esc.raised_by,
+                                                    reason=esc.reason))
         if self.operator:
             decision, hcw = self.operator.pop(0)
-            self.workflow.resolve(esc, decision, hcw, 'Dr. Brennan covers ER-12', 'charge_nurse', self.now)
-            record.decision, record.hcw_id, record.note = decision, hcw, 'Dr. Brennan covers ER-12'
-            record.operator_id = 'charge_nurse'
-            self._s(EventKind.HUMAN_DECISION, f'human decision on {esc}: {decision}', escalation_id=esc,
-                    decision=decision, hcw_id=hcw)
-            self.obs.new.append(f'Human decision on {esc}: {decision} {hcw}')
+            self.supervisor.resolve(esc.escalation_id, decision, hcw, 'Dr. Brennan covers ER-12', 'charge_nurse',
+                                    self.t)
+
+    def _decided(self, esc: EscalationState) -> None:
+        self.manager.on_decision(esc.escalation_id, esc.decision, esc.hcw_id, esc.note, esc.operator_id)

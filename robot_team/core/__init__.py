@@ -1,0 +1,12 @@
+"""The team core: the manager's, the robots' and the supervisor's loops, with no rclpy in them.
+
+Each role's logic lives here once, with the ROS side injected (as rai injects a connector into
+its tools): :class:`~robot_team.core.manager.ManagerCore` talks to the team through
+:class:`~robot_team.core.manager.ManagerPorts` (authorise, escalate, send a task, submit the
+reflection), :class:`~robot_team.core.robot.RobotCore` runs one task with the robot's toolbox
+and builds its grounded report, :class:`~robot_team.core.supervisor.SupervisorCore` gates
+delegations, records reports and runs deadlines. The ROS 2 nodes in ``robot_team.agents`` are
+thin wiring over these classes; offline harnesses (``robot_team.llm.harness``) wire the same
+classes to each other in memory. Every decision is an event through an injected ``emit``
+(:meth:`robot_team.events.EventEmitter.emit`'s signature).
+"""

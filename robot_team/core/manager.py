@@ -1,0 +1,344 @@
+"""The manager's loop: observe, decide with the brain, act under the guards (no rclpy).
+
+:class:`ManagerCore` keeps the manager's observation (patient cue, tasks, escalations, human
+decisions, guard feedback), asks its brain what to do and carries out each action through
+:class:`ManagerPorts`, the ROS side injected by the manager node (or by an offline harness):
+
+- delegate: the prefetched-results guard (role misalignment), the supervisor's gate
+  (``authorize``), then the task goes to the robot (``send_task``); its report comes back
+  through the callback given to ``send_task``, is checked against its evidence and judged;
+- escalate: through the supervisor (``request_escalation``);
+- reflect: complete and consistent with the record first, then the gate (rule 8), then the
+  reflection report goes to the supervisor (``submit_report``).
+
+It owns no robot tool. Every decision, refusal and judgment is an event; guard feedback to the
+brain is typed (:class:`~robot_team.brains.base.GuardFeedback`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from typing import Callable, Iterable, Protocol
+
+from pydantic import BaseModel
+
+from robot_team.brains.base import (
+    Delegate, Escalate, EscalationRecord, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation,
+    PatientInfo, Reflect, TaskRecord, TaskSpec)
+from robot_team.events import EventKind
+from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
+from robot_team.reports import TaskReportModel, TaskStatus, TaskType
+from robot_team.tools.base import ToolError
+from robot_team.workflow import Authorization
+
+Emit = Callable[..., object]
+"""``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
+
+TaskDone = Callable[[TaskReportModel | None, str], None]
+"""``done(report, error)``: a task's end; ``report`` None (and ``error`` set) when there is no usable report."""
+
+_log = logging.getLogger(__name__)
+
+
+class EscalationAnswer(BaseModel):
+    """The supervisor's answer to an escalation request."""
+
+    accepted: bool
+    escalation_id: str = ''
+    message: str = ''
+
+
+class ReportAnswer(BaseModel):
+    """The supervisor's answer to a submitted report."""
+
+    accepted: bool
+    explanation: str = ''
+
+
+class ManagerPorts(Protocol):
+    """The ROS side of the manager (the node's clients, or an offline harness).
+
+    Each call may raise :class:`~robot_team.tools.base.ToolError` when the other side cannot be
+    reached in time; the core records it and tells the brain.
+    """
+
+    def authorize(self, task_type: str, robot: str, reason: str) -> Authorization:
+        """Ask the supervisor's gate for a delegation (``team/supervisor/authorize_task``)."""
+
+    def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
+        """Ask the supervisor to escalate (``team/supervisor/request_escalation``)."""
+
+    def send_task(self, robot: str, task: TaskSpec, done: TaskDone) -> None:
+        """Send ``task`` to ``robot`` (``<robot>/execute_task``); call ``done`` once it ends (any thread)."""
+
+    def submit_report(self, report: TaskReportModel) -> ReportAnswer:
+        """Submit the manager's own report (the reflection) to the supervisor (``team/supervisor/submit_report``)."""
+
+    def now(self) -> float:
+        """Return ROS time, s."""
+
+
+class ManagerCore:
+    """The manager's observation, decision loop and guarded actions.
+
+    Parameters
+    ----------
+    brain
+        Decides (protocol or LLM).
+    ports
+        The ROS side (see :class:`ManagerPorts`).
+    emit
+        Event sink.
+    robots
+        Names of the team's operational robots (a delegation to another name is refused).
+
+    Attributes
+    ----------
+    finished : threading.Event
+        Set when the brain finishes the episode; ``outcome`` then holds its outcome.
+
+    Notes
+    -----
+    Threading: ``on_*`` methods may be called from any thread (ROS callbacks); :meth:`step` and
+    :meth:`run` from one worker thread only, so that a slow brain never blocks a callback. One
+    lock guards the observation; the brain and the ports are called without it.
+    """
+
+    def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str]):
+        self.brain = brain
+        self.ports = ports
+        self.robots = tuple(robots)
+        self._emit = emit
+        self._lock = threading.Lock()
+        self._obs = ManagerObservation()
+        self._wake = threading.Event()
+        self.finished = threading.Event()
+        self.outcome = ''
+
+    # -- observation (any thread) --
+
+    def snapshot(self) -> ManagerObservation:
+        """Return a copy of the current observation."""
+        with self._lock:
+            return self._obs.model_copy(deep=True)
+
+    def _update(self, cue: str, change: Callable[[ManagerObservation], None] | None = None) -> None:
+        with self._lock:
+            if change is not None:
+                change(self._obs)
+            if cue:
+                self._obs.new.append(cue)
+        self._wake.set()
+
+    def _feedback(self, kind: FeedbackKind, text: str, rule: str = '') -> None:
+        self._update('', lambda o: o.feedback.append(GuardFeedback(kind=kind, text=text, rule=rule)))
+
+    def on_arrival(self, patient: PatientInfo) -> None:
+        """Record the patient-arrival cue (a repeat of the same patient is ignored)."""
+        with self._lock:
+            if self._obs.patient is not None and self._obs.patient.patient_id == patient.patient_id:
+                return
+        self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
+                   f'#{patient.assigned_hcw_id} assigned', target=patient.room, cue='patient_arrival',
+                   **patient.model_dump())
+        self._update(f'Patient {patient.patient_id} arrived in {patient.room} ({patient.presentation}); '
+                     f'HCW #{patient.assigned_hcw_id} assigned.', lambda o: setattr(o, 'patient', patient))
+
+    def on_escalation(self, record: EscalationRecord) -> None:
+        """Track an escalation (the manager's own or the supervisor's)."""
+        def change(obs):
+            if not any(e.escalation_id == record.escalation_id for e in obs.escalations):
+                obs.escalations.append(record)
+        self._update(f'Escalation {record.escalation_id} ({record.raised_by}): {record.reason}', change)
+
+    def on_decision(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
+                    operator_id: str = '') -> None:
+        """Record a human decision on an escalation."""
+        def change(obs):
+            record = next((e for e in obs.escalations if e.escalation_id == escalation_id), None)
+            if record is None:
+                record = EscalationRecord(escalation_id=escalation_id)
+                obs.escalations.append(record)
+            record.decision, record.hcw_id, record.note, record.operator_id = decision, hcw_id, note, operator_id
+        self._emit(EventKind.OBSERVATION, f'human decision on {escalation_id}: {decision}', target=escalation_id,
+                   cue='human_decision', decision=decision, hcw_id=hcw_id, operator_id=operator_id)
+        self._update(f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
+
+    def _task_done(self, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
+        """Check a finished task's report against its delegation and evidence, judge it, record it."""
+        if report is not None:
+            problem = ''
+            if report.task_id != record.task_id or report.robot != record.robot:
+                problem = (f'report for {report.task_id} from {report.robot} does not match {record.task_id} '
+                           f'delegated to {record.robot}')
+            else:
+                ungrounded = report_contradictions(report)
+                if ungrounded:   # a success the attached ground truth does not support
+                    problem = f'success on {report.task_id} not supported by its evidence: ' + '; '.join(ungrounded)
+            if problem:
+                self._emit(EventKind.REPORT_REJECTED, f'manager rejected the report on {record.task_id}',
+                           target=record.task_id, reason=problem, task_id=record.task_id,
+                           raw={'status': report.status.value, 'issue': report.issue, 'robot': report.robot})
+                report, error = None, problem
+
+        def change(obs):
+            rec = next(t for t in obs.tasks if t.task_id == record.task_id)
+            if report is None:
+                rec.state, rec.issue = 'failure', error
+            else:
+                rec.state, rec.issue = report.status.value, report.issue
+                rec.summary, rec.data = report.summary, report.data
+            status, why = self.brain.judge(rec)
+            self._emit(EventKind.JUDGMENT, f'manager judged {rec.task_id} a {status.value}', target=rec.task_id,
+                       reason=why, task_id=rec.task_id, task_type=rec.task_type.value, robot=rec.robot,
+                       reported_status=rec.state, judged_status=status.value, issue=rec.issue)
+        self._update(f'{record.robot} finished {record.task_id}', change)
+
+    # -- decisions (one worker thread) --
+
+    def run(self, stop: threading.Event, poll_s: float = 0.05) -> None:
+        """Decide whenever the observation changes, until ``stop`` is set or the episode finishes."""
+        while not stop.is_set() and not self.finished.is_set():
+            if self._wake.wait(poll_s):
+                self.step()
+
+    def step(self) -> bool:
+        """Run one decision round if anything changed since the last; return whether one ran."""
+        if not self._wake.is_set():
+            return False
+        self._wake.clear()
+        with self._lock:
+            snapshot = self._obs.model_copy(deep=True)
+            self._obs.new.clear()
+            self._obs.feedback.clear()
+        try:
+            actions = self.brain.decide(snapshot)
+        except Exception as exc:  # noqa: BLE001 - a brain failure is recorded; the supervisor's deadlines still run
+            _log.error('manager brain failed:\n%s', traceback.format_exc())
+            self._emit(EventKind.BRAIN_ERROR, 'manager brain failed to decide', reason=f'{type(exc).__name__}: {exc}',
+                       error=str(exc))
+            return True
+        for action in actions:
+            try:
+                self._execute(action)
+            except ToolError as exc:
+                self._emit(EventKind.DELEGATION_REFUSED, f'{action.action} failed', reason=str(exc),
+                           action=action.model_dump(mode='json'))
+                self._feedback(FeedbackKind.ACTION_FAILED, f'{action.action} failed: {exc}')
+            if self.finished.is_set():
+                break
+        return True
+
+    def _execute(self, action) -> None:
+        if isinstance(action, Delegate):
+            self._delegate(action)
+        elif isinstance(action, Escalate):
+            self._escalate(action)
+        elif isinstance(action, Reflect):
+            self._reflect(action)
+        elif isinstance(action, Finish):
+            self.outcome = action.outcome
+            self._emit(EventKind.EPISODE_FINISHED, f'episode finished: {action.outcome}', reason=action.reason,
+                       outcome=action.outcome)
+            self.finished.set()
+
+    def _delegate(self, act: Delegate) -> None:
+        self._emit(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} to {act.robot}',
+                   target=act.robot, reason=act.reason, **act.model_dump(mode='json', exclude={'reason'}))
+        found = prefetched_results(act)
+        if found:   # role misalignment: the manager did (part of) the robot's work
+            self._emit(EventKind.WORKFLOW_VIOLATION, f'manager put results into a {act.task_type.value} '
+                       f'delegation to {act.robot}', target=act.robot, reason='role misalignment', who='manager',
+                       found=found, delegation=act.model_dump(mode='json'))
+            act = strip_prefetched(act)
+            self._feedback(FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried results ('
+                           + '; '.join(found) + '); they were removed: the robot does its own work.')
+        if act.robot not in self.robots:
+            why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self.robots)}"
+            self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
+                       reason=why, task_type=act.task_type.value, robot=act.robot)
+            self._feedback(FeedbackKind.DELEGATION_REFUSED, why)
+            return
+        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason)
+        if not auth.approved:
+            # The supervisor records the refusal itself; the manager records what it learnt.
+            self._emit(EventKind.OBSERVATION, f'supervisor refused {act.task_type.value} for {act.robot}',
+                       target=act.robot, reason=auth.explanation, cue='refusal', rule=auth.rule.value,
+                       task_type=act.task_type.value, robot=act.robot)
+            self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
+                           auth.rule.value)
+            return
+        record = TaskRecord(task_id=auth.task_id, task_type=act.task_type, robot=act.robot, hcw_id=act.hcw_id,
+                            room=act.room)
+
+        def add(obs):
+            obs.tasks.append(record)
+            if act.handles_task_id:
+                obs.handled_failures.append(act.handles_task_id)
+        self._update('', add)
+        if act.handles_task_id:
+            self._emit(EventKind.ALTERNATIVE_PROPOSED, f'manager handles {act.handles_task_id} with {auth.task_id}',
+                       target=act.handles_task_id, reason=act.reason, task_id=act.handles_task_id,
+                       new_task_id=auth.task_id, hcw_id=act.hcw_id)
+        task = TaskSpec(task_id=auth.task_id, task_type=act.task_type, room=act.room, hcw_id=act.hcw_id,
+                        instructions=act.instructions, context=act.context)
+        self._emit(EventKind.DELEGATION, f'manager delegated {auth.task_id} ({act.task_type.value}) to {act.robot}',
+                   target=act.robot, reason=act.reason, task_id=auth.task_id, task_type=act.task_type.value,
+                   robot=act.robot, hcw_id=act.hcw_id, room=act.room, instructions=act.instructions,
+                   handles_task_id=act.handles_task_id)
+        try:
+            self.ports.send_task(act.robot, task, lambda report, error: self._task_done(record, report, error))
+        except ToolError as exc:   # the robot cannot be reached: the task ends here, as a failure
+            self._task_done(record, None, f'{act.robot} could not be reached: {exc}')
+            raise
+
+    def _escalate(self, act: Escalate) -> None:
+        self._emit(EventKind.ESCALATION_REQUESTED, f'manager escalates {act.task_id}', target=act.task_id,
+                   reason=act.reason, task_id=act.task_id, options=act.options)
+        answer = self.ports.request_escalation(act.task_id, act.reason, list(act.options))
+        if not answer.accepted:
+            self._feedback(FeedbackKind.ESCALATION_REFUSED, f'Escalation refused: {answer.message}')
+            return
+
+        def change(obs):
+            obs.handled_failures.append(act.task_id)
+            if not any(e.escalation_id == answer.escalation_id for e in obs.escalations):
+                obs.escalations.append(EscalationRecord(escalation_id=answer.escalation_id, task_id=act.task_id,
+                                                        raised_by='manager', reason=act.reason))
+        self._update('', change)
+
+    def _reflect(self, act: Reflect) -> None:
+        missing = act.reflection.missing_parts()
+        if missing:
+            self._emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
+                       missing=missing, reflection=act.reflection.model_dump(mode='json'))
+            self._feedback(FeedbackKind.REFLECTION_INCOMPLETE, 'Reflection refused, incomplete: ' + '; '.join(missing))
+            return
+        with self._lock:
+            tasks = [t.model_copy() for t in self._obs.tasks]
+        wrong = reflection_contradictions(act.reflection, tasks)
+        if wrong:
+            self._emit(EventKind.REFLECTION_REJECTED, 'reflection contradicts the record', reason='; '.join(wrong),
+                       contradictions=wrong, reflection=act.reflection.model_dump(mode='json'))
+            self._feedback(FeedbackKind.REFLECTION_CONTRADICTS,
+                           'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
+            return
+        auth = self.ports.authorize(TaskType.REFLECTION.value, 'manager', 'all workflow steps are done')
+        if not auth.approved:
+            self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
+                       rule=auth.rule.value)
+            self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection refused: {auth.explanation}', auth.rule.value)
+            return
+        self._emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id, task_id=auth.task_id,
+                   **act.reflection.model_dump(mode='json'))
+        # Close the reflection step at the supervisor like any other task.
+        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot='manager',
+                                 status=TaskStatus.SUCCESS, summary='reflection written', stamp_s=self.ports.now(),
+                                 data=act.reflection.model_dump(mode='json'))
+        answer = self.ports.submit_report(report)
+        if not answer.accepted:   # recorded by the supervisor as report_rejected; the deadline still runs
+            self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection not recorded: {answer.explanation}')
+            return
+        self._update('Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))

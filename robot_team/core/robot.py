@@ -1,0 +1,101 @@
+"""An operational robot's task loop: brain, tools, grounding check, report (no rclpy).
+
+:class:`RobotCore` runs one delegated task: the brain works with the robot's own
+:class:`~robot_team.tools.base.Toolbox`, its claim is checked against the tool journal's ground
+truth (a contradicted success becomes a failure with a ``false completion`` issue) and the
+journal is attached as evidence. The robot node (``robot_team.agents.robot_node``) wraps it in
+an ExecuteTask action server; offline harnesses call it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Callable
+
+from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
+from robot_team.events import EventKind
+from robot_team.grounding import contradictions
+from robot_team.reports import TASK_OWNER, TaskReportModel, TaskStatus, TaskType
+from robot_team.tools.base import Toolbox
+
+ROLE_TASK: dict[str, TaskType] = {owner: task for task, owner in TASK_OWNER.items()
+                                  if task is not TaskType.REFLECTION}
+"""Operational robot role -> the one task type it executes."""
+
+Emit = Callable[..., object]
+"""``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
+
+_log = logging.getLogger(__name__)
+
+
+class RobotCore:
+    """One operational robot's decision loop around its brain and toolbox.
+
+    Parameters
+    ----------
+    role
+        ``'navigation_robot'``, ``'info_collection_robot'`` or ``'display_robot'``.
+    brain
+        The robot's brain.
+    toolbox
+        The tools the robot owns (its journal is the report's evidence).
+    emit
+        Event sink (``task_started``, ``false_completion``, ``task_report``).
+    now
+        Returns ROS time, s (stamps the report).
+
+    Raises
+    ------
+    ValueError
+        If ``role`` is not an operational robot.
+    """
+
+    def __init__(self, role: str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float]):
+        if role not in ROLE_TASK:
+            raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
+        self.role = role
+        self.task_type = ROLE_TASK[role]
+        self.brain = brain
+        self.toolbox = toolbox
+        self._emit = emit
+        self._now = now
+
+    def accepts(self, task_type: str) -> bool:
+        """Return whether this robot executes tasks of ``task_type``."""
+        return task_type == self.task_type.value
+
+    def cancel(self, task_id: str) -> None:
+        """Refuse further tool calls for ``task_id`` and ask the brain to stop."""
+        self.toolbox.cancel(task_id)
+        self.brain.cancel()
+
+    def run(self, task: TaskSpec, progress: ProgressFn) -> TaskReportModel:
+        """Execute ``task`` and return the grounded report (never raises for task-level problems).
+
+        A brain that raises becomes a ``failure`` report naming the exception; a success claim
+        the tool journal contradicts becomes a ``failure`` with a ``false completion`` issue (and
+        a ``false_completion`` event).
+        """
+        self._emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
+                   task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
+        try:
+            claim = self.brain.execute(task, self.toolbox, progress)
+        except Exception as exc:  # noqa: BLE001 - a brain crash is a recorded failure, not a dead robot
+            _log.error('%s brain crashed:\n%s', self.role, traceback.format_exc())
+            claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')
+        journal = self.toolbox.journal(task.task_id)
+        problems = contradictions(self.task_type, claim, journal)
+        if problems:
+            self._emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',
+                       target=task.task_id, reason='; '.join(problems), task_id=task.task_id,
+                       claim=claim.model_dump(mode='json'))
+            claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
+                                summary=claim.summary, data=claim.data)
+        report = TaskReportModel(
+            task_id=task.task_id, task_type=self.task_type, robot=self.role, status=claim.status,
+            issue=claim.issue, summary=claim.summary, data=claim.data,
+            evidence={'tool_journal': [r.as_dict() for r in journal]}, stamp_s=self._now())
+        self._emit(EventKind.TASK_REPORT, f'{self.role} reports {report.status.value} on {task.task_id}',
+                   target=task.task_id, reason=report.issue, **report.model_dump(mode='json'))
+        return report

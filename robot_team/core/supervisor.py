@@ -1,0 +1,183 @@
+"""The supervisor's loop: workflow gate, the one record of reports, deadlines, escalations (no rclpy).
+
+:class:`SupervisorCore` wraps :class:`~robot_team.workflow.WorkflowPolicy` (the pure rulebook)
+with what the supervisor does about each decision: record it as an event, publish escalations
+and human decisions through injected callables, and escalate every missed deadline. The
+supervisor node (``robot_team.agents.supervisor_node``) maps its services, subscription and
+timer onto these methods; offline harnesses call them directly.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from robot_team.events import EventKind
+from robot_team.names import SUPERVISOR, Robot
+from robot_team.reports import ReportError, TaskReportModel
+from robot_team.workflow import Authorization, Deadline, EscalationState, WorkflowPolicy
+
+DELEGATION_AUTHORIZED = EventKind.DELEGATION_AUTHORIZED.value
+"""Event kind of an approved authorization (the manager's ``delegation`` is the goal itself)."""
+
+Emit = Callable[..., object]
+"""``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
+
+
+class SupervisorCore:
+    """The supervisor's decisions around the workflow policy.
+
+    Parameters
+    ----------
+    policy
+        The workflow rulebook and state.
+    emit
+        Event sink.
+    publish_escalation, publish_decision
+        Called with the :class:`~robot_team.workflow.EscalationState` of each escalation opened
+        and each human decision accepted (the node publishes them on ``team/escalations`` and
+        ``team/human_decisions``).
+    publish_report
+        Called with each report recorded (the node republishes it on ``team/task_reports``).
+
+    Notes
+    -----
+    Not thread-safe on its own beyond what the policy guarantees: the node calls it from one
+    mutually exclusive callback group. Times are ROS times, s.
+    """
+
+    def __init__(self, policy: WorkflowPolicy, emit: Emit,
+                 publish_escalation: Callable[[EscalationState], None],
+                 publish_decision: Callable[[EscalationState], None],
+                 publish_report: Callable[[TaskReportModel], None] | None = None):
+        self.policy = policy
+        self._emit = emit
+        self._publish_escalation = publish_escalation
+        self._publish_decision = publish_decision
+        self._publish_report = publish_report or (lambda _report: None)
+
+    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float) -> Authorization:
+        """Decide a delegation request against the workflow rules; record the decision."""
+        auth = self.policy.authorize(task_type, robot, reason, requested_by, now_s)
+        data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
+                    rule=auth.rule.value)
+        if auth.approved:
+            self._emit(DELEGATION_AUTHORIZED, f'authorized {auth.task_id} ({task_type}) for {robot}', target=robot,
+                       reason=auth.explanation, task_id=auth.task_id, **data)
+        else:
+            kind = EventKind.WORKFLOW_VIOLATION if auth.violation else EventKind.DELEGATION_REFUSED
+            self._emit(kind, f'refused {task_type!r} for {robot!r} requested by {requested_by!r}', target=robot,
+                       reason=auth.explanation, **data)
+        self._record_deadline_changes()
+        return auth
+
+    def submit_report(self, report: TaskReportModel, now_s: float, raw: dict | None = None) -> tuple[bool, str]:
+        """Record a validated report; return ``(accepted, explanation)``.
+
+        A report that matches no running task (unknown ID, wrong robot or type, already
+        reported) is rejected and recorded as ``report_rejected`` with ``raw`` (the report as
+        received; default: the report's fields), never dropped.
+        """
+        try:
+            task = self.policy.record_report(report, now_s)
+        except ValueError as exc:
+            self.reject_report(str(exc), raw if raw is not None else report.model_dump(mode='json'))
+            return False, str(exc)
+        self._record_deadline_changes()
+        self._publish_report(report)
+        return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
+
+    def reject_report(self, error: str, raw: dict) -> None:
+        """Record a report that could not be used (did not validate or matched no task)."""
+        self._emit(EventKind.REPORT_REJECTED, f"rejected a report on {raw.get('task_id')!r} from "
+                   f"{raw.get('robot')!r}", target=str(raw.get('task_id', '')), reason=error, error=error, raw=raw)
+
+    def request_escalation(self, task_id: str, reason: str, options: list[str], now_s: float,
+                           raised_by: str = Robot.MANAGER.value) -> tuple[bool, str, str]:
+        """Open an escalation and publish it; return ``(accepted, escalation_id, message)``."""
+        try:
+            escalation_id = self.policy.open_escalation(task_id, raised_by, reason, list(options), now_s)
+        except ValueError as exc:
+            self._emit(EventKind.INPUT_ERROR, f'refused an escalation of {task_id!r}', target=task_id,
+                       reason=str(exc), task_id=task_id, request_reason=reason, options=list(options))
+            return False, '', str(exc)
+        self._record_deadline_changes()
+        self._announce(escalation_id)
+        return True, escalation_id, f'{escalation_id} opened and sent to the human operators'
+
+    def resolve(self, escalation_id: str, decision: str, hcw_id: str, note: str, operator_id: str,
+                now_s: float) -> tuple[bool, str]:
+        """Record a human's decision and publish it; refuse (and record) an invalid one."""
+        accepted, message = self.policy.resolve(escalation_id, decision, hcw_id, note, operator_id, now_s)
+        if not accepted:
+            self._emit(EventKind.INPUT_ERROR, f'refused a decision on {escalation_id!r}', target=escalation_id,
+                       reason=message, escalation_id=escalation_id, decision=decision, hcw_id=hcw_id,
+                       operator_id=operator_id)
+            return False, message
+        esc = self.policy.snapshot().escalation(escalation_id)
+        self._emit(EventKind.HUMAN_DECISION, f'{esc.operator_id or "an operator"} decided {esc.decision} on '
+                   f'{esc.escalation_id}', target=esc.task_id, reason=esc.note, escalation_id=esc.escalation_id,
+                   task_id=esc.task_id, decision=esc.decision, hcw_id=esc.hcw_id, note=esc.note,
+                   operator_id=esc.operator_id, closed=self.policy.closed)
+        self._publish_decision(esc)
+        return True, message
+
+    def check_deadlines(self, now_s: float) -> list[str]:
+        """Escalate every deadline missed by ``now_s``; return the escalation IDs opened."""
+        opened = []
+        for deadline in self.policy.due(now_s):
+            if deadline.kind == 'issue_handling':
+                reason = (f'manager did not handle the failure of {deadline.task_id} within '
+                          f'{deadline.duration_s:g} s')
+            else:
+                task = self.policy.snapshot().task(deadline.task_id)
+                reason = (f'{task.robot} did not report on {deadline.task_id} ({deadline.task_type.value}) '
+                          f'within {deadline.duration_s:g} s')
+            self._emit(EventKind.DEADLINE_MISSED, f'{deadline.kind} deadline of {deadline.task_id} missed',
+                       target=deadline.task_id, reason=reason, **deadline_data(deadline))
+            escalation_id = self.policy.open_escalation(deadline.task_id, SUPERVISOR, reason,
+                                                        ['retry', 'reassign', 'abort'], now_s)
+            self._announce(escalation_id)
+            opened.append(escalation_id)
+        return opened
+
+    def _announce(self, escalation_id: str) -> None:
+        esc = self.policy.snapshot().escalation(escalation_id)
+        self._emit(EventKind.ESCALATION, f'{escalation_id} on {esc.task_id or "the episode"} raised by '
+                   f'{esc.raised_by}', target=esc.task_id, reason=esc.reason, escalation_id=escalation_id,
+                   task_id=esc.task_id, task_type=esc.task_type, raised_by=esc.raised_by, options=esc.options)
+        self._publish_escalation(esc)
+
+    def _record_deadline_changes(self) -> None:
+        for change in self.policy.take_deadline_changes():
+            deadline = change.deadline
+            if change.change == 'started':
+                self._emit(EventKind.DEADLINE_STARTED, f'{deadline.kind} deadline of {deadline.task_id}: '
+                           f'{deadline.duration_s:g} s', target=deadline.task_id, reason=_deadline_reason(deadline),
+                           **deadline_data(deadline))
+            else:
+                self._emit(EventKind.DEADLINE_MET, f'{deadline.kind} deadline of {deadline.task_id} met by '
+                           f'{deadline.met_by}', target=deadline.task_id, **deadline_data(deadline))
+
+
+def parse_report(parse: Callable[[], TaskReportModel], raw: Callable[[], dict],
+                 core: SupervisorCore) -> TaskReportModel | None:
+    """Return ``parse()``, or record the :class:`ReportError` it raises (with ``raw()``) and return None."""
+    try:
+        return parse()
+    except ReportError as exc:
+        core.reject_report(str(exc), raw())
+        return None
+
+
+def deadline_data(deadline: Deadline) -> dict:
+    """Return a deadline's fields for an event's data (s of ROS time)."""
+    return {'task_id': deadline.task_id, 'task_type': deadline.task_type.value, 'deadline': deadline.kind,
+            'deadline_s': deadline.duration_s, 'started_s': deadline.started_s, 'due_s': deadline.due_s,
+            'met_by': deadline.met_by}
+
+
+def _deadline_reason(deadline: Deadline) -> str:
+    if deadline.kind == 'issue_handling':
+        return (f'{deadline.task_id} failed: the manager must delegate {deadline.task_type.value} again or '
+                f'escalate {deadline.task_id}')
+    return f'{deadline.task_id} must report'
