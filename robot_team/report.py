@@ -18,16 +18,11 @@ from collections import Counter
 
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.recorder import sequence_gaps
+from robot_team.tools.catalog import EVIDENCE_TOOLS
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
                EventKind.DEADLINE_MISSED, EventKind.INPUT_ERROR, EventKind.NODE_CRASHED, EventKind.BRAIN_ERROR)
-
-EVIDENCE_TOOLS = {
-    'navigation': ('navigate_to_pose', 'page_staff', 'locate_staff'),
-    'info_collection': ('read_badge_scan', 'lookup_staff_by_badge', 'record_check_in'),
-    'display': ('fetch_care_team', 'show_display'),
-}
 
 
 def _evidence(task_type: str, journal: list[dict]) -> dict:

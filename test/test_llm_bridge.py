@@ -20,7 +20,7 @@ from robot_team.llm.harness import InMemoryTeam, Recorder, World, build_toolbox
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import manager_tools, robot_tools
 from robot_team.reports import Reflection, TaskOutcome, TaskStatus, TaskType
-from robot_team.tools.base import TOOL_OWNERS
+from robot_team.tools.catalog import TOOL_OWNERS
 
 ROBOTS = ('navigation_robot', 'info_collection_robot', 'display_robot')
 

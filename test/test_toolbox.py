@@ -73,3 +73,37 @@ def test_bad_arguments_and_tool_errors_become_recorded_failures():
     assert not failed.ok and failed.error == 'no such room' and failed.output == {'success': False}
     assert [r.ok for r in box.journal('t')] == [False, False]
     assert calls == ['ER-99']
+
+
+def test_one_declaration_of_the_tools_drives_ownership_schemas_evidence_and_rubric_keys():
+    from robot_team.evaluation.rubric import KEY_TOOLS as RUBRIC_KEYS
+    from robot_team.llm.harness import World, build_toolbox
+    from robot_team.llm.toolschema import MANAGER_TOOL_MODELS, robot_tools
+    from robot_team.report import EVIDENCE_TOOLS as REPORT_EVIDENCE
+    from robot_team.tools.catalog import (
+        EVIDENCE_TOOLS, KEY_TOOLS, MANAGER_TOOLS, TOOL_OWNERS, TOOLS, tools_of)
+    assert list(MANAGER_TOOL_MODELS) == list(MANAGER_TOOLS)
+    assert REPORT_EVIDENCE is EVIDENCE_TOOLS and RUBRIC_KEYS is KEY_TOOLS
+    for role in ('navigation_robot', 'info_collection_robot', 'display_robot'):
+        box = build_toolbox(role, World())      # the real register() methods, stub implementations
+        declared = tools_of(role)
+        assert box.names() == [t.name for t in declared]
+        assert [s.input_model for s in box.specs()] == [t.input_model for t in declared]
+        schemas = [t['function']['name'] for t in robot_tools(box)]
+        assert schemas[:-1] == [t.name for t in declared] and schemas[-1] == 'submit_report'
+    assert {t.name: t.owner for t in TOOLS}.items() <= TOOL_OWNERS.items()
+    assert all(len(keys) == 1 and TOOL_OWNERS[keys[0]] for keys in KEY_TOOLS.values())
+    assert EVIDENCE_TOOLS['navigation'] == ('locate_staff', 'page_staff', 'navigate_to_pose')
+
+
+def test_a_tool_cannot_be_registered_for_a_robot_the_catalog_does_not_give_it_to():
+    import pytest
+    from pydantic import BaseModel
+
+    from robot_team.tools.base import Toolbox
+
+    class Args(BaseModel):
+        pass
+    box = Toolbox('display_robot')
+    with pytest.raises(ValueError, match="belongs to navigation_robot"):
+        box.register('navigate_to_pose', 'drive', Args, lambda a: {})

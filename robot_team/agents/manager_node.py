@@ -35,10 +35,10 @@ from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel
 from robot_team.rosutil import ros_now_s, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.tools.base import ToolError
+from robot_team.tools.catalog import MANAGER_TOOLS
 from robot_team.workflow import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
-MANAGER_TOOLS = ('delegate_task', 'escalate_to_supervisor', 'submit_reflection')
 
 
 def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *, events=None,

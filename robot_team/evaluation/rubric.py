@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, TaskType
-from robot_team.tools.base import TOOL_OWNERS
+from robot_team.tools.catalog import KEY_TOOLS, TOOL_OWNERS
 
 MANAGER = 'manager'
 RUBRIC_POINTS = 17
@@ -88,12 +88,6 @@ PUBLISHED_REFERENCE: dict[str, Any] = {
 
 TASK_PREFIX = {'nav': TaskType.NAVIGATION, 'info': TaskType.INFO_COLLECTION, 'display': TaskType.DISPLAY,
                'reflection': TaskType.REFLECTION}
-KEY_TOOLS: dict[TaskType, tuple[str, ...]] = {
-    TaskType.NAVIGATION: ('locate_staff',),
-    TaskType.INFO_COLLECTION: ('read_badge_scan',),
-    TaskType.DISPLAY: ('fetch_care_team',),
-}
-"""The tool that starts each task (the data it works from); it must be called by the task's owner."""
 
 PREFETCH_KEYS: dict[TaskType, frozenset[str]] = {
     TaskType.NAVIGATION: frozenset({'hcw_location', 'location', 'path', 'staff', 'door', 'route'}),

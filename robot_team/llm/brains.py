@@ -49,7 +49,8 @@ from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, DelegateTaskArgs, EscalateArgs, SubmitReflectionArgs, SubmitReport, manager_tools,
     robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
-from robot_team.tools.base import TOOL_OWNERS, ToolAccessError, Toolbox
+from robot_team.tools.base import ToolAccessError, Toolbox
+from robot_team.tools.catalog import TOOL_OWNERS
 
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})
 """Guard feedback that counts as an invalid reflection (towards ``max_report_retries``)."""

@@ -63,7 +63,7 @@ MANAGER_TOOL_MODELS: dict[str, type[BaseModel]] = {
     'escalate_to_supervisor': EscalateArgs,
     'submit_reflection': SubmitReflectionArgs,
 }
-"""The manager's only tools (names as in ``tools.base.TOOL_OWNERS``)."""
+"""The manager's only tools (names as in ``tools.catalog.MANAGER_TOOLS``)."""
 
 
 def _strip(node: Any, top: bool = True) -> Any:

@@ -19,22 +19,11 @@ from pydantic import BaseModel, ValidationError
 from robot_team.events import EventKind
 from robot_team.reports import explain_validation_error
 
-TOOL_OWNERS: dict[str, str] = {
-    'locate_staff': 'navigation_robot',
-    'page_staff': 'navigation_robot',
-    'room_door_pose': 'navigation_robot',
-    'plan_path': 'navigation_robot',
-    'navigate_to_pose': 'navigation_robot',
-    'read_badge_scan': 'info_collection_robot',
-    'lookup_staff_by_badge': 'info_collection_robot',
-    'record_check_in': 'info_collection_robot',
-    'fetch_care_team': 'display_robot',
-    'show_display': 'display_robot',
-    'delegate_task': 'manager',
-    'escalate_to_supervisor': 'manager',
-    'submit_reflection': 'manager',
-}
-"""Every tool of the team and the only role that owns it (used to explain refusals)."""
+
+def _owner_of(name: str) -> str | None:
+    """Return the declared owner of tool ``name`` (``robot_team.tools.catalog``), or None."""
+    from robot_team.tools.catalog import TOOL_OWNERS
+    return TOOL_OWNERS.get(name)
 
 
 class ToolAccessError(PermissionError):
@@ -122,11 +111,11 @@ class Toolbox:
         Raises
         ------
         ValueError
-            If the tool is registered twice or the team's ownership table gives it to another role.
+            If the tool is registered twice or the tool catalog gives it to another role.
         """
         if name in self._tools:
             raise ValueError(f"tool '{name}' is already registered for {self.owner}")
-        owner = TOOL_OWNERS.get(name)
+        owner = _owner_of(name)
         if owner is not None and owner != self.owner:
             raise ValueError(f"tool '{name}' belongs to {owner}, not {self.owner}")
         self._tools[name] = ToolSpec(name, description, input_model, func, self.owner)
@@ -171,7 +160,7 @@ class Toolbox:
         caller = caller or self.owner
         spec = self._tools.get(name)
         if caller != self.owner or spec is None:
-            owner = TOOL_OWNERS.get(name)
+            owner = _owner_of(name)
             why = (f"{caller} does not own '{name}'" + (f' (owned by {owner})' if owner else ' (no such tool)')
                    + f"; {self.owner}'s tools are: {', '.join(self._tools) or 'none'}")
             self._emit(EventKind.TOOL_REFUSED, f'refused {caller} calling {name}', name, why,

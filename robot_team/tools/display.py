@@ -57,8 +57,8 @@ class DisplayTools:
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every display tool in ``toolbox``."""
-        toolbox.register('fetch_care_team', FetchCareTeamInput.__doc__, FetchCareTeamInput, self.fetch_care_team)
-        toolbox.register('show_display', ShowDisplayInput.__doc__, ShowDisplayInput, self.show_display)
+        from robot_team.tools.catalog import register_tools
+        register_tools(toolbox, self)
 
     def fetch_care_team(self, args: FetchCareTeamInput) -> dict:
         """Return ``{'room': ..., 'members': [{hcw_id, name, specialty, role}, ...]}``."""

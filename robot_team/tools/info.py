@@ -85,9 +85,8 @@ class InfoCollectionTools:
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every info-collection tool in ``toolbox``."""
-        toolbox.register('read_badge_scan', ReadBadgeScanInput.__doc__, ReadBadgeScanInput, self.read_badge_scan)
-        toolbox.register('lookup_staff_by_badge', BadgeInput.__doc__, BadgeInput, self.lookup_staff_by_badge)
-        toolbox.register('record_check_in', CheckInInput.__doc__, CheckInInput, self.record_check_in)
+        from robot_team.tools.catalog import register_tools
+        register_tools(toolbox, self)
 
     def _latest(self, room: str, max_age_s: float) -> dict | None:
         now = ros_now_s(self._node)

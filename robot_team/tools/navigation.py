@@ -290,12 +290,8 @@ class NavigationTools:
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every navigation tool in ``toolbox``."""
-        toolbox.register('locate_staff', LocateStaffInput.__doc__, LocateStaffInput, self.locate_staff)
-        toolbox.register('page_staff', PageStaffInput.__doc__, PageStaffInput, self.page_staff)
-        toolbox.register('room_door_pose', "Map pose inside a room's door (escort the HCW there) and its "
-                         "corridor approach ('door').", RoomInput, self.room_door_pose)
-        toolbox.register('plan_path', PlanPathInput.__doc__, PlanPathInput, self.plan_path)
-        toolbox.register('navigate_to_pose', NavigateInput.__doc__, NavigateInput, self.navigate_to_pose)
+        from robot_team.tools.catalog import register_tools
+        register_tools(toolbox, self)
 
     def locate_staff(self, args: LocateStaffInput) -> dict:
         """Query the RTLS; return ``{'staff': [...], 'unknown_ids': [...]}`` (poses in 'map', m)."""
