@@ -43,6 +43,9 @@ def run(
                                                                    "config/llm.yaml's real_time_factor, 5).")]
     = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
+    namespace: Annotated[str, typer.Option(help="Run the whole team under this ROS namespace (robots in "
+                                                "NAMESPACE/<robot>, its own clock topic), e.g. 'floor2', so "
+                                                "that two teams share one domain.")] = '/',
     log_level: Annotated[str, typer.Option(help="Nodes' console log level (debug, info, warn, error); the event "
                                                 'record is complete whatever it is.')] = 'warn',
 ) -> None:
@@ -61,7 +64,7 @@ def run(
         real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level)
+                                    log_level, namespace)
     except (ConfigError, RuntimeError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(1) from exc
@@ -69,13 +72,13 @@ def run(
 
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
-                       log_level='warn'):
+                       log_level='warn', namespace='/'):
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from robot_team.runner import run_episode
     if quiet:
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
-                           real_time_factor=real_time_factor, brain_options=options)
+                           real_time_factor=real_time_factor, brain_options=options, namespace=namespace)
     steps = ['navigation', 'info_collection', 'display', 'reflection']
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -91,7 +94,8 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                 done = len(steps)
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
-                           real_time_factor=real_time_factor, on_event=on_event, brain_options=options)
+                           real_time_factor=real_time_factor, on_event=on_event, brain_options=options,
+                           namespace=namespace)
 
 
 def print_summary(report: dict) -> None:
@@ -197,11 +201,17 @@ def bench_llm(
 def escalations(
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
     listen: Annotated[float, typer.Option(help='Seconds to listen.')] = 2.0,
+    namespace: Annotated[str, typer.Option(help="The team's ROS namespace (as given to `robot-team run`).")] = '/',
 ) -> None:
     """List the escalations of a running team and their decisions."""
     from robot_team.human import list_escalations
     table = Table('escalation', 'task', 'raised by', 'reason', 'options', 'decision')
-    for esc in list_escalations(domain_id, listen):
+    try:
+        found = list_escalations(domain_id, listen, namespace)
+    except ValueError as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(2) from exc
+    for esc in found:
         decision = f"{esc['decision']} {esc.get('hcw_id') or ''}".strip() or '[yellow]open[/yellow]'
         table.add_row(esc['escalation_id'], esc.get('task_id', ''), esc.get('raised_by', ''), esc.get('reason', ''),
                       ', '.join(esc.get('options', [])), decision)
@@ -216,13 +226,14 @@ def resolve(
     note: Annotated[str, typer.Option(help='Why (recorded).')] = '',
     operator_id: Annotated[str, typer.Option(help='Who decides (recorded).')] = 'console',
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
+    namespace: Annotated[str, typer.Option(help="The team's ROS namespace (as given to `robot-team run`).")] = '/',
 ) -> None:
-    """Answer an escalation as a human (calls /team/supervisor/resolve_escalation)."""
+    """Answer an escalation as a human (calls team/supervisor/resolve_escalation in the team's namespace)."""
     from robot_team.human import resolve_escalation
     try:
         accepted, message = resolve_escalation(escalation_id, decision, hcw_id=hcw_id, note=note,
-                                               operator_id=operator_id, domain_id=domain_id)
-    except TimeoutError as exc:
+                                               operator_id=operator_id, domain_id=domain_id, namespace=namespace)
+    except (TimeoutError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(1) from exc
     console.print(('[green]accepted[/green]: ' if accepted else '[red]refused[/red]: ') + message)

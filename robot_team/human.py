@@ -23,21 +23,27 @@ def _context(domain_id: int | None):
     return context
 
 
-def list_escalations(domain_id: int | None = None, listen_s: float = 2.0) -> list[dict]:
+def list_escalations(domain_id: int | None = None, listen_s: float = 2.0, namespace: str = '/') -> list[dict]:
     """Return the escalations a running team has published, each with its decision if any.
 
     Listens ``listen_s`` wall seconds (up to 5 s more until the supervisor is discovered). Each item:
     ``escalation_id, task_id, task_type, raised_by, reason, options, decision`` (``''`` while
-    open), ``hcw_id``, ``operator_id``.
+    open), ``hcw_id``, ``operator_id``. ``namespace``: the team's namespace (``robot-team run --namespace``).
+
+    Raises
+    ------
+    ValueError
+        If ``namespace`` is not a valid ROS namespace.
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
     from robot_team.msg import Escalation, HumanDecision
+    namespace = names.validate_namespace(namespace, 'team namespace')
     context = _context(domain_id)
     found: dict[str, dict] = {}
     try:
-        node = rclpy.create_node('escalation_console', context=context)
+        node = rclpy.create_node('escalation_console', namespace=namespace, context=context)
         node.create_subscription(Escalation, names.ESCALATIONS, lambda m: found.setdefault(m.escalation_id, {
             'escalation_id': m.escalation_id, 'task_id': m.task_id, 'task_type': m.task_type,
             'raised_by': m.raised_by, 'reason': m.reason, 'options': list(m.options), 'decision': '',
@@ -70,11 +76,13 @@ def list_escalations(domain_id: int | None = None, listen_s: float = 2.0) -> lis
 
 def resolve_escalation(escalation_id: str, decision: str, *, hcw_id: str = '', note: str = '',
                        operator_id: str = 'console', domain_id: int | None = None,
-                       timeout_s: float = 10.0) -> tuple[bool, str]:
-    """Answer an escalation through the supervisor's service; return (accepted, message).
+                       timeout_s: float = 10.0, namespace: str = '/') -> tuple[bool, str]:
+    """Answer an escalation through the supervisor's service (in the team's ``namespace``); return (accepted, message).
 
     Raises
     ------
+    ValueError
+        If ``namespace`` is not a valid ROS namespace.
     TimeoutError
         If the supervisor's service is not available or does not answer within ``timeout_s``.
     """
@@ -82,9 +90,10 @@ def resolve_escalation(escalation_id: str, decision: str, *, hcw_id: str = '', n
     from rclpy.executors import SingleThreadedExecutor
 
     from robot_team.srv import ResolveEscalation
+    namespace = names.validate_namespace(namespace, 'team namespace')
     context = _context(domain_id)
     try:
-        node = rclpy.create_node('escalation_console', context=context)
+        node = rclpy.create_node('escalation_console', namespace=namespace, context=context)
         client = node.create_client(ResolveEscalation, names.RESOLVE_ESCALATION)
         if not client.wait_for_service(timeout_sec=timeout_s):
             raise TimeoutError(f'service {names.RESOLVE_ESCALATION} is not available (is the team running, '

@@ -26,7 +26,7 @@ from typing import Callable
 
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventEmitter, EventKind, TeamEventModel
-from robot_team.names import OPERATOR, SUPERVISOR, Robot
+from robot_team.names import OPERATOR, SUPERVISOR, Robot, clock_remap, join, validate_namespace
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
 
@@ -107,8 +107,13 @@ class Episode:
     def __init__(self, scenario: Scenario, out_dir: Path, *, brain: str = 'protocol', processes: bool = False,
                  domain_id: int | None = None, real_time_factor: float | None = None,
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
-                 log_level: str = 'info'):
+                 log_level: str = 'info', namespace: str = '/'):
         self.scenario = scenario
+        self.namespace_error = ''
+        try:
+            self.namespace = validate_namespace(namespace, 'team namespace (--namespace)')
+        except ValueError as exc:   # recorded by run() like any other bad input
+            self.namespace, self.namespace_error = '/', str(exc)
         self.log_level = log_level
         self.brain_options = dict(brain_options or {})
         self.out_dir = Path(out_dir)
@@ -128,12 +133,15 @@ class Episode:
         ensure_localhost_dds()
         wall_start = time.monotonic()
         try:
+            if self.namespace_error:
+                raise ConfigError(self.namespace_error)
             paths = prepare(self.scenario, self.out_dir)
         except ConfigError as exc:
             self._record_input_error(exc, time.monotonic() - wall_start)
             raise
         context = rclpy.Context()
-        rclpy.init(args=['--ros-args', '--log-level', self.log_level], context=context, domain_id=self.domain_id)
+        rclpy.init(args=['--ros-args', '--log-level', self.log_level, *self._namespace_args()], context=context,
+                   domain_id=self.domain_id)
         executor = MultiThreadedExecutor(num_threads=8, context=context)
         sim_time = [Parameter('use_sim_time', value=True)]
         recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self.on_event)
@@ -179,14 +187,33 @@ class Episode:
                 node.destroy_node()
             context.try_shutdown()
         wall_time = time.monotonic() - wall_start
-        files = write_record(events, self.out_dir)
+        files = write_record(events, self.out_dir, join(self.namespace, 'team/events'))
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,
                               mode='processes' if self.processes else 'in-process',
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
+        report['namespace'] = self.namespace
         report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
                            'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
         (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
         return RunResult(report=report, out_dir=self.out_dir, events=events)
+
+    def _namespace_args(self, node: str | None = None) -> list[str]:
+        """Return the ``--ros-args`` remaps that put the team (or one ``node`` of it) in its namespace.
+
+        Team nodes go to the team namespace, each robot to ``<team>/<robot>``; a namespaced team
+        also gets its own clock topic (:func:`robot_team.names.clock_remap`). Without ``node``:
+        node-specific rules for every robot first, then the team-wide one (rcl uses the first match).
+        """
+        if self.namespace == '/':
+            return []
+        robots = [r.value for r in (Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY)]
+        if node is not None:
+            ns = join(self.namespace, node) if node in robots else self.namespace
+            return ['-r', f'__ns:={ns}', *clock_remap(self.namespace)]
+        args = []
+        for robot in robots:
+            args += ['-r', f'{robot}:__ns:={join(self.namespace, robot)}']
+        return args + ['-r', f'__ns:={self.namespace}', *clock_remap(self.namespace)]
 
     def _record_input_error(self, exc: ConfigError, wall_time: float) -> None:
         """Write the record and report of a run stopped by bad input, before any node started."""
@@ -236,7 +263,7 @@ class Episode:
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
         import robot_team
-        args = list(argv) + ['--ros-args', '--log-level', self.log_level]
+        args = list(argv) + ['--ros-args', '--log-level', self.log_level, *self._namespace_args(name)]
         for key, value in params.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             args += ['-p', f'{key}:={text}']
@@ -307,14 +334,15 @@ class Episode:
 def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = 'protocol', processes: bool = False,
                 domain_id: int | None = None, real_time_factor: float | None = None,
                 on_event: Callable[[TeamEventModel], None] | None = None,
-                brain_options: dict | None = None, log_level: str = 'info') -> RunResult:
+                brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/') -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
     ``scenario.json`` (and ``logs/`` with ``processes=True``). ``brain_options`` are passed to
     the manager and robots as ROS parameters (see :func:`_node_parameters`). ``log_level``
     ('debug', 'info', 'warn', 'error') sets the nodes' console logging; the event record is
-    complete whatever it is.
+    complete whatever it is. ``namespace`` runs the whole team under that ROS namespace (robots
+    in ``<namespace>/<robot>``, its own clock topic), so that two teams can share one domain.
 
     Raises
     ------
@@ -327,4 +355,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
         scenario = load_scenario(str(scenario))
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
-                   log_level=log_level).run()
+                   log_level=log_level, namespace=namespace).run()
