@@ -124,6 +124,8 @@ class Episode:
         self.on_event = on_event
         self._children: dict[str, subprocess.Popen] = {}
         self._crashed: set[str] = set()
+        self.nodes: list = []
+        """The nodes this process ran (in-process mode; kept after the run for inspection)."""
 
     def run(self) -> RunResult:
         """Run the episode to its end (or time limit) and write the record and report."""
@@ -146,7 +148,7 @@ class Episode:
         sim_time = [Parameter('use_sim_time', value=True)]
         recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self.on_event)
         self.events = EventEmitter(recorder, 'runner')
-        nodes = [recorder]
+        nodes = self.nodes = [recorder]
         executor.add_node(recorder)
         spin = threading.Thread(target=executor.spin, daemon=True)
         spin.start()

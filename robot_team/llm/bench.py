@@ -1,14 +1,12 @@
 """Benchmark of the LLM bridge: prompt tokens per onboarding run, and bridge overhead per tool call.
 
 Plays the scripted well-behaved transcript (:mod:`robot_team.llm.scripted`) through the real
-``openai`` client against the loopback server, with the real brains, toolboxes, workflow gate
-and guards (:mod:`robot_team.llm.harness`), once without and once with the knowledge base.
-Prompt tokens are counted with tiktoken cl100k_base (the server reports no usage), tool
-definitions included. Bridge overhead: per tool call, from the model's tool call (reply
-received) to the tool message it will see, excluding the tool's own work; the stub tools do
-no physical action; their events are published on ``/team/events`` by real rclpy
-EventEmitters (a private context, ``ROBOT_TEAM_BENCH_DOMAIN_ID``, default 99) when rclpy is
-available.
+``openai`` client against the loopback server, with the whole team running the code the nodes
+run (the ROS graph of ``robot-team run --brain openai``, in one process, on the embedded
+simulator; ``ROBOT_TEAM_BENCH_DOMAIN_ID``, default 99), once without and once with the
+knowledge base. Prompt tokens are counted with tiktoken cl100k_base (the server reports no
+usage), tool definitions included. Bridge overhead: per tool call, from the model's tool call
+(reply received) to the tool message it will see, excluding the tool's own (ROS) work.
 
 Run: ``python -m robot_team.llm.bench`` (``--json`` for machine-readable output).
 """
@@ -20,74 +18,54 @@ import os
 import statistics
 import sys
 import tempfile
+from pathlib import Path
 
 
-class _RosEvents:
-    """Real EventEmitters on a private rclpy context, so tool events are published as in a run."""
+def run_once(kb: bool, domain_id: int | None = None) -> dict:
+    """Run the onboarding transcript once through the team's ROS graph; return tokens, requests, overhead.
 
-    def __init__(self):
-        import rclpy
-        from rclpy.node import Node
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=int(os.environ.get('ROBOT_TEAM_BENCH_DOMAIN_ID', '99')))
-        self.node = Node('llm_bench', context=self.context)
-        self.emitters = {}
-
-    def __call__(self, role: str):
-        from robot_team.events import EventEmitter
-        if role not in self.emitters:
-            self.emitters[role] = EventEmitter(self.node, role)
-        return self.emitters[role].emit
-
-    def close(self) -> None:
-        self.node.destroy_node()
-        self.context.try_shutdown()
-
-
-def run_once(kb: bool, ros: bool = True) -> dict:
-    """Run the onboarding transcript once; return tokens, requests, overhead and outcome.
-
-    With ``ros`` (and rclpy importable) the toolboxes publish their events on ``/team/events``
-    through real EventEmitters, as in a run.
+    The whole team runs in this process (``robot_team.runner.Episode``, in-process mode: the same
+    node classes and cores as ``robot-team run``) on the embedded simulator, every brain an LLM
+    brain whose ``openai`` client talks to the loopback scripted server. Tokens come from the
+    ``llm_reply`` events of the record (as in ``report.json``); the bridge overhead from the
+    robot brains of the nodes that ran.
     """
-    from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
+    from robot_team.agents.robot_node import RobotNode
+    from robot_team.config import load_scenario
     from robot_team.llm.fakeserver import ScriptedServer
-    from robot_team.llm.harness import InMemoryTeam, Recorder
     from robot_team.llm.scripted import ideal_policies
-    from robot_team.llm.settings import LLMSettings
-    record = Recorder()
-    events = None
-    if ros:
-        try:
-            events = _RosEvents()
-        except ImportError:
-            events = None
-    with ScriptedServer(ideal_policies()) as server, tempfile.TemporaryDirectory():
-        settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='bench', model='gpt-4o-mini',
-                               fallback='fail')
-        robots = {r: LLMRobotBrain(r, settings, record.emitter(r), kb=kb)
-                  for r in ('navigation_robot', 'info_collection_robot', 'display_robot')}
-        manager = LLMManagerBrain(settings, record.emitter('manager'), kb=kb)
-        try:
-            result = InMemoryTeam(manager, robots, record=record, tool_emitter=events).run()
-        finally:
-            if events is not None:
-                events.close()
-    replies = record.of('llm_reply')
+    from robot_team.runner import Episode
+    domain_id = domain_id if domain_id is not None else int(os.environ.get('ROBOT_TEAM_BENCH_DOMAIN_ID', '99'))
+    env = {'ROBOT_TEAM_LLM_API_KEY': 'bench', 'ROBOT_TEAM_LLM_MODEL': 'gpt-4o-mini',
+           'ROBOT_TEAM_LLM_FALLBACK': 'fail', 'ROBOT_TEAM_LLM_TIMEOUT_S': '10'}
+    saved = {k: os.environ.get(k) for k in [*env, 'ROBOT_TEAM_LLM_BASE_URL']}
+    try:
+        with ScriptedServer(ideal_policies()) as server, tempfile.TemporaryDirectory() as tmp:
+            os.environ.update(env, ROBOT_TEAM_LLM_BASE_URL=server.base_url)
+            episode = Episode(load_scenario('onboarding'), Path(tmp), brain='openai', domain_id=domain_id,
+                              real_time_factor=40.0, brain_options={'kb': kb}, log_level='error')
+            result = episode.run()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    replies = [e for e in result.events if e.kind == 'llm_reply']
     per_robot: dict[str, dict] = {}
     for e in replies:
-        entry = per_robot.setdefault(e['data']['robot'], {'requests': 0, 'prompt_tokens': 0})
+        entry = per_robot.setdefault(e.data['robot'], {'requests': 0, 'prompt_tokens': 0})
         entry['requests'] += 1
-        entry['prompt_tokens'] += e['data']['prompt_tokens']
-    bridge = [s for brain in robots.values() for s in brain.bridge_s]
-    return {'kb': kb, 'outcome': result.outcome, 'requests': len(replies),
-            'prompt_tokens': sum(e['data']['prompt_tokens'] for e in replies),
-            'completion_tokens': sum(e['data']['completion_tokens'] for e in replies),
-            'cost_usd_gpt4o_mini': round(sum(e['data']['cost_usd'] for e in replies), 6),
+        entry['prompt_tokens'] += e.data['prompt_tokens']
+    bridge = [s for node in episode.nodes if isinstance(node, RobotNode) for s in node.brain.bridge_s]
+    return {'kb': kb, 'outcome': result.report['outcome'], 'requests': len(replies),
+            'prompt_tokens': sum(e.data['prompt_tokens'] for e in replies),
+            'completion_tokens': sum(e.data['completion_tokens'] for e in replies),
+            'cost_usd_gpt4o_mini': round(sum(e.data['cost_usd'] for e in replies), 6),
             'per_robot': per_robot, 'tool_calls': len(bridge),
             'bridge_overhead_ms_median': round(statistics.median(bridge) * 1000, 3) if bridge else None,
             'bridge_overhead_ms_max': round(max(bridge) * 1000, 3) if bridge else None,
-            'tool_events': 'published with rclpy' if events is not None else 'in memory'}
+            'tool_events': 'published with rclpy by the nodes'}
 
 
 def main(argv: list[str] | None = None) -> int:
