@@ -322,7 +322,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     Raises
     ------
     ConfigError
-        If the scenario, world or staff directory cannot be used.
+        If the scenario, floor or staff directory cannot be used.
     RuntimeError
         If the team's nodes do not come up.
     """
