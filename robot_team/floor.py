@@ -56,6 +56,7 @@ READER_AT_DOOR_M = 1.5
 
 Side = Literal['north', 'south', 'east', 'west']
 _OUTWARD = {'north': (0.0, 1.0), 'south': (0.0, -1.0), 'east': (1.0, 0.0), 'west': (-1.0, 0.0)}
+_FACING = {'north': -math.pi / 2, 'south': math.pi / 2, 'east': math.pi, 'west': 0.0}   # into the room, rad
 
 
 class FloorError(ConfigError):
@@ -453,7 +454,7 @@ def door_approach(room: RoomSpec, default_m: float) -> Pose2D:
         gx, gy = room.door.at, ymax if room.door.side == 'north' else ymin
     else:
         gx, gy = xmax if room.door.side == 'east' else xmin, room.door.at
-    return Pose2D(gx + ox * distance, gy + oy * distance, math.atan2(-oy, -ox))
+    return Pose2D(gx + ox * distance, gy + oy * distance, _FACING[room.door.side])
 
 
 # --- loading ----------------------------------------------------------------------------------

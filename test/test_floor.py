@@ -259,3 +259,21 @@ def test_nav2_error_names_come_from_one_table():
     assert nav2_error_name(12345) == 'UNKNOWN'
     assert PlanningError.NAMES == {int(c): c.name for c in ComputePathToPoseError}
     assert PlanningError.NO_VALID_PATH == ComputePathToPoseError.NO_VALID_PATH == 208
+
+
+def test_doors_on_east_and_west_walls(tmp_path):
+    data = yaml.safe_load(FLOOR.read_text())
+    _room(data, 'Robot bay')['door'] = {'side': 'east', 'at': 12, 'width': 1.2}
+    _room(data, 'Supply room')['door'] = {'side': 'west', 'at': 12, 'width': 1.2, 'approach_m': 1.0}
+    path = tmp_path / 'east_west.yaml'
+    path.write_text(yaml.safe_dump(data))
+    floor = load_floor(path)
+    bay, supply = floor.room('Robot bay'), floor.room('Supply room')
+    assert (bay.door.x, bay.door.y, bay.door.yaw) == pytest.approx((38.5, 12.0, math.pi))
+    assert bay.door_gap == pytest.approx((37.0, 12.0)) and floor.room_at(bay.door.x, bay.door.y) == 'East corridor'
+    assert (supply.door.x, supply.door.y, supply.door.yaw) == pytest.approx((2.0, 12.0, 0.0))
+    assert (supply.entry.x, supply.entry.y) == pytest.approx((4.5, 12.0))
+    grid = OccupancyGrid.from_world(floor)
+    assert grid.data[grid.cell_of(37.0, 12.0)] == 0 and grid.data[grid.cell_of(37.0, 10.0)] == OCCUPIED
+    assert grid.data[grid.cell_of(33.0, 9.0)] == OCCUPIED     # the old south door of the bay is a wall now
+    assert len(grid.plan((bay.door.x, bay.door.y), (bay.entry.x, bay.entry.y))) >= 2
