@@ -178,7 +178,7 @@ class ManagerPolicy(BaseModel):
 
 
 class Scenario(BaseModel):
-    """One ED episode: the world, the patient, who is available, what goes wrong.
+    """One ED episode: the floor, the patient, who is available, what goes wrong.
 
     Loaded from ``config/scenarios/<name>.yaml`` by :func:`load_scenario`.
     """
@@ -186,7 +186,9 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra='forbid')
     name: str = Field(min_length=1)
     description: str = ''
-    world: str = Field('ed_floor.sdf', description='SDFormat world file in worlds/ (or a path).')
+    world: str = Field('ed_floor.sdf', description='SDFormat world file in worlds/ (or a path), for Gazebo.')
+    floor: str = Field('ed_floor.yaml', description='Floor description in config/floors/ (or a path): rooms, '
+                       'doors, badge readers, docks; read by the simulator and the robots.')
     staff_directory: str = Field('staff.yaml', description='Staff seed file in config/ (or a path).')
     real_time_factor: float = Field(40.0, gt=0, description='Sim seconds per wall second.')
     time_limit_s: float = Field(1200.0, gt=0, description='Sim seconds before the episode is stopped.')
@@ -219,6 +221,11 @@ class Scenario(BaseModel):
     def world_path(self) -> Path:
         """Path of the SDFormat world."""
         return self.resolve(self.world, 'worlds')
+
+    @property
+    def floor_path(self) -> Path:
+        """Path of the floor description (``config/floors/<floor>``, or the path given)."""
+        return self.resolve(self.floor, 'config/floors')
 
     @property
     def staff_path(self) -> Path:

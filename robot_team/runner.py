@@ -52,19 +52,21 @@ def ensure_localhost_dds() -> None:
 def prepare(scenario: Scenario, out_dir: Path) -> dict:
     """Check the scenario's inputs and create the run's staff directory.
 
-    Returns the paths the nodes need: ``world``, ``staff_db``, ``scenario`` (a resolved copy).
+    Returns the paths the nodes need: ``floor`` (the floor description), ``world`` (SDFormat, for
+    Gazebo), ``staff_db``, ``scenario`` (a resolved copy).
 
     Raises
     ------
     ConfigError
-        If the world or staff file cannot be used (the message names the file and the problem).
+        If the floor or staff file cannot be used, or the scenario names a room the floor lacks
+        (the message names the file and the problem).
     """
     from robot_team.directory import StaffDirectory
-    from robot_team.sim.world import load_world
+    from robot_team.floor import load_floor
     out_dir.mkdir(parents=True, exist_ok=True)
-    world = load_world(scenario.world_path)
+    floor = load_floor(scenario.floor_path)
     for room in [scenario.patient.room, *scenario.blocked_doors]:
-        world.room(room)
+        floor.room(room)
     seed = load_staff_seed(scenario.staff_path)
     known = {s.hcw_id for s in seed.staff}
     for hcw in [scenario.patient.assigned_hcw_id, *scenario.staff_overrides]:
@@ -75,11 +77,12 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     if staff_db.exists():
         staff_db.unlink()
     StaffDirectory.create(staff_db, seed)
-    resolved = scenario.model_copy(update={'world': str(scenario.world_path),
+    resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
                                            'staff_directory': str(scenario.staff_path)})
     scenario_file = out_dir / 'scenario.json'
     scenario_file.write_text(resolved.model_dump_json(indent=2))
-    return {'world': str(scenario.world_path), 'staff_db': str(staff_db), 'scenario': str(scenario_file)}
+    return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
+            'scenario': str(scenario_file)}
 
 
 def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
@@ -96,7 +99,7 @@ def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
     if name == Robot.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling)
     else:
-        params.update(brain=brain, world=paths['world'], staff_db=paths['staff_db'])
+        params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
     params.update(brain_options or {})
     return params
 
@@ -349,7 +352,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     Raises
     ------
     ConfigError
-        If the scenario, world or staff directory cannot be used.
+        If the scenario, floor or staff directory cannot be used.
     RuntimeError
         If the team's nodes do not come up.
     """

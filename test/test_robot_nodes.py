@@ -34,7 +34,7 @@ def graph(ros_context, executor, tmp_path):
             staff_db = str(tmp_path / 'staff.sqlite')
             StaffDirectory.create(staff_db, load_staff_seed(scenario.staff_path))
         overrides = [Parameter('use_sim_time', value=True), Parameter('staff_db', value=staff_db),
-                     Parameter('world', value=str(scenario.world_path))]
+                     Parameter('floor', value=str(scenario.floor_path))]
         robots = {role: RobotNode(role, context=ros_context, parameter_overrides=overrides) for role in roles}
         sim = EdSimNode(scenario, context=ros_context, parameter_overrides=[Parameter('real_time_factor', value=50.0)])
         client_node = rclpy.create_node('test_manager', context=ros_context)

@@ -16,7 +16,7 @@ def make_engine(name='onboarding', **changes):
     scenario = load_scenario(name)
     if changes:
         scenario = scenario.model_copy(update=changes)
-    return SimEngine(load_world(scenario.world_path), load_staff_seed(scenario.staff_path), scenario)
+    return SimEngine(load_world(scenario.floor_path), load_staff_seed(scenario.staff_path), scenario)
 
 
 def run(engine, seconds, dt=0.5):

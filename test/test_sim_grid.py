@@ -5,14 +5,13 @@ import time
 import numpy as np
 import pytest
 
-from robot_team.config import share_dir
 from robot_team.sim.grid import OCCUPIED, OccupancyGrid, PlanningError, path_length
 from robot_team.sim.world import WorldError, load_world
 
 
 @pytest.fixture(scope='module')
 def world():
-    return load_world(share_dir() / 'worlds' / 'ed_floor.sdf')
+    return load_world('ed_floor.yaml')
 
 
 @pytest.fixture(scope='module')

@@ -1,14 +1,15 @@
-"""The ED floor world: worlds/ed_floor.sdf loads with every room, reader and dock the team needs."""
+"""The simulator's floor: config/floors/ed_floor.yaml loads with every room, reader and dock it needs."""
 
 import math
 
 import pytest
 
 from robot_team.config import ConfigError, load_staff_seed, share_dir
+from robot_team.floor import Floor
 from robot_team.names import Robot
 from robot_team.sim.world import OUTSIDE, WorldError, load_world
 
-WORLD = share_dir() / 'worlds' / 'ed_floor.sdf'
+WORLD = 'ed_floor.yaml'
 REQUIRED_ROOMS = [f'ER-{i}' for i in range(1, 13)] + ['Triage', 'Nurses station', 'Staff lounge']
 
 
@@ -71,64 +72,19 @@ def test_escort_distances_are_realistic(world):
     assert math.dist((dock.x, dock.y), (door.x, door.y)) > 10
 
 
-def _write(tmp_path, body, root_attrs='xmlns:robot_team="https://robot-team.dev/sdf"'):
-    path = tmp_path / 'bad.sdf'
-    path.write_text(f'<?xml version="1.0"?><sdf version="1.9" {root_attrs}>'
-                    f'<world name="w">{body}</world></sdf>')
-    return path
-
-
-WALL = ('<model name="wall"><static>true</static><pose>1 2 0 0 0 0</pose><link name="l">'
-        '<collision name="c"><geometry><box><size>4 0.2 2</size></box></geometry></collision></link></model>')
-ROOM = ('<robot_team:room name="A" kind="patient_room"><robot_team:center>0 0</robot_team:center>'
-        '<robot_team:size>4 4</robot_team:size><robot_team:door>0 -3 1.5708</robot_team:door>'
-        '</robot_team:room>')
-
-
 def test_world_error_is_a_config_error():
     assert issubclass(WorldError, ConfigError)
 
 
-def test_malformed_files_name_the_problem(tmp_path):
-    with pytest.raises(WorldError, match=r'nope\.sdf: cannot read'):
-        load_world(tmp_path / 'nope.sdf')
-    path = tmp_path / 'bad.sdf'
-    path.write_text('<sdf><world>')
-    with pytest.raises(WorldError, match=r'bad\.sdf: not valid XML'):
-        load_world(path)
-    path.write_text('<xml/>')
-    with pytest.raises(WorldError, match='expected an <sdf> root'):
-        load_world(path)
-    with pytest.raises(WorldError, match='expected walls'):
-        load_world(_write(tmp_path, ROOM))
-    with pytest.raises(WorldError, match="no <robot_team:room> elements"):
-        load_world(_write(tmp_path, WALL))
-    with pytest.raises(WorldError, match=r"room name='A'>/center: expected 2 numbers 'x y', got 'zero 0'"):
-        load_world(_write(tmp_path, WALL + ROOM.replace('>0 0<', '>zero 0<')))
-    with pytest.raises(WorldError, match=r"room name='A'>: missing <robot_team:door>"):
-        no_door = ROOM.replace('<robot_team:door>0 -3 1.5708</robot_team:door>', '')
-        load_world(_write(tmp_path, WALL + no_door))
-    with pytest.raises(WorldError, match=r"door: expected an approach pose outside the room, facing it"):
-        load_world(_write(tmp_path, WALL + ROOM.replace('0 -3 1.5708', '0 -3 -1.5708')))
-    with pytest.raises(WorldError, match=r"model 'wall'/pose: expected 6 numbers"):
-        load_world(_write(tmp_path, WALL.replace('1 2 0 0 0 0', '1 2 0') + ROOM))
-    with pytest.raises(WorldError, match=r"collision 'c'/geometry/box/size: expected 3 numbers"):
-        load_world(_write(tmp_path, WALL.replace('4 0.2 2', '4 0.2') + ROOM))
-    reader = ('<robot_team:badge_reader id="r" room="B"><robot_team:position>0 0</robot_team:position>'
-              '<robot_team:radius>1</robot_team:radius></robot_team:badge_reader>')
-    with pytest.raises(WorldError, match=r"badge_reader id='r'>: room 'B' is not a <robot_team:room>"):
-        load_world(_write(tmp_path, WALL + ROOM + reader))
-    # Without the namespace declaration, annotations are not robot_team's: the file has no rooms.
-    with pytest.raises(WorldError):
-        load_world(_write(tmp_path, WALL + ROOM, root_attrs='xmlns:robot_team="https://example.com/other"'))
+def test_world_is_the_floor_description(world):
+    # The simulator reads the robots' floor description, not the SDFormat world.
+    assert world.path == share_dir() / 'config' / 'floors' / 'ed_floor.yaml'
+    assert isinstance(world, Floor) and world.name == 'ed_floor'
 
 
-def test_model_link_and_collision_poses_compose(tmp_path):
-    wall = ('<model name="m"><pose degrees="true">10 0 0 0 0 90</pose><link name="l"><pose>2 0 1 0 0 0</pose>'
-            '<collision name="c"><pose>0 1 0 0 0 0</pose><geometry><box><size>4 0.2 2</size></box></geometry>'
-            '</collision></link></model>')
-    world = load_world(_write(tmp_path, wall + ROOM))
-    (w,) = world.walls
-    # Model at (10, 0) turned 90 deg: link x=2 -> +y, collision y=1 -> -x.
-    assert (w.x, w.y) == pytest.approx((9.0, 2.0))
-    assert w.yaw == pytest.approx(math.pi / 2)
+def test_sdformat_is_refused_with_the_reason(tmp_path):
+    with pytest.raises(WorldError, match=r"world file .*ed_floor\.sdf: the simulator reads a floor description, "
+                       r"not SDFormat: expected a \.yaml file in config/floors/"):
+        load_world(share_dir() / 'worlds' / 'ed_floor.sdf')
+    with pytest.raises(WorldError, match=r'floor file .*nope\.yaml: cannot read'):
+        load_world(tmp_path / 'nope.yaml')

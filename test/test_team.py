@@ -94,15 +94,15 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match='HCW #999 is not in the staff directory'):
         run_episode(base.model_copy(update={'patient': base.patient.model_copy(update={'assigned_hcw_id': '999'})}),
                     tmp_path / 'b')
-    bad_world = tmp_path / 'bad.sdf'
-    bad_world.write_text('<sdf version="1.9"><world name="x">')
-    with pytest.raises(ConfigError, match='bad.sdf'):
-        run_episode(base.model_copy(update={'world': str(bad_world)}), tmp_path / 'c')
+    bad_floor = tmp_path / 'bad_floor.yaml'
+    bad_floor.write_text('name: x\nrooms: [\n')
+    with pytest.raises(ConfigError, match='bad_floor.yaml'):
+        run_episode(base.model_copy(update={'floor': str(bad_floor)}), tmp_path / 'c')
     # Nothing is lost: the stopped run has a report and an event record naming the problem.
     stopped = json.loads((tmp_path / 'c' / 'report.json').read_text())
-    assert stopped['outcome'] == 'input_error' and 'bad.sdf' in stopped['error']
+    assert stopped['outcome'] == 'input_error' and 'bad_floor.yaml' in stopped['error']
     recorded = read_jsonl(tmp_path / 'c' / 'events.jsonl')
-    assert [e.kind for e in recorded] == ['input_error'] and 'bad.sdf' in recorded[0].reason
+    assert [e.kind for e in recorded] == ['input_error'] and 'bad_floor.yaml' in recorded[0].reason
     bad_staff = tmp_path / 'staff.yaml'
     bad_staff.write_text('staff: []\n')
     with pytest.raises(ConfigError, match='staff'):

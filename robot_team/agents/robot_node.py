@@ -58,8 +58,9 @@ class RobotNode(Node):
     brain
         The brain to use; default: the ``brain`` parameter's kind ('protocol').
     context, parameter_overrides
-        As for :class:`rclpy.node.Node`. Parameters: ``world`` (SDFormat file, navigation
-        robot), ``staff_db`` (SQLite file), ``brain``, ``kb`` (LLM brains: knowledge base on/off),
+        As for :class:`rclpy.node.Node`. Parameters: ``floor`` (floor description: a path or
+        a file name in ``config/floors/``; navigation robot), ``staff_db`` (SQLite file),
+        ``brain``, ``kb`` (LLM brains: knowledge base on/off),
         ``use_sim_time``, ``team_namespace`` (default: the parent of the robot's namespace).
     namespace
         The robot's namespace (default ``/<role>``; in a team namespace ``T``, ``T/<role>``).
@@ -83,7 +84,7 @@ class RobotNode(Node):
         self.team_namespace = (names.validate_namespace(team_ns, 'parameter team_namespace') if team_ns
                                else names.team_namespace_of(self.get_namespace()))
         self.declare_parameter('brain', 'protocol')
-        self.declare_parameter('world', 'ed_floor.sdf')
+        self.declare_parameter('floor', 'ed_floor.yaml')
         self.declare_parameter('staff_db', '')
         self.declare_parameter('kb', True)
         self.declare_parameter('service_timeout_s', 15.0)
@@ -116,12 +117,9 @@ class RobotNode(Node):
         staff_db = self.get_parameter('staff_db').value
         self._cancel_hooks = []
         if self.role == 'navigation_robot':
-            from robot_team.config import share_dir
-            from robot_team.sim.world import load_world
+            from robot_team.floor import load_floor
             from robot_team.tools.navigation import NavigationTools
-            world = self.get_parameter('world').value
-            path = world if '/' in world else str(share_dir() / 'worlds' / world)
-            tools = NavigationTools(self, load_world(path), self._group)
+            tools = NavigationTools(self, load_floor(self.get_parameter('floor').value), self._group)
             tools.register(self.toolbox)
             self._cancel_hooks.append(tools.nav.cancel)
         elif self.role == 'info_collection_robot':

@@ -23,7 +23,8 @@ from scipy import ndimage
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from robot_team.sim.world import EdWorld, Wall
+from robot_team.floor import Floor, Wall
+from robot_team.nav2_codes import ComputePathToPoseError
 
 FREE = 0
 OCCUPIED = 100
@@ -32,9 +33,8 @@ OCCUPIED = 100
 class PlanningError(RuntimeError):
     """No path could be planned; ``code`` is a Nav2 ``ComputePathToPose`` error code.
 
-    Codes and names are those of ``nav2_msgs/action/ComputePathToPose.action`` in ROS 2 Jazzy
-    (navigation2 ``jazzy`` branch, ``nav2_msgs/action/ComputePathToPose.action``, result section:
-    ``UNKNOWN=200 ... NO_VALID_PATH=208``; the 300 range belongs to ``ComputePathThroughPoses``).
+    Codes and names are those of :class:`robot_team.nav2_codes.ComputePathToPoseError`
+    (``nav2_msgs/action/ComputePathToPose.action``, Jazzy), available here as class constants.
     Nav2's bt_navigator reports the planner's code as the ``NavigateToPose`` result's
     ``error_code``, and so does the simulator.
 
@@ -46,20 +46,18 @@ class PlanningError(RuntimeError):
         What went wrong, in words.
     """
 
-    NONE = 0
-    UNKNOWN = 200
-    INVALID_PLANNER = 201
-    TF_ERROR = 202
-    START_OUTSIDE_MAP = 203
-    GOAL_OUTSIDE_MAP = 204
-    START_OCCUPIED = 205
-    GOAL_OCCUPIED = 206
-    TIMEOUT = 207
-    NO_VALID_PATH = 208
+    NONE = int(ComputePathToPoseError.NONE)
+    UNKNOWN = int(ComputePathToPoseError.UNKNOWN)
+    INVALID_PLANNER = int(ComputePathToPoseError.INVALID_PLANNER)
+    TF_ERROR = int(ComputePathToPoseError.TF_ERROR)
+    START_OUTSIDE_MAP = int(ComputePathToPoseError.START_OUTSIDE_MAP)
+    GOAL_OUTSIDE_MAP = int(ComputePathToPoseError.GOAL_OUTSIDE_MAP)
+    START_OCCUPIED = int(ComputePathToPoseError.START_OCCUPIED)
+    GOAL_OCCUPIED = int(ComputePathToPoseError.GOAL_OCCUPIED)
+    TIMEOUT = int(ComputePathToPoseError.TIMEOUT)
+    NO_VALID_PATH = int(ComputePathToPoseError.NO_VALID_PATH)
 
-    NAMES = {0: 'NONE', 200: 'UNKNOWN', 201: 'INVALID_PLANNER', 202: 'TF_ERROR', 203: 'START_OUTSIDE_MAP',
-             204: 'GOAL_OUTSIDE_MAP', 205: 'START_OCCUPIED', 206: 'GOAL_OCCUPIED', 207: 'TIMEOUT',
-             208: 'NO_VALID_PATH'}
+    NAMES = {int(c): c.name for c in ComputePathToPoseError}
 
     def __init__(self, code: int, message: str):
         super().__init__(f'{self.NAMES.get(code, code)}: {message}')
@@ -142,14 +140,14 @@ class OccupancyGrid:
         self._trees: OrderedDict[int, np.ndarray] = OrderedDict()
 
     @classmethod
-    def from_world(cls, world: EdWorld, resolution: float = 0.1, robot_radius: float = 0.3,
+    def from_world(cls, world: Floor, resolution: float = 0.1, robot_radius: float = 0.3,
                    closed_doors: Iterable[str] = ()) -> 'OccupancyGrid':
         """Rasterize ``world``'s walls; rooms named in ``closed_doors`` have their door gap filled.
 
         Parameters
         ----------
         world
-            The parsed ED floor.
+            The floor (:func:`robot_team.floor.load_floor`; the simulator's ``EdWorld``).
         resolution
             Cell size, m.
         robot_radius
@@ -159,8 +157,8 @@ class OccupancyGrid:
 
         Raises
         ------
-        WorldError
-            If a room in ``closed_doors`` does not exist.
+        FloorError
+            (``WorldError`` in the simulator) if a room in ``closed_doors`` does not exist.
         """
         xmin, ymin, xmax, ymax = world.bounds
         # Align the origin on the resolution (ignoring rounding noise of the wall corners, < 1 mm).

@@ -210,7 +210,7 @@ class EdSimNode(Node):
             if scenario is None:
                 scenario = load_scenario(str(name))
             self.scenario = scenario
-            world = load_world(scenario.world_path)
+            world = load_world(scenario.floor_path)
             staff = load_staff_seed(scenario.staff_path)
             # Numbers may come as integers from the command line (-p tick_hz:=50): type them loosely.
             number = ParameterDescriptor(dynamic_typing=True)

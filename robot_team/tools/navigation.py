@@ -5,8 +5,9 @@ navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot c
 
 - ``locate_staff`` -> ``/ed/rtls/locate_staff`` (robot_team/srv/LocateStaff)
 - ``page_staff`` -> ``/ed/paging/page_staff`` (robot_team/srv/PageStaff)
-- ``room_door_pose``, ``plan_path`` -> the robot's static map (the world's SDFormat file),
-  like a Nav2 planner on the map server's map; the real floor may differ (a closed door)
+- ``room_door_pose``, ``plan_path`` -> the robot's static map (the floor description,
+  :mod:`robot_team.floor`), like a Nav2 planner on the map server's map; the real floor may
+  differ (a closed door)
 - ``navigate_to_pose`` -> ``/<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
   with feedback and cancel, through :class:`NavigateToPoseClient`
 """
@@ -21,26 +22,13 @@ from enum import Enum
 from pydantic import BaseModel, Field
 
 from robot_team import names
+from robot_team.nav2_codes import nav2_error_name
 from robot_team.rosutil import ros_now_s, team_name, wait_for_server, wait_future
 from robot_team.tools.base import ToolError, Toolbox
 
 #: Wall seconds plan_path waits for the robot's first pose (a node that has just started), like
 #: the timeout of a TF lookup; past it the tool fails.
 POSE_WAIT_S = 5.0
-
-
-def nav2_error_name(code: int) -> str:
-    """Return the Nav2 name of a ``NavigateToPose`` result ``error_code``.
-
-    Codes: ``nav2_msgs/action/NavigateToPose`` (common to Jazzy, Kilted and main: NONE=0,
-    UNKNOWN=9000, FAILED_TO_LOAD_BEHAVIOR_TREE=9001, TF_ERROR=9002, TIMEOUT=9003) and the planner
-    codes bt_navigator passes through (``ComputePathToPose``, Jazzy: 200-208, see
-    :class:`robot_team.sim.grid.PlanningError`).
-    """
-    from robot_team.sim.grid import PlanningError
-    navigator = {0: 'NONE', 9000: 'UNKNOWN', 9001: 'FAILED_TO_LOAD_BEHAVIOR_TREE', 9002: 'TF_ERROR',
-                 9003: 'TIMEOUT'}
-    return navigator.get(code) or PlanningError.NAMES.get(code, 'UNKNOWN')
 
 
 class NavOutcome(str, Enum):
@@ -261,7 +249,7 @@ class NavigationTools:
     node
         The navigation robot's node (namespace ``/navigation_robot``).
     world
-        The floor's :class:`~robot_team.sim.world.EdWorld` (the robot's semantic map).
+        The :class:`~robot_team.floor.Floor` (the robot's semantic map: rooms, doors, areas).
     callback_group
         Group for the clients' callbacks (reentrant, so worker threads can wait on them).
     """
@@ -269,6 +257,7 @@ class NavigationTools:
     def __init__(self, node, world, callback_group=None):
         from geometry_msgs.msg import PoseStamped
 
+        # TODO(compute_path_to_pose): plan with Nav2's planner server instead of the simulator's grid.
         from robot_team.sim.grid import OccupancyGrid
         from robot_team.srv import LocateStaff, PageStaff
         self._node = node
@@ -332,6 +321,7 @@ class NavigationTools:
 
     def plan_path(self, args: PlanPathInput) -> dict:
         """Plan on the robot's static map; return length_m, a few waypoints and the areas crossed."""
+        # TODO(compute_path_to_pose): the grid planner goes with OccupancyGrid above.
         from robot_team.sim.grid import PlanningError, path_length
         if args.start_x is None or args.start_y is None:
             # A node that just started may not have its first pose yet: wait like a TF lookup with a timeout.
