@@ -61,7 +61,10 @@ class RobotNode(Node):
         As for :class:`rclpy.node.Node`. Parameters: ``floor`` (floor description: a path or
         a file name in ``config/floors/``; navigation robot), ``staff_db`` (SQLite file),
         ``brain``, ``kb`` (LLM brains: knowledge base on/off),
-        ``use_sim_time``, ``team_namespace`` (default: the parent of the robot's namespace).
+        ``use_sim_time``, ``team_namespace`` (default: the parent of the robot's namespace),
+        ``service_timeout_s`` (wall s to wait for the supervisor); navigation robot: ``pose_source``
+        (``auto``: TF ``map`` -> ``base_frame`` where tf2_ros is installed, else ``pose_topic``;
+        ``tf``; ``amcl_pose``), ``pose_topic`` (default ``amcl_pose``), ``base_frame`` (``base_link``).
     namespace
         The robot's namespace (default ``/<role>``; in a team namespace ``T``, ``T/<role>``).
 
@@ -119,7 +122,10 @@ class RobotNode(Node):
         if self.role == 'navigation_robot':
             from robot_team.floor import load_floor
             from robot_team.tools.navigation import NavigationTools
-            tools = NavigationTools(self, load_floor(self.get_parameter('floor').value), self._group)
+            # Nav2's interfaces only: the pose from TF (where tf2_ros is installed) or amcl_pose.
+            pose = {key: self.declare_parameter(key, default).value for key, default in (
+                ('pose_source', 'auto'), ('pose_topic', names.AMCL_POSE), ('base_frame', names.BASE_FRAME))}
+            tools = NavigationTools(self, load_floor(self.get_parameter('floor').value), self._group, **pose)
             tools.register(self.toolbox)
             self._cancel_hooks.append(tools.nav.cancel)
         elif self.role == 'info_collection_robot':

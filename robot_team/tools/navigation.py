@@ -5,11 +5,14 @@ navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot c
 
 - ``locate_staff`` -> ``/ed/rtls/locate_staff`` (robot_team/srv/LocateStaff)
 - ``page_staff`` -> ``/ed/paging/page_staff`` (robot_team/srv/PageStaff)
-- ``room_door_pose``, ``plan_path`` -> the robot's static map (the floor description,
-  :mod:`robot_team.floor`), like a Nav2 planner on the map server's map; the real floor may
-  differ (a closed door)
-- ``navigate_to_pose`` -> ``/<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
+- ``room_door_pose`` -> the floor description (:mod:`robot_team.floor`): rooms and doors in ``map``
+- ``plan_path`` -> ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, Nav2's
+  planner server on the map server's map; the real floor may differ: a closed door), from the
+  robot's pose (:class:`~robot_team.tools.localization.RobotPose`: TF or ``amcl_pose``)
+- ``navigate_to_pose`` -> ``<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
   with feedback and cancel, through :class:`NavigateToPoseClient`
+
+Only interfaces every Nav2 robot has: nothing here knows the embedded simulator.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from robot_team.tools.base import ToolError, Toolbox
 #: Wall seconds plan_path waits for the robot's first pose (a node that has just started), like
 #: the timeout of a TF lookup; past it the tool fails.
 POSE_WAIT_S = 5.0
+
+#: Wall seconds plan_path waits for the planner server's answer.
+PLAN_TIMEOUT_S = 10.0
 
 
 class NavOutcome(str, Enum):
@@ -179,6 +185,61 @@ class NavigateToPoseClient:
             handle.cancel_goal_async()
 
 
+class ComputePathClient:
+    """Blocking facade over one robot's ``compute_path_to_pose`` action (Nav2's planner server).
+
+    Call :meth:`plan` from a worker thread of a ``MultiThreadedExecutor``.
+    """
+
+    def __init__(self, node, action_name: str = names.COMPUTE_PATH_TO_POSE, callback_group=None):
+        from nav2_msgs.action import ComputePathToPose
+        from rclpy.action import ActionClient
+        self._node = node
+        self._action_name = action_name
+        self._client = ActionClient(node, ComputePathToPose, action_name, callback_group=callback_group)
+
+    def plan(self, goal: tuple[float, float], start: tuple[float, float] | None = None, *,
+             timeout_s: float = PLAN_TIMEOUT_S) -> list[tuple[float, float]]:
+        """Return the planned path from ``start`` (default: the robot's pose) to ``goal``: (x, y) in 'map', m.
+
+        Raises
+        ------
+        ToolError
+            If the planner server is unavailable or silent for ``timeout_s`` (wall s), or the plan
+            fails; the message names Nav2's error code (e.g. ``GOAL_OUTSIDE_MAP``).
+        """
+        from geometry_msgs.msg import PoseStamped
+        from nav2_msgs.action import ComputePathToPose
+
+        from robot_team.nav2_codes import ComputePathToPoseError
+
+        def pose(xy):
+            msg = PoseStamped()
+            msg.header.frame_id = names.MAP_FRAME
+            msg.header.stamp = self._node.get_clock().now().to_msg()
+            msg.pose.position.x, msg.pose.position.y = float(xy[0]), float(xy[1])
+            msg.pose.orientation.w = 1.0
+            return msg
+        request = ComputePathToPose.Goal(goal=pose(goal), use_start=start is not None)
+        if start is not None:
+            request.start = pose(start)
+        wait_for_server(self._client, timeout_s, f'action server {self._action_name}')
+        handle = wait_future(self._client.send_goal_async(request), timeout_s, f'goal response of {self._action_name}')
+        if not handle.accepted:
+            raise ToolError(f'{self._action_name} rejected the goal')
+        wrapped = wait_future(handle.get_result_async(), timeout_s, f'result of {self._action_name}')
+        result = wrapped.result
+        if result.error_code != 0 or not result.path.poses:
+            try:
+                name = ComputePathToPoseError(int(result.error_code)).name
+            except ValueError:
+                name = 'UNKNOWN'
+            raise ToolError(f'no path on the map ({name}, error {result.error_code}): {result.error_msg}'.strip(),
+                            output={'error_code': int(result.error_code), 'error_name': name,
+                                    'error_msg': result.error_msg, 'goal': list(goal)})
+        return [(p.pose.position.x, p.pose.position.y) for p in result.path.poses]
+
+
 def page_result(output: dict) -> dict:
     """Return a page's ``output`` if the HCW acknowledged it; raise otherwise.
 
@@ -254,28 +315,19 @@ class NavigationTools:
         Group for the clients' callbacks (reentrant, so worker threads can wait on them).
     """
 
-    def __init__(self, node, world, callback_group=None):
-        from geometry_msgs.msg import PoseStamped
-
-        # TODO(compute_path_to_pose): plan with Nav2's planner server instead of the simulator's grid.
-        from robot_team.sim.grid import OccupancyGrid
+    def __init__(self, node, world, callback_group=None, *, pose_source: str = 'auto',
+                 pose_topic: str = names.AMCL_POSE, base_frame: str = names.BASE_FRAME):
         from robot_team.srv import LocateStaff, PageStaff
+        from robot_team.tools.localization import RobotPose
         self._node = node
         self._world = world
-        self._grid = OccupancyGrid.from_world(world)
-        self._pose: tuple[float, float, float] | None = None
-        self._pose_received = threading.Event()
+        self.pose = RobotPose(node, source=pose_source, topic=pose_topic, base_frame=base_frame,
+                              callback_group=callback_group)
+        self.planner = ComputePathClient(node, names.COMPUTE_PATH_TO_POSE, callback_group)
         self._locate = node.create_client(LocateStaff, team_name(node, names.LOCATE_STAFF),
                                           callback_group=callback_group)
         self._page = node.create_client(PageStaff, team_name(node, names.PAGE_STAFF), callback_group=callback_group)
         self.nav = NavigateToPoseClient(node, names.NAVIGATE_TO_POSE, callback_group)
-        node.create_subscription(PoseStamped, names.POSE,
-                                 self._pose_callback, 10, callback_group=callback_group)
-
-    def _pose_callback(self, msg) -> None:
-        p = msg.pose
-        self._pose = (p.position.x, p.position.y, quaternion_to_yaw(p.orientation))
-        self._pose_received.set()
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every navigation tool in ``toolbox``."""
@@ -320,21 +372,14 @@ class NavigationTools:
                 'door': {'x': round(d.x, 3), 'y': round(d.y, 3), 'yaw': round(d.yaw, 4)}}
 
     def plan_path(self, args: PlanPathInput) -> dict:
-        """Plan on the robot's static map; return length_m, a few waypoints and the areas crossed."""
-        # TODO(compute_path_to_pose): the grid planner goes with OccupancyGrid above.
-        from robot_team.sim.grid import PlanningError, path_length
+        """Plan with Nav2's planner server; return length_m, a few waypoints and the areas crossed (m, 'map')."""
         if args.start_x is None or args.start_y is None:
             # A node that just started may not have its first pose yet: wait like a TF lookup with a timeout.
-            if not self._pose_received.wait(POSE_WAIT_S):
-                raise ToolError(f'the robot pose is unknown (nothing received on pose within {POSE_WAIT_S:.0f} s)')
-            start = self._pose[:2]
+            start = self.pose.get(POSE_WAIT_S)[:2]
+            path = self.planner.plan((args.goal_x, args.goal_y))
         else:
             start = (args.start_x, args.start_y)
-        try:
-            path = self._grid.plan(start, (args.goal_x, args.goal_y))
-        except PlanningError as exc:
-            code = getattr(exc, 'code', 300)
-            raise ToolError(f'no path on the map ({nav2_error_name(code)}): {exc}') from exc
+            path = self.planner.plan((args.goal_x, args.goal_y), start)
         step = max(1, len(path) // 8)
         waypoints = [[round(float(x), 2), round(float(y), 2)] for x, y in path[::step]]
         waypoints.append([round(float(path[-1][0]), 2), round(float(path[-1][1]), 2)])
@@ -343,8 +388,9 @@ class NavigationTools:
             area = self._world.room_at(float(x), float(y))
             if area and (not areas or areas[-1] != area):
                 areas.append(area)
+        length = sum(math.dist(a, b) for a, b in zip(path, path[1:]))
         return {'start': [round(start[0], 2), round(start[1], 2)], 'goal': [args.goal_x, args.goal_y],
-                'length_m': round(float(path_length(path)), 2), 'waypoints': waypoints, 'areas': areas}
+                'length_m': round(float(length), 2), 'waypoints': waypoints, 'areas': areas}
 
     def navigate_to_pose(self, args: NavigateInput) -> dict:
         """Drive there through navigate_to_pose; return the Nav2 goal result (evidence).
@@ -360,9 +406,10 @@ class NavigationTools:
 
     def distance_to(self, x: float, y: float) -> float | None:
         """Return the straight-line distance (m) from the robot to (x, y), if its pose is known."""
-        if self._pose is None:
+        pose = self.pose.latest()
+        if pose is None:
             return None
-        return math.hypot(self._pose[0] - x, self._pose[1] - y)
+        return math.hypot(pose[0] - x, pose[1] - y)
 
 
 class NavigationFailed(ToolError):
