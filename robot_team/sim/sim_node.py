@@ -6,20 +6,48 @@ sim time by ``real_time_factor`` x the wall time elapsed. Other nodes run with
 
 Interfaces (names from :mod:`robot_team.names`)
 -----------------------------------------------
-* ``/clock`` (rosgraph_msgs/Clock), every tick.
-* ``/map`` (nav_msgs/OccupancyGrid, transient local), once: walls and closed doors.
-* Per robot with a base (every :class:`~robot_team.names.Robot` but the manager):
-  ``/<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose), ``/<robot>/odom``
-  (nav_msgs/Odometry, frame ``odom``, child ``<robot>/base_link``; odom == map in the sim) and
-  ``/<robot>/pose`` (geometry_msgs/PoseStamped, frame ``map``), every 0.1 s sim (at most once
-  per tick).
-* ``/ed/rtls/locate_staff`` (LocateStaff), ``/ed/paging/page_staff`` (PageStaff),
-  ``/ed/display/show`` (ShowDisplay).
-* ``/ed/badge_scans`` (BadgeScan, reliable), ``/ed/patient_arrivals`` (PatientArrival,
-  reliable + transient local), ``/ed/display/content`` (std_msgs/String, transient local: a JSON
+Every name is relative: the simulator runs in the team namespace ``T`` (``/`` by default) and
+reaches each robot's interfaces as ``<robot>/<name>`` (``T/<robot>/<name>``), as Nav2 and Gazebo
+would serve a robot launched in namespace ``T/<robot>``.
+
+* ``/clock`` (rosgraph_msgs/Clock), every tick (see :func:`robot_team.names.clock_remap`).
+* ``map`` (nav_msgs/OccupancyGrid, reliable + transient local, as map_server), once: walls and
+  closed doors.
+* Per robot with a base (every :class:`~robot_team.names.Robot` but the manager), Nav2's
+  interfaces, so that ``BasicNavigator(namespace='<robot>')`` works with its defaults:
+
+  - ``<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose, bt_navigator): plan on the
+    grid and drive; feedback every 0.5 s sim; planner error codes (2xx) on abort, ``TF_ERROR`` for
+    an unknown frame.
+  - ``<robot>/navigate_through_poses`` (nav2_msgs/action/NavigateThroughPoses, bt_navigator):
+    the poses in order, each leg planned on the grid; feedback with ``number_of_poses_remaining``
+    and ``waypoint_statuses``; the result's ``waypoint_statuses`` say which poses were reached.
+  - ``<robot>/follow_path`` (nav2_msgs/action/FollowPath, controller_server, controller ID
+    ``FollowPath``): drive along the given path (it must start within 1 m of the robot and cross
+    no wall: else ``INVALID_PATH`` / ``NO_VALID_CONTROL``); feedback ``distance_to_goal``, ``speed``.
+  - ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, planner_server, planner
+    ID ``GridBased``): a ``nav_msgs/Path`` in ``map`` (a pose every grid cell) from ``start`` or
+    the robot's pose; aborts with ``START_/GOAL_OUTSIDE_MAP``, ``START_/GOAL_OCCUPIED``,
+    ``NO_VALID_PATH``, ``TF_ERROR``, ``INVALID_PLANNER``. It never moves the robot.
+  - ``<robot>/<node>/get_state`` (lifecycle_msgs/srv/GetState) for ``bt_navigator``,
+    ``planner_server``, ``controller_server`` and ``amcl``: always ``active`` (id 3).
+  - ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, frame ``map``, reliable +
+    transient local, depth 1, as AMCL publishes it), ``<robot>/odom`` (nav_msgs/Odometry, frame
+    ``odom``, child ``<robot>/base_link``; odom == map in the sim) and ``<robot>/pose``
+    (geometry_msgs/PoseStamped, frame ``map``), every 0.1 s sim (at most once per tick). The pose
+    is ground truth; ``initialpose`` is not subscribed (localization is exact).
+
+  One driving goal per robot at a time: a goal on any of the three driving actions preempts
+  (aborts) the robot's previous one, whichever action it came by.
+* ``ed/rtls/locate_staff`` (LocateStaff), ``ed/paging/page_staff`` (PageStaff),
+  ``ed/display/show`` (ShowDisplay).
+* ``ed/badge_scans`` (BadgeScan, reliable), ``ed/patient_arrivals`` (PatientArrival,
+  reliable + transient local), ``ed/display/content`` (std_msgs/String, transient local: a JSON
   object ``{"room", "title", "lines", "stamp_s"}`` per screen update).
-* ``/team/events``: an ``EventKind.SIM`` event for every simulator event (ground truth), and
-  ``EventKind.INPUT_ERROR`` for bad requests.
+* ``team/events``: an ``EventKind.SIM`` event for every simulator event (ground truth: every
+  goal accepted, passed waypoint, success, abort, cancel and every planned or failed path), and
+  ``EventKind.INPUT_ERROR`` for bad requests (unknown frame, planner or controller ID, a start or
+  goal outside the map or in a wall, a path the robot cannot follow).
 
 Threading model
 ---------------
@@ -38,15 +66,20 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
+from typing import Any, Callable
 
 import rclpy
 import rclpy.time
 from builtin_interfaces.msg import Duration, Time
-from geometry_msgs.msg import PoseStamped
-from nav2_msgs.action import NavigateToPose
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+from lifecycle_msgs.msg import State
+from lifecycle_msgs.srv import GetState
+from nav2_msgs.action import ComputePathToPose, FollowPath, NavigateThroughPoses, NavigateToPose
+from nav2_msgs.msg import WaypointStatus
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
-from nav_msgs.msg import Odometry
+from nav_msgs.msg import Odometry, Path
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
@@ -61,17 +94,23 @@ from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_s
 from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind
 from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
-from robot_team.names import (BADGE_SCANS, CLOCK, MAP, DISPLAY_CONTENT, LOCATE_STAFF, MAP_FRAME, NAVIGATE_TO_POSE,
-                              ODOM, PAGE_STAFF, PATIENT_ARRIVALS, POSE, SHOW_DISPLAY, SIMULATOR, Robot,
-                              robot_name)
-from robot_team.sim.engine import (ABORTED, ACTIVE, CANCELED, ROBOTS, SUCCEEDED, SimEngine, SimEvent,
-                                   SimInputError)
-from robot_team.sim.grid import PlanningError
+from robot_team.names import (AMCL_POSE, BADGE_SCANS, BASE_FRAME, CLOCK, COMPUTE_PATH_TO_POSE, DISPLAY_CONTENT,
+                              FOLLOW_PATH, LOCATE_STAFF, MAP, MAP_FRAME, NAV2_LIFECYCLE_NODES,
+                              NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM, ODOM_FRAME, PAGE_STAFF,
+                              PATIENT_ARRIVALS, POSE, SHOW_DISPLAY, SIMULATOR, Robot, robot_name)
+from robot_team.sim.engine import (ABORTED, ACTIVE, CANCELED, ROBOTS, SUCCEEDED, FollowPathError, GoalStatus,
+                                   SimEngine, SimEvent, SimInputError)
+from robot_team.sim.grid import PlanningError, densify
 from robot_team.sim.world import Pose2D, load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
 
-FEEDBACK_PERIOD_S = 0.5     # sim s between NavigateToPose feedback messages
-STATE_PERIOD_S = 0.1        # sim s between odom/pose messages
+FEEDBACK_PERIOD_S = 0.5     # sim s between feedback messages of the driving actions
+STATE_PERIOD_S = 0.1        # sim s between odom/pose/amcl_pose messages
+PLANNER_ID = 'GridBased'    # the one planner plugin (Nav2's default ID); '' selects it too
+CONTROLLER_ID = 'FollowPath'   # the one controller plugin (Nav2's default ID); '' selects it too
+AMCL_POSITION_VARIANCE = 0.05 ** 2   # m^2: covariance reported on amcl_pose (the sim localizes exactly)
+AMCL_YAW_VARIANCE = 0.02 ** 2        # rad^2
+GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
 MAX_TICK_WALL_S = 0.5       # a stalled tick advances sim time by at most this much wall time
 MAX_PAGE_WAIT_S = 3600.0    # sim s: cap on PageStaff.timeout_s
 BASE_ROBOTS = tuple(r.value for r in Robot if r is not Robot.MANAGER)
@@ -99,6 +138,169 @@ def _pose_msg(pose: Pose2D, t: float, frame: str = MAP_FRAME) -> PoseStamped:
 
 def _yaw_of(q) -> float:
     return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def _pose2d(pose) -> Pose2D:
+    """Return a geometry_msgs/Pose as a map-frame Pose2D (m, rad)."""
+    return Pose2D(pose.position.x, pose.position.y, _yaw_of(pose.orientation))
+
+
+def _frame_problem(frame_id: str) -> str:
+    """Return why ``frame_id`` cannot be used for a goal ('' if it can: '', 'map' or 'odom')."""
+    frame = frame_id.strip().lstrip('/')
+    if frame in ('', MAP_FRAME, ODOM_FRAME):
+        return ''
+    return f"frame '{frame_id}' is unknown: expected '{MAP_FRAME}' (or '{ODOM_FRAME}')"
+
+
+def _path_msg(points, final_yaw: float, t: float, spacing: float) -> Path:
+    """Return a nav_msgs/Path in ``map`` through ``points`` (shape (N, 2), m), a pose every ``spacing`` m.
+
+    Each pose heads towards the next; the last one has ``final_yaw`` (rad).
+    """
+    dense = densify(points, spacing)
+    msg = Path()
+    msg.header.stamp, msg.header.frame_id = _stamp(t), MAP_FRAME
+    for i, (x, y) in enumerate(dense):
+        if i + 1 < len(dense):
+            yaw = math.atan2(dense[i + 1][1] - y, dense[i + 1][0] - x)
+        else:
+            yaw = final_yaw
+        msg.poses.append(_pose_msg(Pose2D(float(x), float(y), yaw), t))
+    return msg
+
+
+class _BadGoal(Exception):
+    """A goal the simulator rejects before planning (unknown frame or plugin ID): ``code``, ``message``."""
+
+    def __init__(self, code: int, message: str, **data):
+        super().__init__(message)
+        self.code, self.message, self.data = int(code), message, data
+
+
+# Planner and controller errors that mean the request itself was bad (recorded as INPUT_ERROR too).
+_BAD_INPUT_CODES = frozenset({
+    PlanningError.START_OUTSIDE_MAP, PlanningError.GOAL_OUTSIDE_MAP, PlanningError.START_OCCUPIED,
+    PlanningError.GOAL_OCCUPIED, FollowPathError.INVALID_PATH, FollowPathError.NO_VALID_CONTROL})
+
+
+@dataclass(frozen=True)
+class _DriveAction:
+    """How one Nav2 driving action maps onto the engine: parse a goal, build feedback and results.
+
+    ``parse(request)`` returns ``start(engine, robot) -> goal_id`` or raises :class:`_BadGoal`;
+    ``feedback(status, t, speed, request)`` and ``result(error_code, message, state, status,
+    request, failed_index)`` build the action's messages (``status`` may be None before the engine
+    has a goal; ``failed_index`` is the pose whose leg could not be planned, if known).
+    """
+
+    name: str
+    type: Any
+    unknown: int
+    parse: Callable
+    feedback: Callable
+    result: Callable
+
+
+def _check_frame(pose: PoseStamped, code: int, what: str = 'goal', default_frame: str = '') -> None:
+    frame = pose.header.frame_id or default_frame
+    problem = _frame_problem(frame)
+    if problem:
+        raise _BadGoal(code, f'{what} {problem}', frame_id=frame)
+
+
+def _parse_to_pose(request):
+    _check_frame(request.pose, NavigateToPose.Result.TF_ERROR)
+    target = _pose2d(request.pose.pose)
+    return lambda engine, robot: engine.start_goal(robot, target)
+
+
+def _parse_through_poses(request):
+    goals = list(request.poses.goals)
+    if not goals:
+        raise _BadGoal(NavigateThroughPoses.Result.UNKNOWN, 'no poses given')
+    for i, pose in enumerate(goals):
+        _check_frame(pose, NavigateThroughPoses.Result.TF_ERROR, f'pose {i + 1} of {len(goals)}',
+                     request.poses.header.frame_id)
+    targets = [_pose2d(p.pose) for p in goals]
+    return lambda engine, robot: engine.start_through_poses(robot, targets)
+
+
+def _parse_follow_path(request):
+    if request.controller_id not in ('', CONTROLLER_ID):
+        raise _BadGoal(FollowPath.Result.INVALID_CONTROLLER, f"controller_id '{request.controller_id}' is "
+                       f"unknown: expected '' or '{CONTROLLER_ID}'", controller_id=request.controller_id)
+    problem = _frame_problem(request.path.header.frame_id)
+    if problem:
+        raise _BadGoal(FollowPath.Result.TF_ERROR, f'path {problem}', frame_id=request.path.header.frame_id)
+    points = [(p.pose.position.x, p.pose.position.y) for p in request.path.poses]
+    yaw = _yaw_of(request.path.poses[-1].pose.orientation) if points else 0.0
+    return lambda engine, robot: engine.start_follow_path(robot, points, yaw)
+
+
+def _nav_feedback(feedback, status: GoalStatus, t: float):
+    feedback.current_pose = _pose_msg(status.pose, t)
+    feedback.navigation_time = _duration(status.navigation_time_s)
+    feedback.estimated_time_remaining = _duration(status.eta_s)
+    feedback.number_of_recoveries = 0
+    feedback.distance_remaining = float(status.distance_remaining)
+    return feedback
+
+
+def _waypoint_statuses(request, state: str, status: GoalStatus | None, error_code: int, message: str,
+                       failed_index: int | None = None):
+    """Return WaypointStatus per requested pose: COMPLETED if passed, FAILED where an abort stopped it.
+
+    ``failed_index`` is the pose whose leg could not be planned (nothing was driven then).
+    """
+    goals = list(request.poses.goals)
+    if failed_index is not None:
+        reached, failed = 0, failed_index
+    else:
+        if state == SUCCEEDED:
+            reached = len(goals)
+        else:
+            reached = status.poses_total - status.poses_remaining if status is not None else 0
+        failed = reached if state == ABORTED else None
+    out = []
+    for i, pose in enumerate(goals):
+        w = WaypointStatus(waypoint_index=i, waypoint_pose=pose)
+        if i < reached:
+            w.waypoint_status = WaypointStatus.COMPLETED
+        elif i == failed:
+            w.waypoint_status, w.error_code, w.error_msg = WaypointStatus.FAILED, int(error_code), message
+        else:
+            w.waypoint_status = WaypointStatus.PENDING
+        out.append(w)
+    return out
+
+
+def _through_feedback(status: GoalStatus, t: float, speed: float, request):
+    feedback = _nav_feedback(NavigateThroughPoses.Feedback(), status, t)
+    feedback.number_of_poses_remaining = int(status.poses_remaining)
+    feedback.waypoint_statuses = _waypoint_statuses(request, ACTIVE, status, 0, '')
+    return feedback
+
+
+def _through_result(error_code: int, message: str, state: str, status, request, failed_index=None):
+    return NavigateThroughPoses.Result(error_code=error_code, error_msg=message,
+                                       waypoint_statuses=_waypoint_statuses(request, state, status, error_code,
+                                                                            message, failed_index))
+
+
+def _follow_feedback(status: GoalStatus, t: float, speed: float, request):
+    return FollowPath.Feedback(distance_to_goal=float(status.distance_remaining), speed=float(speed))
+
+
+_DRIVE_ACTIONS = (
+    _DriveAction(NAVIGATE_TO_POSE, NavigateToPose, NavigateToPose.Result.UNKNOWN, _parse_to_pose,
+                 lambda status, t, speed, request: _nav_feedback(NavigateToPose.Feedback(), status, t),
+                 lambda code, message, *_: NavigateToPose.Result(error_code=code, error_msg=message)),
+    _DriveAction(NAVIGATE_THROUGH_POSES, NavigateThroughPoses, NavigateThroughPoses.Result.UNKNOWN,
+                 _parse_through_poses, _through_feedback, _through_result),
+    _DriveAction(FOLLOW_PATH, FollowPath, FollowPath.Result.UNKNOWN, _parse_follow_path, _follow_feedback,
+                 lambda code, message, *_: FollowPath.Result(error_code=code, error_msg=message)),
+)
 
 
 class _SimTimeView:
@@ -134,6 +336,17 @@ def describe(event: SimEvent) -> tuple[str, str]:
         x, y, _ = d['goal_pose']
         return (f"{d['robot']} accepted goal {d['goal_id']} to ({x:.2f}, {y:.2f}) in {d['target_area']}, "
                 f"path {d['path_length']:.1f} m", d['robot'])
+    if event.kind == 'waypoint_reached':
+        return (f"{d['robot']} passed pose {d['index'] + 1} of goal {d['goal_id']} in {d['area']} "
+                f"({d['poses_remaining']} to go)", d['robot'])
+    if event.kind == 'path_computed':
+        x, y, _ = d['goal_pose']
+        return (f"{d['robot']} planned a path to ({x:.2f}, {y:.2f}) in {d['target_area']}, "
+                f"{d['path_length']:.1f} m", d['robot'])
+    if event.kind == 'path_failed':
+        x, y, _ = d['goal_pose']
+        return (f"{d['robot']} could not plan a path to ({x:.2f}, {y:.2f}): {d['message']} "
+                f"(error {d['error_code']})", d['robot'])
     if event.kind == 'goal_succeeded':
         return f"{d['robot']} reached goal {d['goal_id']} in {d['area']}", d['robot']
     if event.kind == 'goal_aborted':
@@ -239,17 +452,37 @@ class EdSimNode(Node):
         self._odom_pubs = {r: self.create_publisher(Odometry, robot_name(r, ODOM), 10) for r in BASE_ROBOTS}
         self._pose_pubs = {r: self.create_publisher(PoseStamped, robot_name(r, POSE), 10)
                            for r in BASE_ROBOTS}
+        # As AMCL publishes it (and BasicNavigator subscribes to it): reliable, transient local, depth 1.
+        self._amcl_pubs = {r: self.create_publisher(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE), latched)
+                           for r in BASE_ROBOTS}
 
         self._goal_locks = {r: threading.Lock() for r in BASE_ROBOTS}
         self._goal_handles: dict[str, object] = {}
+        self._specs = {spec.name: spec for spec in _DRIVE_ACTIONS}
+        executes = {NAVIGATE_TO_POSE: self.execute_callback,
+                    NAVIGATE_THROUGH_POSES: self.navigate_through_poses_callback,
+                    FOLLOW_PATH: self.follow_path_callback}
+        # The three driving actions of a robot share one goal slot (handle_accepted_callback).
         self._action_servers = [
-            ActionServer(self, NavigateToPose, robot_name(r, NAVIGATE_TO_POSE),
-                         execute_callback=partial(self.execute_callback, r),
+            ActionServer(self, spec.type, robot_name(r, spec.name),
+                         execute_callback=partial(executes[spec.name], r),
                          goal_callback=self.goal_callback,
                          handle_accepted_callback=partial(self.handle_accepted_callback, r),
                          cancel_callback=self.cancel_callback,
                          callback_group=self._reentrant_group)
+            for r in BASE_ROBOTS for spec in _DRIVE_ACTIONS]
+        # Planning does not move the robot, so it runs beside a driving goal (as Nav2's planner
+        # serves bt_navigator while the controller drives).
+        self._action_servers += [
+            ActionServer(self, ComputePathToPose, robot_name(r, COMPUTE_PATH_TO_POSE),
+                         execute_callback=partial(self.compute_path_callback, r),
+                         goal_callback=self.goal_callback, cancel_callback=self.cancel_callback,
+                         callback_group=self._reentrant_group)
             for r in BASE_ROBOTS]
+        self._lifecycle_srvs = [
+            self.create_service(GetState, robot_name(r, GET_STATE.format(node=node)), self.get_state_callback,
+                                callback_group=self._reentrant_group)
+            for r in BASE_ROBOTS for node in NAV2_LIFECYCLE_NODES]
         self._locate_srv = self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
                                                callback_group=self._reentrant_group)
         self._page_srv = self.create_service(PageStaff, PAGE_STAFF, self.page_staff_callback,
@@ -312,13 +545,19 @@ class EdSimNode(Node):
             speed, yaw_rate = self.engine.robot_velocity(robot)
             odom = Odometry()
             odom.header.stamp = _stamp(t)
-            odom.header.frame_id = 'odom'
-            odom.child_frame_id = f'{robot}/base_link'
+            odom.header.frame_id = ODOM_FRAME
+            odom.child_frame_id = f'{robot}/{BASE_FRAME}'
             odom.pose.pose = _pose_msg(pose, t).pose
             odom.twist.twist.linear.x = float(speed)
             odom.twist.twist.angular.z = float(yaw_rate)
             self._odom_pubs[robot].publish(odom)
             self._pose_pubs[robot].publish(_pose_msg(pose, t))
+            amcl = PoseWithCovarianceStamped()
+            amcl.header.stamp, amcl.header.frame_id = _stamp(t), MAP_FRAME
+            amcl.pose.pose = odom.pose.pose
+            amcl.pose.covariance[0] = amcl.pose.covariance[7] = AMCL_POSITION_VARIANCE
+            amcl.pose.covariance[35] = AMCL_YAW_VARIANCE
+            self._amcl_pubs[robot].publish(amcl)
 
     def _publish_map(self) -> None:
         grid = self.engine.grid
@@ -372,14 +611,19 @@ class EdSimNode(Node):
         with self._tick_cv:
             self._tick_cv.wait(timeout=0.1)
 
-    # --- navigate_to_pose ------------------------------------------------------------------------
+    # --- Nav2 lifecycle and navigation actions ------------------------------------------------
+
+    def get_state_callback(self, request, response):
+        """Answer a lifecycle GetState request: the stand-in Nav2 nodes are always active."""
+        response.current_state = State(id=State.PRIMARY_STATE_ACTIVE, label='active')
+        return response
 
     def goal_callback(self, goal_request) -> GoalResponse:
         """Accept or reject a client request to begin an action."""
         return GoalResponse.ACCEPT
 
     def handle_accepted_callback(self, robot: str, goal_handle) -> None:
-        """Abort the robot's previous goal, if any, then start executing the new one."""
+        """Abort the robot's previous navigation goal (any of the three driving actions), then execute."""
         with self._goal_locks[robot]:
             previous = self._goal_handles.get(robot)
             if previous is not None and previous.is_active:
@@ -391,9 +635,10 @@ class EdSimNode(Node):
         """Accept or reject a client request to cancel an action."""
         return CancelResponse.ACCEPT
 
-    def _finish(self, robot: str, goal_handle, state: str, error_code: int, message: str):
+    def _finish(self, robot: str, goal_handle, spec: '_DriveAction', state: str, error_code: int,
+                message: str, status: GoalStatus | None = None, request=None, failed_index: int | None = None):
         """Move the goal to a terminal state (if still ours) and return its result."""
-        result = NavigateToPose.Result(error_code=int(error_code), error_msg=message)
+        result = spec.result(int(error_code), message, state, status, request, failed_index)
         with self._goal_locks[robot]:
             if goal_handle.is_active:
                 if state == SUCCEEDED:
@@ -407,32 +652,49 @@ class EdSimNode(Node):
     def execute_callback(self, robot: str, goal_handle):
         """Drive the robot to the goal pose, publishing feedback every 0.5 s sim."""
         with self._in_callback():
-            return self._execute(robot, goal_handle)
+            return self._drive(robot, goal_handle, self._specs[NAVIGATE_TO_POSE])
 
-    def _execute(self, robot: str, goal_handle):
-        request = goal_handle.request.pose
-        frame = request.header.frame_id.strip().lstrip('/')
-        if frame not in ('', MAP_FRAME, 'odom'):
-            message = f"goal frame '{request.header.frame_id}' is unknown: expected '{MAP_FRAME}' (or 'odom')"
+    def navigate_through_poses_callback(self, robot: str, goal_handle):
+        """Drive the robot through the goal poses in order, publishing feedback every 0.5 s sim."""
+        with self._in_callback():
+            return self._drive(robot, goal_handle, self._specs[NAVIGATE_THROUGH_POSES])
+
+    def follow_path_callback(self, robot: str, goal_handle):
+        """Drive the robot along the given path, publishing feedback every 0.5 s sim."""
+        with self._in_callback():
+            return self._drive(robot, goal_handle, self._specs[FOLLOW_PATH])
+
+    def _drive(self, robot: str, goal_handle, spec: '_DriveAction'):
+        request = goal_handle.request
+        try:
+            start = spec.parse(request)
+        except _BadGoal as exc:
             with self._lock:
-                self._input_error(f'{robot}: navigate_to_pose goal rejected: {message}', target=robot,
-                                  frame_id=request.header.frame_id)
-            return self._finish(robot, goal_handle, ABORTED, NavigateToPose.Result.TF_ERROR, message)
-        target = Pose2D(request.pose.position.x, request.pose.position.y, _yaw_of(request.pose.orientation))
+                self._input_error(f'{robot}: {spec.name} goal rejected: {exc.message}', target=robot,
+                                  action=spec.name, error_code=exc.code, **exc.data)
+            return self._finish(robot, goal_handle, spec, ABORTED, exc.code, exc.message, request=request)
         with self._lock:
             if not goal_handle.is_active:
-                return NavigateToPose.Result(error_msg='preempted before it started')
+                return spec.result(spec.unknown, 'preempted before it started', ABORTED, None, request, None)
             try:
-                goal_id = self.engine.start_goal(robot, target)
-            except PlanningError as exc:
+                goal_id = start(self.engine, robot)
+            except (PlanningError, FollowPathError) as exc:
                 self._process(self.engine.drain_events())
-                return self._finish(robot, goal_handle, ABORTED, exc.code, exc.message)
+                if exc.code in _BAD_INPUT_CODES:
+                    self._input_error(f'{robot}: {spec.name} goal rejected: {exc.message}', target=robot,
+                                      action=spec.name, error_code=exc.code)
+                return self._finish(robot, goal_handle, spec, ABORTED, exc.code, exc.message, request=request,
+                                    failed_index=getattr(exc, 'pose_index', None))
+            except SimInputError as exc:
+                self._input_error(f'{robot}: {spec.name} goal rejected: {exc}', target=robot, action=spec.name)
+                return self._finish(robot, goal_handle, spec, ABORTED, spec.unknown, str(exc), request=request)
             self._process(self.engine.drain_events())
         next_feedback = -math.inf
         while True:
             with self._lock:
                 status = self.engine.goal(goal_id)
                 t = self.engine.t
+                speed = self.engine.robot_velocity(robot)[0]
                 if goal_handle.is_cancel_requested and status.state == ACTIVE:
                     current = self.engine.goal_status(robot)
                     if current is not None and current.goal_id == goal_id:
@@ -440,25 +702,71 @@ class EdSimNode(Node):
                         self._process(self.engine.drain_events())
                     status = self.engine.goal(goal_id)
             if not goal_handle.is_active:
-                return NavigateToPose.Result(error_msg=status.message or 'preempted by a newer goal')
+                return spec.result(spec.unknown, status.message or 'preempted by a newer goal', ABORTED, status,
+                                   request, None)
             if status.state != ACTIVE:
-                return self._finish(robot, goal_handle, status.state, status.error_code, status.message)
+                return self._finish(robot, goal_handle, spec, status.state, status.error_code, status.message,
+                                    status, request)
             if self._stopping or not self.context.ok():
-                return self._finish(robot, goal_handle, ABORTED, NavigateToPose.Result.UNKNOWN,
-                                    'simulator shutting down')
+                return self._finish(robot, goal_handle, spec, ABORTED, spec.unknown, 'simulator shutting down',
+                                    status, request)
             if t >= next_feedback:
                 next_feedback = t + FEEDBACK_PERIOD_S
-                feedback = NavigateToPose.Feedback()
-                feedback.current_pose = _pose_msg(status.pose, t)
-                feedback.navigation_time = _duration(status.navigation_time_s)
-                feedback.estimated_time_remaining = _duration(status.eta_s)
-                feedback.number_of_recoveries = 0
-                feedback.distance_remaining = float(status.distance_remaining)
+                feedback = spec.feedback(status, t, speed, request)
                 with self._lock:
                     if self._stopping:
                         continue
                     goal_handle.publish_feedback(feedback)
             self._wait_tick()
+
+    def compute_path_callback(self, robot: str, goal_handle):
+        """Plan a path on the grid from the start (or the robot's pose) to the goal; never moves the robot."""
+        with self._in_callback():
+            return self._compute_path(robot, goal_handle)
+
+    def _compute_path(self, robot: str, goal_handle):
+        request = goal_handle.request
+        result = ComputePathToPose.Result()
+        problem = None
+        if request.planner_id not in ('', PLANNER_ID):
+            problem = (ComputePathToPose.Result.INVALID_PLANNER,
+                       f"planner_id '{request.planner_id}' is unknown: expected '' or '{PLANNER_ID}'")
+        else:
+            for what, pose in (('goal', request.goal), ('start', request.start if request.use_start else None)):
+                if pose is not None and _frame_problem(pose.header.frame_id):
+                    problem = (ComputePathToPose.Result.TF_ERROR,
+                               f'{what} {_frame_problem(pose.header.frame_id)}')
+                    break
+        if problem is None:
+            goal = _pose2d(request.goal.pose)
+            start = _pose2d(request.start.pose) if request.use_start else None
+            with self._lock:
+                began = time.perf_counter()
+                try:
+                    path = self.engine.plan_path(robot, goal, start)
+                except PlanningError as exc:
+                    problem = (exc.code, exc.message)
+                    if exc.code in _BAD_INPUT_CODES:
+                        self._input_error(f'{robot}: compute_path_to_pose rejected: {exc.message}', target=robot,
+                                          action=COMPUTE_PATH_TO_POSE, error_code=exc.code,
+                                          goal=[goal.x, goal.y, goal.yaw],
+                                          start=[start.x, start.y, start.yaw] if start else None)
+                else:
+                    result.path = _path_msg(path, goal.yaw, self.engine.t, self.engine.grid.resolution)
+                    result.planning_time = _duration(time.perf_counter() - began)
+                self._process(self.engine.drain_events())
+        else:
+            with self._lock:
+                self._input_error(f'{robot}: compute_path_to_pose rejected: {problem[1]}', target=robot,
+                                  action=COMPUTE_PATH_TO_POSE, error_code=problem[0])
+        if problem is not None:
+            result.error_code, result.error_msg = int(problem[0]), problem[1]
+            goal_handle.abort()
+        elif goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.succeed()
+        return result
 
     # --- services --------------------------------------------------------------------------------
 
