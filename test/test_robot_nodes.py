@@ -113,8 +113,12 @@ def test_navigation_goal_abort_is_reported_with_the_nav2_error(graph):
     robots, client = graph('no_path', ['navigation_robot'])
     _, _, report, _ = send_task(client, 'navigation_robot', 'navigation', hcw_id='90')
     assert report.status.value == 'failure' and 'NO_VALID_PATH' in report.issue
-    last = [r for r in report.evidence['tool_journal'] if r['tool'] == 'navigate_to_pose'][-1]
-    assert last['ok'] is False and last['output']['outcome'] == 'aborted' and last['output']['error_code'] == 208
+    # The closed door is on the map the planner server plans on: compute_path_to_pose fails with
+    # Nav2's NO_VALID_PATH before any goal is sent; its result is the ground truth.
+    last = [r for r in report.evidence['tool_journal'] if r['tool'] == 'plan_path'][-1]
+    assert last['ok'] is False and last['output']['error_code'] == 208
+    assert last['output']['error_name'] == 'NO_VALID_PATH'
+    assert not any(r['tool'] == 'navigate_to_pose' and r['ok'] for r in report.evidence['tool_journal'])
 
 
 def test_navigation_cancel_stops_the_nav2_goal(graph):

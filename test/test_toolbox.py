@@ -93,7 +93,7 @@ def test_one_declaration_of_the_tools_drives_ownership_schemas_evidence_and_rubr
         assert schemas[:-1] == [t.name for t in declared] and schemas[-1] == 'submit_report'
     assert {t.name: t.owner for t in TOOLS}.items() <= TOOL_OWNERS.items()
     assert all(len(keys) == 1 and TOOL_OWNERS[keys[0]] for keys in KEY_TOOLS.values())
-    assert EVIDENCE_TOOLS['navigation'] == ('locate_staff', 'page_staff', 'navigate_to_pose')
+    assert EVIDENCE_TOOLS['navigation'] == ('locate_staff', 'page_staff', 'plan_path', 'navigate_to_pose')
 
 
 def test_a_tool_cannot_be_registered_for_a_robot_the_catalog_does_not_give_it_to():

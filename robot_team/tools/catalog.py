@@ -68,7 +68,7 @@ TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl('page_staff', _NAV, TaskType.NAVIGATION, PageStaffInput, evidence=True),
     ToolDecl('room_door_pose', _NAV, TaskType.NAVIGATION, RoomInput,
              "Map pose inside a room's door (escort the HCW there) and its corridor approach ('door')."),
-    ToolDecl('plan_path', _NAV, TaskType.NAVIGATION, PlanPathInput),
+    ToolDecl('plan_path', _NAV, TaskType.NAVIGATION, PlanPathInput, evidence=True),
     ToolDecl('navigate_to_pose', _NAV, TaskType.NAVIGATION, NavigateInput, evidence=True),
     ToolDecl('read_badge_scan', _INFO, TaskType.INFO_COLLECTION, ReadBadgeScanInput, evidence=True, key=True),
     ToolDecl('lookup_staff_by_badge', _INFO, TaskType.INFO_COLLECTION, BadgeInput, evidence=True),
