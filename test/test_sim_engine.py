@@ -5,7 +5,7 @@ import math
 import pytest
 
 from robot_team.config import ConfigError, StaffOverride, load_scenario, load_staff_seed
-from robot_team.sim.engine import SimEngine, SimInputError
+from robot_team.sim.engine import FollowPathError, SimEngine, SimInputError
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.world import Pose2D, load_world
 
@@ -180,6 +180,54 @@ def test_new_goal_preempts_and_cancel_stops():
     assert engine.goal(second).state == 'canceled' and kinds(events, 'goal_canceled')
     assert engine.robot_pose(NAV) == stopped
     assert engine.cancel_goal(NAV) is False
+
+
+def test_through_poses_passes_each_pose_in_order():
+    engine = make_engine()
+    lounge = engine.world.room('Staff lounge').center
+    goal_id = engine.start_through_poses(NAV, [Pose2D(20.0, 7.5, 0.0), Pose2D(*lounge, 1.0)])
+    assert engine.goal(goal_id).poses_remaining == 2 and engine.goal(goal_id).action == 'navigate_through_poses'
+    events = run(engine, 200)
+    (passed,) = kinds(events, 'waypoint_reached')
+    assert passed.data['index'] == 0 and passed.data['poses_remaining'] == 1
+    assert math.dist((passed.data['x'], passed.data['y']), (20.0, 7.5)) < 1e-6
+    status = engine.goal(goal_id)
+    assert status.state == 'succeeded' and status.poses_remaining == 0 and status.poses_total == 2
+    assert events.index(passed) < events.index(kinds(events, 'goal_succeeded')[0])
+    robot = engine.robot_pose(NAV)
+    assert math.dist((robot.x, robot.y), lounge) < 1e-6 and robot.yaw == pytest.approx(1.0)
+    with pytest.raises(PlanningError) as err:
+        engine.start_through_poses(NAV, [Pose2D(20.0, 7.5, 0.0), Pose2D(500.0, 7.5, 0.0)])
+    assert err.value.code == PlanningError.GOAL_OUTSIDE_MAP and err.value.pose_index == 1
+    assert 'pose 2 of 2' in err.value.message
+    with pytest.raises(SimInputError):
+        engine.start_through_poses(NAV, [])
+
+
+def test_follow_path_drives_the_given_path_or_refuses_it():
+    engine = make_engine()
+    start = engine.robot_pose(NAV)
+    path = engine.plan_path(NAV, Pose2D(20.0, 7.5, 0.0))
+    assert engine.robot_pose(NAV) == start and kinds(engine.drain_events(), 'path_computed')
+    goal_id = engine.start_follow_path(NAV, path, math.pi / 2)
+    run(engine, 60)
+    robot = engine.robot_pose(NAV)
+    assert engine.goal(goal_id).state == 'succeeded' and engine.goal(goal_id).action == 'follow_path'
+    assert math.dist((robot.x, robot.y), (20.0, 7.5)) < 1e-6 and robot.yaw == pytest.approx(math.pi / 2)
+    wall = engine.world.walls[0]     # the outer wall along y = 0
+    for bad, code in (([], FollowPathError.INVALID_PATH),
+                      ([(robot.x + 5.0, robot.y)], FollowPathError.INVALID_PATH),
+                      ([(robot.x, robot.y), (wall.x, wall.y)], FollowPathError.NO_VALID_CONTROL),
+                      ([(robot.x, robot.y), (robot.x, -50.0)], FollowPathError.INVALID_PATH)):
+        with pytest.raises(FollowPathError) as err:
+            engine.start_follow_path(NAV, bad, 0.0)
+        assert err.value.code == code, bad
+        assert engine.goal_status(NAV).state == 'aborted' and engine.goal_status(NAV).error_code == code
+    assert engine.robot_pose(NAV) == robot
+    with pytest.raises(PlanningError) as err:
+        engine.plan_path(NAV, Pose2D(20.0, 7.5, 0.0), start=Pose2D(wall.x, wall.y, 0.0))
+    assert err.value.code == PlanningError.START_OCCUPIED
+    assert kinds(engine.drain_events(), 'path_failed')[-1].data['error_code'] == PlanningError.START_OCCUPIED
 
 
 def test_display_shows_and_keeps_layout():

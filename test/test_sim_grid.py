@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from robot_team.sim.grid import OCCUPIED, OccupancyGrid, PlanningError, path_length
+from robot_team.sim.grid import OCCUPIED, OccupancyGrid, PlanningError, densify, path_length
 from robot_team.sim.world import WorldError, load_world
 
 
@@ -87,3 +87,15 @@ def test_start_in_inflation_zone_is_snapped(grid):
     assert path[0] == pytest.approx((14.8, 3.0))
     assert grid.is_free(*path[1])
     assert np.hypot(*(path[1] - path[0])) <= 0.5
+
+
+def test_densify_keeps_points_and_bounds_spacing():
+    path = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.35]])
+    dense = densify(path, 0.1)
+    assert len(dense) == 10 + 4 + 1
+    steps = np.linalg.norm(np.diff(dense, axis=0), axis=1)
+    assert steps.max() <= 0.1 + 1e-9
+    assert all(any(np.allclose(p, q) for q in dense) for p in path)
+    assert path_length(dense) == pytest.approx(path_length(path))
+    with pytest.raises(ValueError):
+        densify(path, 0.0)
