@@ -64,7 +64,9 @@ class RobotNode(Node):
         ``use_sim_time``, ``team_namespace`` (default: the parent of the robot's namespace),
         ``service_timeout_s`` (wall s to wait for the supervisor); navigation robot: ``pose_source``
         (``auto``: TF ``map`` -> ``base_frame`` where tf2_ros is installed, else ``pose_topic``;
-        ``tf``; ``amcl_pose``), ``pose_topic`` (default ``amcl_pose``), ``base_frame`` (``base_link``).
+        ``tf``; ``amcl_pose``), ``pose_topic`` (default ``amcl_pose``), ``base_frame`` (``base_link``),
+        ``navigator`` (``auto``: nav2_simple_commander's BasicNavigator where installed, else the
+        built-in client with the same calls; ``basic_navigator``; ``builtin``).
     namespace
         The robot's namespace (default ``/<role>``; in a team namespace ``T``, ``T/<role>``).
 
@@ -109,7 +111,7 @@ class RobotNode(Node):
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
         self.events.emit(EventKind.NODE_STARTED, f'{role} ready with tools {", ".join(self.toolbox.names())}',
-                         tools=self.toolbox.names(), brain=type(brain).__name__)
+                         tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)
 
     @property
     def brain(self) -> RobotBrain:
@@ -119,15 +121,23 @@ class RobotNode(Node):
     def _add_tools(self) -> None:
         staff_db = self.get_parameter('staff_db').value
         self._cancel_hooks = []
+        self._started_data: dict = {}
         if self.role == 'navigation_robot':
+            from robot_team.config import ConfigError
             from robot_team.floor import load_floor
             from robot_team.tools.navigation import NavigationTools
             # Nav2's interfaces only: the pose from TF (where tf2_ros is installed) or amcl_pose.
             pose = {key: self.declare_parameter(key, default).value for key, default in (
-                ('pose_source', 'auto'), ('pose_topic', names.AMCL_POSE), ('base_frame', names.BASE_FRAME))}
-            tools = NavigationTools(self, load_floor(self.get_parameter('floor').value), self._group, **pose)
+                ('pose_source', 'auto'), ('pose_topic', names.AMCL_POSE), ('base_frame', names.BASE_FRAME),
+                ('navigator', 'auto'))}
+            try:
+                tools = NavigationTools(self, load_floor(self.get_parameter('floor').value), self._group, **pose)
+            except ValueError as exc:   # a parameter out of its set: a recorded, clear start-up error
+                self.events.emit(EventKind.INPUT_ERROR, f'{self.role} cannot start', reason=str(exc))
+                raise ConfigError(f'{self.role} parameters: {exc}') from exc
             tools.register(self.toolbox)
             self._cancel_hooks.append(tools.nav.cancel)
+            self._started_data = {'navigator': type(tools.nav).__name__, 'pose_source': tools.pose.source}
         elif self.role == 'info_collection_robot':
             from robot_team.tools.info import InfoCollectionTools
             InfoCollectionTools(self, staff_db, self._group).register(self.toolbox)

@@ -185,6 +185,110 @@ class NavigateToPoseClient:
             handle.cancel_goal_async()
 
 
+NAVIGATORS = ('auto', 'basic_navigator', 'builtin')
+"""``navigator`` parameter values: ``basic_navigator`` drives Nav2 through nav2_simple_commander's
+``BasicNavigator``; ``builtin`` through :class:`NavigateToPoseClient`; ``auto``: BasicNavigator
+where it is importable and the node runs in rclpy's default context (as under ``ros2 run``)."""
+
+
+def make_navigator(node, choice: str = 'auto', callback_group=None):
+    """Return the navigate_to_pose client ``choice`` names (see :data:`NAVIGATORS`) for ``node``.
+
+    Raises
+    ------
+    ValueError
+        If ``choice`` is unknown, or ``basic_navigator`` is asked for where nav2_simple_commander
+        is not installed or the node is not in rclpy's default context.
+    """
+    if choice not in NAVIGATORS:
+        raise ValueError(f"navigator {choice!r}: expected one of {', '.join(NAVIGATORS)}")
+    if choice != 'builtin':
+        import rclpy.utilities
+        try:
+            import nav2_simple_commander.robot_navigator  # noqa: F401 - availability check
+            available, why = node.context is rclpy.utilities.get_default_context(), 'the node is not in ' \
+                'rclpy\'s default context (BasicNavigator creates its node there)'
+        except ImportError:
+            available, why = False, 'nav2_simple_commander is not installed'
+        if available:
+            return BasicNavigatorClient(node)
+        if choice == 'basic_navigator':
+            raise ValueError(f'navigator basic_navigator: {why}; use builtin (or auto)')
+    return NavigateToPoseClient(node, names.NAVIGATE_TO_POSE, callback_group)
+
+
+class BasicNavigatorClient:
+    """:class:`NavigateToPoseClient`'s calls, carried out by nav2_simple_commander's ``BasicNavigator``.
+
+    A ``BasicNavigator`` node (``<robot>_navigator``) is created in the robot's namespace; it
+    spins itself. BasicNavigator waits forever for its servers and results: here every wait is
+    bounded (``server_timeout_s`` for the server, ``timeout_s`` of ROS time for the goal, after
+    which the goal is cancelled), and a cancel from another thread is carried out by the thread
+    that drives the goal (BasicNavigator's node must not be spun from two threads).
+    """
+
+    def __init__(self, node):
+        from nav2_simple_commander.robot_navigator import BasicNavigator
+        self._node = node
+        self._navigator = BasicNavigator(node_name=f'{node.get_name()}_navigator', namespace=node.get_namespace())
+        self._cancel = threading.Event()
+
+    def go_to(self, x: float, y: float, yaw: float, *, timeout_s: float = 900.0,
+              server_timeout_s: float = 10.0) -> NavResult:
+        """Drive to (x, y, yaw) in 'map' with ``BasicNavigator.goToPose``; return the Nav2 result.
+
+        Raises
+        ------
+        ToolError
+            If the navigate_to_pose server is not available within ``server_timeout_s`` (wall s).
+        """
+        from geometry_msgs.msg import PoseStamped
+        from nav2_simple_commander.robot_navigator import TaskResult
+        nav = self._navigator
+        if not nav.nav_to_pose_client.wait_for_server(timeout_sec=server_timeout_s):
+            raise ToolError(f'action server {names.NAVIGATE_TO_POSE} is not available (waited '
+                            f'{server_timeout_s:.0f} s)')
+        pose = PoseStamped()
+        pose.header.frame_id = names.MAP_FRAME
+        pose.header.stamp = nav.get_clock().now().to_msg()
+        pose.pose.position.x, pose.pose.position.y = float(x), float(y)
+        pose.pose.orientation = yaw_to_quaternion(yaw)
+        result = NavResult(outcome=NavOutcome.REJECTED, goal=(float(x), float(y), float(yaw)))
+        self._cancel.clear()
+        start = ros_now_s(self._node)
+        if nav.goToPose(pose) is None:
+            result.error_code, result.error_msg = nav.getTaskError()
+            return result
+        cancelled = False
+        while not nav.isTaskComplete():
+            feedback = nav.getFeedback()
+            if feedback is not None:
+                p = feedback.current_pose.pose
+                result.feedback_count += 1
+                if result.initial_distance_m is None:
+                    result.initial_distance_m = round(float(feedback.distance_remaining), 3)
+                result.final_distance_remaining_m = round(float(feedback.distance_remaining), 3)
+                result.final_pose = (round(p.position.x, 3), round(p.position.y, 3),
+                                     round(quaternion_to_yaw(p.orientation), 3))
+            timed_out = ros_now_s(self._node) - start > timeout_s
+            if (self._cancel.is_set() or timed_out) and not cancelled:
+                nav.cancelTask()
+                cancelled = True
+                if timed_out:
+                    result.error_code, result.error_msg = 9003, f'no result within {timeout_s:.0f} s; goal cancelled'
+        outcome = nav.getResult()
+        result.outcome = {TaskResult.SUCCEEDED: NavOutcome.SUCCEEDED,
+                          TaskResult.CANCELED: NavOutcome.CANCELED}.get(outcome, NavOutcome.ABORTED)
+        if result.error_code == 0:
+            result.error_code, result.error_msg = nav.getTaskError()
+        result.duration_s = ros_now_s(self._node) - start
+        return result
+
+    def cancel(self) -> None:
+        """Ask the goal in progress to be cancelled (non-blocking; the driving thread cancels it)."""
+        self._cancel.set()
+
+
 class ComputePathClient:
     """Blocking facade over one robot's ``compute_path_to_pose`` action (Nav2's planner server).
 
@@ -316,7 +420,7 @@ class NavigationTools:
     """
 
     def __init__(self, node, world, callback_group=None, *, pose_source: str = 'auto',
-                 pose_topic: str = names.AMCL_POSE, base_frame: str = names.BASE_FRAME):
+                 pose_topic: str = names.AMCL_POSE, base_frame: str = names.BASE_FRAME, navigator: str = 'auto'):
         from robot_team.srv import LocateStaff, PageStaff
         from robot_team.tools.localization import RobotPose
         self._node = node
@@ -327,7 +431,7 @@ class NavigationTools:
         self._locate = node.create_client(LocateStaff, team_name(node, names.LOCATE_STAFF),
                                           callback_group=callback_group)
         self._page = node.create_client(PageStaff, team_name(node, names.PAGE_STAFF), callback_group=callback_group)
-        self.nav = NavigateToPoseClient(node, names.NAVIGATE_TO_POSE, callback_group)
+        self.nav = make_navigator(node, navigator, callback_group)
 
     def register(self, toolbox: Toolbox) -> None:
         """Register every navigation tool in ``toolbox``."""
