@@ -64,6 +64,15 @@ class NavResult:
     duration_s: float = 0.0
     feedback: list[dict] = field(default_factory=list)
 
+    def add_feedback(self, feedback) -> None:
+        """Take in one ``NavigateToPose.Feedback``: distance remaining (m) and current pose in 'map'."""
+        p = feedback.current_pose.pose
+        self.feedback_count += 1
+        if self.initial_distance_m is None:
+            self.initial_distance_m = round(float(feedback.distance_remaining), 3)
+        self.final_distance_remaining_m = round(float(feedback.distance_remaining), 3)
+        self.final_pose = (round(p.position.x, 3), round(p.position.y, 3), round(quaternion_to_yaw(p.orientation), 3))
+
     def as_dict(self) -> dict:
         """Return a JSON-ready dict (the Nav2 goal result as evidence)."""
         return {
@@ -135,14 +144,7 @@ class NavigateToPoseClient:
             self._cancel_requested = False
 
         def on_feedback(msg):
-            fb = msg.feedback
-            p = fb.current_pose.pose
-            result.feedback_count += 1
-            if result.initial_distance_m is None:
-                result.initial_distance_m = round(float(fb.distance_remaining), 3)
-            result.final_distance_remaining_m = round(float(fb.distance_remaining), 3)
-            result.final_pose = (round(p.position.x, 3), round(p.position.y, 3),
-                                 round(quaternion_to_yaw(p.orientation), 3))
+            result.add_feedback(msg.feedback)
 
         handle = wait_future(self._client.send_goal_async(goal, feedback_callback=on_feedback),
                              server_timeout_s, f'goal response of {self._action_name}')
@@ -263,13 +265,7 @@ class BasicNavigatorClient:
         while not nav.isTaskComplete():
             feedback = nav.getFeedback()
             if feedback is not None:
-                p = feedback.current_pose.pose
-                result.feedback_count += 1
-                if result.initial_distance_m is None:
-                    result.initial_distance_m = round(float(feedback.distance_remaining), 3)
-                result.final_distance_remaining_m = round(float(feedback.distance_remaining), 3)
-                result.final_pose = (round(p.position.x, 3), round(p.position.y, 3),
-                                     round(quaternion_to_yaw(p.orientation), 3))
+                result.add_feedback(feedback)
             timed_out = ros_now_s(self._node) - start > timeout_s
             if (self._cancel.is_set() or timed_out) and not cancelled:
                 nav.cancelTask()
