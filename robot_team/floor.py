@@ -306,30 +306,23 @@ class DoorSpec(_Spec):
                                      "line, m (default: the floor's door_approach_m).")
 
 
-class RoomSpec(_Spec):
-    """A room: name, kind, bounds of its walls' centre lines (m) and its door."""
-
-    name: str = Field(min_length=1)
-    kind: str = Field('room', min_length=1, description='patient_room, triage, nurses_station...')
-    bounds: Bounds = Field(description='[xmin, ymin, xmax, ymax] of the walls\' centre lines, m.')
-    door: DoorSpec
-
-    @field_validator('bounds')
-    @classmethod
-    def _bounds(cls, value: Bounds) -> Bounds:
-        return _check_bounds(value)
-
-
 class AreaSpec(_Spec):
     """A corridor: a name and bounds (m)."""
 
     name: str = Field(min_length=1)
-    bounds: Bounds = Field(description='[xmin, ymin, xmax, ymax], m.')
+    bounds: Bounds = Field(description="[xmin, ymin, xmax, ymax] (a room's: of its walls' centre lines), m.")
 
     @field_validator('bounds')
     @classmethod
     def _bounds(cls, value: Bounds) -> Bounds:
         return _check_bounds(value)
+
+
+class RoomSpec(AreaSpec):
+    """A room: an area (name, bounds of its walls' centre lines, m) with a kind and a door."""
+
+    kind: str = Field('room', min_length=1, description='patient_room, triage, nurses_station...')
+    door: DoorSpec
 
 
 class BadgeReaderSpec(_Spec):

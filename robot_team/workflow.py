@@ -52,9 +52,6 @@ class WorkflowRule(str, Enum):
     REFLECTION = 'reflection'                # 8
 
 
-Rule = WorkflowRule
-"""Alias kept for readers of older code."""
-
 WORKFLOW_RULES: frozenset[WorkflowRule] = frozenset(
     {WorkflowRule.CLOSED, WorkflowRule.ORDER, WorkflowRule.RUNNING, WorkflowRule.REFLECTION})
 """Rules whose breach is a workflow violation (the others are refused delegations)."""

@@ -16,9 +16,6 @@ from robot_team.names import SUPERVISOR, Robot
 from robot_team.reports import ReportError, TaskReportModel
 from robot_team.workflow import Authorization, Deadline, EscalationState, WorkflowPolicy
 
-DELEGATION_AUTHORIZED = EventKind.DELEGATION_AUTHORIZED.value
-"""Event kind of an approved authorization (the manager's ``delegation`` is the goal itself)."""
-
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
 
@@ -61,8 +58,8 @@ class SupervisorCore:
         data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
                     rule=auth.rule.value)
         if auth.approved:
-            self._emit(DELEGATION_AUTHORIZED, f'authorized {auth.task_id} ({task_type}) for {robot}', target=robot,
-                       reason=auth.explanation, task_id=auth.task_id, **data)
+            self._emit(EventKind.DELEGATION_AUTHORIZED, f'authorized {auth.task_id} ({task_type}) for {robot}',
+                       target=robot, reason=auth.explanation, task_id=auth.task_id, **data)
         else:
             kind = EventKind.WORKFLOW_VIOLATION if auth.violation else EventKind.DELEGATION_REFUSED
             self._emit(kind, f'refused {task_type!r} for {robot!r} requested by {requested_by!r}', target=robot,
