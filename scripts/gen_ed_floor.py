@@ -9,9 +9,10 @@ The floor description (rooms, doors, corridors, badge readers, docks; map frame,
 source: ``robot_team.floor.load_floor`` validates it and derives the walls, and this script
 writes each wall as a static model with box collision and visual geometry, ``walls.height``
 tall, standing on a ground plane, and declares the systems gz sim needs (physics, user
-commands, scene broadcaster, sensors: ``robot_team.bringup.gazebo.WORLD_SYSTEMS``). Robots are
-not in the world: the launch files spawn each at its dock (``models/<robot>/model.sdf``). The semantic layer stays in the description, which the
-simulator and the robots read; the world carries only geometry.
+commands, scene broadcaster, sensors: ``robot_team.bringup.gazebo.WORLD_SYSTEMS``). Robots
+are not in the world: the launch files spawn each at its dock (``models/<robot>/model.sdf``).
+The semantic layer stays in the description, which the simulator and the robots read; the
+world carries only geometry.
 """
 
 from __future__ import annotations
