@@ -26,10 +26,10 @@ from pathlib import Path
 from robot_team import names
 from robot_team.events import EventKind
 from robot_team.recorder import TeamRecorder, write_record
+from robot_team.runner import TEAM
 
-TEAM_NODES = (names.SUPERVISOR, names.OPERATOR, names.Robot.NAVIGATION.value, names.Robot.INFO_COLLECTION.value,
-              names.Robot.DISPLAY.value, names.Robot.MANAGER.value)
-"""Nodes that announce themselves before the simulator starts (as :data:`robot_team.runner.TEAM`)."""
+TEAM_NODES = tuple(TEAM)
+"""Nodes that announce themselves before the simulator starts (:data:`robot_team.runner.TEAM`)."""
 
 ACTOR = 'runner'
 """Actor of the events the recorder adds (timeout, crashed node), as ``robot-team run`` records them."""
