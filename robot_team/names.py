@@ -73,6 +73,8 @@ POSE = 'pose'   # geometry_msgs/PoseStamped in 'map': simulator ground truth (be
 NAV2_LIFECYCLE_NODES = ('bt_navigator', 'planner_server', 'controller_server', 'amcl')
 """Nav2 lifecycle nodes per robot whose ``<node>/get_state`` (lifecycle_msgs/srv/GetState) a
 BasicNavigator waits on (``waitUntilNav2Active`` with its default navigator and localizer)."""
+PLANNER_ID = 'GridBased'      # planner_server's plugin ID (Nav2's default; '' selects it too)
+CONTROLLER_ID = 'FollowPath'  # controller_server's plugin ID (Nav2's default; '' selects it too)
 
 MAP_FRAME = 'map'       # REP-105
 ODOM_FRAME = 'odom'     # REP-105

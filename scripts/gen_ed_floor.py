@@ -8,8 +8,11 @@ deterministic; commit the regenerated file (``test/test_floor.py`` checks it is 
 The floor description (rooms, doors, corridors, badge readers, docks; map frame, metres) is the
 source: ``robot_team.floor.load_floor`` validates it and derives the walls, and this script
 writes each wall as a static model with box collision and visual geometry, ``walls.height``
-tall, standing on a ground plane. The semantic layer stays in the description, which the
-simulator and the robots read; the world carries only geometry.
+tall, standing on a ground plane, and declares the systems gz sim needs (physics, user
+commands, scene broadcaster, sensors: ``robot_team.bringup.gazebo.WORLD_SYSTEMS``). Robots
+are not in the world: the launch files spawn each at its dock (``models/<robot>/model.sdf``).
+The semantic layer stays in the description, which the simulator and the robots read; the
+world carries only geometry.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))   # this checkout's robot_team, not an installed one
 
+from robot_team.bringup.gazebo import world_systems_xml  # noqa: E402
 from robot_team.floor import Floor, Wall, load_floor  # noqa: E402
 
 GROUND_MARGIN = 10.0   # m of ground plane around the floor's walls
@@ -58,7 +62,7 @@ def render(floor: Floor, source: str) -> str:
 <sdf version="1.9">
   <world name="{floor.name}">
     <gravity>0 0 -9.8</gravity>
-    <scene><ambient>0.6 0.6 0.6 1</ambient><background>0.7 0.7 0.7 1</background></scene>
+{world_systems_xml()}    <scene><ambient>0.6 0.6 0.6 1</ambient><background>0.7 0.7 0.7 1</background></scene>
     <light type="directional" name="sun">
       <cast_shadows>true</cast_shadows>
       <pose>0 0 10 0 0 0</pose>

@@ -37,6 +37,20 @@ reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
 "${PIP[@]}" install "${reqs[@]}"
 
+# Tests (--dev) check the SDFormat files with Debian's/Ubuntu's libsdformat: install it where we
+# may (root, or password-less sudo) and it is missing; otherwise those tests skip and say why.
+if [ "$DEV" = 1 ] && ! pkg-config --exists sdformat12 2>/dev/null && command -v apt-get >/dev/null; then
+  SUDO=(); [ "$(id -u)" = 0 ] || SUDO=(sudo -n)
+  if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then
+    log "installing libsdformat-dev and sdformat-sdf (apt) for the SDFormat tests"
+    { "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        libsdformat-dev sdformat-sdf pkg-config g++ >/dev/null 2>&1 \
+      || { "${SUDO[@]}" apt-get update -q >/dev/null 2>&1 && "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+           apt-get install -y -q --no-install-recommends libsdformat-dev sdformat-sdf pkg-config g++ >/dev/null 2>&1; }; } \
+      || log "could not install libsdformat-dev: the SDFormat tests will skip"
+  fi
+fi
+
 PREFIX=$(cd "$VENV" && pwd)
 export AMENT_PREFIX_PATH="$PREFIX${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
@@ -72,7 +86,10 @@ else
   cmake_package nav2_msgs "$ROOT/compat/nav2_msgs"
   echo "built by robot_team scripts/setup.sh from compat/nav2_msgs" > "$PREFIX/share/nav2_msgs/robot_team_compat"
 fi
-cmake_package robot_team "$ROOT" -DROBOT_TEAM_INSTALL_PYTHON=OFF
+# The Python package comes from pip (below); the node executables go to lib/robot_team, where
+# `ros2 run` and launch_ros look for them, started by this venv's interpreter.
+cmake_package robot_team "$ROOT" -DROBOT_TEAM_INSTALL_PYTHON=OFF -DROBOT_TEAM_INSTALL_NODES=ON \
+  -DROBOT_TEAM_NODE_PYTHON="$PREFIX/bin/python"
 # rosidl installs the generated robot_team.msg/srv/action with ament_python_install_package,
 # which leaves a legacy robot_team.egg-info; pip would "uninstall" that distribution by deleting
 # the whole robot_team folder, generated code included. pip manages only its own files instead.

@@ -42,4 +42,6 @@ def test_colcon_build_installs_interfaces_python_and_node_executables(tmp_path):
     assert (site / 'msg').is_dir() and (site / 'runner.py').exists()
     assert 'extend_path' in (site / '__init__.py').read_text(), 'our __init__.py must replace the generated one'
     assert (install / 'share' / 'robot_team' / 'config' / 'scenarios' / 'onboarding.yaml').exists()
-    assert (install / 'share' / 'robot_team' / 'launch' / 'ed_team.launch.py').exists()
+    for shared in ('launch/ed_floor.launch.py', 'launch/robot.launch.py', 'launch/team.launch.py',
+                   'models/display_robot/model.sdf', 'maps/ed_floor.yaml', 'config/nav2/navigation_robot.yaml'):
+        assert (install / 'share' / 'robot_team' / shared).exists(), shared

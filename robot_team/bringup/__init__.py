@@ -1,0 +1,13 @@
+"""Bringup: what Gazebo, Nav2 and ``ros2 launch`` need, derived from the floor description and names.
+
+- :mod:`~robot_team.bringup.platform`: the mobile robots' platform (footprint, speeds, lidar).
+- :mod:`~robot_team.bringup.gazebo`: the world's systems, robot models (SDFormat), ros_gz_bridge
+  configuration.
+- :mod:`~robot_team.bringup.nav2`: Nav2 parameters per robot namespace, the map for map_server.
+- :mod:`~robot_team.bringup.plan`: what each launch file starts, as plain data (checked before
+  anything starts); ``launch/*.launch.py`` turn it into launch actions.
+- :mod:`~robot_team.bringup.episode`: the episode's end for ``ros2 launch`` (record and report.json).
+
+No rclpy at import time, and no import of ``robot_team.sim``: the launch files run on machines
+(physical robots) where the simulator is not used.
+"""

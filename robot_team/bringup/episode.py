@@ -1,0 +1,207 @@
+"""The episode's start and end under ``ros2 launch``: the team-ready gate and the episode recorder.
+
+``robot-team run`` starts the simulator once every team node is up, stops at the episode's end
+(or its time limit) and writes ``report.json``. Under ``ros2 launch`` two small nodes do the
+same from the ROS graph alone, so that it works with the nodes on any host:
+
+- ``team_ready`` (:class:`TeamReady`) exits 0 once every team node has announced itself
+  (``node_started`` on ``team/events``, transient local), 1 after ``timeout_s`` naming the
+  missing ones; the launch file starts the simulator when it exits 0.
+- ``episode_recorder`` (:class:`EpisodeRecorder`, the team recorder) records ``team/events``;
+  at ``episode_finished``, at the scenario's time limit (sim time; it then records the timeout
+  as ``robot-team run`` does) or when the manager's node is gone, it writes ``events.jsonl``,
+  ``events.mcap`` and ``report.json`` (:func:`robot_team.report.build_report`, mode ``launch``)
+  into ``out_dir`` and exits; the launch file then shuts everything down. A team node that
+  announced itself and later leaves the graph is recorded as ``node_crashed``. Interrupted
+  (Ctrl-C), it writes what it has.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from robot_team import names
+from robot_team.events import EventKind
+from robot_team.recorder import TeamRecorder, write_record
+from robot_team.runner import TEAM
+
+TEAM_NODES = tuple(TEAM)
+"""Nodes that announce themselves before the simulator starts (:data:`robot_team.runner.TEAM`)."""
+
+ACTOR = 'runner'
+"""Actor of the events the recorder adds (timeout, crashed node), as ``robot-team run`` records them."""
+
+
+class EpisodeRecorder(TeamRecorder):
+    """The team recorder that ends the episode and writes ``report.json``.
+
+    Parameters (ROS)
+    ----------------
+    out_dir
+        Folder of the record and report.
+    scenario
+        The scenario (name, YAML path or the resolved ``scenario.json`` the launch file wrote).
+    brain
+        The robots' brain (for the report).
+    time_limit_s
+        Sim seconds before the episode is stopped (default: the scenario's).
+    watch_nodes
+        Team nodes whose disappearance is recorded (default :data:`TEAM_NODES`).
+
+    ``ending`` is set when the episode is over (the caller spins a little longer for the last
+    events, then calls :meth:`finish`); ``finished`` once the record and report are written.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        from robot_team.events import EventEmitter
+        self.declare_parameter('scenario', 'onboarding')
+        self.declare_parameter('brain', 'protocol')
+        self.declare_parameter('time_limit_s', 0.0)
+        self.declare_parameter('watch_nodes', list(TEAM_NODES))
+        self._scenario = self._load_scenario(str(self.get_parameter('scenario').value))
+        limit = float(self.get_parameter('time_limit_s').value)
+        self.time_limit_s = limit if limit > 0 else self._scenario.time_limit_s
+        self._watch = set(self.get_parameter('watch_nodes').value)
+        self._seen: set[str] = set()
+        self._missing: dict[str, int] = {}
+        self._crashed: set[str] = set()
+        self._emitter = EventEmitter(self, ACTOR)
+        self._wall_start = time.monotonic()
+        self._done = threading.Lock()
+        self.ending = threading.Event()
+        self.finished = threading.Event()
+        self.report: dict | None = None
+        self._timer = self.create_timer(0.5, self.check_callback)
+
+    @staticmethod
+    def _load_scenario(text: str):
+        from robot_team.config import Scenario, load_scenario
+        path = Path(text)
+        if path.suffix == '.json':
+            return Scenario.model_validate_json(path.read_text(encoding='utf-8'))
+        return load_scenario(text)
+
+    def check_callback(self) -> None:
+        """Finish at the episode's end, its time limit or the manager's loss; record vanished nodes."""
+        if self.ending.is_set():
+            return
+        events = self.events()
+        if any(e.kind == EventKind.EPISODE_FINISHED.value for e in events):
+            self.ending.set()
+            return
+        if self.get_clock().now().nanoseconds * 1e-9 > self.time_limit_s:
+            self._emitter.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
+                               reason=f'no episode end within {self.time_limit_s:.0f} s of sim time', outcome='timeout')
+            return      # finished at the next check, once the event is recorded
+        started = {e.actor for e in events if e.kind == EventKind.NODE_STARTED.value}
+        present = {name for name, _ in self.get_node_names_and_namespaces()}
+        for node in (self._watch & started) - self._crashed:
+            if node in present:
+                self._seen.add(node)
+                self._missing.pop(node, None)
+            elif node in self._seen:
+                self._missing[node] = self._missing.get(node, 0) + 1
+                if self._missing[node] >= 2:   # gone for two checks (a second): not a discovery hiccup
+                    self._crashed.add(node)
+                    self._emitter.emit(EventKind.NODE_CRASHED, f'node {node} left the graph', target=node,
+                                       reason='its node disappeared before the episode ended')
+        if names.Robot.MANAGER.value in self._crashed:
+            self.ending.set()
+
+    def finish(self) -> dict:
+        """Write ``events.jsonl``, ``events.mcap`` and ``report.json`` into ``out_dir`` (once); return the report."""
+        from robot_team.report import build_report
+        with self._done:
+            if self.report is not None:
+                return self.report
+            out_dir = Path(self.get_parameter('out_dir').value or '.')
+            events = self.events()
+            files = write_record(events, out_dir, self.resolve_topic_name(names.TEAM_EVENTS))
+            report = build_report(events, scenario=self._scenario.name, brain=str(self.get_parameter('brain').value),
+                                  mode='launch', expected_outcome=self._scenario.expected_outcome,
+                                  wall_time_s=time.monotonic() - self._wall_start, files=files)
+            report['namespace'] = self.get_namespace()
+            report['files'] = {'report': str(out_dir / 'report.json'), **files}
+            (out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
+            self.report = report
+            self.finished.set()
+            return report
+
+
+class TeamReady:
+    """Wait for every team node's ``node_started`` event (a node, spun by :func:`main_team_ready`).
+
+    Parameters (ROS): ``nodes`` (default :data:`TEAM_NODES`), ``timeout_s`` (wall s, default 60).
+    """
+
+    def __init__(self):
+        from rclpy.node import Node
+
+        from robot_team.events import TeamEventModel, events_qos
+        from robot_team.msg import TeamEvent
+        from robot_team.rosutil import team_name
+        self.node = Node('team_ready')
+        self.expected = set(self.node.declare_parameter('nodes', list(TEAM_NODES)).value)
+        self.timeout_s = float(self.node.declare_parameter('timeout_s', 60.0).value)
+        self.started: set[str] = set()
+        self.node.create_subscription(
+            TeamEvent, team_name(self.node, names.TEAM_EVENTS),
+            lambda msg: self.started.add(TeamEventModel.from_msg(msg).actor)
+            if msg.kind == EventKind.NODE_STARTED.value else None, events_qos())
+
+
+def main_team_ready(args=None) -> int:
+    """Exit 0 once every team node has started, 1 (naming the missing ones) after ``timeout_s``."""
+    import rclpy
+    rclpy.init(args=args)
+    gate = TeamReady()
+    deadline = time.monotonic() + gate.timeout_s
+    try:
+        while time.monotonic() < deadline and not gate.expected <= gate.started:
+            rclpy.spin_once(gate.node, timeout_sec=0.1)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        missing = sorted(gate.expected - gate.started)
+        gate.node.destroy_node()
+        rclpy.try_shutdown()
+    if missing:
+        print(f"team_ready: team node(s) {', '.join(missing)} did not start within {gate.timeout_s:.0f} s")
+        return 1
+    print('team_ready: every team node has started')
+    return 0
+
+
+def main_recorder(args=None) -> int:
+    """Record the episode until it ends (or Ctrl-C), write the record and report.json, exit 0."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    from robot_team.config import ConfigError
+    rclpy.init(args=args)
+    try:
+        node = EpisodeRecorder()
+    except ConfigError as exc:
+        print(f'episode_recorder: {exc}')
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()   # one thread: event callbacks and the periodic check
+    executor.add_node(node)
+    try:
+        while rclpy.ok() and not node.ending.is_set():
+            executor.spin_once(timeout_sec=0.1)
+        grace = time.monotonic() + 0.3     # the last events (reflection, crash records) still arrive
+        while rclpy.ok() and time.monotonic() < grace:
+            executor.spin_once(timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        report = node.finish()
+        print(f"episode_recorder: outcome {report['outcome']}; wrote {report['files']['report']}")
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,446 @@
+"""What each launch file starts, as plain data, checked before anything starts.
+
+``launch/ed_floor.launch.py``, ``launch/robot.launch.py`` and ``launch/team.launch.py`` call
+:func:`plan_floor`, :func:`plan_robot` and :func:`plan_team`, which validate every argument and
+file and return a :class:`Plan`; :mod:`robot_team.bringup.launch_actions` turns it into
+``launch``/``launch_ros`` actions. Bad input raises :class:`PlanError` naming the argument or
+file and what was expected, before any process starts: an argument out of its set, a missing
+world, model, bridge, params or map file, a robot without a dock, a map that disagrees with the
+world.
+
+Executables of the embedded simulator are named in one place (:data:`EMBEDDED_SIM`,
+:data:`HOSPITAL_SYSTEMS`): the split of ``ed_sim`` into robot motion and the hospital's systems
+changes only these two tuples.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from robot_team import names
+from robot_team.bringup import files
+from robot_team.bringup.gazebo import SCAN_FRAME, TF, TF_STATIC
+from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_map, map_info, rasterize, write_map
+from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
+from robot_team.config import ConfigError
+from robot_team.floor import Floor, Wall, load_floor
+
+PACKAGE = 'robot_team'
+SIM_CHOICES = ('embedded', 'gazebo')
+BRAIN_CHOICES = ('protocol', 'openai', 'local')
+BOOL_CHOICES = ('true', 'false')
+OPERATOR_CHOICES = ('scripted', 'none')
+
+EMBEDDED_SIM: tuple[str, ...] = (names.SIMULATOR,)
+"""Executables (= node names) of the embedded simulator, started for ``sim:=embedded``.
+After the simulator split: ``('motion_sim', 'hospital_systems')``."""
+HOSPITAL_SYSTEMS: tuple[str, ...] = ()
+"""Executables of the hospital's systems (HCWs, RTLS, paging, badge readers, displays, arrivals),
+started beside Gazebo and Nav2 for ``sim:=gazebo``. After the simulator split: ``('hospital_systems',)``."""
+
+GAZEBO_PACKAGES = ('ros_gz_sim', 'ros_gz_bridge', 'nav2_bringup', 'tf2_ros')
+"""ROS packages ``sim:=gazebo`` needs (exec_depend in package.xml)."""
+NAV2_PACKAGES = ('nav2_bringup',)
+TF_REMAPS = (('/tf', TF), ('/tf_static', TF_STATIC))
+"""Each robot's TF tree on its own topics, as in Nav2's multi-robot bringup."""
+
+
+class PlanError(ConfigError):
+    """A launch argument or file that cannot be used; the message names it and what was expected."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node to start: ``launch_ros.actions.Node`` arguments (``namespace`` '' = the node's default)."""
+
+    package: str
+    executable: str
+    name: str
+    namespace: str = ''
+    parameters: tuple = ()        # dicts and parameter-file paths
+    remappings: tuple = ()
+    arguments: tuple = ()
+
+
+@dataclass(frozen=True)
+class IncludeSpec:
+    """A launch file of another package to include: ``<share of package>/<path>`` with ``arguments``."""
+
+    package: str
+    path: str
+    arguments: tuple = ()         # (name, value) pairs
+
+
+@dataclass
+class Plan:
+    """Everything a launch file starts.
+
+    ``first`` starts at once (Gazebo, bridges, Nav2, the team); ``after_team`` once
+    ``team_ready`` exits 0 (the simulator or hospital systems); ``recorder`` ends the launch
+    when it exits (None: the launch runs until interrupted). ``packages`` must be installed
+    (checked by :func:`check_packages` in the launch file); ``environment`` is appended to
+    (name -> path); ``paths`` are the files written or used (run folder, map...).
+    """
+
+    first: list = field(default_factory=list)
+    after_team: list = field(default_factory=list)
+    team_ready: NodeSpec | None = None
+    recorder: NodeSpec | None = None
+    packages: tuple = ()
+    environment: dict = field(default_factory=dict)
+    paths: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def nodes(self) -> list[NodeSpec]:
+        """Every node of the plan."""
+        extra = [n for n in (self.team_ready, self.recorder) if n is not None]
+        return [n for n in [*self.first, *self.after_team, *extra] if isinstance(n, NodeSpec)]
+
+    def includes(self) -> list[IncludeSpec]:
+        """Every included launch file of the plan."""
+        return [i for i in [*self.first, *self.after_team] if isinstance(i, IncludeSpec)]
+
+
+def choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` (lower-cased, stripped) if it is one of ``choices``; else raise PlanError naming ``name``."""
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise PlanError(f"launch argument {name}:={value!r} is not valid: expected one of {', '.join(choices)}")
+    return text
+
+
+def flag(name: str, value: str) -> bool:
+    """Return a ``true``/``false`` launch argument as a bool (PlanError otherwise)."""
+    return choice(name, value, BOOL_CHOICES) == 'true'
+
+
+def existing(path: str | Path, what: str) -> Path:
+    """Return ``path`` if it is a file; else raise PlanError naming ``what`` and the path."""
+    path = Path(path)
+    if not path.is_file():
+        raise PlanError(f'{what} {path} does not exist')
+    return path
+
+
+def check_packages(packages) -> None:
+    """Raise PlanError naming every package of ``packages`` the ament index does not know."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    missing = []
+    for package in packages:
+        try:
+            get_package_share_directory(package)
+        except (PackageNotFoundError, ValueError, OSError):
+            missing.append(package)
+    if missing:
+        raise PlanError(f"ROS package(s) {', '.join(missing)} not found (AMENT_PREFIX_PATH): install them "
+                        f"(rosdep install --from-paths src), or use sim:=embedded")
+
+
+def _floor(path) -> Floor:
+    floor = load_floor(path)
+    for robot in MOBILE_ROBOTS:
+        floor.dock(robot)        # FloorError: "no dock for robot '...'"
+    return floor
+
+
+def world_walls(world_file: Path) -> list[Wall]:
+    """Return the wall boxes of an SDFormat world generated from a floor (static ``wall_*`` models).
+
+    Raises
+    ------
+    PlanError
+        If the file is not SDFormat XML or has no walls.
+    """
+    try:
+        root = ET.parse(world_file).getroot()
+    except (ET.ParseError, OSError) as exc:
+        raise PlanError(f'world file {world_file}: not SDFormat XML ({exc})') from exc
+    walls = []
+    for model in root.iter('model'):
+        size = model.findtext('./link/collision/geometry/box/size')
+        if not model.get('name', '').startswith('wall_') or size is None:
+            continue
+        x, y, _, _, _, yaw = (float(v) for v in model.findtext('pose', '0 0 0 0 0 0').split())
+        sx, sy, _ = (float(v) for v in size.split())
+        walls.append(Wall(model.get('name'), x, y, yaw, sx, sy))
+    if not walls:
+        raise PlanError(f'world file {world_file}: no wall_* models (expected a world generated by '
+                        'scripts/gen_ed_floor.py)')
+    return walls
+
+
+def check_map_against_world(map_yaml: Path, world_file: Path, floor: Floor, closed_doors=()) -> dict:
+    """Check a map_server map against the world's walls (plus closed-door panels), cell by cell.
+
+    Tolerance: cells within half a cell of a wall edge may differ (see
+    :func:`robot_team.bringup.nav2.compare_to_grid`).
+
+    Raises
+    ------
+    PlanError
+        If the map cannot be read, covers another extent, or disagrees with the world elsewhere;
+        the message names both files and the first disagreeing cells (map frame, m).
+    """
+    from dataclasses import replace
+    try:
+        data, info = load_map(map_yaml)
+    except ConfigError as exc:
+        raise PlanError(str(exc)) from exc
+    walls = world_walls(world_file) + closed_door_panels(floor, closed_doors)
+    image, expected_info = rasterize(replace(floor, walls=walls, rooms=floor.rooms), (), info.resolution)
+    import numpy as np
+    expected = np.where(np.asarray(image)[::-1] < 128, 100, 0).astype(np.int8)
+    result = compare_to_grid(data, info, expected, expected_info.origin, expected_info.resolution, walls)
+    if not result['same_geometry']:
+        raise PlanError(f'map {map_yaml} disagrees with world {world_file}: it covers {info.width}x{info.height} '
+                        f'cells of {info.resolution} m from {info.origin}, the world {expected_info.width}x'
+                        f'{expected_info.height} from {expected_info.origin}')
+    if result['mismatches_outside_band']:
+        cells = ', '.join(f'({info.origin[0] + (c + 0.5) * info.resolution:.2f}, '
+                          f'{info.origin[1] + (r + 0.5) * info.resolution:.2f}) map {m} world {w}'
+                          for r, c, m, w in result['first_outside'])
+        raise PlanError(f"map {map_yaml} disagrees with world {world_file} in {result['mismatches_outside_band']} "
+                        f'cells, e.g. {cells}: regenerate it (scripts/gen_gazebo_nav2.py) or pass the right map')
+    return result
+
+
+def _brain_options(brain: str, kb: bool) -> dict:
+    return {'kb': kb} if brain in ('openai', 'local') else {}
+
+
+def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, pose_source, operator=True,
+                robots=True, manager_side=True):
+    from robot_team.runner import _node_parameters
+    nodes = []
+    team_side = ([names.SUPERVISOR] + ([names.OPERATOR] if operator else []) + [names.Robot.MANAGER.value]
+                 if manager_side else [])
+    for name in team_side:
+        params = _node_parameters(name, scenario, paths, brain, brain_options)
+        params['use_sim_time'] = use_sim_time
+        nodes.append(NodeSpec(PACKAGE, name, name, team_ns, (params,)))
+    for robot in (MOBILE_ROBOTS if robots else ()):
+        params = _node_parameters(robot, scenario, paths, brain, brain_options)
+        params['use_sim_time'] = use_sim_time
+        if robot == names.Robot.NAVIGATION.value:
+            params['pose_source'] = pose_source
+        nodes.append(NodeSpec(PACKAGE, robot, robot, names.join(team_ns, robot), (params,), TF_REMAPS))
+    return nodes
+
+
+def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_sim_time: bool,
+              end_with_episode: bool = True) -> NodeSpec:
+    params = {'use_sim_time': use_sim_time, 'out_dir': str(out_dir)}
+    if end_with_episode:
+        params.update(scenario=scenario_file, brain=brain)
+        return NodeSpec(PACKAGE, 'episode_recorder', names.RECORDER, team_ns, (params,))
+    return NodeSpec(PACKAGE, names.RECORDER, names.RECORDER, team_ns, (params,))
+
+
+def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'true', scenario: str = 'onboarding',
+               out_dir: str = '/tmp/robot_team_run', real_time_factor: str = '', gz_gui: str = 'false',
+               map_yaml: str = '', share: Path | None = None) -> Plan:
+    """Plan ``ed_floor.launch.py``: the whole floor and team on the embedded simulator or on Gazebo + Nav2.
+
+    Writes the run folder's staff directory and resolved ``scenario.json`` (as ``robot-team
+    run`` does) and, for Gazebo, the scenario's map (closed doors drawn) unless ``map_yaml`` is
+    given; nothing is started.
+
+    Raises
+    ------
+    PlanError, ConfigError
+        Bad argument, scenario, floor (robot without dock), missing file, map/world disagreement.
+    """
+    from robot_team.config import load_scenario, share_dir
+    from robot_team.runner import prepare
+    sim = choice('sim', sim, SIM_CHOICES)
+    brain = choice('brain', brain, BRAIN_CHOICES)
+    kb_on = flag('kb', kb)
+    gui = flag('gz_gui', gz_gui)
+    share = Path(share) if share else share_dir()
+    rtf = None
+    if str(real_time_factor).strip():
+        try:
+            rtf = float(real_time_factor)
+        except ValueError:
+            rtf = -1.0
+        if not rtf > 0:
+            raise PlanError(f'launch argument real_time_factor:={real_time_factor!r} is not valid: expected a '
+                            'positive number (sim s per wall s) or empty (the scenario\'s)')
+    loaded = load_scenario(scenario)
+    floor = _floor(loaded.floor_path)
+    if sim == 'gazebo':
+        existing(loaded.world_path, 'world file')
+        for robot in MOBILE_ROBOTS:
+            existing(share / files.model_path(robot), f'model of {robot}')
+            existing(share / files.bridge_path(robot), f'ros_gz_bridge config of {robot}')
+            existing(share / files.nav2_params_path(robot), f'Nav2 params of {robot}')
+        existing(share / files.bridge_path('clock'), 'ros_gz_bridge config of the clock')
+    out = Path(out_dir).expanduser().resolve()
+    paths = prepare(loaded, out)
+    plan = Plan(paths={'out_dir': str(out), **paths})
+    options = _brain_options(brain, kb_on)
+    if brain in ('openai', 'local') and rtf is None:
+        from robot_team.llm.settings import LLMSettings
+        rtf = LLMSettings().real_time_factor
+    team_ns = '/'
+    pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
+    plan.first += _team_nodes(loaded, paths, brain, options, team_ns, True, pose_source)
+    plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns, ({'timeout_s': 60.0},))
+    plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
+    sim_params = {'scenario': paths['scenario']}
+    if rtf is not None:
+        sim_params['real_time_factor'] = rtf
+    if sim == 'embedded':
+        plan.after_team += [NodeSpec(PACKAGE, exe, exe, team_ns, (sim_params,)) for exe in EMBEDDED_SIM]
+        return plan
+    # --- Gazebo + Nav2 per robot (as nav2_bringup's multi-robot bringup) ---
+    if map_yaml:
+        map_file = existing(map_yaml, 'map')
+    else:
+        map_file = write_map(floor, out / files.map_path(floor.name).split('/')[-1],
+                             closed_doors=loaded.blocked_doors)
+    check_map_against_world(map_file, loaded.world_path, floor, loaded.blocked_doors)
+    plan.paths['map'] = str(map_file)
+    plan.packages = GAZEBO_PACKAGES
+    plan.environment['GZ_SIM_RESOURCE_PATH'] = str(share / 'models')
+    gz_args = f"-r {'' if gui else '-s '}{loaded.world_path}"
+    plan.first.append(IncludeSpec('ros_gz_sim', 'launch/gz_sim.launch.py',
+                                  (('gz_args', gz_args), ('on_exit_shutdown', 'true'))))
+    plan.first.append(NodeSpec('ros_gz_bridge', 'parameter_bridge', 'clock_bridge', team_ns,
+                               ({'config_file': str(share / files.bridge_path('clock'))},)))
+    for room in loaded.blocked_doors:
+        panel = closed_door_panels(floor, [room])[0]
+        token = ''.join(c if c.isalnum() else '_' for c in room)
+        plan.first.append(NodeSpec('ros_gz_sim', 'create', f'spawn_closed_door_{token}', team_ns, (), (),
+                                   ('-world', floor.name, '-string', door_sdf(panel, floor),
+                                    '-name', f'closed_door_{token}')))
+    for robot in MOBILE_ROBOTS:
+        plan.first += gazebo_robot(robot, floor, share, team_ns, map_file)
+    if HOSPITAL_SYSTEMS:
+        plan.after_team += [NodeSpec(PACKAGE, exe, exe, team_ns, ({'scenario': paths['scenario'],
+                                                                   'use_sim_time': True},))
+                            for exe in HOSPITAL_SYSTEMS]
+    else:
+        plan.notes.append('no hospital-systems executable yet (HOSPITAL_SYSTEMS is empty until the simulator '
+                          'split): RTLS, paging, badge readers, displays and arrivals are not served')
+    return plan
+
+
+def door_sdf(panel: Wall, floor: Floor) -> str:
+    """Return an SDFormat static model of a closed door panel (a box ``floor.wall_height`` tall)."""
+    size = f'{panel.sx:g} {panel.sy:g} {floor.wall_height:g}'
+    geometry = f'<geometry><box><size>{size}</size></box></geometry>'
+    return (f'<?xml version="1.0" ?><sdf version="1.9"><model name="closed_door"><static>true</static>'
+            f'<pose>{panel.x:g} {panel.y:g} 0 0 0 {panel.yaw:g}</pose><link name="link">'
+            f'<pose>0 0 {floor.wall_height / 2:g} 0 0 0</pose><collision name="collision">{geometry}</collision>'
+            f'<visual name="visual">{geometry}</visual></link></model></sdf>')
+
+
+def gazebo_robot(robot: str, floor: Floor, share: Path, team_ns: str, map_file: Path) -> list:
+    """Return what one robot needs in Gazebo: spawn at its dock, its bridge, its lidar's TF, its Nav2."""
+    dock = floor.dock(robot).pose
+    ns = names.join(team_ns, robot)
+    sim_time = {'use_sim_time': True}
+    return [
+        NodeSpec('ros_gz_sim', 'create', 'spawn', ns, (sim_time,), (), (
+            '-world', floor.name, '-file', str(share / files.model_path(robot)), '-name', robot,
+            '-x', str(dock.x), '-y', str(dock.y), '-z', '0.01', '-Y', str(dock.yaw))),
+        NodeSpec('ros_gz_bridge', 'parameter_bridge', 'gz_bridge', ns,
+                 ({'config_file': str(share / files.bridge_path(robot)), **sim_time},)),
+        NodeSpec('tf2_ros', 'static_transform_publisher', 'lidar_tf', ns, (sim_time,), TF_REMAPS, (
+            '--z', f'{PLATFORM.lidar.height:g}', '--frame-id', names.BASE_FRAME, '--child-frame-id', SCAN_FRAME)),
+        nav2_include(ns, map_file, share / files.nav2_params_path(robot), use_sim_time=True),
+    ]
+
+
+def nav2_include(namespace: str, map_file: Path, params_file: Path, use_sim_time: bool) -> IncludeSpec:
+    """Return nav2_bringup's ``bringup_launch.py`` for one robot namespace (Jazzy and Kilted arguments)."""
+    return IncludeSpec('nav2_bringup', 'launch/bringup_launch.py', (
+        ('namespace', namespace.strip('/')), ('use_namespace', 'True'), ('map', str(map_file)),
+        ('params_file', str(params_file)), ('use_sim_time', str(use_sim_time)), ('autostart', 'True'),
+        ('use_keepout_zones', 'False'), ('use_speed_zones', 'False'), ('slam', 'False')))
+
+
+def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol', kb: str = 'true',
+               floor: str = 'ed_floor.yaml', staff_db: str = '', use_sim_time: str = 'false', nav2: str = 'false',
+               map_yaml: str = '', params_file: str = '', pose_source: str = 'auto',
+               share: Path | None = None) -> Plan:
+    """Plan ``robot.launch.py``: one robot's node in ``<team_namespace>/<robot>``, optionally its Nav2.
+
+    Raises
+    ------
+    PlanError, ConfigError
+        Unknown robot, bad namespace or flag, floor without the robot's dock, missing map/params.
+    """
+    from robot_team.config import share_dir
+    from robot_team.tools.localization import POSE_SOURCES
+    robot = choice('robot', robot, MOBILE_ROBOTS)
+    brain = choice('brain', brain, BRAIN_CHOICES)
+    pose_source = choice('pose_source', pose_source, POSE_SOURCES)
+    try:
+        team_ns = names.validate_namespace(team_namespace, 'launch argument team_namespace')
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
+    share = Path(share) if share else share_dir()
+    loaded = _floor(floor)
+    params = {'brain': brain, 'floor': str(loaded.path), 'use_sim_time': flag('use_sim_time', use_sim_time),
+              'team_namespace': team_ns, **_brain_options(brain, flag('kb', kb))}
+    if robot != names.Robot.NAVIGATION.value:
+        params['staff_db'] = staff_db
+    else:
+        params['pose_source'] = pose_source
+    ns = names.join(team_ns, robot)
+    plan = Plan(paths={'floor': str(loaded.path)})
+    plan.first.append(NodeSpec(PACKAGE, robot, robot, ns, (params,), TF_REMAPS))
+    if flag('nav2', nav2):
+        map_file = existing(map_yaml or share / files.map_path(loaded.name), 'map')
+        try:
+            load_map(map_file)
+        except ConfigError as exc:
+            raise PlanError(str(exc)) from exc
+        params_path = existing(params_file or share / files.nav2_params_path(robot), 'Nav2 params')
+        plan.first.append(nav2_include(ns, map_file, params_path, params['use_sim_time']))
+        plan.packages = NAV2_PACKAGES
+        plan.paths.update(map=str(map_file), params=str(params_path))
+    return plan
+
+
+def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str = 'true',
+              out_dir: str = '/tmp/robot_team_run', team_namespace: str = '/', use_sim_time: str = 'false',
+              operator: str = 'scripted', end_with_episode: str = 'true') -> Plan:
+    """Plan ``team.launch.py``: manager, supervisor, (scripted operator) and recorder on a server.
+
+    Raises
+    ------
+    PlanError, ConfigError
+        Bad argument, scenario, floor or staff file.
+    """
+    from robot_team.config import load_scenario
+    from robot_team.runner import prepare
+    brain = choice('brain', brain, BRAIN_CHOICES)
+    operator = choice('operator', operator, OPERATOR_CHOICES)
+    try:
+        team_ns = names.validate_namespace(team_namespace, 'launch argument team_namespace')
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
+    sim_time = flag('use_sim_time', use_sim_time)
+    loaded = load_scenario(scenario)
+    out = Path(out_dir).expanduser().resolve()
+    paths = prepare(loaded, out)
+    plan = Plan(paths={'out_dir': str(out), **paths})
+    plan.first += _team_nodes(loaded, paths, brain, _brain_options(brain, flag('kb', kb)), team_ns, sim_time,
+                              'auto', operator=operator == 'scripted', robots=False)
+    end = flag('end_with_episode', end_with_episode)
+    recorder = _recorder(out, paths['scenario'], brain, team_ns, sim_time, end)
+    if end:
+        plan.recorder = recorder
+    else:
+        plan.first.append(recorder)
+    return plan
+
+
+__all__ = ['BOOL_CHOICES', 'BRAIN_CHOICES', 'EMBEDDED_SIM', 'GAZEBO_PACKAGES', 'HOSPITAL_SYSTEMS', 'IncludeSpec',
+           'NodeSpec', 'Plan', 'PlanError', 'SIM_CHOICES', 'check_map_against_world', 'check_packages', 'map_info',
+           'plan_floor', 'plan_robot', 'plan_team', 'world_walls']

@@ -1,0 +1,60 @@
+"""The episode's end under ros2 launch (robot_team.bringup.episode), on a real ROS graph without launch.
+
+The episode recorder writes report.json at the time limit (recording the timeout as robot-team
+run does) and records a team node that leaves the graph as node_crashed, ending the episode when
+it is the manager. The full path (team_ready gate, simulator, episode end) runs in
+test/test_multihost.py and, where launch is installed, test/test_launch.py.
+"""
+
+import json
+import time
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from robot_team.bringup.episode import EpisodeRecorder
+from robot_team.events import EventEmitter, EventKind
+
+
+def _recorder(ros_context, tmp_path, **params):
+    overrides = [Parameter('out_dir', value=str(tmp_path)), Parameter('scenario', value='onboarding')]
+    overrides += [Parameter(k, value=v) for k, v in params.items()]
+    return EpisodeRecorder(context=ros_context, parameter_overrides=overrides)
+
+
+def _wait(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_time_limit_ends_the_episode_with_a_report(ros_context, executor, tmp_path):
+    recorder = _recorder(ros_context, tmp_path, time_limit_s=1.0)   # wall clock: long past 1 s
+    executor.add_node(recorder)
+    assert _wait(recorder.ending.is_set)
+    report = recorder.finish()
+    executor.remove_node(recorder)
+    recorder.destroy_node()
+    assert report['outcome'] == 'timeout' and report['mode'] == 'launch'
+    saved = json.loads((tmp_path / 'report.json').read_text())
+    assert saved['outcome'] == 'timeout' and (tmp_path / 'events.mcap').exists()
+
+
+def test_manager_leaving_the_graph_is_recorded_and_ends_the_episode(ros_context, executor, tmp_path):
+    recorder = _recorder(ros_context, tmp_path, time_limit_s=1e12)
+    executor.add_node(recorder)
+    manager = Node('manager', context=ros_context)
+    EventEmitter(manager, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
+    executor.add_node(manager)
+    assert _wait(lambda: 'manager' in recorder._seen)
+    executor.remove_node(manager)
+    manager.destroy_node()
+    assert _wait(recorder.ending.is_set)
+    time.sleep(0.3)
+    report = recorder.finish()
+    executor.remove_node(recorder)
+    recorder.destroy_node()
+    crashed = [e for e in recorder.events() if e.kind == EventKind.NODE_CRASHED.value]
+    assert [e.target for e in crashed] == ['manager']
+    assert report['outcome'] == 'timeout'   # no episode end was reached

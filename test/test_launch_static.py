@@ -1,0 +1,226 @@
+"""Launch files, checked without ROS 2's ``launch``: every package, executable and file they reference exists.
+
+The launch files are thin: they declare their arguments and hand them to
+``robot_team.bringup.plan`` (plan_floor, plan_robot, plan_team), whose plans are checked here for
+every mode. Our executables must be installed by CMakeLists.txt (``_nodes``); every other ROS
+package must be an exec_depend in package.xml; every file a plan names must exist. Bad input is
+refused before anything starts, with a message naming it.
+"""
+
+import ast
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from robot_team.bringup import plan as plans
+from robot_team.bringup.platform import MOBILE_ROBOTS
+from robot_team.config import ConfigError
+from robot_team.floor import FloorError
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ROOT / 'launch'
+LAUNCH_FILES = {'ed_floor.launch.py': 'plan_floor', 'robot.launch.py': 'plan_robot', 'team.launch.py': 'plan_team'}
+
+
+def cmake_executables() -> set[str]:
+    """The node executables CMakeLists.txt installs in lib/robot_team."""
+    text = (ROOT / 'CMakeLists.txt').read_text()
+    block = re.search(r'set\(_nodes(.*?)\)', text, re.S).group(1)
+    return set(re.findall(r'"([a-z_]+)=', block))
+
+
+def exec_depends() -> set[str]:
+    """The packages package.xml declares for running (depend + exec_depend)."""
+    root = ET.parse(ROOT / 'package.xml').getroot()
+    return {e.text for tag in ('depend', 'exec_depend') for e in root.iter(tag)}
+
+
+def _declared(path: Path) -> dict:
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == 'ARGUMENTS':
+            return {name: (default, choices) for name, default, _, choices in ast.literal_eval(node.value)}
+    raise AssertionError(f'{path.name} declares no ARGUMENTS')
+
+
+def _all_plans(tmp_path):
+    yield 'ed_floor sim:=embedded', plans.plan_floor(sim='embedded', out_dir=str(tmp_path / 'e'))
+    yield 'ed_floor sim:=gazebo', plans.plan_floor(sim='gazebo', scenario='no_path', out_dir=str(tmp_path / 'g'))
+    for robot in MOBILE_ROBOTS:
+        yield f'robot {robot}', plans.plan_robot(robot=robot, nav2='true', staff_db=str(tmp_path / 's.sqlite'))
+    yield 'team', plans.plan_team(out_dir=str(tmp_path / 't'))
+    yield 'team operator:=none', plans.plan_team(out_dir=str(tmp_path / 'u'), operator='none',
+                                                 end_with_episode='false')
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_launch_files_are_thin_and_use_the_plans():
+    for name, function in LAUNCH_FILES.items():
+        source = (LAUNCH / name).read_text()
+        tree = ast.parse(source)
+        imports = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert imports <= {'launch', 'launch.actions', 'launch.substitutions', 'robot_team.bringup.plan',
+                           'robot_team.bringup.launch_actions'}, imports
+        assert f'{function}(' in source and 'generate_launch_description' in source
+
+
+def test_declared_arguments_match_the_plans_choices():
+    floor = _declared(LAUNCH / 'ed_floor.launch.py')
+    assert floor['sim'][1] == plans.SIM_CHOICES and floor['brain'][1] == plans.BRAIN_CHOICES
+    assert floor['kb'][1] == plans.BOOL_CHOICES
+    assert {'sim', 'brain', 'kb', 'scenario', 'out_dir'} <= set(floor)
+    assert floor['discovery_range'][0] == 'LOCALHOST', 'multi-host must stay an explicit opt-in'
+    robot = _declared(LAUNCH / 'robot.launch.py')
+    assert robot['robot'][1] == MOBILE_ROBOTS and robot['use_sim_time'][0] == 'false'
+    team = _declared(LAUNCH / 'team.launch.py')
+    assert team['operator'][1] == plans.OPERATOR_CHOICES
+
+
+def test_every_package_executable_and_file_referenced_exists(tmp_path):
+    ours = cmake_executables()
+    depends = exec_depends()
+    for label, plan in _all_plans(tmp_path):
+        for node in plan.nodes():
+            if node.package == plans.PACKAGE:
+                assert node.executable in ours, f'{label}: executable {node.executable} is not installed by CMake'
+            else:
+                assert node.package in depends, f'{label}: package {node.package} is not an exec_depend'
+        for include in plan.includes():
+            assert include.package in depends, f'{label}: package {include.package} is not an exec_depend'
+        assert set(plan.packages) <= depends
+        for node in plan.nodes():
+            for text in _strings([node.parameters, node.arguments]):
+                if text.endswith(('.yaml', '.sdf', '.json', '.sqlite')) and '<' not in text:
+                    assert Path(text).exists() or text.endswith('.sqlite'), f'{label}: {text} does not exist'
+        for include in plan.includes():
+            for _, value in include.arguments:
+                for word in value.split():
+                    if word.endswith(('.yaml', '.sdf')):
+                        assert Path(word).exists(), f'{label}: {word} does not exist'
+    assert set(plans.EMBEDDED_SIM) <= ours and set(plans.HOSPITAL_SYSTEMS) <= ours
+
+
+def test_embedded_floor_plan(tmp_path):
+    plan = plans.plan_floor(sim='embedded', out_dir=str(tmp_path))
+    assert [n.executable for n in plan.after_team] == list(plans.EMBEDDED_SIM)
+    assert plan.recorder.executable == 'episode_recorder' and plan.team_ready.executable == 'team_ready'
+    robots = {n.name: n for n in plan.first if n.name in MOBILE_ROBOTS}
+    assert {n.namespace for n in robots.values()} == {f'/{r}' for r in MOBILE_ROBOTS}
+    assert all(dict(n.remappings)['/tf'] == 'tf' for n in robots.values())
+    assert robots['navigation_robot'].parameters[0]['pose_source'] == 'amcl_pose'
+    assert (tmp_path / 'staff.sqlite').exists() and (tmp_path / 'scenario.json').exists()
+
+
+def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):
+    from robot_team.floor import load_floor
+    floor = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')
+    plan = plans.plan_floor(sim='gazebo', out_dir=str(tmp_path))
+    spawns = {n.namespace: n.arguments for n in plan.nodes() if n.executable == 'create'}
+    for robot in MOBILE_ROBOTS:
+        args = spawns[f'/{robot}']
+        dock = floor.dock(robot).pose
+        get = dict(zip(args[::2], args[1::2]))
+        assert get['-name'] == robot and get['-world'] == floor.name
+        assert (float(get['-x']), float(get['-y']), float(get['-Y'])) == pytest.approx((dock.x, dock.y, dock.yaw))
+    navs = [dict(i.arguments) for i in plan.includes() if i.package == 'nav2_bringup']
+    assert sorted(n['namespace'] for n in navs) == sorted(MOBILE_ROBOTS)
+    assert all(n['params_file'].endswith(f"config/nav2/{n['namespace']}.yaml") for n in navs)
+    assert 'sensors' not in plan.paths and Path(plan.paths['map']).exists()
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'sim': 'webots'}, "sim:='webots' is not valid: expected one of embedded, gazebo"),
+    ({'brain': 'gpt'}, "brain:='gpt' is not valid: expected one of protocol, openai, local"),
+    ({'kb': 'maybe'}, "kb:='maybe' is not valid: expected one of true, false"),
+    ({'real_time_factor': '-3'}, 'real_time_factor'),
+    ({'scenario': 'nonexistent'}, "unknown scenario 'nonexistent'"),
+])
+def test_bad_floor_arguments_are_named(tmp_path, kwargs, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        plans.plan_floor(out_dir=str(tmp_path), **kwargs)
+
+
+def _scenario(tmp_path, **changes):
+    import yaml
+    data = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'onboarding.yaml').read_text())
+    data.update(changes)
+    path = tmp_path / 'scenario.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_missing_world_is_named(tmp_path):
+    scenario = _scenario(tmp_path, world=str(tmp_path / 'nowhere.sdf'))
+    with pytest.raises(ConfigError, match=r'world file .*nowhere\.sdf does not exist'):
+        plans.plan_floor(sim='gazebo', scenario=scenario, out_dir=str(tmp_path / 'run'))
+
+
+def test_robot_without_dock_is_named(tmp_path):
+    import yaml
+    floor = yaml.safe_load((ROOT / 'config' / 'floors' / 'ed_floor.yaml').read_text())
+    floor['docks'] = [d for d in floor['docks'] if d['robot'] != 'info_collection_robot']
+    (tmp_path / 'floor.yaml').write_text(yaml.safe_dump(floor))
+    scenario = _scenario(tmp_path, floor=str(tmp_path / 'floor.yaml'))
+    with pytest.raises(FloorError, match="no dock for robot 'info_collection_robot'"):
+        plans.plan_floor(scenario=scenario, out_dir=str(tmp_path / 'run'))
+    with pytest.raises(FloorError, match="no dock for robot 'info_collection_robot'"):
+        plans.plan_robot(robot='navigation_robot', floor=str(tmp_path / 'floor.yaml'))
+
+
+def test_missing_model_and_params_files_are_named(tmp_path):
+    share = tmp_path / 'share'
+    shutil.copytree(ROOT / 'config', share / 'config')
+    shutil.copytree(ROOT / 'models', share / 'models')
+    (share / 'models' / 'display_robot' / 'model.sdf').unlink()
+    with pytest.raises(ConfigError, match=r'model of display_robot .*model\.sdf does not exist'):
+        plans.plan_floor(sim='gazebo', out_dir=str(tmp_path / 'run'), share=share)
+    shutil.copy(ROOT / 'models' / 'display_robot' / 'model.sdf', share / 'models' / 'display_robot' / 'model.sdf')
+    (share / 'config' / 'nav2' / 'navigation_robot.yaml').unlink()
+    with pytest.raises(ConfigError, match=r'Nav2 params of navigation_robot .*navigation_robot\.yaml does not exist'):
+        plans.plan_floor(sim='gazebo', out_dir=str(tmp_path / 'run'), share=share)
+    with pytest.raises(ConfigError, match=r'Nav2 params .*navigation_robot\.yaml does not exist'):
+        plans.plan_robot(robot='navigation_robot', nav2='true', share=share, map_yaml=str(ROOT / 'maps/ed_floor.yaml'))
+
+
+def test_map_that_disagrees_with_the_world_is_refused(tmp_path):
+    from robot_team.bringup.nav2 import write_map
+    from robot_team.floor import load_floor
+    floor = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')
+    wrong = write_map(floor, tmp_path / 'wrong.yaml', closed_doors=['ER-5'])   # the world has that door open
+    with pytest.raises(plans.PlanError, match=r'map .*wrong\.yaml disagrees with world .*ed_floor\.sdf in \d+ cells'):
+        plans.plan_floor(sim='gazebo', map_yaml=str(wrong), out_dir=str(tmp_path / 'run'))
+    with pytest.raises(plans.PlanError, match=r'map .*missing\.yaml does not exist'):
+        plans.plan_floor(sim='gazebo', map_yaml=str(tmp_path / 'missing.yaml'), out_dir=str(tmp_path / 'run'))
+
+
+def test_bad_robot_and_team_arguments_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="robot:='manager' is not valid"):
+        plans.plan_robot(robot='manager')
+    with pytest.raises(ConfigError, match='team_namespace'):
+        plans.plan_robot(robot='display_robot', team_namespace='9floor')
+    with pytest.raises(ConfigError, match="operator:='human' is not valid"):
+        plans.plan_team(operator='human', out_dir=str(tmp_path))
+
+
+def test_robot_plan_for_a_physical_robot(tmp_path):
+    plan = plans.plan_robot(robot='navigation_robot', team_namespace='/floor2', nav2='true')
+    (node,) = plan.nodes()
+    assert node.namespace == '/floor2/navigation_robot' and node.parameters[0]['use_sim_time'] is False
+    assert node.parameters[0]['team_namespace'] == '/floor2'
+    (nav2,) = plan.includes()
+    assert dict(nav2.arguments)['namespace'] == 'floor2/navigation_robot'
+    assert dict(nav2.arguments)['use_sim_time'] == 'False'
+    assert plans.plan_robot(robot='display_robot').includes() == []

@@ -1,0 +1,170 @@
+"""Multi-host: the robots on one host, the manager, supervisor and simulator on another; onboarding completes.
+
+Two network namespaces made by the test stand for the two hosts, joined by a veth pair with the
+test's own addresses (10.213.N.1 and .2): DDS discovery range SUBNET (multi-host is an explicit
+opt-in, here the test's), UDP only (``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``: no shared memory across
+the hosts), so everything between the robots and the team crosses the link. Skipped where
+network namespaces cannot be made (no root / CAP_NET_ADMIN, no ``ip``).
+
+Each node runs as its own process, started from the executables CMakeLists.txt installs
+(``_nodes``: name -> module:function), and the run ends with the episode recorder
+(``robot_team.bringup.episode``), exactly as under ``team.launch.py`` + ``robot.launch.py``.
+The same run on one host (LOCALHOST) is timed side by side; the figures are printed.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from robot_team.bringup.episode import TEAM_NODES
+from robot_team.bringup.plan import EMBEDDED_SIM
+from robot_team.bringup.platform import MOBILE_ROBOTS
+from robot_team.config import load_scenario
+from robot_team.names import RECORDER
+from robot_team.runner import _node_parameters, prepare
+
+ROOT = Path(__file__).resolve().parent.parent
+RTF = 40.0
+
+
+def _targets() -> dict[str, str]:
+    """Executable -> 'module:function', from CMakeLists.txt (the one list of node executables)."""
+    block = re.search(r'set\(_nodes(.*?)\)', (ROOT / 'CMakeLists.txt').read_text(), re.S).group(1)
+    targets = {}
+    for name, target in re.findall(r'"([a-z_]+)=([^"]+)"', block):
+        targets[name] = target if ':' in target else f'{target}:main'
+    return targets
+
+
+def _ip(*args, check=True):
+    return subprocess.run(['ip', *args], capture_output=True, text=True, check=check)
+
+
+class Hosts:
+    """Two network namespaces joined by a veth pair: ``robots`` (10.213.N.1) and ``team`` (10.213.N.2)."""
+
+    def __init__(self):
+        tag = os.getpid() % 10000
+        self.robots, self.team = f'rt{tag}_robots', f'rt{tag}_team'
+        self.links = {self.robots: f'rt{tag}r', self.team: f'rt{tag}t'}
+        net = 1 + os.getpid() % 250
+        self.addresses = {self.robots: f'10.213.{net}.1', self.team: f'10.213.{net}.2'}
+
+    def make(self) -> None:
+        for ns in (self.robots, self.team):
+            _ip('netns', 'add', ns)
+        _ip('link', 'add', self.links[self.robots], 'type', 'veth', 'peer', 'name', self.links[self.team])
+        for ns, link in self.links.items():
+            _ip('link', 'set', link, 'netns', ns)
+            for args in (('addr', 'add', f'{self.addresses[ns]}/24', 'dev', link), ('link', 'set', link, 'up'),
+                         ('link', 'set', 'lo', 'up'), ('route', 'add', '224.0.0.0/4', 'dev', link)):
+                _ip('-n', ns, *args)
+
+    def remove(self) -> None:
+        for ns in (self.robots, self.team):
+            _ip('netns', 'delete', ns, check=False)
+
+    def packets(self, ns: str) -> int:
+        stats = Path('/sys/class/net') / self.links[ns] / 'statistics'
+        out = subprocess.run(['ip', 'netns', 'exec', ns, 'cat', str(stats / 'rx_packets'), str(stats / 'tx_packets')],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return sum(int(v) for v in out)
+
+
+@pytest.fixture
+def hosts():
+    if shutil.which('ip') is None:
+        pytest.skip("no 'ip' command (iproute2): network namespaces cannot be made here")
+    made = Hosts()
+    try:
+        made.make()
+    except subprocess.CalledProcessError as exc:
+        made.remove()
+        pytest.skip(f'network namespaces cannot be made here (root / CAP_NET_ADMIN needed): {exc.stderr.strip()}')
+    try:
+        yield made
+    finally:
+        made.remove()
+
+
+def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], env_extra: dict) -> tuple[dict, float]:
+    """Run onboarding with each node in its own process, in the netns ``placement[node]`` (None: here)."""
+    scenario = load_scenario('onboarding')
+    paths = prepare(scenario, out_dir)
+    targets = _targets()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED='1', **env_extra)
+    logs = out_dir / 'logs'
+    logs.mkdir(exist_ok=True)
+    procs: dict[str, subprocess.Popen] = {}
+
+    def start(name, executable, params):
+        module, function = targets[executable].split(':')
+        argv = [sys.executable, '-c', f'import sys; from {module} import {function}; sys.exit({function}())',
+                '--ros-args']
+        for key, value in params.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            argv += ['-p', f'{key}:={text}']
+        ns = placement.get(name)
+        if ns:
+            argv = ['ip', 'netns', 'exec', ns, *argv]
+        with open(logs / f'{name}.log', 'w') as log:
+            procs[name] = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=out_dir)
+
+    wall_start = time.monotonic()
+    try:
+        for name in TEAM_NODES:
+            params = _node_parameters(name, scenario, paths, 'protocol')
+            if name == 'navigation_robot':
+                params['pose_source'] = 'amcl_pose'
+            start(name, name, params)
+        start(RECORDER, 'episode_recorder', {'use_sim_time': True, 'out_dir': str(out_dir),
+                                             'scenario': paths['scenario']})
+        start('team_ready', 'team_ready', {'timeout_s': 90.0})
+        assert procs['team_ready'].wait(timeout=120) == 0, (logs / 'team_ready.log').read_text()
+        for exe in EMBEDDED_SIM:
+            start(exe, exe, {'scenario': paths['scenario'], 'real_time_factor': RTF})
+        procs[RECORDER].wait(timeout=scenario.time_limit_s / RTF * 3 + 60)
+        wall = time.monotonic() - wall_start
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    report = json.loads((out_dir / 'report.json').read_text())
+    return report, wall
+
+
+@pytest.mark.timeout(600)
+def test_robots_on_one_host_team_on_another_complete_onboarding(hosts, domain_id, tmp_path):
+    placement = {name: (hosts.robots if name in MOBILE_ROBOTS else hosts.team)
+                 for name in [*TEAM_NODES, RECORDER, 'team_ready', *EMBEDDED_SIM]}
+    before = hosts.packets(hosts.robots)
+    multi, multi_wall = _run_team(tmp_path / 'multi', domain_id,
+                                  placement, {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
+                                              'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'})
+    crossed = hosts.packets(hosts.robots) - before
+    assert multi['outcome'] == 'success' and multi['outcome_as_expected'], multi
+    assert multi['events']['complete']
+    assert {t['name'] for t in multi['tasks']} == {'navigation', 'info_collection', 'display'}
+    assert crossed > 100, f'only {crossed} packets crossed the link'
+    single, single_wall = _run_team(tmp_path / 'single', domain_id, {}, {
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'})
+    assert single['outcome'] == 'success'
+    figures = {'multi_host_wall_s': round(multi_wall, 2), 'single_host_wall_s': round(single_wall, 2),
+               'ratio': round(multi_wall / single_wall, 3), 'packets_over_link': crossed,
+               'multi_sim_time_s': multi['sim_time_s'], 'single_sim_time_s': single['sim_time_s']}
+    (tmp_path / 'multihost.json').write_text(json.dumps(figures))
+    print(f'\nmulti-host vs single-host (one process per node, UDPv4, clock {RTF:g}x): {figures}')
