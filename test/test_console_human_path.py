@@ -39,7 +39,7 @@ def test_a_person_resolves_holds_and_releases_through_the_console(ros_context, e
     team.start()
     node = rclpy.create_node('supervisor_console', context=ros_context)
     presenter = ConsolePresenter(port=None, operator_id='charge_nurse')
-    client = ConsoleClient(node, presenter)
+    ConsoleClient(node, presenter)   # feeds the presenter, answers its clicks
     executor.add_node(node)
     try:
         def escalation(escalation_id):

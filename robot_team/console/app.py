@@ -75,11 +75,22 @@ def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_
             return exec_app(app)
         return _screenshot(app, widget, client, Path(screenshot), timeout_s)
     finally:
-        widget.close()
+        dispose(app, widget)
+        del widget
         executor.shutdown(timeout_sec=2.0)
         spinner.join(timeout=5.0)
         node.destroy_node()
         context.try_shutdown()
+
+
+def dispose(app, widget) -> None:
+    """Stop and delete ``widget`` now, on the GUI thread (Qt must not meet it again at interpreter exit)."""
+    from robot_team.console.qt import QtCore
+    widget.stop()
+    widget.close()
+    widget.deleteLater()
+    app.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
+    app.processEvents()
 
 
 def wait_for_team(app, client, timeout_s: float) -> None:

@@ -46,6 +46,10 @@ class SupervisorConsoleWidget(QtWidgets.QWidget):
         self._timer.start(REFRESH_MS)
         self.refresh()
 
+    def stop(self) -> None:
+        """Stop redrawing (before the widget or the presenter goes away)."""
+        self._timer.stop()
+
     # --- Layout -------------------------------------------------------------------------------
 
     def _build(self) -> None:
