@@ -72,7 +72,7 @@ def escalate(manager, options):
 
 
 def test_clicks_drive_the_supervisor_and_a_screenshot_is_saved(team, ros_context, executor):
-    from robot_team.console.app import save_screenshot, wait_for_team
+    from robot_team.console.app import dispose, save_screenshot, wait_for_team
     from robot_team.console.presenter import ConsolePresenter
     from robot_team.console.ros_client import ConsoleClient
     from robot_team.console.widget import SupervisorConsoleWidget
@@ -144,7 +144,7 @@ def test_clicks_drive_the_supervisor_and_a_screenshot_is_saved(team, ros_context
         image = qt.QtGui.QImage(str(path))
         assert (image.width(), image.height()) == (1400, 860)
     finally:
-        widget.close()
+        dispose(app, widget)   # deleted on the GUI thread now, not by the interpreter at exit
         executor.remove_node(node)
         node.destroy_node()
 

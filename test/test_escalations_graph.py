@@ -257,11 +257,12 @@ def test_a_restarted_supervisor_takes_up_open_escalations_and_holds(graph, ros_c
 
     second = start_supervisor(ros_context, executor, tmp_path)
     nodes['supervisor'] = second
-    assert wait_for(lambda: team.latest('esc-1') is not None and team.latest('esc-2') is not None)
+    # A new node: discovery, then the transient-local history (slow on a loaded 2-core machine).
+    assert wait_for(lambda: team.latest('esc-1') is not None and team.latest('esc-2') is not None, timeout=30.0)
     assert team.latest('esc-1').state == 'open' and team.latest('esc-1').proposal == 'reassign:90'
-    assert wait_for(lambda: team.holds and team.holds[-1].active)
-    assert wait_for(lambda: len(team.find('escalation_restored')) >= 2)
-    started = [e for e in team.find('node_started') if e.data.get('restored_escalations')]
+    assert wait_for(lambda: team.holds and team.holds[-1].active, timeout=30.0)
+    assert wait_for(lambda: len(team.find('escalation_restored')) >= 2, timeout=30.0)
+    started = wait_for(lambda: [e for e in team.find('node_started') if e.data.get('restored_escalations')])
     assert started and started[-1].data['restored_escalations'] == ['esc-1', 'esc-2']
     refused = team.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
     assert not refused.approved and refused.rule == refused.RULE_HELD

@@ -82,13 +82,13 @@ def test_escalations_commands_ack_resolve_raise_instruct_watch(ros_context, exec
                                 *domain])
         assert hold.exit_code == 0 and 'esc-2' in hold.output and supervisor.desk.hold.active
         seen = []
-        watch_escalations(seen.append, domain_id, duration_s=3.0)
+        watch_escalations(seen.append, domain_id, duration_s=8.0)   # the history arrives, then live steps
         assert {(e['escalation_id'], e['state']) for e in seen} >= {('esc-1', 'acknowledged'), ('esc-2', 'open')}
         assert any(e['holds_team'] for e in seen if e['escalation_id'] == 'esc-2')
         done = cli.invoke(app, ['escalations', 'resolve', 'esc-2', 'retry', '--operator-id', 'charge_nurse',
                                 '--note', 'mopped', *domain])
         assert done.exit_code == 0 and 'hold is released' in done.output and not supervisor.desk.hold.active
-        watched = cli.invoke(app, ['escalations', 'watch', '--duration', '3', *domain], env=WIDE)
+        watched = cli.invoke(app, ['escalations', 'watch', '--duration', '8', *domain], env=WIDE)
         assert watched.exit_code == 0 and 'esc-2' in watched.output and 'retry' in watched.output
     finally:
         executor.remove_node(supervisor)
