@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
@@ -143,22 +144,8 @@ def print_summary(report: dict) -> None:
 
 
 def _truth(task: dict) -> str:
-    evidence = task['evidence']
-    if 'nav2_goals' in evidence:
-        goals = evidence['nav2_goals']
-        return '; '.join(f"navigate_to_pose {g['output'].get('outcome', '?')} "
-                         f"(error {g['output'].get('error_code', '?')})" for g in goals)
-    if 'lookup_staff_by_badge' in evidence or 'read_badge_scan' in evidence:
-        scan = (evidence.get('read_badge_scan') or {}).get('output') or {}
-        who = (evidence.get('lookup_staff_by_badge') or {}).get('output') or {}
-        return f"badge {scan.get('badge_id', '?')} -> {who.get('name', 'not found')}"
-    if 'show_display' in evidence:
-        shown = evidence['show_display']
-        return f"display {'shown' if shown.get('ok') else 'refused'}"
-    if 'page_staff' in evidence:
-        page = evidence['page_staff'].get('output') or {}
-        return f"page acknowledged: {page.get('acknowledged')}"
-    return '-'
+    from robot_team.report import truth_text
+    return truth_text(task['evidence'])
 
 
 @app.command()
@@ -198,47 +185,17 @@ def bench_llm(
 
 
 @app.command()
-def escalations(
-    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
-    listen: Annotated[float, typer.Option(help='Seconds to listen.')] = 2.0,
-    namespace: Annotated[str, typer.Option(help="The team's ROS namespace (as given to `robot-team run`).")] = '/',
-) -> None:
-    """List the escalations of a running team and their decisions."""
-    from robot_team.human import list_escalations
-    table = Table('escalation', 'task', 'raised by', 'reason', 'options', 'decision')
-    try:
-        found = list_escalations(domain_id, listen, namespace)
-    except ValueError as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(2) from exc
-    for esc in found:
-        decision = f"{esc['decision']} {esc.get('hcw_id') or ''}".strip() or '[yellow]open[/yellow]'
-        table.add_row(esc['escalation_id'], esc.get('task_id', ''), esc.get('raised_by', ''), esc.get('reason', ''),
-                      ', '.join(esc.get('options', [])), decision)
-    console.print(table)
-
-
-@app.command()
 def resolve(
     escalation_id: Annotated[str, typer.Argument(help="e.g. 'esc-1'")],
-    decision: Annotated[str, typer.Argument(help='reassign, retry or abort')],
+    decision: Annotated[str, typer.Argument(help="accept (the manager's proposal), reassign, retry or abort")],
     hcw_id: Annotated[str, typer.Option(help="With 'reassign': the HCW to assign instead.")] = '',
     note: Annotated[str, typer.Option(help='Why (recorded).')] = '',
-    operator_id: Annotated[str, typer.Option(help='Who decides (recorded).')] = 'console',
+    operator_id: OperatorId = '',
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
     namespace: Annotated[str, typer.Option(help="The team's ROS namespace (as given to `robot-team run`).")] = '/',
 ) -> None:
-    """Answer an escalation as a human (calls team/supervisor/resolve_escalation in the team's namespace)."""
-    from robot_team.human import resolve_escalation
-    try:
-        accepted, message = resolve_escalation(escalation_id, decision, hcw_id=hcw_id, note=note,
-                                               operator_id=operator_id, domain_id=domain_id, namespace=namespace)
-    except (TimeoutError, ValueError) as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(1) from exc
-    console.print(('[green]accepted[/green]: ' if accepted else '[red]refused[/red]: ') + message)
-    if not accepted:
-        raise typer.Exit(1)
+    """Answer an escalation (same as `robot-team escalations resolve`)."""
+    resolve_command(escalation_id, decision, hcw_id, note, operator_id, domain_id, namespace)
 
 
 @app.command()
@@ -253,6 +210,9 @@ def scenarios() -> None:
 
 
 app.command('eval')(eval_command)
+app.add_typer(escalations_app, name='escalations')
+app.command('instruct')(instruct_command)
+app.command('console')(console_command)
 
 
 def main() -> int:

@@ -201,6 +201,11 @@ class StaffDirectory:
                            'WHERE specialty = ? COLLATE NOCASE ORDER BY rowid', (str(specialty),))
         return [self._record(row) for row in rows]
 
+    def staff(self) -> list[StaffRecord]:
+        """Return every HCW, in directory order."""
+        rows = self._query('SELECT hcw_id, badge_id, name, specialty, role, home_area FROM staff ORDER BY rowid', ())
+        return [self._record(row) for row in rows]
+
     def rooms(self) -> list[str]:
         """Return the rooms with a standing care team or a check-in, sorted."""
         rows = self._query('SELECT room FROM care_teams UNION SELECT room FROM check_ins ORDER BY room', ())

@@ -42,6 +42,14 @@ class EventKind(str, Enum):
     OPERATOR_DECISION = 'operator_decision'  # scripted operator; data: stage planned|sent, decision
     OPERATOR_DECISION_RESULT = 'operator_decision_result'  # the supervisor's answer to the operator
     HUMAN_DECISION = 'human_decision'        # data: escalation_id, decision, hcw_id, operator_id
+    ESCALATION_ACKNOWLEDGED = 'escalation_acknowledged'  # data: escalation_id, operator_id, due_s
+    ESCALATION_RENOTIFIED = 'escalation_renotified'      # still unanswered; data: escalation_id, notifications
+    ESCALATION_EXPIRED = 'escalation_expired'            # nobody resolved it in time; data: safe_default
+    ESCALATION_RESTORED = 'escalation_restored'          # taken up by a restarted supervisor; data: state
+    TEAM_HELD = 'team_held'                  # robots stopped, delegations refused; data: escalation_id, held_by
+    TEAM_RELEASED = 'team_released'          # a hold escalation was resolved; data: team_free, held_for_s
+    INSTRUCTION = 'instruction'              # a person's free-text instruction; data: operator_id, text
+    GOALS_CANCELLED = 'goals_cancelled'      # a hold cancelled an action's goals; data: action, goals
     DEADLINE_STARTED = 'deadline_started'    # data: task_id, deadline_s
     DEADLINE_MET = 'deadline_met'
     DEADLINE_MISSED = 'deadline_missed'

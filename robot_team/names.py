@@ -46,6 +46,12 @@ AUTHORIZE_TASK = 'team/supervisor/authorize_task'
 SUBMIT_REPORT = 'team/supervisor/submit_report'
 REQUEST_ESCALATION = 'team/supervisor/request_escalation'
 RESOLVE_ESCALATION = 'team/supervisor/resolve_escalation'
+ACKNOWLEDGE_ESCALATION = 'team/supervisor/acknowledge_escalation'
+RAISE_ESCALATION = 'team/supervisor/raise_escalation'
+SEND_INSTRUCTION = 'team/supervisor/send_instruction'
+TEAM_HOLD = 'team/hold'
+INSTRUCTIONS = 'team/instructions'
+STAFF_BOARD = 'team/staff'
 
 # ED floor infrastructure (served by the embedded simulator, or by the hospital's systems),
 # relative to the team namespace.

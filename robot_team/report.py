@@ -39,6 +39,30 @@ def _evidence(task_type: str, journal: list[dict]) -> dict:
     return evidence
 
 
+def evidence_of(task_type: str, evidence: dict) -> dict:
+    """Condense a report's ``evidence`` (its ``tool_journal``) into the task's ground truth (as in the report)."""
+    return _evidence(task_type, (evidence or {}).get('tool_journal', []))
+
+
+def truth_text(evidence: dict) -> str:
+    """Return a task's condensed ground truth (:func:`evidence_of`) in a few words, e.g. 'badge ED-0090 -> Dr. X'."""
+    if 'nav2_goals' in evidence:
+        goals = evidence['nav2_goals']
+        return '; '.join(f"navigate_to_pose {(g.get('output') or {}).get('outcome', '?')} "
+                         f"(error {(g.get('output') or {}).get('error_code', '?')})" for g in goals)
+    if 'lookup_staff_by_badge' in evidence or 'read_badge_scan' in evidence:
+        scan = (evidence.get('read_badge_scan') or {}).get('output') or {}
+        who = (evidence.get('lookup_staff_by_badge') or {}).get('output') or {}
+        return f"badge {scan.get('badge_id', '?')} -> {who.get('name', 'not found')}"
+    if 'show_display' in evidence:
+        shown = evidence['show_display']
+        return f"display {'shown' if shown.get('ok') else 'refused'}"
+    if 'page_staff' in evidence:
+        page = evidence['page_staff'].get('output') or {}
+        return f"page acknowledged: {page.get('acknowledged')}"
+    return '-'
+
+
 def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mode: str,
                  expected_outcome: str | None, wall_time_s: float, files: dict | None = None) -> dict:
     """Return the run report for ``events`` (see the module docstring for its shape)."""

@@ -53,7 +53,8 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     """Check the scenario's inputs and create the run's staff directory.
 
     Returns the paths the nodes need: ``floor`` (the floor description), ``world`` (SDFormat, for
-    Gazebo), ``staff_db``, ``scenario`` (a resolved copy).
+    Gazebo), ``staff_db``, ``scenario`` (a resolved copy), ``escalation_db`` (the supervisor's
+    escalation record, removed if a previous run left one).
 
     Raises
     ------
@@ -77,12 +78,15 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     if staff_db.exists():
         staff_db.unlink()
     StaffDirectory.create(staff_db, seed)
+    escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
+    for suffix in ('', '-journal', '-wal', '-shm'):
+        Path(f'{escalation_db}{suffix}').unlink(missing_ok=True)
     resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
                                            'staff_directory': str(scenario.staff_path)})
     scenario_file = out_dir / 'scenario.json'
     scenario_file.write_text(resolved.model_dump_json(indent=2))
     return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
-            'scenario': str(scenario_file)}
+            'scenario': str(scenario_file), 'escalation_db': str(escalation_db)}
 
 
 def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
@@ -95,6 +99,8 @@ def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
     params: dict = {'use_sim_time': True}
     if name in (SUPERVISOR, OPERATOR):
         params['scenario'] = paths['scenario']
+        if name == SUPERVISOR:   # escalations persist beside the run's record; reassigns checked against staff
+            params.update(escalation_db=paths['escalation_db'], staff_db=paths['staff_db'])
         return params
     if name == Robot.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling)

@@ -50,6 +50,7 @@ class WorkflowRule(str, Enum):
     RUNNING = 'running'                      # 6
     REPEAT_REASON = 'repeat_reason'          # 7
     REFLECTION = 'reflection'                # 8
+    HELD = 'held'                            # the team is held (robot_team.core.escalations.TeamHold)
 
 
 WORKFLOW_RULES: frozenset[WorkflowRule] = frozenset(
@@ -425,6 +426,24 @@ class WorkflowPolicy:
             if decision == 'reassign':
                 return True, f'{escalation_id}{about}: reassign to HCW {escalation.hcw_id} accepted'
             return True, f'{escalation_id}{about}: retry accepted'
+
+    def restore_escalation(self, escalation: EscalationState) -> None:
+        """Take back an escalation a previous supervisor opened (restart from the escalation store).
+
+        Its ID keeps its number (the next one opened follows it); a resolved ``abort`` closes
+        the episode again. Tasks are not restored: an escalation may name a task this policy
+        does not know.
+        """
+        with self._lock:
+            self._escalations[escalation.escalation_id] = escalation.model_copy(deep=True)
+            if escalation.status == 'resolved' and escalation.decision == 'abort' and not self._closed_by:
+                self._closed_by = escalation.escalation_id
+
+    def postpone_deadlines(self, by_s: float) -> None:
+        """Move every pending deadline ``by_s`` s later (the time the team was held: nobody could act)."""
+        with self._lock:
+            for deadline in self._pending():
+                deadline.started_s += by_s
 
     # --- State --------------------------------------------------------------------------------
 

@@ -5,17 +5,19 @@
 #      CMake, only if no nav2_msgs is importable,
 #   3. robot_team's interfaces, config, worlds and launch files built and installed with CMake,
 #   4. the robot_team Python package installed with pip.
-# Idempotent: run it again after changing the code. Usage: scripts/setup.sh [--dev]
+# Idempotent: run it again after changing the code. Usage: scripts/setup.sh [--dev] [--gui]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
 VENV=${ROBOT_TEAM_VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
 DEV=0
+GUI=0
 for arg in "$@"; do
   case "$arg" in
     --dev) DEV=1 ;;
-    *) echo "setup.sh: unknown argument '$arg' (expected: --dev)" >&2; exit 2 ;;
+    --gui) GUI=1 ;;   # the supervisor console outside rqt (PySide6); --dev includes it
+    *) echo "setup.sh: unknown argument '$arg' (expected: --dev, --gui)" >&2; exit 2 ;;
   esac
 done
 # DDS stays on this machine unless the user explicitly opted into multi-host.
@@ -35,6 +37,7 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 log "installing ROS 2 Kilted wheels and Python dependencies"
 reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
+[ "$GUI" = 1 ] && reqs+=(-r requirements/gui.txt)
 "${PIP[@]}" install "${reqs[@]}"
 
 # Tests (--dev) check the SDFormat files with Debian's/Ubuntu's libsdformat: install it where we

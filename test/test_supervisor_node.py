@@ -98,7 +98,7 @@ def authorize(probe, task_type, robot, reason='', requested_by='manager'):
                                                              requested_by=requested_by))
 
 
-def resolve(probe, escalation_id, decision, hcw_id='', operator_id='rqt:charge_nurse'):
+def resolve(probe, escalation_id, decision, hcw_id='', operator_id='charge_nurse'):
     from robot_team.srv import ResolveEscalation
     return probe.call(probe.resolve, ResolveEscalation.Request(escalation_id=escalation_id, decision=decision,
                                                                hcw_id=hcw_id, note='test',
@@ -156,7 +156,7 @@ def test_gate_failure_deadline_escalation_and_decision(graph):
     assert wait_for(lambda: probe.decisions)
     [decision] = probe.decisions
     assert (decision.escalation_id, decision.decision, decision.hcw_id, decision.operator_id) == (
-        'esc-1', 'reassign', '90', 'rqt:charge_nurse')
+        'esc-1', 'reassign', '90', 'charge_nurse')
     assert wait_for(lambda: probe.find('human_decision', escalation_id='esc-1', hcw_id='90'))
     assert not resolve(probe, 'esc-1', 'abort').accepted      # once only
 

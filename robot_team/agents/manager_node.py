@@ -29,7 +29,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
-from robot_team.brains.base import EscalationRecord, ManagerBrain, PatientInfo, TaskSpec
+from robot_team.brains.base import EscalationRecord, ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
 from robot_team.core.manager import EscalationAnswer, ManagerCore, ReportAnswer
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel
@@ -96,7 +96,7 @@ class ManagerNode(Node):
         self._stop = threading.Event()
 
         from robot_team.action import ExecuteTask
-        from robot_team.msg import Escalation, HumanDecision, PatientArrival
+        from robot_team.msg import Escalation, HumanDecision, Instruction, PatientArrival, TeamHold
         from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
         qos = reliable_qos()
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
@@ -111,6 +111,10 @@ class ManagerNode(Node):
         self.create_subscription(Escalation, names.ESCALATIONS, self.escalation_callback, qos,
                                  callback_group=self._group)
         self.create_subscription(HumanDecision, names.HUMAN_DECISIONS, self.decision_callback, qos,
+                                 callback_group=self._group)
+        self.create_subscription(Instruction, names.INSTRUCTIONS, self.instruction_callback, qos,
+                                 callback_group=self._group)
+        self.create_subscription(TeamHold, names.TEAM_HOLD, self.hold_callback, reliable_qos(depth=1),
                                  callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
@@ -149,6 +153,15 @@ class ManagerNode(Node):
     def decision_callback(self, msg) -> None:
         """Pass a human decision on an escalation to the core."""
         self.core.on_decision(msg.escalation_id, msg.decision, msg.hcw_id, msg.note, msg.operator_id)
+
+    def instruction_callback(self, msg) -> None:
+        """Pass a person's instruction to the core (a flagged, advisory observation)."""
+        self.core.on_instruction(SupervisorInstruction(instruction_id=msg.instruction_id, operator_id=msg.operator_id,
+                                                       task_id=msg.task_id, text=msg.text))
+
+    def hold_callback(self, msg) -> None:
+        """Pause the core while the supervisor holds the team; resume on release."""
+        self.core.on_hold(msg.active, list(msg.escalation_ids), msg.reason)
 
     # -- ManagerPorts (called from the core's worker thread) --
 

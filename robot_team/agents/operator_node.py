@@ -92,7 +92,7 @@ class ScriptedOperatorNode(Node):
 
     def escalation_callback(self, msg) -> None:
         """Pick the scripted answer to a new escalation and schedule it after its delay."""
-        if msg.escalation_id in self._seen:
+        if msg.escalation_id in self._seen or msg.state in (msg.STATE_RESOLVED, msg.STATE_EXPIRED):
             return
         self._seen.add(msg.escalation_id)
         index = next((i for i, a in enumerate(self.script)

@@ -11,21 +11,31 @@ namespace:
   reflection) submit their reports here, the one place they are recorded; a report that does
   not validate or does not match its authorization is recorded as ``report_rejected``;
 - ``team/supervisor/request_escalation`` (RequestEscalation): the manager escalates a task;
-- ``team/supervisor/resolve_escalation`` (ResolveEscalation): a human decides (rqt's Service
-  Caller works: a refusal comes back with ``accepted: false`` and a clear ``message``);
-- ``team/task_reports`` (TaskReport), ``team/escalations`` (Escalation) and
-  ``team/human_decisions`` (HumanDecision): published (recorded reports, escalations, decisions);
-- a timer on ROS time (sim time under ``use_sim_time``) checks the deadlines every 0.5 s and
-  escalates each missed one.
+- ``team/supervisor/resolve_escalation`` (ResolveEscalation), ``.../acknowledge_escalation``
+  (AcknowledgeEscalation), ``.../raise_escalation`` (RaiseEscalation: a person's concern or
+  stop-and-hold) and ``.../send_instruction`` (SendInstruction): people (rqt's Service Caller
+  works: a refusal comes back with ``accepted: false``, a ``refusal`` code and a clear
+  ``message``); the lifecycle and policy are :class:`~robot_team.core.escalations.EscalationDesk`'s;
+- ``team/task_reports`` (TaskReport), ``team/escalations`` (Escalation, at every lifecycle step),
+  ``team/human_decisions`` (HumanDecision), ``team/hold`` (TeamHold), ``team/instructions``
+  (Instruction) and ``team/staff`` (StaffBoard: the directory with RTLS availability): published,
+  reliable and transient local (any subscriber QoS matches);
+- a timer on ROS time (sim time under ``use_sim_time``) checks the deadlines every 0.5 s,
+  escalates each missed one, expires and re-notifies escalations; a wall-clock timer asks the
+  RTLS (``ed/rtls/locate_staff``) for availability every 2 s;
+- a hold cancels every goal of each robot's ``execute_task`` and of the navigation robot's Nav2
+  actions (``<action>/_action/cancel_goal`` with a zero goal ID: all goals).
 
-Every authorization, report, deadline change, escalation and human decision is an event on
-``team/events``.
+Every authorization, report, deadline change, escalation step, hold and human decision is an
+event on ``team/events``; escalations persist in ``escalation_db`` (SQLite), so a restarted
+supervisor takes up the open ones.
 """
 
 from __future__ import annotations
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -33,6 +43,8 @@ from robot_team import names
 from robot_team.config import ConfigError, Deadlines, Scenario, load_scenario
 from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind, reliable_qos
+from robot_team.core.escalations import (
+    EscalationDesk, EscalationPolicy, EscalationStore, StaffCheck, load_escalation_policy)
 from robot_team.core.supervisor import SupervisorCore, parse_report
 from robot_team.reports import TaskReportModel
 from robot_team.workflow import WorkflowPolicy, WorkflowState
@@ -43,6 +55,15 @@ DEADLINE_CHECK_PERIOD_S = 0.5
 RAW_TEXT_LIMIT = 2000
 """Longest raw field of a rejected report kept in the event record, characters."""
 
+STAFF_REFRESH_S = 2.0
+"""How often the RTLS is asked for availability, wall s."""
+
+HOLD_CANCELS = tuple(names.robot_name(r, names.EXECUTE_TASK) for r in
+                     (names.Robot.NAVIGATION, names.Robot.INFO_COLLECTION, names.Robot.DISPLAY)) + tuple(
+    names.robot_name(names.Robot.NAVIGATION, a) for a in
+    (names.NAVIGATE_TO_POSE, names.NAVIGATE_THROUGH_POSES, names.FOLLOW_PATH))
+"""Actions whose goals a team hold cancels (each robot's tasks, the navigation robot's Nav2 goals)."""
+
 
 class SupervisorNode(Node):
     """The supervisor node (``supervisor``): workflow gate, deadlines, escalations.
@@ -52,10 +73,16 @@ class SupervisorNode(Node):
     scenario
         The episode's scenario (its deadlines); ``None``: load the ``scenario`` parameter (name
         or path; empty: default deadlines).
+    escalation_policy
+        Who may decide, escalation deadlines, safe default; ``None``: load the
+        ``escalation_policy`` parameter (a YAML path; empty: ``config/escalations.yaml``).
     context, parameter_overrides
         As for :class:`rclpy.node.Node`. Parameters: ``scenario``, ``issue_handling_deadline_s``
         and ``task_deadline_s`` (s, default: the scenario's deadlines), ``use_sim_time``
-        (expected true in runs: deadlines run on sim time).
+        (expected true in runs: deadlines run on sim time), ``escalation_policy``,
+        ``escalation_db`` (SQLite file of the escalations, e.g. beside the run's record; empty:
+        in memory), ``staff_db`` (the run's staff directory, to check ``reassign`` decisions;
+        empty: no directory check).
 
     Raises
     ------
@@ -70,7 +97,8 @@ class SupervisorNode(Node):
     thread-safe on its own, so :meth:`snapshot` may be called from any thread.
     """
 
-    def __init__(self, scenario: Scenario | None = None, *, context=None, parameter_overrides=None):
+    def __init__(self, scenario: Scenario | None = None, *, escalation_policy: EscalationPolicy | None = None,
+                 context=None, parameter_overrides=None):
         super().__init__(names.SUPERVISOR, context=context, parameter_overrides=parameter_overrides or [])
         self.events = EventEmitter(self, names.SUPERVISOR)
         self.declare_parameter('scenario', '')
@@ -82,18 +110,37 @@ class SupervisorNode(Node):
             deadlines = Deadlines(issue_handling_s=self._seconds('issue_handling_deadline_s',
                                                                  defaults.issue_handling_s),
                                   task_s=self._seconds('task_deadline_s', defaults.task_s))
+            self.declare_parameter('escalation_policy', '')
+            self.declare_parameter('escalation_db', '')
+            self.declare_parameter('staff_db', '')
+            escalation_policy = escalation_policy or load_escalation_policy(
+                self.get_parameter('escalation_policy').value or None)
+            store = EscalationStore(self.get_parameter('escalation_db').value or None)
+            staff = self._staff_check(self.get_parameter('staff_db').value)
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'supervisor cannot start', reason=str(exc))
             raise
-        from robot_team.msg import Escalation, HumanDecision, TaskReport
-        from robot_team.srv import AuthorizeTask, RequestEscalation, ResolveEscalation, SubmitReport
+        from action_msgs.srv import CancelGoal
+
+        from robot_team.msg import Escalation, HumanDecision, Instruction, StaffBoard, TaskReport, TeamHold
+        from robot_team.srv import (
+            AcknowledgeEscalation, AuthorizeTask, LocateStaff, RaiseEscalation, RequestEscalation,
+            ResolveEscalation, SendInstruction, SubmitReport)
         self._group = MutuallyExclusiveCallbackGroup()
         self._escalation_pub = self.create_publisher(Escalation, names.ESCALATIONS, reliable_qos())
         self._decision_pub = self.create_publisher(HumanDecision, names.HUMAN_DECISIONS, reliable_qos())
         self._report_pub = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
-        self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit, self._publish_escalation,
-                                   self._publish_decision, self._publish_report)
+        self._hold_pub = self.create_publisher(TeamHold, names.TEAM_HOLD, reliable_qos(depth=1))
+        self._instruction_pub = self.create_publisher(Instruction, names.INSTRUCTIONS, reliable_qos())
+        self._staff_pub = self.create_publisher(StaffBoard, names.STAFF_BOARD, reliable_qos(depth=1))
+        self._cancel_clients = {action: self.create_client(CancelGoal, f'{action}/_action/cancel_goal',
+                                                           callback_group=self._group) for action in HOLD_CANCELS}
+        self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
+        self._rtls_pending = False
+        self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit,
+                                   lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report)
         self.policy = self.core.policy
+        self.desk = EscalationDesk(self.core, escalation_policy, store, self.events.emit, self, staff)
         self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
                             callback_group=self._group)
         self.create_service(AuthorizeTask, names.AUTHORIZE_TASK, self.authorize_callback,
@@ -102,14 +149,30 @@ class SupervisorNode(Node):
                             callback_group=self._group)
         self.create_service(ResolveEscalation, names.RESOLVE_ESCALATION, self.resolve_escalation_callback,
                             callback_group=self._group)
+        self.create_service(AcknowledgeEscalation, names.ACKNOWLEDGE_ESCALATION,
+                            self.acknowledge_escalation_callback, callback_group=self._group)
+        self.create_service(RaiseEscalation, names.RAISE_ESCALATION, self.raise_escalation_callback,
+                            callback_group=self._group)
+        self.create_service(SendInstruction, names.SEND_INSTRUCTION, self.send_instruction_callback,
+                            callback_group=self._group)
         # The node's clock is ROS time: sim time when use_sim_time is true.
         self._deadline_timer = self.create_timer(DEADLINE_CHECK_PERIOD_S, self.deadline_callback,
                                                  callback_group=self._group)
+        # Availability is for people deciding now: asked on the wall clock, whatever the sim's speed.
+        self._staff_timer = self.create_timer(STAFF_REFRESH_S, self.staff_callback, callback_group=self._group,
+                                              clock=Clock(clock_type=ClockType.STEADY_TIME))
+        restored = self.desk.restore(self._now())
+        self._publish_staff()
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
                          issue_handling_deadline_s=deadlines.issue_handling_s,
                          task_deadline_s=deadlines.task_s,
-                         use_sim_time=bool(self.get_parameter('use_sim_time').value))
+                         use_sim_time=bool(self.get_parameter('use_sim_time').value),
+                         operators=escalation_policy.operators,
+                         escalation_deadlines_s={k.value: v for k, v in escalation_policy.deadlines_s.items()},
+                         on_expiry=escalation_policy.on_expiry, renotify_s=escalation_policy.renotify_s,
+                         escalation_db=str(store.path or ''), restored_escalations=restored,
+                         hcw_directory_check=staff.checks_directory)
 
     def snapshot(self) -> WorkflowState:
         """Return a copy of the workflow state (tasks, escalations, deadlines, closed flag)."""
@@ -118,8 +181,8 @@ class SupervisorNode(Node):
     # --- Callbacks ----------------------------------------------------------------------------
 
     def authorize_callback(self, request, response):
-        """Approve or refuse a delegation against the workflow rules; answer with the rule."""
-        auth = self.core.authorize(request.task_type, request.robot, request.reason, request.requested_by,
+        """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule."""
+        auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
                                    self._now())
         response.approved = auth.approved
         response.task_id = auth.task_id
@@ -147,14 +210,122 @@ class SupervisorNode(Node):
         return response
 
     def resolve_escalation_callback(self, request, response):
-        """Record a human's decision on an escalation and publish it; refuse invalid decisions."""
-        response.accepted, response.message = self.core.resolve(
-            request.escalation_id, request.decision, request.hcw_id, request.note, request.operator_id, self._now())
+        """Record a person's decision on an escalation and publish it; refuse (and record) bad ones."""
+        answer = self.desk.resolve(request.escalation_id, request.decision, request.hcw_id, request.note,
+                                   request.operator_id, self._now())
+        response.accepted, response.refusal, response.message = answer.accepted, answer.refusal.value, answer.message
+        return response
+
+    def acknowledge_escalation_callback(self, request, response):
+        """Record that an authorised operator has an escalation; refuse (and record) anyone else."""
+        answer = self.desk.acknowledge(request.escalation_id, request.operator_id, request.note, self._now())
+        response.accepted, response.refusal, response.message = answer.accepted, answer.refusal.value, answer.message
+        return response
+
+    def raise_escalation_callback(self, request, response):
+        """Open a person's concern or stop-and-hold; refuse (and record) bad input."""
+        answer = self.desk.raise_escalation(request.operator_id, request.kind, request.task_id, request.reason,
+                                            request.severity, self._now())
+        response.accepted, response.escalation_id = answer.accepted, answer.escalation_id
+        response.refusal, response.message = answer.refusal.value, answer.message
+        return response
+
+    def send_instruction_callback(self, request, response):
+        """Publish an authorised person's instruction to the team; refuse (and record) bad input."""
+        answer = self.desk.instruct(request.operator_id, request.task_id, request.text, self._now())
+        response.accepted, response.instruction_id = answer.accepted, answer.instruction_id
+        response.refusal, response.message = answer.refusal.value, answer.message
         return response
 
     def deadline_callback(self) -> None:
-        """Escalate every deadline missed by now (ROS time)."""
-        self.core.check_deadlines(self._now())
+        """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""
+        self.desk.tick(self._now())
+
+    def staff_callback(self) -> None:
+        """Ask the RTLS where everyone is and whether they are available (answer in :meth:`_located`)."""
+        from robot_team.srv import LocateStaff
+        if self._rtls_pending or not self._rtls.service_is_ready():
+            return
+        self._rtls_pending = True
+        self._rtls.call_async(LocateStaff.Request()).add_done_callback(self._located)
+
+    # --- DeskPorts ----------------------------------------------------------------------------
+
+    def publish_escalation(self, record, now_s: float) -> None:
+        """Publish an escalation's lifecycle state on ``team/escalations``."""
+        from robot_team.msg import Escalation
+        self._escalation_pub.publish(Escalation(
+            stamp=_time(now_s), escalation_id=record.escalation_id, task_id=record.task_id,
+            task_type=record.task_type, raised_by=record.raised_by, reason=record.reason, options=record.options,
+            kind=record.kind.value, severity=record.severity.value, state=record.state.value,
+            proposal=record.proposal, opened=_time(record.opened_s), opened_wall=record.opened_wall,
+            due=_time(record.due_s or 0.0), notifications=record.notifications,
+            acknowledged_by=record.acknowledged_by, decision=record.decision, hcw_id=record.hcw_id,
+            decided_by=record.decided_by, note=record.note, holds_team=record.holds_team))
+
+    def publish_instruction(self, instruction) -> None:
+        """Publish an accepted instruction on ``team/instructions``."""
+        from robot_team.msg import Instruction
+        self._instruction_pub.publish(Instruction(
+            stamp=_time(instruction.sim_s), instruction_id=instruction.instruction_id,
+            operator_id=instruction.operator_id, task_id=instruction.task_id, text=instruction.text))
+
+    def publish_hold(self, hold) -> None:
+        """Publish the team hold on ``team/hold``."""
+        from robot_team.msg import TeamHold
+        self._hold_pub.publish(TeamHold(stamp=self.get_clock().now().to_msg(), active=hold.active,
+                                        escalation_ids=hold.escalation_ids, reason=hold.reason,
+                                        held_by=hold.held_by, since=_time(hold.since_s or 0.0)))
+
+    def stop_robots(self, reason: str) -> None:
+        """Cancel every goal of every robot's task and Nav2 actions (zero goal ID: all goals)."""
+        from action_msgs.srv import CancelGoal
+        for action, client in self._cancel_clients.items():
+            if not client.service_is_ready():
+                self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
+                                 reason=reason, action=action, reachable=False, goals=[])
+                continue
+            client.call_async(CancelGoal.Request()).add_done_callback(
+                lambda future, action=action: self._cancelled(action, reason, future))
+
+    # --- Helpers ------------------------------------------------------------------------------
+
+    def _cancelled(self, action: str, reason: str, future) -> None:
+        """Record a cancel-all answer (which goals are cancelling)."""
+        exc = future.exception()
+        if exc is not None:
+            self.events.emit(EventKind.GOALS_CANCELLED, f'cancelling {action} failed', target=action,
+                             reason=f'{reason}; {exc}', action=action, reachable=True, goals=[], error=str(exc))
+            return
+        response = future.result()
+        goals = [bytes(g.goal_id.uuid).hex() for g in response.goals_canceling]
+        self.events.emit(EventKind.GOALS_CANCELLED, f'{len(goals)} goal(s) of {action} cancelling', target=action,
+                         reason=reason, action=action, reachable=True, goals=goals,
+                         return_code=int(response.return_code))
+
+    def _located(self, future) -> None:
+        """Take the RTLS answer into the staff check; publish the board if it changed."""
+        self._rtls_pending = False
+        if future.exception() is not None:
+            self.get_logger().warning(f'{names.LOCATE_STAFF} failed: {future.exception()}')
+            return
+        located = [{'hcw_id': s.hcw_id, 'area': s.area, 'availability': s.availability, 'detail': s.detail}
+                   for s in future.result().staff]
+        if self.desk.staff.update(located, self._now()):
+            self._publish_staff()
+
+    def _publish_staff(self) -> None:
+        from robot_team.msg import StaffBoard, StaffMember
+        staff = self.desk.staff
+        self._staff_pub.publish(StaffBoard(
+            stamp=self.get_clock().now().to_msg(), availability_stamp=_time(staff.located_s or 0.0),
+            staff=[StaffMember(**entry.model_dump()) for entry in staff.entries()]))
+
+    def _staff_check(self, staff_db: str) -> StaffCheck:
+        if not staff_db:
+            return StaffCheck()
+        from robot_team.directory import StaffDirectory
+        return StaffCheck(StaffDirectory(staff_db))
 
     # --- Helpers ------------------------------------------------------------------------------
 
@@ -174,12 +345,6 @@ class SupervisorNode(Node):
                               f'got {value!r}')
         return seconds
 
-    def _publish_escalation(self, esc) -> None:
-        from robot_team.msg import Escalation
-        self._escalation_pub.publish(Escalation(
-            stamp=self.get_clock().now().to_msg(), escalation_id=esc.escalation_id, task_id=esc.task_id,
-            task_type=esc.task_type, raised_by=esc.raised_by, reason=esc.reason, options=esc.options))
-
     def _publish_decision(self, esc) -> None:
         from robot_team.msg import HumanDecision
         self._decision_pub.publish(HumanDecision(
@@ -188,6 +353,13 @@ class SupervisorNode(Node):
 
     def _publish_report(self, report: TaskReportModel) -> None:
         self._report_pub.publish(report.to_msg())
+
+
+def _time(seconds: float):
+    """Return ROS time ``seconds`` (s) as a ``builtin_interfaces/Time``."""
+    from builtin_interfaces.msg import Time
+    sec = int(seconds)
+    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
 
 
 def _raw_report(msg) -> dict:

@@ -130,6 +130,15 @@ class GuardFeedback(BaseModel):
     rule: str = Field('', description="The supervisor's WorkflowRule, for gate refusals.")
 
 
+class SupervisorInstruction(BaseModel):
+    """A person's free-text instruction to the team: advisory data, never a command past the guards."""
+
+    instruction_id: str
+    operator_id: str
+    task_id: str = ''
+    text: str
+
+
 class ManagerObservation(BaseModel):
     """Everything the manager knows, plus what is new since its last decision."""
 
@@ -140,6 +149,8 @@ class ManagerObservation(BaseModel):
                                           description='Guard refusals and explanations since last time.')
     new: list[str] = Field(default_factory=list, description='Cues since last time, in words.')
     reflection_done: bool = False
+    instructions: list[SupervisorInstruction] = Field(
+        default_factory=list, description="People's instructions (advisory; the gate and guards still apply).")
     handled_failures: list[str] = Field(
         default_factory=list, description='IDs of failed tasks the manager already acted upon.')
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from robot_team.brains.base import (
     Delegate, Escalate, EscalationRecord, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation,
-    PatientInfo, Reflect, TaskRecord, TaskSpec)
+    PatientInfo, Reflect, SupervisorInstruction, TaskRecord, TaskSpec)
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
 from robot_team.reports import TaskReportModel, TaskStatus, TaskType
@@ -114,6 +114,8 @@ class ManagerCore:
         self._lock = threading.Lock()
         self._obs = ManagerObservation()
         self._wake = threading.Event()
+        self._held = threading.Event()
+        self._announced: set[str] = set()
         self.finished = threading.Event()
         self.outcome = ''
 
@@ -147,7 +149,12 @@ class ManagerCore:
                      f'HCW #{patient.assigned_hcw_id} assigned.', lambda o: setattr(o, 'patient', patient))
 
     def on_escalation(self, record: EscalationRecord) -> None:
-        """Track an escalation (the manager's own or the supervisor's)."""
+        """Track an escalation (the manager's own, the supervisor's or a person's); a known one is no news."""
+        with self._lock:   # team/escalations repeats an escalation at each lifecycle step
+            if record.escalation_id in self._announced:
+                return
+            self._announced.add(record.escalation_id)
+
         def change(obs):
             if not any(e.escalation_id == record.escalation_id for e in obs.escalations):
                 obs.escalations.append(record)
@@ -165,6 +172,35 @@ class ManagerCore:
         self._emit(EventKind.OBSERVATION, f'human decision on {escalation_id}: {decision}', target=escalation_id,
                    cue='human_decision', decision=decision, hcw_id=hcw_id, operator_id=operator_id)
         self._update(f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
+
+    def on_instruction(self, instruction: SupervisorInstruction) -> None:
+        """Record a person's instruction as a flagged observation (advisory: the gate and guards still apply)."""
+        with self._lock:
+            if any(i.instruction_id == instruction.instruction_id for i in self._obs.instructions):
+                return
+        self._emit(EventKind.OBSERVATION, f'instruction {instruction.instruction_id} from {instruction.operator_id}',
+                   target=instruction.task_id, reason='advisory: a human instruction never bypasses the gate or '
+                   'the guards', cue='instruction', flagged=True, **instruction.model_dump())
+        self._update(f'Instruction {instruction.instruction_id} from human supervisor {instruction.operator_id} '
+                     f'(advisory): {instruction.text!r}', lambda o: o.instructions.append(instruction))
+
+    def on_hold(self, active: bool, escalation_ids: list[str], reason: str) -> None:
+        """Pause (team held by a person or a safe default) or resume deciding."""
+        if active == self._held.is_set():
+            return
+        if active:
+            self._held.set()
+            self._emit(EventKind.OBSERVATION, f"team held by {', '.join(escalation_ids)}: the manager pauses",
+                       reason=reason, cue='team_hold', active=True, escalation_ids=list(escalation_ids))
+            return
+        self._held.clear()
+        self._emit(EventKind.OBSERVATION, 'team hold released: the manager resumes', cue='team_hold', active=False)
+        self._update('The team hold was released.')
+
+    @property
+    def held(self) -> bool:
+        """Whether the team is held: the brain is not asked to decide."""
+        return self._held.is_set()
 
     def _task_done(self, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
         """Check a finished task's report against its delegation and evidence, judge it, record it."""
@@ -201,12 +237,14 @@ class ManagerCore:
     def run(self, stop: threading.Event, poll_s: float = 0.05) -> None:
         """Decide whenever the observation changes, until ``stop`` is set or the episode finishes."""
         while not stop.is_set() and not self.finished.is_set():
-            if self._wake.wait(poll_s):
+            if self._held.is_set():   # the team is held: decide again once it is released
+                stop.wait(poll_s)
+            elif self._wake.wait(poll_s):
                 self.step()
 
     def step(self) -> bool:
-        """Run one decision round if anything changed since the last; return whether one ran."""
-        if not self._wake.is_set():
+        """Run one decision round if anything changed since the last (and the team is not held)."""
+        if not self._wake.is_set() or self._held.is_set():
             return False
         self._wake.clear()
         with self._lock:

@@ -51,6 +51,9 @@ class SupervisorCore:
         self._publish_escalation = publish_escalation
         self._publish_decision = publish_decision
         self._publish_report = publish_report or (lambda _report: None)
+        self.on_escalation_opened: Callable[[EscalationState], dict] | None = None
+        """Called with each escalation before it is announced; returns more fields for its event
+        (the escalation desk sets it: lifecycle, severity, deadline; ``robot_team.core.escalations``)."""
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float) -> Authorization:
         """Decide a delegation request against the workflow rules; record the decision."""
@@ -139,9 +142,11 @@ class SupervisorCore:
 
     def _announce(self, escalation_id: str) -> None:
         esc = self.policy.snapshot().escalation(escalation_id)
+        lifecycle = self.on_escalation_opened(esc) if self.on_escalation_opened is not None else {}
         self._emit(EventKind.ESCALATION, f'{escalation_id} on {esc.task_id or "the episode"} raised by '
                    f'{esc.raised_by}', target=esc.task_id, reason=esc.reason, escalation_id=escalation_id,
-                   task_id=esc.task_id, task_type=esc.task_type, raised_by=esc.raised_by, options=esc.options)
+                   task_id=esc.task_id, task_type=esc.task_type, raised_by=esc.raised_by, options=esc.options,
+                   **lifecycle)
         self._publish_escalation(esc)
 
     def _record_deadline_changes(self) -> None:

@@ -312,6 +312,7 @@ class LLMManagerBrain(ManagerBrain):
         self._turn_starts: list[int] = []
         self._seen: dict[str, str] = {}
         self._seen_escalations: dict[str, str] = {}
+        self._seen_instructions: set[str] = set()
         self._started = False
         self._kb_now = True
         self._bad_reflections = 0
@@ -354,6 +355,12 @@ class LLMManagerBrain(ManagerBrain):
                              f'{e.reason!r}; decision: {e.decision or "pending"}'
                              + (f' #{e.hcw_id}' if e.hcw_id else '') + (f', note {e.note!r}' if e.note else ''))
                 self._seen_escalations[e.escalation_id] = key
+        for instruction in obs.instructions:
+            if instruction.instruction_id not in self._seen_instructions:
+                self._seen_instructions.add(instruction.instruction_id)
+                lines.append(f'Human supervisor {instruction.operator_id} (advisory; workflow rules and guards '
+                             f'still apply)' + (f' on {instruction.task_id}' if instruction.task_id else '')
+                             + f': {instruction.text!r}')
         for feedback in obs.feedback:
             lines.append(f'Guard: {feedback.text}')
         record = '; '.join(f'{t.task_id} {t.task_type.value} #{t.hcw_id or "-"} {t.state}' for t in obs.tasks

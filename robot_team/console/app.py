@@ -1,0 +1,138 @@
+"""The supervisor console outside rqt: the same widget in its own window, or one offscreen screenshot.
+
+:func:`run_console` starts a node (``supervisor_console``) in its own rclpy context on the
+team's domain, spins it on a background thread, and shows
+:class:`~robot_team.console.widget.SupervisorConsoleWidget` until the window closes; with
+``screenshot`` it renders the widget once, offscreen, after the team's state has arrived, saves
+the PNG and returns.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+SETTLE_S = 0.5
+"""After the supervisor is discovered, how long its transient-local history gets to arrive, wall s."""
+
+
+def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_id: str = '',
+                screenshot: Path | None = None, timeout_s: float = 15.0, size: tuple[int, int] = (1400, 860)) -> int:
+    """Run the console against a running team; return an exit code (0: ok).
+
+    Parameters
+    ----------
+    domain_id, namespace
+        The team's ROS domain and namespace (as given to ``robot-team run``).
+    operator_id
+        Who is at the console (the supervisor checks it on each request).
+    screenshot
+        Render once offscreen (``QT_QPA_PLATFORM=offscreen`` unless set) after the team's state
+        arrived, write this PNG, exit.
+    timeout_s
+        With ``screenshot``: longest wait for the team's state, wall s.
+    size
+        Window size, pixels.
+
+    Raises
+    ------
+    ValueError
+        If ``namespace`` is not a valid ROS namespace.
+    TimeoutError
+        With ``screenshot``, if no supervisor answered within ``timeout_s``.
+    RuntimeError
+        If the screenshot cannot be written.
+    """
+    from robot_team.names import validate_namespace
+    validate_namespace(namespace, 'team namespace')
+    if screenshot is not None:
+        os.environ.setdefault('QT_QPA_PLATFORM', 'offscreen')
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from robot_team.console.presenter import ConsolePresenter
+    from robot_team.console.qt import QtWidgets, exec_app
+    from robot_team.console.ros_client import ConsoleClient
+    from robot_team.console.widget import SupervisorConsoleWidget
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(['robot-team console'])
+    context = rclpy.Context()
+    rclpy.init(context=context, **({} if domain_id is None else {'domain_id': domain_id}))
+    node = rclpy.create_node('supervisor_console', context=context)
+    presenter = ConsolePresenter(port=None, operator_id=operator_id)
+    client = ConsoleClient(node, presenter, namespace)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, name='console-ros', daemon=True)
+    spinner.start()
+    widget = SupervisorConsoleWidget(presenter)
+    widget.resize(*size)
+    try:
+        if screenshot is None:
+            widget.show()
+            return exec_app(app)
+        return _screenshot(app, widget, client, Path(screenshot), timeout_s)
+    finally:
+        dispose(app, widget)
+        del widget
+        executor.shutdown(timeout_sec=2.0)
+        spinner.join(timeout=5.0)
+        node.destroy_node()
+        context.try_shutdown()
+
+
+def dispose(app, widget) -> None:
+    """Stop and delete ``widget`` now, on the GUI thread (Qt must not meet it again at interpreter exit)."""
+    from robot_team.console.qt import QtCore
+    widget.stop()
+    widget.close()
+    widget.deleteLater()
+    app.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
+    app.processEvents()
+
+
+def wait_for_team(app, client, timeout_s: float) -> None:
+    """Process Qt events until the supervisor is discovered and its latched state has arrived.
+
+    Raises
+    ------
+    TimeoutError
+        If that does not happen within ``timeout_s`` wall seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    connected_at = None
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if connected_at is None and client.connected() and client.presenter.heard('hold'):
+            connected_at = time.monotonic()
+        if connected_at is not None and time.monotonic() - connected_at >= SETTLE_S:
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f'no supervisor state on {client.namespace} within {timeout_s:.0f} s (is the team running, '
+                       f'on this ROS_DOMAIN_ID and namespace?)')
+
+
+def save_screenshot(app, widget, path: Path) -> Path:
+    """Render ``widget`` as it is now and write it to ``path`` (PNG); return the path.
+
+    Raises
+    ------
+    RuntimeError
+        If the image cannot be written.
+    """
+    widget.show()
+    widget.refresh()
+    for _ in range(5):
+        app.processEvents()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not widget.grab().save(str(path), 'PNG'):
+        raise RuntimeError(f'cannot write the screenshot {path}')
+    return path
+
+
+def _screenshot(app, widget, client, path: Path, timeout_s: float) -> int:
+    wait_for_team(app, client, timeout_s)
+    save_screenshot(app, widget, path)
+    return 0
