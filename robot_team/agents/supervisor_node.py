@@ -15,8 +15,12 @@ namespace:
   Caller works: a refusal comes back with ``accepted: false`` and a clear ``message``);
 - ``team/task_reports`` (TaskReport), ``team/escalations`` (Escalation) and
   ``team/human_decisions`` (HumanDecision): published (recorded reports, escalations, decisions);
+- ``ed/patient_arrivals`` (PatientArrival): the patient cue starts the manager's first-step and
+  whole-onboarding deadlines;
+- ``team/supervisor/directives`` (SupervisorDirective): published when the manager misses one of
+  its deadlines and the safe default is a takeover or a hold;
 - a timer on ROS time (sim time under ``use_sim_time``) checks the deadlines every 0.5 s and
-  escalates each missed one.
+  escalates each missed one (and applies the safe default to a stall of the manager).
 
 Every authorization, report, deadline change, escalation and human decision is an event on
 ``team/events``.
@@ -53,15 +57,17 @@ class SupervisorNode(Node):
         The episode's scenario (its deadlines); ``None``: load the ``scenario`` parameter (name
         or path; empty: default deadlines).
     context, parameter_overrides
-        As for :class:`rclpy.node.Node`. Parameters: ``scenario``, ``issue_handling_deadline_s``
-        and ``task_deadline_s`` (s, default: the scenario's deadlines), ``use_sim_time``
-        (expected true in runs: deadlines run on sim time).
+        As for :class:`rclpy.node.Node`. Parameters: ``scenario``, ``issue_handling_deadline_s``,
+        ``task_deadline_s``, ``decision_deadline_s``, ``onboarding_deadline_s`` (s) and
+        ``safe_default`` (``takeover``, ``hold`` or ``escalate``), each defaulting to the
+        scenario's :class:`~robot_team.config.Deadlines`; ``use_sim_time`` (expected true in runs:
+        deadlines run on sim time).
 
     Raises
     ------
     ConfigError
-        If the scenario cannot be loaded or a deadline is not a positive number (also recorded
-        as an ``input_error`` event).
+        If the scenario cannot be loaded, a deadline is not a positive number or the safe default
+        is unknown (also recorded as an ``input_error`` event).
 
     Notes
     -----
@@ -81,18 +87,22 @@ class SupervisorNode(Node):
             defaults = scenario.deadlines if scenario is not None else Deadlines()
             deadlines = Deadlines(issue_handling_s=self._seconds('issue_handling_deadline_s',
                                                                  defaults.issue_handling_s),
-                                  task_s=self._seconds('task_deadline_s', defaults.task_s))
+                                  task_s=self._seconds('task_deadline_s', defaults.task_s),
+                                  decision_s=self._seconds('decision_deadline_s', defaults.decision_s),
+                                  onboarding_s=self._seconds('onboarding_deadline_s', defaults.onboarding_s),
+                                  safe_default=self._safe_default(defaults.safe_default))
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'supervisor cannot start', reason=str(exc))
             raise
-        from robot_team.msg import Escalation, HumanDecision, TaskReport
+        from robot_team.msg import Escalation, HumanDecision, PatientArrival, SupervisorDirective, TaskReport
         from robot_team.srv import AuthorizeTask, RequestEscalation, ResolveEscalation, SubmitReport
         self._group = MutuallyExclusiveCallbackGroup()
         self._escalation_pub = self.create_publisher(Escalation, names.ESCALATIONS, reliable_qos())
         self._decision_pub = self.create_publisher(HumanDecision, names.HUMAN_DECISIONS, reliable_qos())
         self._report_pub = self.create_publisher(TaskReport, names.TASK_REPORTS, reliable_qos())
+        self._directive_pub = self.create_publisher(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, reliable_qos())
         self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit, self._publish_escalation,
-                                   self._publish_decision, self._publish_report)
+                                   self._publish_decision, self._publish_report, self._publish_directive)
         self.policy = self.core.policy
         self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
                             callback_group=self._group)
@@ -102,13 +112,16 @@ class SupervisorNode(Node):
                             callback_group=self._group)
         self.create_service(ResolveEscalation, names.RESOLVE_ESCALATION, self.resolve_escalation_callback,
                             callback_group=self._group)
+        self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, reliable_qos(),
+                                 callback_group=self._group)
         # The node's clock is ROS time: sim time when use_sim_time is true.
         self._deadline_timer = self.create_timer(DEADLINE_CHECK_PERIOD_S, self.deadline_callback,
                                                  callback_group=self._group)
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
                          issue_handling_deadline_s=deadlines.issue_handling_s,
-                         task_deadline_s=deadlines.task_s,
+                         task_deadline_s=deadlines.task_s, decision_deadline_s=deadlines.decision_s,
+                         onboarding_deadline_s=deadlines.onboarding_s, safe_default=deadlines.safe_default,
                          use_sim_time=bool(self.get_parameter('use_sim_time').value))
 
     def snapshot(self) -> WorkflowState:
@@ -152,6 +165,10 @@ class SupervisorNode(Node):
             request.escalation_id, request.decision, request.hcw_id, request.note, request.operator_id, self._now())
         return response
 
+    def arrival_callback(self, msg) -> None:
+        """Start the onboarding's deadlines at the patient cue."""
+        self.core.on_patient_arrival(msg.patient_id, self._now())
+
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time)."""
         self.core.check_deadlines(self._now())
@@ -173,6 +190,22 @@ class SupervisorNode(Node):
             raise ConfigError(f'supervisor parameter {name}: expected a positive number of seconds, '
                               f'got {value!r}')
         return seconds
+
+    def _safe_default(self, default: str) -> str:
+        value = str(self.declare_parameter('safe_default', default, ParameterDescriptor(
+            description='What the supervisor applies when the manager misses a deadline: takeover, hold or '
+                        'escalate.')).value)
+        if value not in ('takeover', 'hold', 'escalate'):
+            raise ConfigError(f"supervisor parameter safe_default: expected 'takeover', 'hold' or 'escalate', "
+                              f'got {value!r}')
+        return value
+
+    def _publish_directive(self, directive) -> None:
+        from robot_team.msg import SupervisorDirective
+        self._directive_pub.publish(SupervisorDirective(
+            stamp=self.get_clock().now().to_msg(), directive_id=directive.directive_id, directive=directive.directive,
+            target=directive.target, escalation_id=directive.escalation_id, deadline=directive.deadline,
+            reason=directive.reason))
 
     def _publish_escalation(self, esc) -> None:
         from robot_team.msg import Escalation
