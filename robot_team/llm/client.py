@@ -31,7 +31,7 @@ from typing import Any, Callable
 from robot_team.events import EventKind
 from robot_team.llm.inflight import RequestCancelled, Requests
 from robot_team.llm.settings import LLMSettings, ResolvedLLM
-from robot_team.llm.tokens import count_completion, count_prompt
+from robot_team.llm.tokens import count_completion, count_prompt, encoding
 
 Emit = Callable[..., Any]
 """Event emitter: ``emit(kind, summary, *, target='', reason='', **data)`` (an EventEmitter's ``emit``)."""
@@ -182,14 +182,21 @@ class ChatClient:
         self.cassette = (Cassette.open(settings.cassette, settings.cassette_mode)
                          if settings.cassette and settings.cassette_mode != 'off' else None)
         self.totals = {'requests': 0, 'prompt_tokens': 0, 'completion_tokens': 0, 'cost_usd': 0.0, 'errors': 0}
+        # Pay the start-up costs (openai's import, the token encoding, the HTTP client) now, while the
+        # node starts, not in the first request, while sim time runs and the supervisor's deadlines with it.
+        encoding()
+        if not (self.cassette is not None and self.cassette.mode == 'replay'):
+            self._requests.prepare()
 
     def _make_openai(self):
         import openai
         r = self.resolved
-        return openai.AsyncOpenAI(
+        client = openai.AsyncOpenAI(
             api_key=r.api_key.get_secret_value() if r.api_key else 'not-needed',
             base_url=r.base_url or None, timeout=r.timeout_s, max_retries=0,
             default_headers={'X-Robot-Team-Robot': self.robot})
+        client.chat.completions   # noqa: B018 - imports the lazily loaded resources now
+        return client
 
     def cancel(self) -> None:
         """End the request in flight (and refuse new ones until :meth:`reset`); any thread."""

@@ -64,6 +64,16 @@ class Requests:
         """Return True while requests are refused: after :meth:`cancel` (until :meth:`reset`) or :meth:`close`."""
         return self._cancelled.is_set()
 
+    def prepare(self) -> None:
+        """Make the client and its event loop now (start-up), so that the first request does not pay for it."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            if self._client is None:
+                self._client = self._make_client()
+
     def run(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """Return ``await call(client)``, run on this thread; raise :class:`RequestCancelled` if cancelled.
 
