@@ -181,7 +181,7 @@ class Episode:
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
         report['namespace'] = self.namespace
         report['teardown'] = teardown
-        if interrupt.signal_name:
+        if report['outcome'] == 'interrupted':
             report['interrupted_by'] = interrupt.signal_name
         report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
                            'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
@@ -195,6 +195,7 @@ class Episode:
         """Start the team and the simulator, and wait for the episode's end, its time limit or a signal."""
         from rclpy.parameter import Parameter
         self._interrupt = interrupt
+        finished = None
         if self.processes:
             self._start_processes(paths)
         else:
@@ -216,7 +217,7 @@ class Episode:
                 self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
                                  reason=f'no episode end within {self.scenario.time_limit_s:.0f} s of sim time',
                                  outcome='timeout')
-        if interrupt.is_set():
+        if finished is None and interrupt.is_set():
             self.events.emit(EventKind.EPISODE_FINISHED, f'episode stopped: {interrupt.signal_name} received',
                              reason=f'{interrupt.signal_name}: the run was interrupted; the record so far is kept',
                              outcome='interrupted', signal=interrupt.signal_name)
