@@ -4,6 +4,8 @@ the manager core's takeover and hold, the decision sources, the rubric's attempt
 The ROS graphs and the real ``openai`` client are in ``test_llm_stall.py``.
 """
 
+import time
+
 import pytest
 
 from robot_team.brains.base import ManagerBrain
@@ -184,3 +186,29 @@ def test_the_attempted_view_leaves_out_what_the_fallback_decided():
     assert score.floor.points > score.attempted.points
     assert len(without_fallback(events)) < len(events)
     assert count_decisions(events) == score.decisions
+
+
+def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
+    from robot_team.brains.base import TaskSpec
+    from robot_team.core.robot import RobotCore
+    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.fakeserver import ScriptedServer, text
+    from robot_team.llm.harness import World, build_toolbox
+    from robot_team.llm.settings import LLMSettings
+    record = Recorder()
+
+    def slow(body):   # a slow model that talks instead of calling its tools
+        time.sleep(0.4)
+        return text('Let me think about the care team...')
+    with ScriptedServer({'display_robot': slow}) as server:
+        settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', fallback='fail',
+                               task_budget_s=0.2, max_report_retries=5, max_retries=0)
+        brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
+        toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
+        report = RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0).run(
+            TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
+        brain.close()
+    assert report.status.value == 'failure'
+    assert 'budget of 0.2 s' in report.issue and report.issue.startswith('non-compliance')
+    assert len(server.requests_of('display_robot')) == 1          # no request after the budget ran out
+    assert record.of('task_report')[0]['data']['source'] == 'llm'
