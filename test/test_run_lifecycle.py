@@ -159,6 +159,35 @@ def test_ctrl_c_stops_a_run_with_one_process_per_node(tmp_path, domain_id):
             time.sleep(0.1)
 
 
+def test_sigint_while_a_robot_waits_on_a_page_stops_at_once_in_process(tmp_path, domain_id):
+    """The simulator holds the page in sim time; the stop releases it (it once hung the executor's shutdown)."""
+    from robot_team.runner import run_episode
+    paging, sent = threading.Event(), []
+
+    def on_event(event):
+        if event.kind == 'tool_call' and event.target == 'page_staff':
+            paging.set()
+
+    def interrupt():
+        if paging.wait(90.0):
+            time.sleep(0.5)                                  # the page is waiting for HCW #80 (30 s of sim time)
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)              # delivered to the main thread: the run's handler
+    helper = threading.Thread(target=interrupt, daemon=True)
+    helper.start()
+    result = run_episode('onboarding', tmp_path, domain_id=domain_id, real_time_factor=2.0, on_event=on_event)
+    stopped = time.monotonic()
+    helper.join(timeout=5)
+    assert sent, 'the page was never sent'
+    report = result.report
+    assert (report['outcome'], report['interrupted_by']) == ('interrupted', 'SIGINT')
+    assert stopped - sent[0] < 5.0 and report['teardown']['clean'], report['teardown']
+    interrupted = next(e for e in result.events if e.kind == 'episode_finished')
+    page = [e for e in result.events if e.kind == 'tool_result' and e.target == 'page_staff']
+    assert page and page[0].stamp_s >= interrupted.stamp_s and not page[0].data['ok']   # released, recorded
+    assert [e for e in result.events if e.kind == 'task_report' and e.data['task_id'] == 'nav-1']
+
+
 def test_exit_code_says_whether_the_outcome_was_the_expected_one(tmp_path, domain_id):
     from robot_team.cli import app
     expected = CliRunner().invoke(app, ['run', '--scenario', 'all_available', '--out', str(tmp_path / 'ok'),
