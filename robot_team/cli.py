@@ -21,7 +21,8 @@ app = typer.Typer(help='Accountable LLM-driven robot team for the emergency depa
                   no_args_is_help=True, add_completion=False)
 console = Console()
 
-STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'timeout': 'red'}
+STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'timeout': 'red', 'interrupted': 'red',
+                'start_error': 'red'}
 
 
 @app.command()
@@ -50,13 +51,19 @@ def run(
     log_level: Annotated[str, typer.Option(help="Nodes' console log level (debug, info, warn, error); the event "
                                                 'record is complete whatever it is.')] = 'warn',
 ) -> None:
-    """Run one ED episode on the embedded simulator and write DIR/report.json."""
+    """Run one ED episode on the embedded simulator and write DIR/report.json.
+
+    Exit code: 0 if the outcome is the scenario's expected one, 1 for another outcome, 2 for
+    bad input, 3 if the team did not start, 130/143 if interrupted by SIGINT/SIGTERM (the
+    report and the record so far are written).
+    """
     from robot_team.config import ConfigError, load_scenario
+    from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
     try:
         loaded = load_scenario(scenario)
     except ConfigError as exc:
         console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(2) from exc
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
     options = {}
     if brain == 'openai':
         # Sim time keeps running while a brain waits on the LLM: run slower than protocol runs.
@@ -66,10 +73,16 @@ def run(
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
                                     log_level, namespace)
-    except (ConfigError, RuntimeError, ValueError) as exc:
+    except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(1) from exc
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    except RuntimeError as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(EXIT_NOT_STARTED) from exc
     print_summary(result.report)
+    code = exit_code(result.report)
+    if code:
+        raise typer.Exit(code)
 
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
@@ -129,6 +142,15 @@ def print_summary(report: dict) -> None:
             console.print(f'  lesson: {line}')
     if report['guards']:
         console.print('[bold]Guards[/bold] ' + ', '.join(f'{k}: {v}' for k, v in report['guards'].items()))
+    decisions = {k: v for k, v in (report.get('decisions') or {}).items() if v}
+    if decisions or report.get('takeovers'):
+        console.print('[bold]Decisions[/bold] ' + ', '.join(f'{k}: {v}' for k, v in decisions.items())
+                      + f"; takeovers: {report.get('takeovers', 0)}")
+    for applied in report.get('safe_defaults') or []:
+        console.print(f"[yellow]safe default[/yellow] {applied['directive']} after the {applied['deadline']} deadline "
+                      f"({applied['escalation_id']}): {applied['reason']}")
+    if report.get('interrupted_by'):
+        console.print(f"[red]interrupted[/red] by {report['interrupted_by']}: the record so far is written")
     llm = (report.get('llm') or {}).get('total') or {}
     if llm.get('requests') or llm.get('errors'):
         per = report['llm']['per_robot']

@@ -163,11 +163,47 @@ class OperatorAnswer(BaseModel):
 
 
 class Deadlines(BaseModel):
-    """Deadlines the supervisor enforces, in sim seconds."""
+    """Deadlines the supervisor enforces, in sim seconds, and what it does when the manager misses one.
+
+    The team never stalls silently: from the patient cue to the reflection, whenever only the
+    manager can move the onboarding on, a deadline runs; when it passes, the supervisor pages a
+    human (an escalation) and applies ``safe_default``.
+
+    Rationale of the defaults (sim seconds; the published onboarding takes about 310 s of sim
+    time with the protocol brain, whose decisions take milliseconds):
+
+    - ``decision_s`` 120: the patient waits at most two minutes for the team's first step, and
+      never longer between steps. A well-behaved LLM manager needs a few requests per step (a
+      few wall seconds on a hosted model, 6-7 s per request for a 0.5B model on 2 CPU cores):
+      24 wall s at the LLM runs' default sim speed (5x), enough for a few requests, and no
+      bound at all on the model in ``lockstep`` sim time, where sim time waits for the LLM.
+    - ``issue_handling_s`` 60: a failure report (the HCW does not come, the path is blocked) is
+      more urgent than a routine next step, as in the published evaluation's issue-handling
+      metric ("right after the failure report").
+    - ``onboarding_s`` 900: patient cue to reflection, about three times the protocol brain's
+      run, and below a scenario's default 1200 s time limit, so that a human is paged before
+      the run is cut off.
+    - ``task_s`` 600: the longest a robot may work on one task (an escort across the floor at
+      0.5 m/s takes about 100 s; a page waits 30 s).
+    - ``safe_default`` ``takeover``: the protocol brain (the deterministic reference policy)
+      takes over the manager's role for the rest of the episode, so the patient is served
+      while the human reads the escalation. ``hold``: the manager stops deciding until a human
+      answers that escalation (the hook of the supervisor's stop-and-hold). ``escalate``: page
+      the human only (the manager keeps its brain: for experiments that study what an LLM
+      does after a human's answer).
+    """
 
     model_config = ConfigDict(extra='forbid')
     issue_handling_s: float = Field(60.0, gt=0, description='After a failure report, time for the manager to act.')
     task_s: float = Field(600.0, gt=0, description='Longest a delegated task may run.')
+    decision_s: float = Field(120.0, gt=0, description='After the patient cue, a successful report or a human '
+                                                       'decision, time for the manager to delegate, escalate or '
+                                                       'reflect.')
+    onboarding_s: float = Field(900.0, gt=0, description='From the patient cue, time for the whole onboarding '
+                                                         '(until the reflection is recorded).')
+    safe_default: Literal['takeover', 'hold', 'escalate'] = Field(
+        'takeover', description='What the supervisor applies, besides the escalation, when the manager misses '
+                                'a deadline: the protocol brain takes over, the team holds, or escalate only.')
 
 
 class ManagerPolicy(BaseModel):

@@ -9,12 +9,15 @@ as a gap) and publishes them on ``/team/events``. The recorder writes them with 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+_log = logging.getLogger(__name__)
 
 
 class EventKind(str, Enum):
@@ -57,7 +60,9 @@ class EventKind(str, Enum):
     FALSE_COMPLETION = 'false_completion'    # a success claim contradicting ground truth
     REFLECTION = 'reflection'                # data: the Reflection as dict
     REFLECTION_REJECTED = 'reflection_rejected'
-    EPISODE_FINISHED = 'episode_finished'    # data: outcome
+    EPISODE_FINISHED = 'episode_finished'    # data: outcome (success, failure, escalated, timeout, interrupted)
+    SAFE_DEFAULT = 'safe_default'            # supervisor: a missed manager deadline's safe default; data: directive
+    TAKEOVER = 'takeover'                    # manager: the protocol brain took over its role; data: escalation_id
     SIM = 'sim'                              # ground truth from the simulator; data: what, ...
     INPUT_ERROR = 'input_error'              # bad input (scenario, world, directory, message)
     BRAIN_ERROR = 'brain_error'              # a brain raised or replied garbage; data: error
@@ -160,15 +165,24 @@ class EventEmitter:
         ``kind`` and ``summary`` are positional-only, so a payload may carry its own ``summary``
         key (e.g. a task report's) in ``data``.
         """
+        from rclpy.exceptions import InvalidHandle
         kind_value = kind.value if isinstance(kind, EventKind) else str(kind)
         with self._lock:
             self._seq += 1
-            now = self._node.get_clock().now().nanoseconds * 1e-9
+            try:
+                now = self._node.get_clock().now().nanoseconds * 1e-9
+            except InvalidHandle:
+                now = 0.0
             event = TeamEventModel(stamp_s=now, wall_time=time.time(), seq=self._seq,
                                    actor=self._actor, kind=kind_value, target=target,
                                    summary=summary, reason=reason, data=data)
             self.history.append(event)
-            self._pub.publish(event.to_msg())
+            try:
+                self._pub.publish(event.to_msg())
+            except InvalidHandle:   # the node is gone (its episode ended): say so, never raise into the caller
+                _log.error('%s: event after its node was destroyed, not recorded: [%s] %s', self._actor,
+                           kind_value, summary)
+                return event
         text = f'[{kind_value}] {summary}' + (f' (why: {reason})' if reason else '')
         log = self._node.get_logger()
         if kind_value in (EventKind.NODE_CRASHED.value, EventKind.INPUT_ERROR.value,

@@ -52,6 +52,7 @@ SEND_INSTRUCTION = 'team/supervisor/send_instruction'
 TEAM_HOLD = 'team/hold'
 INSTRUCTIONS = 'team/instructions'
 STAFF_BOARD = 'team/staff'
+SUPERVISOR_DIRECTIVES = 'team/supervisor/directives'   # robot_team/msg/SupervisorDirective (safe defaults)
 
 # ED floor infrastructure (served by the embedded simulator, or by the hospital's systems),
 # relative to the team namespace.

@@ -6,7 +6,13 @@ Shape (JSON)::
      tasks: [{task_id, name, robot, status, issue, summary, judged_status, evidence}],
      escalations: [{escalation_id, task_id, raised_by, reason, decision, hcw_id, operator_id}],
      reflection, guards: {kind: count}, sim_time_s, wall_time_s, real_time_factor,
-     events: {count, files, sequence_gaps, complete}}
+     events: {count, files, sequence_gaps, complete}, llm,
+     decisions: {llm, protocol, fallback, human}, takeovers, safe_defaults: [...]}
+
+``outcome`` is the last ``episode_finished`` event's: ``success``, ``failure``, ``escalated``,
+``timeout`` (the sim time limit), ``interrupted`` (SIGINT/SIGTERM), ``start_error``.
+``decisions`` counts decisions per source (:mod:`robot_team.decisions`); ``safe_defaults`` lists
+what the supervisor applied when the manager missed a deadline.
 
 ``evidence`` condenses each task's ground truth: Nav2 goal results for navigation, the badge
 scan and directory record for info collection, the display service reply for display.
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from robot_team.decisions import count_decisions, count_takeovers
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.recorder import sequence_gaps
 from robot_team.tools.catalog import EVIDENCE_TOOLS
@@ -108,6 +115,10 @@ def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mod
         'real_time_factor': round(sim_time / wall_time_s, 2) if wall_time_s > 0 else None,
         'events': {'count': len(events), 'files': files or {}, 'sequence_gaps': gaps, 'complete': not gaps},
         'llm': llm_usage(events),
+        'decisions': count_decisions(events), 'takeovers': count_takeovers(events),
+        'safe_defaults': [{k: e.data.get(k) for k in ('directive', 'directive_id', 'escalation_id', 'deadline', 'cue')}
+                          | {'reason': e.reason, 'sim_time_s': round(e.stamp_s, 3)}
+                          for e in by_kind.get(EventKind.SAFE_DEFAULT.value, [])],
     }
 
 

@@ -9,6 +9,12 @@ Two modes share everything but process layout:
 
 The simulator starts last, once every other node is up, so sim time (and the patient's
 arrival) starts when the team is ready.
+
+Everything the episode starts ends with it (:mod:`robot_team.lifecycle`): the team's work is
+stopped while the executor still spins (brain threads, LLM requests in flight, tasks, the
+simulator's waits), then the executor and the nodes; ``report.json``'s ``teardown`` names any
+thread that outlived the episode. SIGINT and SIGTERM end the episode with outcome
+``interrupted``; its report and record are written all the same.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Callable
 
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventEmitter, EventKind, TeamEventModel
+from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.names import OPERATOR, SUPERVISOR, Robot, clock_remap, join, validate_namespace
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
@@ -132,6 +139,7 @@ class Episode:
         self.real_time_factor = real_time_factor or scenario.real_time_factor
         self.on_event = on_event
         self._children: dict[str, subprocess.Popen] = {}
+        self._interrupt: Interrupt | None = None
         self._crashed: set[str] = set()
         self.nodes: list = []
         """The nodes this process ran (in-process mode; kept after the run for inspection)."""
@@ -150,6 +158,7 @@ class Episode:
         except ConfigError as exc:
             self._record_input_error(exc, time.monotonic() - wall_start)
             raise
+        threads_before = set(threading.enumerate())
         context = rclpy.Context()
         rclpy.init(args=['--ros-args', '--log-level', self.log_level, *self._namespace_args()], context=context,
                    domain_id=self.domain_id)
@@ -159,16 +168,47 @@ class Episode:
         self.events = EventEmitter(recorder, 'runner')
         nodes = self.nodes = [recorder]
         executor.add_node(recorder)
-        spin = threading.Thread(target=executor.spin, daemon=True)
+        spin = threading.Thread(target=executor.spin, name='episode-executor', daemon=True)
         spin.start()
-        try:
-            if self.processes:
-                self._start_processes(paths)
-            else:
-                for node in self._make_nodes(context, paths):
-                    nodes.append(node)
-                    executor.add_node(node)
-            self._wait_started(recorder, timeout_s=60.0)
+        start_error: RuntimeError | None = None
+        with Interrupt() as interrupt:
+            try:
+                self._run_team(context, paths, executor, recorder, nodes, interrupt)
+            except RuntimeError as exc:   # the team did not come up: recorded, reported, then raised
+                start_error = exc
+                self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: the team did not start',
+                                 reason=str(exc), outcome='start_error')
+            finally:
+                events, teardown = self._teardown(executor, spin, recorder, nodes, context, threads_before)
+        wall_time = time.monotonic() - wall_start
+        files = write_record(events, self.out_dir, join(self.namespace, 'team/events'))
+        report = build_report(events, scenario=self.scenario.name, brain=self.brain,
+                              mode='processes' if self.processes else 'in-process',
+                              expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
+        report['namespace'] = self.namespace
+        report['teardown'] = teardown
+        if report['outcome'] == 'interrupted':
+            report['interrupted_by'] = interrupt.signal_name
+        report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
+                           'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
+        (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
+        if start_error is not None:
+            raise start_error
+        return RunResult(report=report, out_dir=self.out_dir, events=events)
+
+    def _run_team(self, context, paths: dict, executor, recorder: TeamRecorder, nodes: list,
+                  interrupt: Interrupt) -> None:
+        """Start the team and the simulator, and wait for the episode's end, its time limit or a signal."""
+        from rclpy.parameter import Parameter
+        self._interrupt = interrupt
+        finished = None
+        if self.processes:
+            self._start_processes(paths)
+        else:
+            for node in self._make_nodes(context, paths):
+                nodes.append(node)
+                executor.add_node(node)
+        if self._wait_started(recorder, timeout_s=60.0, interrupt=interrupt):
             if self.processes:
                 self._start_process('ed_sim', [sys.executable, '-m', 'robot_team.sim.sim_node'],
                                     {'scenario': paths['scenario'], 'real_time_factor': self.real_time_factor})
@@ -178,35 +218,41 @@ class Episode:
                     Parameter('real_time_factor', value=float(self.real_time_factor))])
                 nodes.append(sim)
                 executor.add_node(sim)
-            finished = self._wait_finished(recorder)
-            if finished is None:
+            finished = self._wait_finished(recorder, interrupt)
+            if finished is None and not interrupt.is_set():
                 self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
                                  reason=f'no episode end within {self.scenario.time_limit_s:.0f} s of sim time',
                                  outcome='timeout')
-        finally:
-            self._stop_processes()
-            time.sleep(0.2)   # let the last events arrive
-            events = recorder.events()
-            for node in reversed(nodes):
-                executor.remove_node(node)
-            # Let callbacks already queued in the executor's thread pool finish before its guard
-            # condition is destroyed (else rclpy reports "exception was never retrieved").
-            time.sleep(0.3)
-            executor.shutdown(timeout_sec=2.0)
-            spin.join(timeout=5.0)
-            for node in reversed(nodes):
-                node.destroy_node()
-            context.try_shutdown()
-        wall_time = time.monotonic() - wall_start
-        files = write_record(events, self.out_dir, join(self.namespace, 'team/events'))
-        report = build_report(events, scenario=self.scenario.name, brain=self.brain,
-                              mode='processes' if self.processes else 'in-process',
-                              expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
-        report['namespace'] = self.namespace
-        report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
-                           'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
-        (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
-        return RunResult(report=report, out_dir=self.out_dir, events=events)
+        if finished is None and interrupt.is_set():
+            self.events.emit(EventKind.EPISODE_FINISHED, f'episode stopped: {interrupt.signal_name} received',
+                             reason=f'{interrupt.signal_name}: the run was interrupted; the record so far is kept',
+                             outcome='interrupted', signal=interrupt.signal_name)
+
+    def _teardown(self, executor, spin: threading.Thread, recorder: TeamRecorder, nodes: list, context,
+                  threads_before: set) -> tuple[list[TeamEventModel], dict]:
+        """End everything the episode started; return its events and what did not end cleanly.
+
+        The team's work stops first, while the executor spins (what it records on its way out
+        reaches the record), then the node processes, the executor, the nodes, the context.
+        """
+        from robot_team.llm.inflight import in_flight
+        not_stopped = stop_nodes(nodes)
+        self._stop_processes()
+        time.sleep(0.2)   # let the last events arrive
+        events = recorder.events()
+        for node in reversed(nodes):
+            executor.remove_node(node)
+        # Let callbacks already queued in the executor's thread pool finish before its guard
+        # condition is destroyed (else rclpy reports "exception was never retrieved").
+        time.sleep(0.3)
+        callbacks_finished = shutdown_executor(executor, spin, timeout_s=5.0)
+        for node in reversed(nodes):
+            node.destroy_node()
+        context.try_shutdown()
+        left = threads_left(threads_before)
+        return events, {'clean': not (not_stopped or left or not callbacks_finished or in_flight()),
+                        'nodes_not_stopped': not_stopped, 'callbacks_finished': callbacks_finished,
+                        'threads_left': left, 'llm_requests_in_flight': in_flight()}
 
     def _namespace_args(self, node: str | None = None) -> list[str]:
         """Return the ``--ros-args`` remaps that put the team (or one ``node`` of it) in its namespace.
@@ -289,6 +335,8 @@ class Episode:
         log.close()
 
     def _check_children(self) -> None:
+        if self._interrupt is not None and self._interrupt.is_set():
+            return   # a Ctrl-C reaches the whole process group: the nodes stop on their own, as asked
         for name, proc in self._children.items():
             code = proc.poll()
             if code is not None and name not in self._crashed:
@@ -299,11 +347,11 @@ class Episode:
                                  reason='process ended before the episode did', returncode=code,
                                  log_tail=tail)
 
-    def _stop_processes(self) -> None:
+    def _stop_processes(self, timeout_s: float = 5.0) -> None:
         for proc in self._children.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + timeout_s
         for proc in self._children.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -313,12 +361,21 @@ class Episode:
 
     # -- waiting --
 
-    def _wait_started(self, recorder: TeamRecorder, timeout_s: float) -> None:
+    def _wait_started(self, recorder: TeamRecorder, timeout_s: float, interrupt: Interrupt) -> bool:
+        """Wait until every team node started; return False if interrupted first.
+
+        Raises
+        ------
+        RuntimeError
+            If a node crashed or did not start within ``timeout_s`` (wall).
+        """
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if interrupt.is_set():
+                return False
             started = {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
             if set(TEAM) <= started:
-                return
+                return True
             self._check_children()
             if self._crashed:
                 raise RuntimeError(f"team node(s) {', '.join(sorted(self._crashed))} crashed at start-up; "
@@ -327,10 +384,10 @@ class Episode:
         missing = set(TEAM) - {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
         raise RuntimeError(f"team node(s) {', '.join(sorted(missing))} did not start within {timeout_s:.0f} s")
 
-    def _wait_finished(self, recorder: TeamRecorder) -> TeamEventModel | None:
+    def _wait_finished(self, recorder: TeamRecorder, interrupt: Interrupt) -> TeamEventModel | None:
         limit = self.scenario.time_limit_s
         wall_deadline = time.monotonic() + limit / self.real_time_factor * 3.0 + 60.0
-        while time.monotonic() < wall_deadline:
+        while time.monotonic() < wall_deadline and not interrupt.is_set():
             found = recorder.wait_for(lambda e: e.kind == EventKind.EPISODE_FINISHED.value, 0.1)
             if found is not None:
                 return found

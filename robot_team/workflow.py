@@ -1,8 +1,10 @@
 """The ED workflow and its deadlines, enforced as pure logic (no ROS): the supervisor's rulebook.
 
 :class:`WorkflowPolicy` decides whether a delegation may start (:meth:`WorkflowPolicy.authorize`),
-records robots' reports, runs the deadlines (issue handling after a failure, longest task
-duration) and keeps the escalations and the humans' decisions. Every refusal carries an
+records robots' reports, runs the deadlines (the manager's: first step after the patient cue,
+next step after a report or a human decision, issue handling after a failure, the whole
+onboarding; the robots': longest task duration) and keeps the escalations and the humans'
+decisions. Every refusal carries an
 explanation the manager (possibly an LLM) can act on: what rule, what state, what to do next.
 
 All times are ROS times in seconds (sim time in runs); the caller passes ``now_s``.
@@ -89,17 +91,27 @@ class TaskState(BaseModel):
     finished_s: float | None = None
 
 
+DeadlineKind = Literal['issue_handling', 'task', 'decision', 'onboarding']
+
+MANAGER_DEADLINES = frozenset({'issue_handling', 'decision', 'onboarding'})
+"""Deadlines only the manager can meet: missing one is a stall of the team (safe default applies)."""
+
+
 class Deadline(BaseModel):
     """One deadline the supervisor watches.
 
     ``kind='issue_handling'``: after ``task_id`` failed, the manager must delegate that task type
     again or escalate ``task_id`` before ``due_s``. ``kind='task'``: ``task_id`` must report
-    before ``due_s``.
+    before ``due_s``. ``kind='decision'``: after ``cue`` (the patient's arrival, a successful
+    report on ``task_id``, a human decision), the manager must get a delegation (or the
+    reflection) authorized, or a human must be paged (any escalation), before ``due_s``.
+    ``kind='onboarding'``: the reflection must be recorded before ``due_s`` (from the patient cue).
     """
 
-    kind: Literal['issue_handling', 'task']
-    task_id: str
-    task_type: TaskType
+    kind: DeadlineKind
+    task_id: str = Field('', description="The task it is about ('' for the patient-level deadlines).")
+    task_type: TaskType | None = None
+    cue: str = Field('', description="What started it, e.g. 'patient P-0001 arrived', 'report nav-2'.")
     started_s: float
     duration_s: float
     state: Literal['pending', 'met', 'missed'] = 'pending'
@@ -143,6 +155,7 @@ class WorkflowState(BaseModel):
     tasks: list[TaskState]
     escalations: list[EscalationState]
     deadlines: list[Deadline]
+    patient_id: str = Field('', description='The patient whose arrival started the onboarding deadlines.')
     closed: bool = Field(description="Whether a human closed the episode with an 'abort' decision.")
     closed_by: str = Field('', description="The escalation whose 'abort' closed the episode.")
 
@@ -179,6 +192,16 @@ class WorkflowPolicy:
        the episode closed by ``abort``, or the latest operational task failed and an escalation
        about it was resolved; once a reflection runs or succeeded, no second one.
 
+    Deadlines (:class:`Deadline`; durations from :class:`~robot_team.config.Deadlines`):
+
+    - ``decision``: started by the patient cue (:meth:`patient_arrived`), a successful report
+      and a human decision, unless a task runs or one is pending; met by any approved
+      authorization (a delegation, the reflection) or any escalation (a human is paged);
+    - ``issue_handling``: started by a failure report; met by a delegation of that task type or
+      the manager's escalation of that task;
+    - ``onboarding``: started by the patient cue; met by the reflection's report;
+    - ``task``: started by each operational delegation; met by its report.
+
     Thread-safe (one lock); pure logic, no ROS. Deadline starts and met deadlines are queued for
     :meth:`take_deadline_changes`; missed ones are returned by :meth:`due`.
     """
@@ -192,6 +215,7 @@ class WorkflowPolicy:
         self._deadlines: list[Deadline] = []
         self._changes: list[DeadlineChange] = []
         self._closed_by = ''
+        self._patient_id = ''
 
     # --- Authorization ------------------------------------------------------------------------
 
@@ -218,6 +242,8 @@ class WorkflowPolicy:
             for deadline in self._pending('issue_handling'):
                 if deadline.task_type is kind:
                     self._close(deadline, 'met', f'delegation {task_id}', now_s)
+            for deadline in self._pending('decision'):
+                self._close(deadline, 'met', f'delegation {task_id}', now_s)
             if kind in OPERATIONAL_TASKS:   # the reflection is the manager's own work, not a robot's
                 self._start(Deadline(kind='task', task_id=task_id, task_type=kind, started_s=now_s,
                                      duration_s=self.deadlines.task_s))
@@ -328,7 +354,13 @@ class WorkflowPolicy:
                     self._close(deadline, 'met', 'report', now_s)
             if task.status == 'failure' and task.task_type in OPERATIONAL_TASKS:
                 self._start(Deadline(kind='issue_handling', task_id=task.task_id, task_type=task.task_type,
-                                     started_s=now_s, duration_s=self.deadlines.issue_handling_s))
+                                     cue=f'failure report {task.task_id}', started_s=now_s,
+                                     duration_s=self.deadlines.issue_handling_s))
+            elif task.task_type in OPERATIONAL_TASKS:
+                self._start_decision(f'report {task.task_id}', now_s, task)
+            elif task.status == 'success':   # the reflection: the onboarding is done
+                for deadline in self._pending('onboarding'):
+                    self._close(deadline, 'met', f'reflection {task.task_id}', now_s)
             return task.model_copy(deep=True)
 
     # --- Deadlines ----------------------------------------------------------------------------
@@ -357,6 +389,43 @@ class WorkflowPolicy:
         with self._lock:
             changes, self._changes = self._changes, []
             return changes
+
+    # --- The patient cue and the manager's deadlines -------------------------------------------
+
+    def patient_arrived(self, patient_id: str, now_s: float) -> bool:
+        """Start the onboarding's deadlines for ``patient_id``'s arrival at ROS time ``now_s`` (s).
+
+        Starts a ``decision`` deadline (the manager's first step, ``deadlines.decision_s``) and
+        the ``onboarding`` deadline (the reflection, ``deadlines.onboarding_s``). Returns False,
+        changing nothing, for a repeat of the same cue or a second patient (one per episode).
+
+        Raises
+        ------
+        ValueError
+            If ``patient_id`` is empty.
+        """
+        patient_id = _text(patient_id).strip()
+        if not patient_id:
+            raise ValueError('a patient cue needs a patient ID')
+        with self._lock:
+            if self._patient_id:
+                return False
+            self._patient_id = patient_id
+            self._start_decision(f'patient {patient_id} arrived', now_s)
+            self._start(Deadline(kind='onboarding', cue=f'patient {patient_id} arrived', started_s=now_s,
+                                 duration_s=self.deadlines.onboarding_s))
+            return True
+
+    def _start_decision(self, cue: str, now_s: float, task: TaskState | None = None) -> None:
+        """Start a ``decision`` deadline after ``cue``, unless one is pending or a task runs (lock held).
+
+        A pending one keeps its earlier start: the patient has been waiting since then.
+        """
+        if self._pending('decision') or any(t.status == 'running' for t in self._tasks.values()):
+            return
+        self._start(Deadline(kind='decision', task_id=task.task_id if task else '',
+                             task_type=task.task_type if task else None, cue=cue, started_s=now_s,
+                             duration_s=self.deadlines.decision_s))
 
     # --- Escalations --------------------------------------------------------------------------
 
@@ -389,6 +458,8 @@ class WorkflowPolicy:
                 for deadline in self._pending('issue_handling'):
                     if deadline.task_id == task_id:
                         self._close(deadline, 'met', f'escalation {escalation_id}', now_s)
+            for deadline in self._pending('decision'):   # a human is paged
+                self._close(deadline, 'met', f'escalation {escalation_id}', now_s)
             return escalation_id
 
     def resolve(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
@@ -418,6 +489,7 @@ class WorkflowPolicy:
             escalation.note = note or ''
             escalation.operator_id = operator_id or ''
             escalation.resolved_s = now_s
+            self._start_decision(f'decision on {escalation_id}', now_s)
             about = f' on {escalation.task_id}' if escalation.task_id else ''
             if decision == 'abort':
                 self._closed_by = escalation_id
@@ -460,7 +532,7 @@ class WorkflowPolicy:
                 tasks=[t.model_copy(deep=True) for t in self._tasks.values()],
                 escalations=[e.model_copy(deep=True) for e in self._escalations.values()],
                 deadlines=[d.model_copy(deep=True) for d in self._deadlines],
-                closed=bool(self._closed_by), closed_by=self._closed_by)
+                closed=bool(self._closed_by), closed_by=self._closed_by, patient_id=self._patient_id)
 
     # --- Internals ----------------------------------------------------------------------------
 

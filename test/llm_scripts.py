@@ -58,3 +58,14 @@ def misbehaving_policies() -> dict:
         return scripted.info_collection_stepwise(body)   # reads each result, so it can lie about one
 
     return {**scripted.ideal_policies(), 'manager': manager, 'info_collection_robot': info}
+
+
+def escalate_only(name: str = 'onboarding'):
+    """Return scenario ``name`` whose supervisor only escalates when the manager misses a deadline.
+
+    No takeover: the LLM keeps the manager's role after the human's decision, so a scripted
+    manager can show its later failure modes (the default safe default hands the role over).
+    """
+    from robot_team.config import load_scenario
+    scenario = load_scenario(name)
+    return scenario.model_copy(update={'deadlines': scenario.deadlines.model_copy(update={'safe_default': 'escalate'})})

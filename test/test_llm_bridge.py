@@ -545,7 +545,7 @@ def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
         raise RuntimeError('stopped by the test')
     monkeypatch.setattr(robot_team.runner, 'run_episode', fake_run_episode)
     result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--no-kb', '--quiet', '--out', '/tmp/unused'])
-    assert result.exit_code == 1 and 'stopped by the test' in result.output
+    assert result.exit_code == 3 and 'stopped by the test' in result.output   # the team did not start
     assert seen['brain'] == 'openai' and seen['brain_options'] == {'kb': False}
     assert seen['real_time_factor'] == 5.0                       # config/llm.yaml: sim time runs during LLM waits
     CliRunner().invoke(app, ['run', '--quiet', '--out', '/tmp/unused'])

@@ -7,7 +7,7 @@ must stop; for each, the record shows the guard and the floor outcome stays corr
 
 import pytest
 
-from llm_scripts import misbehaving_policies, use_llm_server
+from llm_scripts import escalate_only, misbehaving_policies, use_llm_server
 from robot_team.llm import scripted
 from robot_team.llm.fakeserver import ScriptedServer
 
@@ -48,7 +48,7 @@ def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id,
     from robot_team.runner import run_episode
     with ScriptedServer(misbehaving_policies()) as server:
         llm_env(server)
-        result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
+        result = run_episode(escalate_only('onboarding'), tmp_path / 'run', brain='openai', domain_id=domain_id,
                              brain_options={'kb': False}, real_time_factor=40.0)
     report = result.report
     refused = events(result, 'tool_refused')
@@ -56,7 +56,7 @@ def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id,
     assert not [e for e in events(result, 'tool_call') if e.actor == 'manager']
     escalations = report['escalations']
     assert escalations and escalations[0]['raised_by'] == 'supervisor'                     # 2
-    assert events(result, 'deadline_missed')
+    assert events(result, 'deadline_missed') and not events(result, 'takeover')
     assert any('display must wait' in e.reason for e in events(result, 'workflow_violation'))  # 3
     misaligned = [e for e in events(result, 'workflow_violation') if e.reason == 'role misalignment']
     assert len(misaligned) == 1 and misaligned[0].actor == 'manager'                       # 4

@@ -9,7 +9,7 @@ correct; the attempted view loses the points the published hand scoring would ta
 
 import pytest
 
-from llm_scripts import misbehaving_policies, use_llm_server
+from llm_scripts import escalate_only, misbehaving_policies, use_llm_server
 from robot_team.evaluation.rubric import Metric, score_run
 from robot_team.reports import TaskType
 
@@ -23,7 +23,7 @@ def test_scripted_failure_modes_lose_the_expected_points(tmp_path, domain_id, mo
     from robot_team.runner import run_episode
     with fakeserver.ScriptedServer(misbehaving_policies()) as server:
         use_llm_server(monkeypatch, server)
-        result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
+        result = run_episode(escalate_only('onboarding'), tmp_path / 'run', brain='openai', domain_id=domain_id,
                              brain_options={'kb': False}, real_time_factor=40.0)
     assert result.report['outcome'] == 'success'   # the floor stayed correct
     score = score_run(result.events)

@@ -236,9 +236,12 @@ def test_task_deadline_met_by_a_report(policy):
     [started] = policy.take_deadline_changes()
     assert (started.change, started.deadline.kind, started.deadline.due_s) == ('started', 'task', 600.0)
     report(policy, nav, 'navigation', 'success', 100.0)
-    [met] = policy.take_deadline_changes()
+    [met, decision] = policy.take_deadline_changes()
     assert (met.change, met.deadline.kind, met.deadline.met_by) == ('met', 'task', 'report')
-    assert policy.due(10_000.0) == []
+    # the manager's next step is due now: a decision deadline from the report
+    assert (decision.change, decision.deadline.kind, decision.deadline.cue) == ('started', 'decision', f'report {nav}')
+    assert [(d.kind, d.due_s) for d in policy.due(10_000.0)] == [('decision', 220.0)]
+    assert policy.due(20_000.0) == []
 
 
 def test_escalations_validate_and_resolve_once(policy):

@@ -13,9 +13,16 @@ and judgment is an event on ``team/events``. The logic is :class:`~robot_team.co
 this node is its ROS side (:class:`~robot_team.core.manager.ManagerPorts`): subscriptions feed
 the core's observation, clients carry out its actions.
 
+The supervisor's safe defaults arrive on ``team/supervisor/directives`` (SupervisorDirective):
+``takeover`` hands the manager's role to the protocol brain for the rest of the episode,
+``hold`` stops its decisions until a human answers the named escalation.
+
 Threading model: subscriptions and client callbacks run on a ``MultiThreadedExecutor``; the
 brain runs on a dedicated worker thread that is woken when the observation changes, so a slow
 brain (an LLM) never blocks ROS callbacks. The worker waits on futures the executor completes.
+:meth:`ManagerNode.stop` ends the worker (cancelling an LLM request in flight) while the
+executor still spins; :meth:`ManagerNode.destroy_node` stops first, so no brain callback ever
+reaches a destroyed node.
 """
 
 from __future__ import annotations
@@ -91,12 +98,14 @@ class ManagerNode(Node):
         brain = brain or make_manager_brain(self.get_parameter('brain').value,
                                             self.get_parameter('issue_handling').value, events=self.events,
                                             kb=bool(self.get_parameter('kb').value))
+        self._first_brain = brain
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self._group = ReentrantCallbackGroup()
         self._stop = threading.Event()
 
         from robot_team.action import ExecuteTask
-        from robot_team.msg import Escalation, HumanDecision, Instruction, PatientArrival, TeamHold
+        from robot_team.msg import (
+            Escalation, HumanDecision, Instruction, PatientArrival, SupervisorDirective, TeamHold)
         from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
         qos = reliable_qos()
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
@@ -105,7 +114,12 @@ class ManagerNode(Node):
         self._submit = self.create_client(SubmitReport, names.SUBMIT_REPORT, callback_group=self._group)
         self._robots = {robot: ActionClient(self, ExecuteTask, names.robot_name(robot, names.EXECUTE_TASK),
                                             callback_group=self._group) for robot in ROBOTS}
-        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS)
+        issue_handling = self.get_parameter('issue_handling').value
+
+        def protocol_brain() -> ManagerBrain:   # the brain that takes over on a supervisor's directive
+            from robot_team.brains.protocol import ManagerProtocolBrain
+            return ManagerProtocolBrain(issue_handling=issue_handling)
+        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain)
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, qos,
                                  callback_group=self._group)
         self.create_subscription(Escalation, names.ESCALATIONS, self.escalation_callback, qos,
@@ -115,6 +129,8 @@ class ManagerNode(Node):
         self.create_subscription(Instruction, names.INSTRUCTIONS, self.instruction_callback, qos,
                                  callback_group=self._group)
         self.create_subscription(TeamHold, names.TEAM_HOLD, self.hold_callback, reliable_qos(depth=1),
+                                 callback_group=self._group)
+        self.create_subscription(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, self.directive_callback, qos,
                                  callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
@@ -162,6 +178,19 @@ class ManagerNode(Node):
     def hold_callback(self, msg) -> None:
         """Pause the core while the supervisor holds the team; resume on release."""
         self.core.on_hold(msg.active, list(msg.escalation_ids), msg.reason)
+
+    def directive_callback(self, msg) -> None:
+        """Carry out the supervisor's safe default for the manager: a takeover or a hold."""
+        if msg.target != 'manager':
+            return
+        if msg.directive == msg.TAKEOVER:
+            self.core.take_over(msg.escalation_id, msg.reason)
+        elif msg.directive == msg.HOLD:
+            self.core.hold(msg.escalation_id, msg.reason)
+        else:
+            self.events.emit(EventKind.INPUT_ERROR, f'unknown supervisor directive {msg.directive!r}',
+                             target=msg.directive_id, reason=f"expected '{msg.TAKEOVER}' or '{msg.HOLD}'",
+                             directive=msg.directive, directive_id=msg.directive_id)
 
     # -- ManagerPorts (called from the core's worker thread) --
 
@@ -228,10 +257,25 @@ class ManagerNode(Node):
         """Return ROS time, s (sim time under use_sim_time)."""
         return ros_now_s(self)
 
-    def destroy_node(self) -> None:
-        """Stop the brain thread, then destroy the node."""
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """End the brain thread (cancelling its LLM request in flight); return whether it ended in ``timeout_s``.
+
+        Call it while the executor still spins, so that what the brain records on its way out
+        reaches the record; idempotent.
+        """
         self._stop.set()
-        self._worker.join(timeout=5.0)
+        self.core.stop()
+        self._worker.join(timeout=timeout_s)
+        if self._worker.is_alive():
+            self.get_logger().error(f'manager brain thread still running {timeout_s:g} s after stop')
+            return False
+        return True
+
+    def destroy_node(self) -> None:
+        """Stop the brain thread, release the brains (their LLM clients), then destroy the node."""
+        if self.stop():
+            for brain in {id(b): b for b in (self._first_brain, self.core.brain)}.values():
+                brain.close()
         super().destroy_node()
 
 

@@ -6,6 +6,11 @@ accepted goal it runs :class:`~robot_team.core.robot.RobotCore` (the brain with 
 truth, the journal attached as evidence), submits the report to the supervisor
 (``team/supervisor/submit_report``, the one place reports are recorded) and then returns it as
 the action result, so the supervisor has the report before the manager sees it.
+
+:meth:`RobotNode.stop` ends the robot's work with the episode: no new goal is accepted, the
+running task is cancelled (its brain's LLM request in flight too, its motion stopped) and the
+execute callback is waited for, while the executor still spins; :meth:`RobotNode.destroy_node`
+stops first, then releases the brain.
 """
 
 from __future__ import annotations
@@ -98,6 +103,8 @@ class RobotNode(Node):
         self.toolbox = Toolbox(role, self.events, clock=lambda: ros_now_s(self))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
+        self._stopping = False
+        self._running_task = ''
         self._add_tools()
         brain = brain or make_brain(role, self.get_parameter('brain').value, events=self.events,
                                     kb=bool(self.get_parameter('kb').value))
@@ -147,6 +154,11 @@ class RobotNode(Node):
 
     def goal_callback(self, goal) -> GoalResponse:
         """Accept a task of this robot's type when idle; reject (and record) anything else."""
+        if self._stopping:
+            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: stopping',
+                             target=goal.task_id, reason='the robot is stopping with the episode',
+                             task_id=goal.task_id)
+            return GoalResponse.REJECT
         if not self.core.accepts(goal.task_type):
             self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected a {goal.task_type} task',
                              target=goal.task_id, reason=f'{self.role} executes only {self.task_type.value} tasks',
@@ -172,7 +184,11 @@ class RobotNode(Node):
         from robot_team.action import ExecuteTask
         goal = goal_handle.request
         with self._busy:
-            report = self._run(goal, goal_handle)
+            self._running_task = goal.task_id
+            try:
+                report = self._run(goal, goal_handle)
+            finally:
+                self._running_task = ''
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
@@ -195,6 +211,10 @@ class RobotNode(Node):
             goal_handle.publish_feedback(ExecuteTask.Feedback(stage=stage, detail=detail, progress=float(fraction)))
 
         report = self.core.run(task, progress)
+        if self._stopping:   # the episode ended: the supervisor may be gone; the report is in the record
+            self.events.emit(EventKind.OBSERVATION, f'{self.role} did not submit its report on {task.task_id}: '
+                             'stopping', target=task.task_id, cue='stopping', task_id=task.task_id)
+            return report
         try:
             answer = submit_report(self._submit, report, self._timeout)
         except ToolError as exc:   # the supervisor's task deadline will escalate the missing report
@@ -204,6 +224,32 @@ class RobotNode(Node):
             if not answer.accepted:
                 self.get_logger().warning(f'supervisor did not record {task.task_id}: {answer.explanation}')
         return report
+
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Stop working with the episode: refuse new goals, cancel the running task; return whether it ended.
+
+        Waits up to ``timeout_s`` (wall) for the execute callback; call it while the executor
+        still spins. Idempotent.
+        """
+        self._stopping = True
+        task_id = self._running_task
+        if task_id:
+            self.events.emit(EventKind.OBSERVATION, f'{self.role} stops {task_id}: the episode ended',
+                             target=task_id, cue='stopping', task_id=task_id)
+            self.core.cancel(task_id)
+            for hook in self._cancel_hooks:
+                hook()
+        if not self._busy.acquire(timeout=timeout_s):
+            self.get_logger().error(f'{self.role}: task {task_id} still running {timeout_s:g} s after stop')
+            return False
+        self._busy.release()
+        return True
+
+    def destroy_node(self) -> None:
+        """Stop (cancel the running task), release the brain (its LLM client), then destroy the node."""
+        if self.stop():
+            self.core.brain.close()
+        super().destroy_node()
 
 
 def _main(role: str, args=None) -> int:

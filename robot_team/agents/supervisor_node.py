@@ -25,6 +25,11 @@ namespace:
   RTLS (``ed/rtls/locate_staff``) for availability every 2 s;
 - a hold cancels every goal of each robot's ``execute_task`` and of the navigation robot's Nav2
   actions (``<action>/_action/cancel_goal`` with a zero goal ID: all goals).
+- ``ed/patient_arrivals`` (PatientArrival): the patient cue starts the manager's first-step and
+  whole-onboarding deadlines;
+- ``team/supervisor/directives`` (SupervisorDirective): published when the manager misses one of
+  its deadlines and the safe default is a takeover or a hold (a hold also holds the team: see
+  :class:`~robot_team.core.escalations.TeamHold`);
 
 Every authorization, report, deadline change, escalation step, hold and human decision is an
 event on ``team/events``; escalations persist in ``escalation_db`` (SQLite), so a restarted
@@ -77,18 +82,19 @@ class SupervisorNode(Node):
         Who may decide, escalation deadlines, safe default; ``None``: load the
         ``escalation_policy`` parameter (a YAML path; empty: ``config/escalations.yaml``).
     context, parameter_overrides
-        As for :class:`rclpy.node.Node`. Parameters: ``scenario``, ``issue_handling_deadline_s``
-        and ``task_deadline_s`` (s, default: the scenario's deadlines), ``use_sim_time``
-        (expected true in runs: deadlines run on sim time), ``escalation_policy``,
-        ``escalation_db`` (SQLite file of the escalations, e.g. beside the run's record; empty:
-        in memory), ``staff_db`` (the run's staff directory, to check ``reassign`` decisions;
-        empty: no directory check).
+        As for :class:`rclpy.node.Node`. Parameters: ``scenario``, ``issue_handling_deadline_s``,
+        ``task_deadline_s``, ``decision_deadline_s``, ``onboarding_deadline_s`` (s) and
+        ``safe_default`` (``takeover``, ``hold`` or ``escalate``), each defaulting to the
+        scenario's :class:`~robot_team.config.Deadlines`; ``use_sim_time`` (expected true in runs:
+        deadlines run on sim time), ``escalation_policy``, ``escalation_db`` (SQLite file of the
+        escalations, e.g. beside the run's record; empty: in memory), ``staff_db`` (the run's staff
+        directory, to check ``reassign`` decisions; empty: no directory check).
 
     Raises
     ------
     ConfigError
-        If the scenario cannot be loaded or a deadline is not a positive number (also recorded
-        as an ``input_error`` event).
+        If the scenario cannot be loaded, a deadline is not a positive number or the safe default
+        is unknown (also recorded as an ``input_error`` event).
 
     Notes
     -----
@@ -109,7 +115,10 @@ class SupervisorNode(Node):
             defaults = scenario.deadlines if scenario is not None else Deadlines()
             deadlines = Deadlines(issue_handling_s=self._seconds('issue_handling_deadline_s',
                                                                  defaults.issue_handling_s),
-                                  task_s=self._seconds('task_deadline_s', defaults.task_s))
+                                  task_s=self._seconds('task_deadline_s', defaults.task_s),
+                                  decision_s=self._seconds('decision_deadline_s', defaults.decision_s),
+                                  onboarding_s=self._seconds('onboarding_deadline_s', defaults.onboarding_s),
+                                  safe_default=self._safe_default(defaults.safe_default))
             self.declare_parameter('escalation_policy', '')
             self.declare_parameter('escalation_db', '')
             self.declare_parameter('staff_db', '')
@@ -122,7 +131,9 @@ class SupervisorNode(Node):
             raise
         from action_msgs.srv import CancelGoal
 
-        from robot_team.msg import Escalation, HumanDecision, Instruction, StaffBoard, TaskReport, TeamHold
+        from robot_team.msg import (
+            Escalation, HumanDecision, Instruction, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
+            TeamHold)
         from robot_team.srv import (
             AcknowledgeEscalation, AuthorizeTask, LocateStaff, RaiseEscalation, RequestEscalation,
             ResolveEscalation, SendInstruction, SubmitReport)
@@ -137,8 +148,10 @@ class SupervisorNode(Node):
                                                            callback_group=self._group) for action in HOLD_CANCELS}
         self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
         self._rtls_pending = False
+        self._directive_pub = self.create_publisher(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, reliable_qos())
         self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit,
-                                   lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report)
+                                   lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report,
+                                   self._publish_directive)
         self.policy = self.core.policy
         self.desk = EscalationDesk(self.core, escalation_policy, store, self.events.emit, self, staff)
         self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
@@ -155,6 +168,8 @@ class SupervisorNode(Node):
                             callback_group=self._group)
         self.create_service(SendInstruction, names.SEND_INSTRUCTION, self.send_instruction_callback,
                             callback_group=self._group)
+        self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, reliable_qos(),
+                                 callback_group=self._group)
         # The node's clock is ROS time: sim time when use_sim_time is true.
         self._deadline_timer = self.create_timer(DEADLINE_CHECK_PERIOD_S, self.deadline_callback,
                                                  callback_group=self._group)
@@ -166,7 +181,8 @@ class SupervisorNode(Node):
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
                          issue_handling_deadline_s=deadlines.issue_handling_s,
-                         task_deadline_s=deadlines.task_s,
+                         task_deadline_s=deadlines.task_s, decision_deadline_s=deadlines.decision_s,
+                         onboarding_deadline_s=deadlines.onboarding_s, safe_default=deadlines.safe_default,
                          use_sim_time=bool(self.get_parameter('use_sim_time').value),
                          operators=escalation_policy.operators,
                          escalation_deadlines_s={k.value: v for k, v in escalation_policy.deadlines_s.items()},
@@ -236,6 +252,10 @@ class SupervisorNode(Node):
         response.accepted, response.instruction_id = answer.accepted, answer.instruction_id
         response.refusal, response.message = answer.refusal.value, answer.message
         return response
+
+    def arrival_callback(self, msg) -> None:
+        """Start the onboarding's deadlines at the patient cue."""
+        self.core.on_patient_arrival(msg.patient_id, self._now())
 
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""
@@ -344,6 +364,22 @@ class SupervisorNode(Node):
             raise ConfigError(f'supervisor parameter {name}: expected a positive number of seconds, '
                               f'got {value!r}')
         return seconds
+
+    def _safe_default(self, default: str) -> str:
+        value = str(self.declare_parameter('safe_default', default, ParameterDescriptor(
+            description='What the supervisor applies when the manager misses a deadline: takeover, hold or '
+                        'escalate.')).value)
+        if value not in ('takeover', 'hold', 'escalate'):
+            raise ConfigError(f"supervisor parameter safe_default: expected 'takeover', 'hold' or 'escalate', "
+                              f'got {value!r}')
+        return value
+
+    def _publish_directive(self, directive) -> None:
+        from robot_team.msg import SupervisorDirective
+        self._directive_pub.publish(SupervisorDirective(
+            stamp=self.get_clock().now().to_msg(), directive_id=directive.directive_id, directive=directive.directive,
+            target=directive.target, escalation_id=directive.escalation_id, deadline=directive.deadline,
+            reason=directive.reason))
 
     def _publish_decision(self, esc) -> None:
         from robot_team.msg import HumanDecision

@@ -61,7 +61,15 @@ class RobotBrain(ABC):
         """
 
     def cancel(self) -> None:
-        """Ask a running ``execute`` to stop early (optional)."""
+        """Ask a running ``execute`` to stop early (optional; any thread)."""
+
+    def close(self) -> None:
+        """Release what the brain holds (an LLM client); called once, after the last ``execute``."""
+
+    @property
+    def decision_source(self) -> str:
+        """Who decided the latest task (:class:`~robot_team.decisions.DecisionSource` value)."""
+        return 'protocol'
 
 
 # --- Manager ------------------------------------------------------------------------------
@@ -209,6 +217,17 @@ class ManagerBrain(ABC):
     @abstractmethod
     def decide(self, observation: ManagerObservation) -> list[ManagerAction]:
         """Return the actions to take now (possibly none: wait for the next cue)."""
+
+    def cancel(self) -> None:
+        """Ask a running ``decide`` to return early (optional; any thread)."""
+
+    def close(self) -> None:
+        """Release what the brain holds (an LLM client); called once, after the last ``decide``."""
+
+    @property
+    def decision_source(self) -> str:
+        """Who made the latest decision (:class:`~robot_team.decisions.DecisionSource` value)."""
+        return 'protocol'
 
     def judge(self, record: TaskRecord) -> tuple[TaskStatus, str]:
         """Judge a finished task's report: return the status the manager accepts and why.

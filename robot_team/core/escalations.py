@@ -623,6 +623,7 @@ class EscalationDesk:
         self._instructions = sum(1 for i in store.instructions() if i.accepted)
         self.hold = TeamHold(emit, ports.stop_robots, ports.publish_hold)
         core.on_escalation_opened = self._opened
+        core.on_hold_team = self.hold_on
 
     # -- reading --
 
@@ -755,6 +756,23 @@ class EscalationDesk:
             raise ValueError(message)
         self.hold.engage(escalation_id, reason, by, now_s)
         return escalation_id
+
+    def hold_on(self, escalation_id: str, reason: str) -> None:
+        """Hold the team on an escalation already open (the supervisor's safe default ``hold``).
+
+        The escalation becomes a hold escalation: robots' goals are cancelled, delegations are
+        refused, until a person resolves it (any decision releases the hold). Its lifecycle
+        times stay those of the escalation.
+
+        Raises
+        ------
+        KeyError
+            If ``escalation_id`` is not an escalation of this desk.
+        """
+        record = self._records[escalation_id]
+        record.holds_team = True
+        self._save(record)
+        self.hold.engage(escalation_id, reason, SUPERVISOR, record.opened_s)
 
     # -- acknowledge and resolve --
 

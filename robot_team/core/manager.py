@@ -11,8 +11,16 @@ decisions, guard feedback), asks its brain what to do and carries out each actio
 - reflect: complete and consistent with the record first, then the gate (rule 8), then the
   reflection report goes to the supervisor (``submit_report``).
 
-It owns no robot tool. Every decision, refusal and judgment is an event; guard feedback to the
-brain is typed (:class:`~robot_team.brains.base.GuardFeedback`).
+It owns no robot tool. Every decision, refusal and judgment is an event carrying its source
+(:class:`~robot_team.decisions.DecisionSource`: the LLM, the protocol brain, or the protocol
+brain as a fallback); guard feedback to the brain is typed
+(:class:`~robot_team.brains.base.GuardFeedback`).
+
+The supervisor's safe defaults land here: :meth:`ManagerCore.take_over` hands the manager's role
+to the protocol brain for the rest of the episode (recorded as ``takeover``; a decision the
+replaced brain was still making is discarded), :meth:`ManagerCore.hold` stops deciding until a
+human answers the named escalation. :meth:`ManagerCore.stop` ends the loop with the episode,
+cancelling the brain's request in flight.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from pydantic import BaseModel
 from robot_team.brains.base import (
     Delegate, Escalate, EscalationRecord, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation,
     PatientInfo, Reflect, SupervisorInstruction, TaskRecord, TaskSpec)
+from robot_team.decisions import DecisionSource
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
 from robot_team.reports import TaskReportModel, TaskStatus, TaskType
@@ -93,6 +102,9 @@ class ManagerCore:
         Event sink.
     robots
         Names of the team's operational robots (a delegation to another name is refused).
+    fallback
+        Makes the protocol brain that takes over the role on :meth:`take_over` (default: a
+        :class:`~robot_team.brains.protocol.ManagerProtocolBrain`).
 
     Attributes
     ----------
@@ -106,7 +118,8 @@ class ManagerCore:
     lock guards the observation; the brain and the ports are called without it.
     """
 
-    def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str]):
+    def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str],
+                 fallback: Callable[[], ManagerBrain] | None = None):
         self.brain = brain
         self.ports = ports
         self.robots = tuple(robots)
@@ -118,6 +131,10 @@ class ManagerCore:
         self._announced: set[str] = set()
         self.finished = threading.Event()
         self.outcome = ''
+        self._make_fallback = fallback
+        self.taken_over = False
+        self._held_on = ''          # escalation ID the manager holds for ('' when not held)
+        self._stopped = threading.Event()
 
     # -- observation (any thread) --
 
@@ -162,7 +179,7 @@ class ManagerCore:
 
     def on_decision(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
                     operator_id: str = '') -> None:
-        """Record a human decision on an escalation."""
+        """Record a human decision on an escalation (one the manager holds for ends the hold)."""
         def change(obs):
             record = next((e for e in obs.escalations if e.escalation_id == escalation_id), None)
             if record is None:
@@ -171,6 +188,13 @@ class ManagerCore:
             record.decision, record.hcw_id, record.note, record.operator_id = decision, hcw_id, note, operator_id
         self._emit(EventKind.OBSERVATION, f'human decision on {escalation_id}: {decision}', target=escalation_id,
                    cue='human_decision', decision=decision, hcw_id=hcw_id, operator_id=operator_id)
+        with self._lock:
+            released = bool(self._held_on) and self._held_on == escalation_id
+            if released:
+                self._held_on = ''
+        if released:
+            self._emit(EventKind.OBSERVATION, f'manager resumes: {escalation_id} was decided', target=escalation_id,
+                       cue='hold_released', escalation_id=escalation_id, decision=decision)
         self._update(f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
 
     def on_instruction(self, instruction: SupervisorInstruction) -> None:
@@ -226,77 +250,152 @@ class ManagerCore:
             else:
                 rec.state, rec.issue = report.status.value, report.issue
                 rec.summary, rec.data = report.summary, report.data
-            status, why = self.brain.judge(rec)
+            brain = self.brain
+            status, why = brain.judge(rec)
             self._emit(EventKind.JUDGMENT, f'manager judged {rec.task_id} a {status.value}', target=rec.task_id,
                        reason=why, task_id=rec.task_id, task_type=rec.task_type.value, robot=rec.robot,
-                       reported_status=rec.state, judged_status=status.value, issue=rec.issue)
+                       reported_status=rec.state, judged_status=status.value, issue=rec.issue,
+                       source=self._source(brain))
         self._update(f'{record.robot} finished {record.task_id}', change)
 
     # -- decisions (one worker thread) --
 
     def run(self, stop: threading.Event, poll_s: float = 0.05) -> None:
-        """Decide whenever the observation changes, until ``stop`` is set or the episode finishes."""
-        while not stop.is_set() and not self.finished.is_set():
+        """Decide whenever the observation changes, until ``stop`` is set (or :meth:`stop`) or the episode ends."""
+        while not stop.is_set() and not self._stopped.is_set() and not self.finished.is_set():
             if self._held.is_set():   # the team is held: decide again once it is released
                 stop.wait(poll_s)
-            elif self._wake.wait(poll_s):
+            elif self._wake.wait(poll_s) and not stop.is_set():
                 self.step()
 
+    def stop(self) -> None:
+        """End :meth:`run` with the episode: no further decision, the brain's request cancelled (any thread)."""
+        self._stopped.set()
+        self._wake.set()
+        self.brain.cancel()
+
     def step(self) -> bool:
-        """Run one decision round if anything changed since the last (and the team is not held)."""
-        if not self._wake.is_set() or self._held.is_set():
+        """Run one decision round if anything changed since the last (and the team is not held);
+        return whether one ran."""
+        if not self._wake.is_set() or self._held.is_set() or self._stopped.is_set():
             return False
         self._wake.clear()
         with self._lock:
+            if self._held_on:   # a human decides first (the supervisor's hold)
+                return False
             snapshot = self._obs.model_copy(deep=True)
             self._obs.new.clear()
             self._obs.feedback.clear()
+            brain = self.brain
         try:
-            actions = self.brain.decide(snapshot)
+            actions = brain.decide(snapshot)
         except Exception as exc:  # noqa: BLE001 - a brain failure is recorded; the supervisor's deadlines still run
             _log.error('manager brain failed:\n%s', traceback.format_exc())
             self._emit(EventKind.BRAIN_ERROR, 'manager brain failed to decide', reason=f'{type(exc).__name__}: {exc}',
-                       error=str(exc))
+                       error=str(exc), source=self._source(brain))
             return True
+        late = ('the protocol brain took over meanwhile' if brain is not self.brain else
+                'the episode ended' if self._stopped.is_set() else
+                f'the supervisor holds the manager until a human decides on {self._held_on}' if self._held_on else '')
+        if actions and late:
+            why = late
+            self._emit(EventKind.OBSERVATION, f'manager discarded {len(actions)} late action(s) of '
+                       f'{type(brain).__name__}', reason=why, cue='discarded', source=self._source(brain),
+                       actions=[a.model_dump(mode='json') for a in actions])
+            return True
+        source = self._source(brain)
         for action in actions:
             try:
-                self._execute(action)
+                self._execute(action, source)
             except ToolError as exc:
                 self._emit(EventKind.DELEGATION_REFUSED, f'{action.action} failed', reason=str(exc),
-                           action=action.model_dump(mode='json'))
+                           action=action.model_dump(mode='json'), source=source)
                 self._feedback(FeedbackKind.ACTION_FAILED, f'{action.action} failed: {exc}')
             if self.finished.is_set():
                 break
         return True
 
-    def _execute(self, action) -> None:
+    # -- the supervisor's safe defaults (any thread) --
+
+    def take_over(self, escalation_id: str = '', reason: str = '') -> bool:
+        """Hand the manager's role to the protocol brain for the rest of the episode; return whether it changed.
+
+        The replaced brain's request in flight is cancelled and a decision it was still making
+        is discarded. Recorded as ``takeover``; a second call (or a manager already on its
+        fallback) changes nothing and records why.
+        """
+        with self._lock:
+            if self.taken_over:
+                already = 'the protocol brain already took over'
+            elif self.brain.decision_source != DecisionSource.LLM.value:
+                already = f'the manager already decides with {type(self.brain).__name__} ({self.brain.decision_source})'
+            else:
+                already = ''
+            if not already:
+                old = self.brain
+                if self._make_fallback is not None:
+                    self.brain = self._make_fallback()
+                else:
+                    from robot_team.brains.protocol import ManagerProtocolBrain
+                    self.brain = ManagerProtocolBrain()
+                self.taken_over = True
+                self._held_on = ''
+        if already:
+            self._emit(EventKind.OBSERVATION, 'takeover not needed', target=escalation_id, reason=already,
+                       cue='takeover', escalation_id=escalation_id)
+            return False
+        old.cancel()
+        self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(old).__name__} for the rest of '
+                   f'the episode', target='manager', reason=reason, escalation_id=escalation_id, role='manager',
+                   previous=type(old).__name__, brain=type(self.brain).__name__, source=DecisionSource.FALLBACK.value)
+        self._update(f'The supervisor handed the manager\'s role to the protocol brain ({reason or escalation_id}).')
+        return True
+
+    def hold(self, escalation_id: str, reason: str = '') -> None:
+        """Stop deciding until a human decides on ``escalation_id`` (the supervisor's hold; any thread).
+
+        A decision the brain is making meanwhile is discarded (recorded).
+        """
+        with self._lock:
+            self._held_on = escalation_id
+        self._emit(EventKind.OBSERVATION, f'manager holds until a human decides on {escalation_id}',
+                   target=escalation_id, reason=reason, cue='hold', escalation_id=escalation_id)
+
+    def _source(self, brain: ManagerBrain) -> str:
+        """Return who decides through ``brain``: the fallback after a takeover, else the brain's own source."""
+        if self.taken_over and brain is self.brain:
+            return DecisionSource.FALLBACK.value
+        return brain.decision_source
+
+    def _execute(self, action, source: str) -> None:
         if isinstance(action, Delegate):
-            self._delegate(action)
+            self._delegate(action, source)
         elif isinstance(action, Escalate):
-            self._escalate(action)
+            self._escalate(action, source)
         elif isinstance(action, Reflect):
-            self._reflect(action)
+            self._reflect(action, source)
         elif isinstance(action, Finish):
             self.outcome = action.outcome
             self._emit(EventKind.EPISODE_FINISHED, f'episode finished: {action.outcome}', reason=action.reason,
-                       outcome=action.outcome)
+                       outcome=action.outcome, source=source)
             self.finished.set()
 
-    def _delegate(self, act: Delegate) -> None:
+    def _delegate(self, act: Delegate, source: str) -> None:
         self._emit(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} to {act.robot}',
-                   target=act.robot, reason=act.reason, **act.model_dump(mode='json', exclude={'reason'}))
+                   target=act.robot, reason=act.reason, source=source,
+                   **act.model_dump(mode='json', exclude={'reason'}))
         found = prefetched_results(act)
         if found:   # role misalignment: the manager did (part of) the robot's work
             self._emit(EventKind.WORKFLOW_VIOLATION, f'manager put results into a {act.task_type.value} '
                        f'delegation to {act.robot}', target=act.robot, reason='role misalignment', who='manager',
-                       found=found, delegation=act.model_dump(mode='json'))
+                       found=found, delegation=act.model_dump(mode='json'), source=source)
             act = strip_prefetched(act)
             self._feedback(FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried results ('
                            + '; '.join(found) + '); they were removed: the robot does its own work.')
         if act.robot not in self.robots:
             why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self.robots)}"
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
-                       reason=why, task_type=act.task_type.value, robot=act.robot)
+                       reason=why, task_type=act.task_type.value, robot=act.robot, source=source)
             self._feedback(FeedbackKind.DELEGATION_REFUSED, why)
             return
         auth = self.ports.authorize(act.task_type.value, act.robot, act.reason)
@@ -319,22 +418,22 @@ class ManagerCore:
         if act.handles_task_id:
             self._emit(EventKind.ALTERNATIVE_PROPOSED, f'manager handles {act.handles_task_id} with {auth.task_id}',
                        target=act.handles_task_id, reason=act.reason, task_id=act.handles_task_id,
-                       new_task_id=auth.task_id, hcw_id=act.hcw_id)
+                       new_task_id=auth.task_id, hcw_id=act.hcw_id, source=source)
         task = TaskSpec(task_id=auth.task_id, task_type=act.task_type, room=act.room, hcw_id=act.hcw_id,
                         instructions=act.instructions, context=act.context)
         self._emit(EventKind.DELEGATION, f'manager delegated {auth.task_id} ({act.task_type.value}) to {act.robot}',
                    target=act.robot, reason=act.reason, task_id=auth.task_id, task_type=act.task_type.value,
                    robot=act.robot, hcw_id=act.hcw_id, room=act.room, instructions=act.instructions,
-                   handles_task_id=act.handles_task_id)
+                   handles_task_id=act.handles_task_id, source=source)
         try:
             self.ports.send_task(act.robot, task, lambda report, error: self._task_done(record, report, error))
         except ToolError as exc:   # the robot cannot be reached: the task ends here, as a failure
             self._task_done(record, None, f'{act.robot} could not be reached: {exc}')
             raise
 
-    def _escalate(self, act: Escalate) -> None:
+    def _escalate(self, act: Escalate, source: str) -> None:
         self._emit(EventKind.ESCALATION_REQUESTED, f'manager escalates {act.task_id}', target=act.task_id,
-                   reason=act.reason, task_id=act.task_id, options=act.options)
+                   reason=act.reason, task_id=act.task_id, options=act.options, source=source)
         answer = self.ports.request_escalation(act.task_id, act.reason, list(act.options))
         if not answer.accepted:
             self._feedback(FeedbackKind.ESCALATION_REFUSED, f'Escalation refused: {answer.message}')
@@ -347,11 +446,11 @@ class ManagerCore:
                                                         raised_by='manager', reason=act.reason))
         self._update('', change)
 
-    def _reflect(self, act: Reflect) -> None:
+    def _reflect(self, act: Reflect, source: str) -> None:
         missing = act.reflection.missing_parts()
         if missing:
             self._emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
-                       missing=missing, reflection=act.reflection.model_dump(mode='json'))
+                       missing=missing, reflection=act.reflection.model_dump(mode='json'), source=source)
             self._feedback(FeedbackKind.REFLECTION_INCOMPLETE, 'Reflection refused, incomplete: ' + '; '.join(missing))
             return
         with self._lock:
@@ -359,18 +458,18 @@ class ManagerCore:
         wrong = reflection_contradictions(act.reflection, tasks)
         if wrong:
             self._emit(EventKind.REFLECTION_REJECTED, 'reflection contradicts the record', reason='; '.join(wrong),
-                       contradictions=wrong, reflection=act.reflection.model_dump(mode='json'))
+                       contradictions=wrong, reflection=act.reflection.model_dump(mode='json'), source=source)
             self._feedback(FeedbackKind.REFLECTION_CONTRADICTS,
                            'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
             return
         auth = self.ports.authorize(TaskType.REFLECTION.value, 'manager', 'all workflow steps are done')
         if not auth.approved:
             self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
-                       rule=auth.rule.value)
+                       rule=auth.rule.value, source=source)
             self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection refused: {auth.explanation}', auth.rule.value)
             return
         self._emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id, task_id=auth.task_id,
-                   **act.reflection.model_dump(mode='json'))
+                   source=source, **act.reflection.model_dump(mode='json'))
         # Close the reflection step at the supervisor like any other task.
         report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot='manager',
                                  status=TaskStatus.SUCCESS, summary='reflection written', stamp_s=self.ports.now(),

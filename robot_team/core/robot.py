@@ -60,6 +60,7 @@ class RobotCore:
         self.toolbox = toolbox
         self._emit = emit
         self._now = now
+        toolbox.decision_source = lambda: self.brain.decision_source
 
     def accepts(self, task_type: str) -> bool:
         """Return whether this robot executes tasks of ``task_type``."""
@@ -89,7 +90,7 @@ class RobotCore:
         if problems:
             self._emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',
                        target=task.task_id, reason='; '.join(problems), task_id=task.task_id,
-                       claim=claim.model_dump(mode='json'))
+                       claim=claim.model_dump(mode='json'), source=self.brain.decision_source)
             claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
                                 summary=claim.summary, data=claim.data)
         report = TaskReportModel(
@@ -97,5 +98,6 @@ class RobotCore:
             issue=claim.issue, summary=claim.summary, data=claim.data,
             evidence={'tool_journal': [r.as_dict() for r in journal]}, stamp_s=self._now())
         self._emit(EventKind.TASK_REPORT, f'{self.role} reports {report.status.value} on {task.task_id}',
-                   target=task.task_id, reason=report.issue, **report.model_dump(mode='json'))
+                   target=task.task_id, reason=report.issue, source=self.brain.decision_source,
+                   **report.model_dump(mode='json'))
         return report

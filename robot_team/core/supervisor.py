@@ -2,22 +2,46 @@
 
 :class:`SupervisorCore` wraps :class:`~robot_team.workflow.WorkflowPolicy` (the pure rulebook)
 with what the supervisor does about each decision: record it as an event, publish escalations
-and human decisions through injected callables, and escalate every missed deadline. The
-supervisor node (``robot_team.agents.supervisor_node``) maps its services, subscription and
-timer onto these methods; offline harnesses call them directly.
+and human decisions through injected callables, and escalate every missed deadline. When the
+manager misses one of its deadlines (the team stalls), the supervisor also applies the
+configured safe default (:attr:`~robot_team.config.Deadlines.safe_default`): the protocol brain
+takes over the manager's role (a ``takeover`` directive), or the team holds (:meth:`SupervisorCore.hold_team`,
+the hook of the stop-and-hold), or nothing beyond the escalation. The supervisor node
+(``robot_team.agents.supervisor_node``) maps its services, subscriptions and timer onto these
+methods; offline harnesses call them directly.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+from pydantic import BaseModel
+
 from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.reports import ReportError, TaskReportModel
-from robot_team.workflow import Authorization, Deadline, EscalationState, WorkflowPolicy
+from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, EscalationState, WorkflowPolicy
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
+
+TAKEOVER = 'takeover'
+HOLD = 'hold'
+"""Directives (``robot_team/msg/SupervisorDirective``'s constants)."""
+
+STALL_OPTIONS = ['retry', 'abort']
+"""Decisions offered on an escalation of a stall ('retry': carry on with the safe default; 'abort': close)."""
+
+
+class Directive(BaseModel):
+    """A safe default the supervisor applies to a role (published as ``SupervisorDirective``)."""
+
+    directive_id: str
+    directive: str
+    target: str
+    escalation_id: str
+    deadline: str
+    reason: str
 
 
 class SupervisorCore:
@@ -35,6 +59,8 @@ class SupervisorCore:
         ``team/human_decisions``).
     publish_report
         Called with each report recorded (the node republishes it on ``team/task_reports``).
+    publish_directive
+        Called with each :class:`Directive` (the node publishes it on ``team/supervisor/directives``).
 
     Notes
     -----
@@ -45,7 +71,8 @@ class SupervisorCore:
     def __init__(self, policy: WorkflowPolicy, emit: Emit,
                  publish_escalation: Callable[[EscalationState], None],
                  publish_decision: Callable[[EscalationState], None],
-                 publish_report: Callable[[TaskReportModel], None] | None = None):
+                 publish_report: Callable[[TaskReportModel], None] | None = None,
+                 publish_directive: Callable[[Directive], None] | None = None):
         self.policy = policy
         self._emit = emit
         self._publish_escalation = publish_escalation
@@ -54,6 +81,22 @@ class SupervisorCore:
         self.on_escalation_opened: Callable[[EscalationState], dict] | None = None
         """Called with each escalation before it is announced; returns more fields for its event
         (the escalation desk sets it: lifecycle, severity, deadline; ``robot_team.core.escalations``)."""
+        self.on_hold_team: Callable[[str, str], None] | None = None
+        """Called with (escalation ID, reason) when the safe default ``hold`` holds the team (the
+        escalation desk sets it: :meth:`robot_team.core.escalations.EscalationDesk.hold_on`)."""
+        self._publish_directive = publish_directive or (lambda _directive: None)
+        self._directives = 0
+        self._took_over = False
+
+    def on_patient_arrival(self, patient_id: str, now_s: float) -> bool:
+        """Start the onboarding's deadlines at the patient cue (a repeat changes nothing); return whether started."""
+        try:
+            started = self.policy.patient_arrived(patient_id, now_s)
+        except ValueError as exc:
+            self._emit(EventKind.INPUT_ERROR, 'ignored a patient cue without an ID', reason=str(exc))
+            return False
+        self._record_deadline_changes()
+        return started
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float) -> Authorization:
         """Decide a delegation request against the workflow rules; record the decision."""
@@ -117,7 +160,8 @@ class SupervisorCore:
         self._emit(EventKind.HUMAN_DECISION, f'{esc.operator_id or "an operator"} decided {esc.decision} on '
                    f'{esc.escalation_id}', target=esc.task_id, reason=esc.note, escalation_id=esc.escalation_id,
                    task_id=esc.task_id, decision=esc.decision, hcw_id=esc.hcw_id, note=esc.note,
-                   operator_id=esc.operator_id, closed=self.policy.closed)
+                   operator_id=esc.operator_id, closed=self.policy.closed, source='human')
+        self._record_deadline_changes()
         self._publish_decision(esc)
         return True, message
 
@@ -128,17 +172,68 @@ class SupervisorCore:
             if deadline.kind == 'issue_handling':
                 reason = (f'manager did not handle the failure of {deadline.task_id} within '
                           f'{deadline.duration_s:g} s')
+            elif deadline.kind == 'decision':
+                reason = (f'manager took no step within {deadline.duration_s:g} s after {deadline.cue}: no '
+                          f'delegation, escalation or reflection')
+            elif deadline.kind == 'onboarding':
+                reason = (f'the onboarding did not end within {deadline.duration_s:g} s after {deadline.cue}: no '
+                          f'reflection recorded')
             else:
                 task = self.policy.snapshot().task(deadline.task_id)
                 reason = (f'{task.robot} did not report on {deadline.task_id} ({deadline.task_type.value}) '
                           f'within {deadline.duration_s:g} s')
-            self._emit(EventKind.DEADLINE_MISSED, f'{deadline.kind} deadline of {deadline.task_id} missed',
+            self._emit(EventKind.DEADLINE_MISSED, f'{deadline.kind} deadline ({_about(deadline)}) missed',
                        target=deadline.task_id, reason=reason, **deadline_data(deadline))
-            escalation_id = self.policy.open_escalation(deadline.task_id, SUPERVISOR, reason,
-                                                        ['retry', 'reassign', 'abort'], now_s)
+            about_task = deadline.kind in ('task', 'issue_handling')   # else about the onboarding
+            options = ['retry', 'reassign', 'abort'] if about_task else STALL_OPTIONS
+            escalation_id = self.policy.open_escalation(deadline.task_id if about_task else '', SUPERVISOR, reason,
+                                                        options, now_s)
+            self._record_deadline_changes()
             self._announce(escalation_id)
             opened.append(escalation_id)
+            if deadline.kind in MANAGER_DEADLINES:
+                self._apply_safe_default(deadline, escalation_id, reason)
         return opened
+
+    def _apply_safe_default(self, deadline: Deadline, escalation_id: str, reason: str) -> None:
+        """Apply the configured safe default for a stall of the manager (after its escalation)."""
+        policy = self.policy.deadlines.safe_default
+        if policy == TAKEOVER and self._took_over:
+            policy = 'escalate'   # the protocol brain already has the role; the human is paged
+        if policy == 'escalate':
+            self._emit(EventKind.SAFE_DEFAULT, f'{deadline.kind} deadline missed: escalation {escalation_id} only',
+                       target=Robot.MANAGER.value, reason=reason, directive='escalate', escalation_id=escalation_id,
+                       **deadline_data(deadline))
+            return
+        if policy == HOLD:
+            self.hold_team(escalation_id, reason, deadline)
+            return
+        self._took_over = True
+        self._direct(TAKEOVER, Robot.MANAGER.value, escalation_id, deadline, reason)
+
+    def hold_team(self, escalation_id: str, reason: str, deadline: Deadline | None = None) -> Directive:
+        """Hold the team until a human decides on ``escalation_id``: the safe default ``hold``.
+
+        The manager stops deciding until that decision (a ``hold`` directive), and
+        :attr:`on_hold_team` (set by the escalation desk: the team hold, which cancels the
+        robots' goals and refuses delegations until the escalation is resolved) is called with
+        the escalation's ID and the reason.
+        """
+        if self.on_hold_team is not None:
+            self.on_hold_team(escalation_id, reason)
+        return self._direct(HOLD, Robot.MANAGER.value, escalation_id, deadline, reason)
+
+    def _direct(self, directive: str, target: str, escalation_id: str, deadline: Deadline | None,
+                reason: str) -> Directive:
+        self._directives += 1
+        sent = Directive(directive_id=f'directive-{self._directives}', directive=directive, target=target,
+                         escalation_id=escalation_id, deadline=deadline.kind if deadline else '', reason=reason)
+        self._emit(EventKind.SAFE_DEFAULT, f'{sent.directive_id}: {directive} of the {target} ({escalation_id})',
+                   target=target, reason=reason, role=target,
+                   **sent.model_dump(exclude={'reason', 'deadline', 'target'}),
+                   **(deadline_data(deadline) if deadline else {}))
+        self._publish_directive(sent)
+        return sent
 
     def _announce(self, escalation_id: str) -> None:
         esc = self.policy.snapshot().escalation(escalation_id)
@@ -153,11 +248,11 @@ class SupervisorCore:
         for change in self.policy.take_deadline_changes():
             deadline = change.deadline
             if change.change == 'started':
-                self._emit(EventKind.DEADLINE_STARTED, f'{deadline.kind} deadline of {deadline.task_id}: '
+                self._emit(EventKind.DEADLINE_STARTED, f'{deadline.kind} deadline ({_about(deadline)}): '
                            f'{deadline.duration_s:g} s', target=deadline.task_id, reason=_deadline_reason(deadline),
                            **deadline_data(deadline))
             else:
-                self._emit(EventKind.DEADLINE_MET, f'{deadline.kind} deadline of {deadline.task_id} met by '
+                self._emit(EventKind.DEADLINE_MET, f'{deadline.kind} deadline ({_about(deadline)}) met by '
                            f'{deadline.met_by}', target=deadline.task_id, **deadline_data(deadline))
 
 
@@ -173,13 +268,21 @@ def parse_report(parse: Callable[[], TaskReportModel], raw: Callable[[], dict],
 
 def deadline_data(deadline: Deadline) -> dict:
     """Return a deadline's fields for an event's data (s of ROS time)."""
-    return {'task_id': deadline.task_id, 'task_type': deadline.task_type.value, 'deadline': deadline.kind,
-            'deadline_s': deadline.duration_s, 'started_s': deadline.started_s, 'due_s': deadline.due_s,
-            'met_by': deadline.met_by}
+    return {'task_id': deadline.task_id, 'task_type': deadline.task_type.value if deadline.task_type else '',
+            'deadline': deadline.kind, 'deadline_s': deadline.duration_s, 'started_s': deadline.started_s,
+            'due_s': deadline.due_s, 'met_by': deadline.met_by, 'cue': deadline.cue}
+
+
+def _about(deadline: Deadline) -> str:
+    return deadline.task_id or deadline.cue
 
 
 def _deadline_reason(deadline: Deadline) -> str:
     if deadline.kind == 'issue_handling':
         return (f'{deadline.task_id} failed: the manager must delegate {deadline.task_type.value} again or '
                 f'escalate {deadline.task_id}')
+    if deadline.kind == 'decision':
+        return f'after {deadline.cue}: the manager must delegate, escalate or reflect'
+    if deadline.kind == 'onboarding':
+        return f'after {deadline.cue}: the onboarding must end with the reflection'
     return f'{deadline.task_id} must report'

@@ -39,7 +39,7 @@ def eval_command(
 
     from robot_team.config import ConfigError, load_scenario
     from robot_team.evaluation.judge import make_judge
-    from robot_team.evaluation.trials import CONDITIONS, run_trials, write_outputs
+    from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, run_trials, write_outputs
     conditions = condition or list(CONDITIONS)
     try:
         load_scenario(scenario)
@@ -67,6 +67,10 @@ def eval_command(
             summary = run_trials(scenario, out, conditions=conditions, trials=trials, brain=brain,
                                  domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
                                  judge_name=judge, on_trial=on_trial)
+        except TrialInterrupted as exc:
+            from robot_team.lifecycle import exit_code
+            console.print(f'[red]interrupted:[/red] {exc} (finished trials are kept; run again to resume)')
+            raise typer.Exit(exit_code({'outcome': 'interrupted', 'interrupted_by': exc.signal_name})) from exc
         except (ConfigError, RuntimeError, ValueError) as exc:
             console.print(f'[red]error:[/red] {exc} (finished trials are kept; run again to resume)')
             raise typer.Exit(1) from exc

@@ -17,7 +17,9 @@ Two views of the same record:
 - ``attempted``: what the brains tried, comparable with the published hand scores. Attempts the
   guards refused (``tool_refused``, ``delegation_refused``, ``workflow_violation``,
   ``false_completion``, ``reflection_rejected``, ``report_rejected``) count against the cell
-  they concern.
+  they concern. What the protocol brain decided as a fallback (the LLM's endpoint down, or a
+  takeover after a stall; ``source: fallback``, :mod:`robot_team.decisions`) is left out: the
+  LLM did not decide it.
 - ``floor``: what happened on the floor after the guards (refused attempts never reached ROS).
 
 Pure functions over :class:`~robot_team.events.TeamEventModel` lists in record order; no ROS.
@@ -178,6 +180,9 @@ class RunScore(BaseModel):
     floor: ViewScore
     usage: LLMUsage
     guards: dict[str, int] = Field(default_factory=dict)
+    decisions: dict[str, int] = Field(default_factory=dict, description='Decisions per source (llm, protocol, '
+                                      'fallback, human).')
+    takeovers: int = Field(0, description='Times the protocol brain took over a role after a stall.')
     judge: str = 'structural'
 
     def view(self, name: str) -> ViewScore:
@@ -793,7 +798,10 @@ def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudg
     """
     if view not in VIEWS:
         raise ValueError(f"unknown view '{view}': expected one of {', '.join(VIEWS)}")
-    rec = _record or _Record(list(events))
+    if _record is None:
+        from robot_team.decisions import without_fallback
+        _record = _Record(without_fallback(events) if view == 'attempted' else list(events))
+    rec = _record
     cells = []
     for task_type in OPERATIONAL_TASKS:
         cells += [delegation_accuracy(rec, task_type, view), completion_judgment(rec, task_type, view),
@@ -832,9 +840,11 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
 def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJudge | None = None,
               judge_name: str = 'structural') -> RunScore:
     """Score one run's event record in both views, with its LLM usage and guard counts."""
+    from robot_team.decisions import count_decisions, count_takeovers, without_fallback
     from robot_team.report import GUARD_KINDS
     events = list(events)
     rec = _Record(events)
+    llm_rec = _Record(without_fallback(events))
     if judge is not None:   # one judgment per reflection, shared by both views
         verdicts: dict[str, tuple[float, str]] = {}
         outer = judge
@@ -850,9 +860,10 @@ def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJ
         if event.kind in {k.value for k in GUARD_KINDS}:
             guards[event.kind] = guards.get(event.kind, 0) + 1
     return RunScore(run=run, outcome=finished[-1].data.get('outcome', '') if finished else 'timeout',
-                    attempted=score_view(events, 'attempted', judge=judge, _record=rec),
+                    attempted=score_view(events, 'attempted', judge=judge, _record=llm_rec),
                     floor=score_view(events, 'floor', judge=judge, _record=rec),
-                    usage=llm_usage(events), guards=guards, judge=judge_name if judge else 'structural')
+                    usage=llm_usage(events), guards=guards, decisions=count_decisions(events),
+                    takeovers=count_takeovers(events), judge=judge_name if judge else 'structural')
 
 
 def score_run_dir(run_dir, *, judge: ReflectionJudge | None = None, judge_name: str = 'structural') -> RunScore:

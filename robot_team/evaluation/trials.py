@@ -35,6 +35,14 @@ CONDITION_LABELS = {'baseline': 'Baseline (no KB)', 'kb': 'With KB'}
 TRIAL_FILE = 'trial.json'
 
 
+class TrialInterrupted(RuntimeError):
+    """A trial was interrupted (SIGINT/SIGTERM): the evaluation stops; finished trials are kept."""
+
+    def __init__(self, message: str, signal_name: str):
+        super().__init__(message)
+        self.signal_name = signal_name
+
+
 class TrialResult(BaseModel):
     """One trial: where it ran, whether it was reused, its score."""
 
@@ -62,6 +70,10 @@ class ConditionSummary(BaseModel):
         description='Per view, per metric: mean over the applicable cells of every run.')
     outcomes: dict[str, int]
     wall_time_per_run_s: float
+    llm_decisions_per_run: float = 0.0
+    fallback_decisions_per_run: float = Field(0.0, description='Decisions the protocol brain made in the '
+                                              "LLM's place (endpoint down, takeover), per run.")
+    takeovers_per_run: float = 0.0
 
 
 class EvalSummary(BaseModel):
@@ -132,6 +144,9 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     ------
     ValueError
         If ``condition`` is unknown.
+    TrialInterrupted
+        If the episode was interrupted (its folder keeps the record so far; it is run again
+        when the evaluation resumes).
     """
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition '{condition}': expected one of {', '.join(CONDITIONS)}")
@@ -144,9 +159,13 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
         start = time.monotonic()
         result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, real_time_factor=real_time_factor,
                              on_event=on_event, brain_options=dict(CONDITIONS[condition]))
-        info = {**spec, 'trial': trial, 'complete': True, 'wall_time_s': round(time.monotonic() - start, 3),
-                'outcome': result.report.get('outcome')}
+        interrupted = result.report.get('outcome') == 'interrupted'
+        info = {**spec, 'trial': trial, 'complete': not interrupted,
+                'wall_time_s': round(time.monotonic() - start, 3), 'outcome': result.report.get('outcome')}
         (folder / TRIAL_FILE).write_text(json.dumps(info, indent=2))
+        if interrupted:
+            name = result.report.get('interrupted_by') or 'SIGINT'
+            raise TrialInterrupted(f'{condition} trial {trial} interrupted by {name}', name)
     score = score_run_dir(folder, judge=judge, judge_name=judge_name)
     score.run = f'{condition}/trial-{trial}'
     (folder / 'score.json').write_text(score.model_dump_json(indent=2))
@@ -177,7 +196,10 @@ def summarize(condition: str, runs: list[TrialResult]) -> ConditionSummary:
         prompt_tokens_per_run=sum(r.score.usage.prompt_tokens for r in runs) / n,
         completion_tokens_per_run=sum(r.score.usage.completion_tokens for r in runs) / n,
         llm_requests_per_run=sum(r.score.usage.requests for r in runs) / n,
-        metric_means=means, outcomes=outcomes, wall_time_per_run_s=sum(r.wall_time_s for r in runs) / n)
+        metric_means=means, outcomes=outcomes, wall_time_per_run_s=sum(r.wall_time_s for r in runs) / n,
+        llm_decisions_per_run=sum(r.score.decisions.get('llm', 0) for r in runs) / n,
+        fallback_decisions_per_run=sum(r.score.decisions.get('fallback', 0) for r in runs) / n,
+        takeovers_per_run=sum(r.score.takeovers for r in runs) / n)
 
 
 def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, ...] = ('baseline', 'kb'),
@@ -238,18 +260,20 @@ def markdown(summary: EvalSummary) -> str:
              'against); floor: what happened after the guards.', '',
              '## Success rate and cost per run (cf. Table III)', '',
              '| Condition | Runs | Success rate (attempted) | Success rate (floor) | Points (attempted/floor) '
-             '| Cost per run (USD) | Prompt tokens per run | Completion tokens per run |',
-             '|---|---|---|---|---|---|---|---|']
+             '| Cost per run (USD) | Prompt tokens per run | Completion tokens per run '
+             '| Fallback decisions per run | Takeovers per run |',
+             '|---|---|---|---|---|---|---|---|---|---|']
     for c in summary.conditions:
         label = CONDITION_LABELS.get(c.condition, c.condition)
         lines.append(f"| {label} | {c.runs} | {_pct(c.success_rate['attempted'])} | {_pct(c.success_rate['floor'])} "
                      f"| {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f} of {c.max_points_mean:g} "
                      f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f} '
-                     f'| {c.completion_tokens_per_run:.0f} |')
+                     f'| {c.completion_tokens_per_run:.0f} | {c.fallback_decisions_per_run:.1f} '
+                     f'| {c.takeovers_per_run:.1f} |')
     for condition in ('baseline', 'kb'):
         lines.append(f"| Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} "
                      f"| {_pct(ref['success_rate'][condition])} | - | - "
-                     f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - |")
+                     f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - | - | - |")
     header = ['Metric']
     for c in summary.conditions:
         label = CONDITION_LABELS.get(c.condition, c.condition)
@@ -263,6 +287,15 @@ def markdown(summary: EvalSummary) -> str:
             row += [_num(c.metric_means['attempted'][metric.value]), _num(c.metric_means['floor'][metric.value])]
         row += [_num(ref['metric_means']['baseline'][metric.value]), _num(ref['metric_means']['kb'][metric.value])]
         lines.append('| ' + ' | '.join(row) + ' |')
+    lines += ['', '## Runs', '', 'Decisions by source: llm (the LLM), fallback (the protocol brain in its place: '
+              'endpoint down, or a takeover after a stall; the attempted view leaves these out), human.', '',
+              '| Run | Outcome | Points (attempted/floor) | LLM decisions | Fallback decisions | Takeovers '
+              '| Human decisions |', '|---|---|---|---|---|---|---|']
+    for r in summary.runs:
+        s, d = r.score, r.score.decisions
+        lines.append(f'| {r.condition}/trial-{r.trial} | {s.outcome} | {s.attempted.points:g} / {s.floor.points:g} '
+                     f"of {s.attempted.max_points:g} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} "
+                     f"| {d.get('human', 0)} |")
     lines += ['', f"Reference: {ref['source']}; {model}, {ref['runs_per_condition']} hand-scored runs per "
               'condition, 17 points per run.', '']
     return '\n'.join(lines)
@@ -323,13 +356,16 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
         writer = csv.writer(f)
         writer.writerow(['condition', 'trial', 'outcome', 'points_attempted', 'points_floor', 'max_points',
                          'success_rate_attempted', 'success_rate_floor', 'cost_usd', 'prompt_tokens',
-                         'completion_tokens', 'llm_requests', 'wall_time_s', 'reused', 'out_dir'])
+                         'completion_tokens', 'llm_requests', 'llm_decisions', 'fallback_decisions', 'takeovers',
+                         'human_decisions', 'wall_time_s', 'reused', 'out_dir'])
         for r in summary.runs:
             s = r.score
             writer.writerow([r.condition, r.trial, s.outcome, s.attempted.points, s.floor.points,
                              s.attempted.max_points, round(s.attempted.success_rate, 4),
                              round(s.floor.success_rate, 4), round(s.usage.cost_usd, 6), s.usage.prompt_tokens,
-                             s.usage.completion_tokens, s.usage.requests, r.wall_time_s, r.reused, r.out_dir])
+                             s.usage.completion_tokens, s.usage.requests, s.decisions.get('llm', 0),
+                             s.decisions.get('fallback', 0), s.takeovers, s.decisions.get('human', 0),
+                             r.wall_time_s, r.reused, r.out_dir])
     with open(paths['cells.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
         writer.writerow(['condition', 'trial', 'view', 'metric', 'task', 'score', 'reason'])

@@ -41,7 +41,7 @@ from robot_team.brains.base import (
     BrainReport, Delegate, Escalate, FeedbackKind, Finish, ManagerAction, ManagerBrain, ManagerObservation,
     ProgressFn, Reflect, RobotBrain, TaskSpec)
 from robot_team.events import EventKind
-from robot_team.llm.client import ChatClient, Emit, LLMUnavailable
+from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.kb import kb_for, load_profiles
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
@@ -142,6 +142,7 @@ class LLMRobotBrain(RobotBrain):
         self.kb = kb
         self.bridge_s: list[float] = []
         self._cancelled = False
+        self._source = 'llm'
 
     def system_prompt(self, first: bool = True) -> str:
         """Return the system prompt (profile, rules; the KB sections in the task's first request)."""
@@ -151,8 +152,18 @@ class LLMRobotBrain(RobotBrain):
         return text
 
     def cancel(self) -> None:
-        """Stop after the current request."""
+        """Stop now: the request in flight is cancelled (any thread)."""
         self._cancelled = True
+        self.client.cancel()
+
+    def close(self) -> None:
+        """Release the LLM client (its HTTP connections and event loop)."""
+        self.client.close()
+
+    @property
+    def decision_source(self) -> str:
+        """'llm', or 'fallback' once the protocol brain stands in for the endpoint on this task."""
+        return self._source
 
     def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
         """Run the function-calling loop on ``task`` with ``tools``; return the claim.
@@ -162,6 +173,9 @@ class LLMRobotBrain(RobotBrain):
         a failure with a non-compliance issue.
         """
         self._cancelled = False
+        self._source = 'llm'
+        self.client.reset()
+        budget_end = time.monotonic() + self.settings.task_budget_s
         schemas = robot_tools(tools)
         spec = task.model_dump(mode='json', exclude={'task_type'})
         spec['context'] = {k: v for k, v in spec['context'].items() if k not in UNUSED_CONTEXT.get(self.role, ())}
@@ -171,9 +185,14 @@ class LLMRobotBrain(RobotBrain):
         for step in range(self.settings.max_steps):
             if self._cancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled')
+            if time.monotonic() > budget_end:
+                return self._non_compliant(task, f'no valid report within its budget of '
+                                                 f'{self.settings.task_budget_s:g} s (wall) of LLM time')
             system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
             try:
                 reply = self.client.chat([system, *messages], schemas)
+            except LLMCancelled:
+                return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled while the LLM was answering')
             except LLMUnavailable as exc:
                 return self._endpoint_down(task, tools, progress, exc)
             messages.append(reply.message)
@@ -268,6 +287,7 @@ class LLMRobotBrain(RobotBrain):
     def _endpoint_down(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn, exc: Exception) -> BrainReport:
         if self.settings.fallback == 'protocol':
             from robot_team.brains.protocol import protocol_robot_brain
+            self._source = 'fallback'
             self._emit(EventKind.BRAIN_ERROR, f'{self.role}: LLM unavailable, falling back to the protocol brain',
                        target=task.task_id, reason=str(exc), task_id=task.task_id, fallback='protocol',
                        error=str(exc))
@@ -318,6 +338,19 @@ class LLMManagerBrain(ManagerBrain):
         self._bad_reflections = 0
         self._fallback: ManagerBrain | None = None
         self._make_fallback = fallback_brain
+
+    @property
+    def decision_source(self) -> str:
+        """'llm', or 'fallback' once the protocol brain stands in for the endpoint."""
+        return 'fallback' if self._fallback is not None else 'llm'
+
+    def cancel(self) -> None:
+        """Cancel the request in flight and every later one: this brain decides no more (any thread)."""
+        self.client.cancel()
+
+    def close(self) -> None:
+        """Release the LLM client (its HTTP connections and event loop)."""
+        self.client.close()
 
     def system_prompt(self, with_kb: bool = True) -> str:
         """Return the system prompt (profile, workflow rules, KB sections if enabled and ``with_kb``)."""
@@ -404,6 +437,8 @@ class LLMManagerBrain(ManagerBrain):
         for _ in range(self.settings.max_steps):
             try:
                 reply = self.client.chat(self._window(), tools)
+            except LLMCancelled:
+                return []
             except LLMUnavailable as exc:
                 return self._endpoint_down(observation, exc)
             self.messages.append(reply.message)
@@ -482,6 +517,8 @@ class LLMManagerBrain(ManagerBrain):
             return Reflect(reflection=args), 'reflection submitted for checks'
         except (ValidationError, ValueError) as exc:
             why = explain_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            self._emit(EventKind.BRAIN_ERROR, f'manager sent invalid {name} arguments', target=name,
+                       reason=why, error=why, raw=raw[:500], source='llm')
             return None, f'invalid arguments: {why}'
 
     @staticmethod

@@ -8,6 +8,11 @@ connection errors and garbage replies with exponential backoff; other client err
 latency, message count and tool calls. Token counts come from the reply's ``usage``, else
 from tiktoken (:mod:`robot_team.llm.tokens`).
 
+Requests run through ``openai.AsyncOpenAI`` on the calling thread (:mod:`robot_team.llm.inflight`)
+so that :meth:`ChatClient.cancel` and :meth:`ChatClient.close` end a request in flight from any
+thread at once (recorded as an ``llm_error`` with ``cancelled: true``, never retried, raised as
+:class:`LLMCancelled`): a request never outlives its episode.
+
 Record/replay: with a cassette (JSONL, one ``{"key", "robot", "request", "reply"}`` per line),
 ``record`` mode appends every successful exchange with a real endpoint; ``replay`` mode
 answers from the file without any network (by request hash; when a conversation differs,
@@ -24,8 +29,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from robot_team.events import EventKind
+from robot_team.llm.inflight import RequestCancelled, Requests
 from robot_team.llm.settings import LLMSettings, ResolvedLLM
-from robot_team.llm.tokens import count_completion, count_prompt
+from robot_team.llm.tokens import count_completion, count_prompt, encoding
 
 Emit = Callable[..., Any]
 """Event emitter: ``emit(kind, summary, *, target='', reason='', **data)`` (an EventEmitter's ``emit``)."""
@@ -33,6 +39,10 @@ Emit = Callable[..., Any]
 
 class LLMUnavailable(RuntimeError):
     """The endpoint did not give a usable reply after the retries (or refused the request)."""
+
+
+class LLMCancelled(RuntimeError):
+    """The request was cancelled (the episode ended, or the brain was replaced): stop, do not fall back."""
 
 
 class GarbageReply(ValueError):
@@ -152,7 +162,8 @@ class ChatClient:
     emit
         Event emitter (``None``: record nothing).
     sleep
-        Called with the backoff delay in seconds (tests may pass a no-op).
+        Called with the backoff delay in seconds (tests may pass a no-op); default: a wait that
+        :meth:`cancel` interrupts.
 
     Attributes
     ----------
@@ -161,26 +172,43 @@ class ChatClient:
     """
 
     def __init__(self, settings: LLMSettings, robot: str, emit: Emit | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] | None = None):
         self.settings = settings
         self.resolved: ResolvedLLM = settings.for_robot(robot)
         self.robot = robot
         self._emit = emit
-        self._sleep = sleep
-        self._client = None
+        self._requests = Requests(self._make_openai)
+        self._sleep = sleep or self._requests.wait
         self.cassette = (Cassette.open(settings.cassette, settings.cassette_mode)
                          if settings.cassette and settings.cassette_mode != 'off' else None)
         self.totals = {'requests': 0, 'prompt_tokens': 0, 'completion_tokens': 0, 'cost_usd': 0.0, 'errors': 0}
+        # Pay the start-up costs (openai's import, the token encoding, the HTTP client) now, while the
+        # node starts, not in the first request, while sim time runs and the supervisor's deadlines with it.
+        encoding()
+        if not (self.cassette is not None and self.cassette.mode == 'replay'):
+            self._requests.prepare()
 
-    def _openai(self):
-        if self._client is None:
-            import openai
-            r = self.resolved
-            self._client = openai.OpenAI(
-                api_key=r.api_key.get_secret_value() if r.api_key else 'not-needed',
-                base_url=r.base_url or None, timeout=r.timeout_s, max_retries=0,
-                default_headers={'X-Robot-Team-Robot': self.robot})
-        return self._client
+    def _make_openai(self):
+        import openai
+        r = self.resolved
+        client = openai.AsyncOpenAI(
+            api_key=r.api_key.get_secret_value() if r.api_key else 'not-needed',
+            base_url=r.base_url or None, timeout=r.timeout_s, max_retries=0,
+            default_headers={'X-Robot-Team-Robot': self.robot})
+        client.chat.completions   # noqa: B018 - imports the lazily loaded resources now
+        return client
+
+    def cancel(self) -> None:
+        """End the request in flight (and refuse new ones until :meth:`reset`); any thread."""
+        self._requests.cancel()
+
+    def reset(self) -> None:
+        """Accept requests again after :meth:`cancel` (a robot's next task)."""
+        self._requests.reset()
+
+    def close(self) -> None:
+        """Cancel for good and release the HTTP client and its event loop; any thread."""
+        self._requests.close()
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *,
              tool_choice: str | None = None) -> ChatResult:
@@ -203,6 +231,8 @@ class ChatClient:
         base = {'robot': self.robot, 'model': r.model, 'n_messages': len(messages), 'n_tools': len(tools or [])}
         last_error = ''
         for attempt in range(1, r.max_retries + 2):
+            if self._requests.cancelled:
+                raise LLMCancelled(f'{self.robot}: LLM requests cancelled (last error: {last_error or "none"})')
             self._event(EventKind.LLM_REQUEST, f'{self.robot} asks {r.model} ({len(messages)} messages)',
                         **base, attempt=attempt, prompt_tokens=estimate, completion_tokens=0, cost_usd=0.0,
                         latency_s=0.0, tool_calls=[])
@@ -213,6 +243,13 @@ class ChatClient:
             except Exception as exc:  # noqa: BLE001 - classified below
                 latency = time.perf_counter() - start
                 retryable, last_error = _classify(exc)
+                if isinstance(exc, RequestCancelled) or self._requests.cancelled:
+                    self.totals['errors'] += 1
+                    self._event(EventKind.LLM_ERROR, f'{self.robot}: request to {r.model} cancelled',
+                                reason=f'cancelled: {last_error}', **base, attempt=attempt, retryable=False,
+                                cancelled=True, retry_in_s=None, prompt_tokens=0, completion_tokens=0,
+                                cost_usd=0.0, latency_s=round(latency, 4), tool_calls=[])
+                    raise LLMCancelled(f'{self.robot}: request to {r.model} cancelled') from None
                 delay = min(r.backoff_max_s, r.backoff_s * 2 ** (attempt - 1))
                 will_retry = retryable and attempt <= r.max_retries
                 self.totals['errors'] += 1
@@ -249,7 +286,7 @@ class ChatClient:
             if found is None:
                 raise LLMUnavailable(f'replay: no recording left for {self.robot} in {self.cassette.path}')
             return found[0], 'replay' if found[1] else 'replay (conversation differs)'
-        completion = self._openai().chat.completions.create(**request)
+        completion = self._requests.run(lambda client: client.chat.completions.create(**request))
         if not hasattr(completion, 'model_dump'):
             raise GarbageReply(f'reply is not a chat completion: {str(completion)[:120]!r}')
         raw = completion.model_dump(mode='json', exclude_none=True)
@@ -292,7 +329,7 @@ def _parse(raw: dict) -> tuple[dict, dict | None]:
 def _classify(exc: Exception) -> tuple[bool, str]:
     """Return (retryable, description) for an exception raised by a request."""
     import openai
-    if isinstance(exc, LLMUnavailable):
+    if isinstance(exc, (LLMUnavailable, RequestCancelled)):
         return False, str(exc)
     if isinstance(exc, openai.APITimeoutError):
         return True, 'timeout'

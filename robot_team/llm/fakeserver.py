@@ -7,12 +7,19 @@ robot's *policy*, a function from the request body to a reply (a scripted, deter
 "LLM" that can read the tool results in the conversation). Faults (HTTP errors, delays,
 garbage bodies) can be queued per robot and are served before the policy is asked.
 
+:attr:`ScriptedServer.in_flight` counts the requests being answered (a delayed fault stops
+waiting as soon as its client goes away, so a cancelled request leaves the count at once);
+:meth:`ScriptedServer.stop` also closes the open connections: the endpoint is gone, as when a
+server dies mid-run.
+
 No network beyond 127.0.0.1; standard library only.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 import uuid
@@ -42,7 +49,8 @@ class Fault:
     """One scripted endpoint fault, served instead of a reply.
 
     ``status``: HTTP status to answer (e.g. 429, 500); ``delay_s``: wait before answering
-    (longer than the client's timeout makes a timeout); ``body``: raw body to send (garbage).
+    (longer than the client's timeout makes a timeout; the wait ends early if the client goes
+    away); ``body``: raw body to send (garbage).
     """
 
     status: int = 500
@@ -66,6 +74,8 @@ class ScriptedServer:
     ----------
     requests : list[tuple[str, dict]]
         Every request received: (robot, body), in arrival order.
+    abandoned : int
+        Requests whose client went away before the answer (a delayed fault cut short).
     base_url : str
         ``http://127.0.0.1:<port>/v1`` once started.
     """
@@ -75,6 +85,9 @@ class ScriptedServer:
         self.faults: dict[str, list[Fault]] = {}
         self.requests: list[tuple[str, dict]] = []
         self.usage = usage
+        self.abandoned = 0
+        self._active = 0
+        self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -84,6 +97,12 @@ class ScriptedServer:
         """Queue ``faults`` for ``robot``'s next requests."""
         with self._lock:
             self.faults.setdefault(robot, []).extend(faults)
+
+    @property
+    def in_flight(self) -> int:
+        """Return the number of requests being answered now."""
+        with self._lock:
+            return self._active
 
     def requests_of(self, robot: str) -> list[dict]:
         """Return the bodies of ``robot``'s requests."""
@@ -100,7 +119,36 @@ class ScriptedServer:
             def log_message(self, *args):  # quiet
                 pass
 
+            def setup(self):
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self):
+                with server._lock:
+                    server._connections.discard(self.connection)
+                super().finish()
+
             def do_POST(self):  # noqa: N802 - http.server's naming
+                with server._lock:
+                    server._active += 1
+                try:
+                    self._answer()
+                finally:
+                    with server._lock:
+                        server._active -= 1
+
+            def _client_gone(self, wait_s: float) -> bool:
+                """Wait up to ``wait_s`` for the client to close the connection; return whether it did."""
+                readable, _, _ = select.select([self.connection], [], [], wait_s)
+                if not readable:
+                    return False
+                try:
+                    return self.connection.recv(1, socket.MSG_PEEK) == b''
+                except OSError:
+                    return True
+
+            def _answer(self):
                 length = int(self.headers.get('Content-Length') or 0)
                 raw = self.rfile.read(length)
                 robot = self.headers.get('X-Robot-Team-Robot', '')
@@ -113,8 +161,13 @@ class ScriptedServer:
                     queue = server.faults.get(robot) or []
                     fault = queue.pop(0) if queue else None
                 if fault is not None:
-                    if fault.delay_s:
-                        time.sleep(fault.delay_s)
+                    end = time.monotonic() + fault.delay_s
+                    while time.monotonic() < end:
+                        if self._client_gone(min(0.05, max(0.0, end - time.monotonic()))):
+                            with server._lock:
+                                server.abandoned += 1
+                            self.close_connection = True
+                            return None
                     payload = fault.body if fault.body is not None else {'error': {
                         'message': f'scripted fault {fault.status}', 'type': 'server_error'}}
                     return self._send(fault.status, payload, fault.headers)
@@ -162,11 +215,18 @@ class ScriptedServer:
         return reply
 
     def stop(self) -> None:
-        """Stop serving."""
+        """Stop serving and close the open connections (the endpoint is gone)."""
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> 'ScriptedServer':
         """Start the server."""

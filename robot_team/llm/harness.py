@@ -218,7 +218,8 @@ class InMemoryTeam:
         make = tool_emitter or self.record.emitter
         self.toolboxes = {role: build_toolbox(role, self.world, make(role)) for role in robots}
         self.supervisor = SupervisorCore(WorkflowPolicy(deadlines or Deadlines(issue_handling_s=60.0)),
-                                         self.record.emitter('supervisor'), self._escalated, self._decided)
+                                         self.record.emitter('supervisor'), self._escalated, self._decided,
+                                         publish_directive=self._directed)
         self.workflow = self.supervisor.policy
         self.robots = {role: RobotCore(role, brain, self.toolboxes[role], self.record.emitter(role),
                                        lambda: self.t) for role, brain in robots.items()}
@@ -226,6 +227,7 @@ class InMemoryTeam:
         self.manager.on_arrival(PatientInfo(
             patient_id='P-0001', room='ER-12', presentation='signs of confusion and distress', esi_level=2,
             assigned_hcw_id='80', required_specialty='Physician'))
+        self.supervisor.on_patient_arrival('P-0001', self.t)
 
     def run(self, max_rounds: int = 40) -> Outcome:
         """Run until the manager finishes (or ``max_rounds`` decision rounds); return the outcome."""
@@ -282,3 +284,9 @@ class InMemoryTeam:
 
     def _decided(self, esc: EscalationState) -> None:
         self.manager.on_decision(esc.escalation_id, esc.decision, esc.hcw_id, esc.note, esc.operator_id)
+
+    def _directed(self, directive) -> None:
+        if directive.directive == 'takeover':
+            self.manager.take_over(directive.escalation_id, directive.reason)
+        elif directive.directive == 'hold':
+            self.manager.hold(directive.escalation_id, directive.reason)

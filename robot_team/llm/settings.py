@@ -90,6 +90,9 @@ class LLMSettings(BaseSettings):
         'protocol', description="When the endpoint stays down: 'protocol' brain, or 'fail' (report failure).")
     max_report_retries: int = Field(2, ge=0, description='Invalid reports sent back with the error before failing.')
     max_steps: int = Field(12, ge=1, description='Most LLM requests per robot task (or per manager decision).')
+    task_budget_s: float = Field(120.0, gt=0, description='Robot brains: wall s of LLM work per task; past it, no '
+                                 'new request and the robot reports failure (keep it below the task deadline '
+                                 'divided by the sim speed: 600 / 5).')
     history_turns: int = Field(1, ge=1, description='Manager: past turns sent per request (the record is '
                                'restated in every turn).')
     robots: dict[str, RobotOverride] = Field(default_factory=dict)

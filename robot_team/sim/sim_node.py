@@ -836,6 +836,13 @@ class EdSimNode(Node):
 
     def destroy_node(self) -> None:
         """Release waiting goals and pages, then destroy the node."""
+        self.stop()
+        with self._idle_cv:
+            self._idle_cv.wait_for(lambda: self._in_flight == 0, timeout=2.0)
+        super().destroy_node()
+
+    def stop(self) -> None:
+        """Stop the clock and release every waiting goal and page (while the executor may still spin)."""
         self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
@@ -845,9 +852,6 @@ class EdSimNode(Node):
             event.set()
         with self._tick_cv:
             self._tick_cv.notify_all()
-        with self._idle_cv:
-            self._idle_cv.wait_for(lambda: self._in_flight == 0, timeout=2.0)
-        super().destroy_node()
 
 
 def main(args=None) -> int:

@@ -98,6 +98,8 @@ class Toolbox:
         self._journal: dict[str, list[ToolResult]] = {}
         self._cancelled: set[str] = set()
         self._lock = threading.Lock()
+        self.decision_source: Callable[[], str] | None = None
+        """Returns who decides the calls now (``robot_team.decisions.DecisionSource``), recorded with each."""
 
     def cancel(self, task_id: str) -> None:
         """Refuse every further call made for ``task_id`` (the task was cancelled)."""
@@ -202,4 +204,6 @@ class Toolbox:
 
     def _emit(self, kind, summary, target, reason, **data):
         if self._events is not None:
+            if self.decision_source is not None:
+                data['source'] = self.decision_source()
             self._events.emit(kind, summary, target=target, reason=reason, **data)
