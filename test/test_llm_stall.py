@@ -26,8 +26,10 @@ pytest.importorskip('robot_team.sim.sim_node')
 CHECK_PERIOD_S = 0.5
 """The supervisor's deadline check period, sim s (a missed deadline is escalated within it)."""
 
-LATENCY_S = 2.0
-"""Sim s the supervisor may take to notice and record a miss: 50 ms of wall time at 40x on a loaded machine."""
+REAL_TIME_FACTOR = 40.0
+
+LATENCY_S = 0.1 * REAL_TIME_FACTOR
+"""Sim s the supervisor may take to notice and record a miss: 0.1 s of wall time (a loaded machine) at 40x."""
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def llm_env(monkeypatch):
 def run(scenario, tmp_path, domain_id, **kw):
     from robot_team.runner import run_episode
     return run_episode(scenario, tmp_path / 'run', brain='openai', domain_id=domain_id,
-                       brain_options={'kb': False}, real_time_factor=40.0, **kw)
+                       brain_options={'kb': False}, real_time_factor=REAL_TIME_FACTOR, **kw)
 
 
 def of(result, kind, actor=None):
