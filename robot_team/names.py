@@ -46,6 +46,7 @@ AUTHORIZE_TASK = 'team/supervisor/authorize_task'
 SUBMIT_REPORT = 'team/supervisor/submit_report'
 REQUEST_ESCALATION = 'team/supervisor/request_escalation'
 RESOLVE_ESCALATION = 'team/supervisor/resolve_escalation'
+CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.lockstep)
 
 # ED floor infrastructure (served by the embedded simulator, or by the hospital's systems),
 # relative to the team namespace.
