@@ -3,9 +3,11 @@
 In ``lockstep`` a brain announces each wait on its LLM endpoint on the team topic
 ``team/clock_holds`` (``robot_team/msg/ClockHold``: ``active`` true when the request starts,
 false when it ends) and the clock source (the simulator, as Gazebo can be paused and stepped)
-advances sim time only while no hold is active. So evaluation measures the decisions, not the
-model's latency: supervisor deadlines and floor waits are in sim time that stands still while a
-model thinks. ``realtime`` stays the default for live runs, where the floor does not wait.
+advances sim time only while no hold is active, then steps it by ``hold_step_s`` sim seconds per
+hold that ended (default :data:`DEFAULT_HOLD_STEP_S`: a fast hosted model's latency). So
+evaluation measures the decisions, not the model's latency: every request costs the same sim
+time whatever the model's speed, and supervisor deadlines still bound how many requests a brain
+may spend. ``realtime`` stays the default for live runs, where the floor does not wait.
 
 A lost release (a node that died mid-request) cannot freeze an episode: each hold expires after
 ``max_hold_s`` wall seconds (the clock source's parameter, default :data:`DEFAULT_MAX_HOLD_S`)
@@ -26,6 +28,9 @@ from typing import Callable, Iterator
 
 LLM_CLOCKS = ('realtime', 'lockstep')
 """The LLM clock modes; ``realtime`` is the default."""
+
+DEFAULT_HOLD_STEP_S = 2.0
+"""Sim seconds charged per ended hold (one LLM request): about a hosted model's tool-call latency."""
 
 DEFAULT_MAX_HOLD_S = 600.0
 """Wall seconds after which a hold expires (longer than any LLM request with its retries: the
@@ -52,6 +57,8 @@ class HoldTracker:
     ----------
     max_hold_s
         Wall seconds after which a hold expires.
+    hold_step_s
+        Sim seconds to advance per hold that ended (:meth:`take_step`).
     on_expired
         Called ``on_expired(hold_id, holder, age_s)`` for each hold that expired.
     wall
@@ -71,10 +78,13 @@ class HoldTracker:
 
     def __init__(self, max_hold_s: float = DEFAULT_MAX_HOLD_S,
                  on_expired: Callable[[str, str, float], None] | None = None,
-                 wall: Callable[[], float] = time.monotonic):
-        if not max_hold_s > 0:
-            raise ValueError(f'max_hold_s must be positive, got {max_hold_s}')
+                 wall: Callable[[], float] = time.monotonic, hold_step_s: float = DEFAULT_HOLD_STEP_S):
+        if not max_hold_s > 0 or hold_step_s < 0:
+            raise ValueError(f'max_hold_s must be positive and hold_step_s not negative, got {max_hold_s}, '
+                             f'{hold_step_s}')
         self.max_hold_s = float(max_hold_s)
+        self.hold_step_s = float(hold_step_s)
+        self._steps = 0.0
         self._on_expired = on_expired
         self._wall = wall
         self._lock = threading.Lock()
@@ -91,8 +101,9 @@ class HoldTracker:
             if active and hold_id not in self._active and hold_id not in self._ended:
                 self._active[hold_id] = (holder, self._wall())
                 self.holds_seen += 1
-            elif not active:
-                self._active.pop(hold_id, None)
+            elif not active and hold_id not in self._ended:
+                if self._active.pop(hold_id, None) is not None:
+                    self._steps += self.hold_step_s
                 self._ended.add(hold_id)
 
     def held(self) -> bool:
@@ -116,6 +127,12 @@ class HoldTracker:
             if self._on_expired is not None:
                 self._on_expired(*item)
         return held
+
+    def take_step(self) -> float:
+        """Return the sim seconds owed for holds that ended since the last call (``hold_step_s`` each)."""
+        with self._lock:
+            steps, self._steps = self._steps, 0.0
+        return steps
 
     @property
     def active(self) -> list[str]:
@@ -175,7 +192,8 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
                         callback_group=None) -> HoldTracker | None:
     """Make ``node`` (the clock source) follow the holds on ``team/clock_holds`` in ``lockstep``.
 
-    Declares the node's ``max_hold_s`` parameter (wall s, default :data:`DEFAULT_MAX_HOLD_S`).
+    Declares the node's ``max_hold_s`` (wall s, default :data:`DEFAULT_MAX_HOLD_S`) and ``hold_step_s``
+    (sim s per ended hold, default :data:`DEFAULT_HOLD_STEP_S`) parameters.
     Returns the tracker whose :meth:`HoldTracker.held` the tick asks, or None for ``realtime``.
     ``emit`` (the node's event emitter) records each expired hold as a ``sim`` event.
 
@@ -186,6 +204,7 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
     """
     check_llm_clock(llm_clock, 'parameter llm_clock')
     max_hold = float(node.declare_parameter('max_hold_s', DEFAULT_MAX_HOLD_S).value)
+    step = float(node.declare_parameter('hold_step_s', DEFAULT_HOLD_STEP_S).value)
     if llm_clock == 'realtime':
         return None
     from robot_team.events import EventKind
@@ -199,7 +218,7 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
                  target=holder, reason=f'no release within max_hold_s={max_hold:g} wall s',
                  what='clock_hold_expired', hold_id=hold_id, holder=holder, age_s=round(age, 3))
 
-    tracker = HoldTracker(max_hold, on_expired=expired)
+    tracker = HoldTracker(max_hold, on_expired=expired, hold_step_s=step)
     node.create_subscription(ClockHold, team_name(node, CLOCK_HOLDS),
                              lambda msg: tracker.update(msg.hold_id, msg.holder, msg.active), clock_holds_qos(),
                              callback_group=callback_group)

@@ -164,8 +164,8 @@ def model_path(settings: LocalServerSettings | None = None, model: ShippedModel 
 def local_settings(base_url: str, settings: LLMSettings | None = None) -> LLMSettings:
     """Return LLM settings that use the local endpoint at ``base_url`` for every robot.
 
-    Model :data:`MODEL` ``.name``, ``tool_calls: json_schema``, the local ``max_tokens`` and
-    ``timeout_s``; other values (retries, fallback, KB...) from ``settings`` (default: the
+    Model :data:`MODEL` ``.name``, ``tool_calls: json_schema``, the local ``max_tokens``,
+    ``timeout_s`` and ``max_steps``; other values (retries, fallback, KB...) from ``settings`` (default: the
     configured ones). Per-robot endpoint and model overrides are dropped: the local endpoint
     serves one model.
     """
@@ -174,7 +174,8 @@ def local_settings(base_url: str, settings: LLMSettings | None = None) -> LLMSet
               for name, over in base.robots.items()}
     return base.model_copy(update={
         'base_url': base_url, 'api_key': None, 'model': MODEL.name, 'tool_calls': 'json_schema',
-        'max_tokens': base.local.max_tokens, 'timeout_s': base.local.timeout_s, 'robots': robots})
+        'max_tokens': base.local.max_tokens, 'timeout_s': base.local.timeout_s, 'max_steps': base.local.max_steps,
+        'robots': robots})
 
 
 class LocalServer:

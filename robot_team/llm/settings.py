@@ -85,7 +85,9 @@ class LocalServerSettings(BaseModel):
     cache_dir: str | None = Field(None, description='Where the assembled GGUF is kept (default: '
                                   '$ROBOT_TEAM_MODEL_CACHE, else <venv>/share/robot_team/models, else '
                                   '$XDG_CACHE_HOME/robot_team/models).')
-    max_tokens: int = Field(384, ge=1, description='Most completion tokens per request to the local model.')
+    max_tokens: int = Field(256, ge=1, description='Most completion tokens per request to the local model.')
+    max_steps: int = Field(6, ge=1, description='Most requests per robot task (or manager decision) with the '
+                           'local model: a small model that repeats itself reports failure sooner.')
     timeout_s: float = Field(300.0, gt=0, description='Per-request timeout, wall s (a CPU model is slow).')
 
 

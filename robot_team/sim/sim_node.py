@@ -533,7 +533,8 @@ class EdSimNode(Node):
         with self._lock:
             if self._stopping:
                 return
-            events = self.engine.step(wall_dt * self.real_time_factor)
+            events = self.engine.step(wall_dt * self.real_time_factor
+                                      + (self._holds.take_step() if self._holds is not None else 0.0))
             t = self._sim_t = self.engine.t
             self._clock_pub.publish(ClockMsg(clock=_stamp(t)))
             self._process(events)
