@@ -105,6 +105,7 @@ class HoldTracker:
                 if self._active.pop(hold_id, None) is not None:
                     self._steps += self.hold_step_s
                 self._ended.add(hold_id)
+            self._account(self._wall())
 
     def held(self) -> bool:
         """Return whether a hold is active now (expiring those older than ``max_hold_s``)."""
@@ -118,15 +119,19 @@ class HoldTracker:
                     self.expired += 1
                     expired.append((hold_id, holder, now - start))
             held = bool(self._active)
-            if held and self._since is None:
-                self._since = now
-            elif not held and self._since is not None:
-                self.held_wall_s += now - self._since
-                self._since = None
+            self._account(now)
         for item in expired:
             if self._on_expired is not None:
                 self._on_expired(*item)
         return held
+
+    def _account(self, now: float) -> None:
+        """Track the wall time during which some hold was active (call with the lock held)."""
+        if self._active and self._since is None:
+            self._since = now
+        elif not self._active and self._since is not None:
+            self.held_wall_s += now - self._since
+            self._since = None
 
     def take_step(self) -> float:
         """Return the sim seconds owed for holds that ended since the last call (``hold_step_s`` each)."""
