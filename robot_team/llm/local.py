@@ -226,7 +226,7 @@ class LocalServer:
         s = self.settings
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
-        params.model_alias = self.model
+        params.model_alias = {self.model}      # a set of names
         params.hostnames = ['127.0.0.1']        # loopback only
         params.port = s.port
         params.n_ctx = s.ctx_size
