@@ -37,6 +37,8 @@ def serve(
                   f'{server.startup_s:.1f} s). Use it with:\n'
                   f'  OPENAI_BASE_URL={server.base_url} ROBOT_TEAM_LLM_MODEL={MODEL.name} '
                   f'ROBOT_TEAM_LLM_TOOL_CALLS=json_schema robot-team run --brain openai\n'
+                  f'  or, for nodes started by ros2 run/launch: -p brain:=local -p llm_base_url:={server.base_url} '
+                  '(and llm_clock:=lockstep on them and the simulator to hold sim time while they wait)\n'
                   'Ctrl-C stops it.', highlight=False, soft_wrap=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
