@@ -198,7 +198,8 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
     """Make ``node`` (the clock source) follow the holds on ``team/clock_holds`` in ``lockstep``.
 
     Declares the node's ``max_hold_s`` (wall s, default :data:`DEFAULT_MAX_HOLD_S`) and ``hold_step_s``
-    (sim s per ended hold, default :data:`DEFAULT_HOLD_STEP_S`) parameters.
+    (sim s per ended hold, default the LLM settings' ``lockstep_step_s``, :data:`DEFAULT_HOLD_STEP_S`)
+    parameters.
     Returns the tracker whose :meth:`HoldTracker.held` the tick asks, or None for ``realtime``.
     ``emit`` (the node's event emitter) records each expired hold as a ``sim`` event.
 
@@ -209,7 +210,8 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
     """
     check_llm_clock(llm_clock, 'parameter llm_clock')
     max_hold = float(node.declare_parameter('max_hold_s', DEFAULT_MAX_HOLD_S).value)
-    step = float(node.declare_parameter('hold_step_s', DEFAULT_HOLD_STEP_S).value)
+    from robot_team.llm.settings import LLMSettings
+    step = float(node.declare_parameter('hold_step_s', LLMSettings().lockstep_step_s).value)
     if llm_clock == 'realtime':
         return None
     from robot_team.events import EventKind

@@ -248,6 +248,9 @@ class Episode:
         """Return the report's LLM clock (mode, expired holds) and, for ``--brain local``, the local endpoint."""
         expired = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_hold_expired']
         out: dict = {'llm_clock': {'mode': self.llm_clock, 'holds_expired': len(expired)}}
+        if self.llm_clock == 'lockstep':
+            from robot_team.llm.settings import LLMSettings
+            out['llm_clock']['step_s'] = LLMSettings().lockstep_step_s   # as the clock source read it
         if self.local_llm is not None:
             out['local_llm'] = {'model': self.local_llm.model, 'base_url': self.local_llm.base_url,
                                 'startup_s': round(self.local_llm.startup_s, 3),

@@ -140,6 +140,8 @@ class LLMSettings(BaseSettings):
     cassette_mode: Literal['off', 'record', 'replay'] = 'off'
     real_time_factor: float = Field(5.0, gt=0, description='Default sim speed for LLM runs (sim s per wall s) '
                                     'with the realtime LLM clock.')
+    lockstep_step_s: float = Field(2.0, ge=0, description='Lockstep LLM clock: sim seconds charged per LLM request '
+                                   '(the clock source steps sim time by this much when a hold ends).')
     local: LocalServerSettings = Field(default_factory=LocalServerSettings)
 
     @classmethod
