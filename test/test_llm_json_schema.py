@@ -178,3 +178,14 @@ def _model(event):
     return TeamEventModel(stamp_s=0.0, wall_time=0.0, seq=1, actor=event['actor'], kind=event['kind'],
                           target=event['target'], summary=event['summary'], reason=event['reason'],
                           data=event['data'])
+
+
+def test_robot_arguments_that_do_not_validate_are_an_invalid_call_and_a_failed_tool_result():
+    record = Recorder()
+    box = build_toolbox('navigation_robot', World(), record.emitter('navigation_robot'))
+    result = box.call('navigate_to_pose', task_id='nav-1', x='far', y=2.0)
+    assert not result.ok and 'x' in result.error
+    invalid = record.of('invalid_call')
+    assert len(invalid) == 1 and invalid[0]['target'] == 'navigate_to_pose'
+    assert invalid[0]['data']['category'] == 'invalid_arguments' and invalid[0]['reason'] == result.error
+    assert record.of('tool_result')[0]['data']['ok'] is False     # the journal and the record as before
