@@ -16,6 +16,7 @@ from rich.table import Table
 
 from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
+from robot_team.llm.cli import llm_app
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
@@ -29,9 +30,14 @@ STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'ti
 def run(
     scenario: Annotated[str, typer.Option(help='Scenario name (see `robot-team scenarios`) or YAML path.')]
     = 'onboarding',
-    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol' or 'openai' (any OpenAI-compatible "
-                                            "endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, config/llm.yaml).")]
+    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai' (any OpenAI-compatible "
+                                            "endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, config/llm.yaml) or "
+                                            "'local' (the built-in local model on 127.0.0.1, started and stopped "
+                                            'by the run).')]
     = 'protocol',
+    llm_clock: Annotated[str, typer.Option(help="LLM brains: 'realtime' (sim time runs while a brain waits on its "
+                                                "LLM) or 'lockstep' (sim time holds, as a paused Gazebo).")]
+    = 'realtime',
     kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: give each robot its knowledge-base '
                                                           'sections (config/kb).')] = True,
     out: Annotated[Path, typer.Option(help='Folder for report.json, events.jsonl/.mcap, staff.sqlite.')]
@@ -65,14 +71,15 @@ def run(
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     options = {}
-    if brain == 'openai':
-        # Sim time keeps running while a brain waits on the LLM: run slower than protocol runs.
+    if brain in ('openai', 'local'):
+        # Realtime: sim time keeps running while a brain waits on the LLM, so run slower than protocol runs.
         from robot_team.llm.settings import LLMSettings
         options = {'kb': kb}
-        real_time_factor = real_time_factor or LLMSettings().real_time_factor
+        if llm_clock == 'realtime':
+            real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level, namespace)
+                                    log_level, namespace, llm_clock)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -86,13 +93,14 @@ def run(
 
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
-                       log_level='warn', namespace='/'):
+                       log_level='warn', namespace='/', llm_clock='realtime'):
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from robot_team.runner import run_episode
     if quiet:
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
-                           real_time_factor=real_time_factor, brain_options=options, namespace=namespace)
+                           real_time_factor=real_time_factor, brain_options=options, namespace=namespace,
+                           llm_clock=llm_clock)
     steps = ['navigation', 'info_collection', 'display', 'reflection']
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -109,7 +117,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
                            real_time_factor=real_time_factor, on_event=on_event, brain_options=options,
-                           namespace=namespace)
+                           namespace=namespace, llm_clock=llm_clock)
 
 
 def print_summary(report: dict) -> None:
@@ -235,6 +243,7 @@ app.command('eval')(eval_command)
 app.add_typer(escalations_app, name='escalations')
 app.command('instruct')(instruct_command)
 app.command('console')(console_command)
+app.add_typer(llm_app, name='llm')
 
 
 def main() -> int:

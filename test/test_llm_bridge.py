@@ -622,7 +622,8 @@ def test_a_plan_with_references_runs_in_one_request_and_a_bad_reference_stops_it
             for m in server.requests[-1][1]['messages'] if m['role'] == 'tool']
     assert "reference $2.hcw_number" in seen[2]['error'] and "has no 'hcw_number'" in seen[2]['error']
     assert seen[3] == 'report not accepted: record_check_in failed'
-    assert [e['target'] for e in kinds(record, 'brain_error')] == ['record_check_in']
+    bad = kinds(record, 'invalid_call')
+    assert [(e['target'], e['data']['category']) for e in bad] == [('record_check_in', 'unresolved_reference')]
     assert report.status is TaskStatus.FAILURE and len(server.requests) == 2
 
 

@@ -49,11 +49,12 @@ ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
 
 
 def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *, events=None,
-                       kb: bool = True) -> ManagerBrain:
-    """Return the manager brain of kind ``kind`` ('protocol' or 'openai').
+                       kb: bool = True, base_url: str = '', hold=None) -> ManagerBrain:
+    """Return the manager brain of kind ``kind`` ('protocol', 'openai' or 'local').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests, replies and refused
-    tool calls; ``kb`` gives an LLM brain its knowledge-base sections.
+    tool calls; ``kb`` gives an LLM brain its knowledge-base sections; ``base_url`` (the
+    ``llm_base_url`` parameter) and ``hold`` (lockstep clock) as in :mod:`robot_team.llm.factory`.
 
     Raises
     ------
@@ -63,12 +64,12 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *
     if kind == 'protocol':
         from robot_team.brains.protocol import ManagerProtocolBrain
         return ManagerProtocolBrain(issue_handling=issue_handling)
-    if kind == 'openai':
+    if kind in ('openai', 'local'):
         from robot_team.brains.protocol import ManagerProtocolBrain
-        from robot_team.llm.brains import LLMManagerBrain
-        return LLMManagerBrain(emit=events.emit if events is not None else None, kb=kb,
-                               fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
-    raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol' or 'openai'")
+        from robot_team.llm.factory import llm_manager_brain
+        return llm_manager_brain(kind, emit=events.emit if events is not None else None, kb=kb, base_url=base_url,
+                                 hold=hold, fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
+    raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol', 'openai' or 'local'")
 
 
 class ManagerNode(Node):
@@ -95,9 +96,13 @@ class ManagerNode(Node):
         self.declare_parameter('service_timeout_s', 15.0)
         self.declare_parameter('kb', True)
         self.events = EventEmitter(self, 'manager')
-        brain = brain or make_manager_brain(self.get_parameter('brain').value,
-                                            self.get_parameter('issue_handling').value, events=self.events,
-                                            kb=bool(self.get_parameter('kb').value))
+        if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.lockstep)
+            from robot_team.llm.factory import clock_hold
+            llm_clock = self.declare_parameter('llm_clock', 'realtime').value
+            brain = make_manager_brain(self.get_parameter('brain').value, self.get_parameter('issue_handling').value,
+                                       events=self.events, kb=bool(self.get_parameter('kb').value),
+                                       base_url=self.declare_parameter('llm_base_url', '').value,
+                                       hold=clock_hold(self, 'manager', llm_clock))
         self._first_brain = brain
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self._group = ReentrantCallbackGroup()

@@ -31,12 +31,15 @@ from robot_team.rosutil import ros_now_s, spin_node, submit_report, team_name
 from robot_team.tools.base import ToolError, Toolbox
 
 
-def make_brain(role: str, brain: str, *, events=None, kb: bool = True) -> RobotBrain:
-    """Return robot ``role``'s brain of kind ``brain`` ('protocol' or 'openai').
+def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
+               hold=None) -> RobotBrain:
+    """Return robot ``role``'s brain of kind ``brain`` ('protocol', 'openai' or 'local').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests and replies; ``kb``
     gives an LLM brain its knowledge-base sections. LLM settings come from
-    :class:`robot_team.llm.settings.LLMSettings` (environment and ``config/llm.yaml``).
+    :class:`robot_team.llm.settings.LLMSettings` (environment and ``config/llm.yaml``);
+    ``base_url`` (the ``llm_base_url`` parameter) and ``hold`` (lockstep clock) as in
+    :mod:`robot_team.llm.factory`.
 
     Raises
     ------
@@ -46,10 +49,11 @@ def make_brain(role: str, brain: str, *, events=None, kb: bool = True) -> RobotB
     if brain == 'protocol':
         from robot_team.brains.protocol import protocol_robot_brain
         return protocol_robot_brain(role)
-    if brain == 'openai':
-        from robot_team.llm.brains import LLMRobotBrain
-        return LLMRobotBrain(role, emit=events.emit if events is not None else None, kb=kb)
-    raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol' or 'openai'")
+    if brain in ('openai', 'local'):
+        from robot_team.llm.factory import llm_robot_brain
+        return llm_robot_brain(role, brain, emit=events.emit if events is not None else None, kb=kb,
+                               base_url=base_url, hold=hold)
+    raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol', 'openai' or 'local'")
 
 
 class RobotNode(Node):
@@ -106,8 +110,13 @@ class RobotNode(Node):
         self._stopping = False
         self._running_task = ''
         self._add_tools()
-        brain = brain or make_brain(role, self.get_parameter('brain').value, events=self.events,
-                                    kb=bool(self.get_parameter('kb').value))
+        if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.lockstep)
+            from robot_team.llm.factory import clock_hold
+            llm_clock = self.declare_parameter('llm_clock', 'realtime').value
+            brain = make_brain(role, self.get_parameter('brain').value, events=self.events,
+                               kb=bool(self.get_parameter('kb').value),
+                               base_url=self.declare_parameter('llm_base_url', '').value,
+                               hold=clock_hold(self, role, llm_clock))
         self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: ros_now_s(self))
         from robot_team.action import ExecuteTask
         from robot_team.srv import SubmitReport

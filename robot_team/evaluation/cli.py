@@ -20,7 +20,10 @@ def eval_command(
     condition: Annotated[Optional[list[str]], typer.Option(
         '--condition', help="Condition to run: 'baseline' (no knowledge base) or 'kb'; repeat for both "
                             '(default: both).')] = None,
-    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol' or 'openai'.")] = 'protocol',
+    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai' or 'local' (the built-in "
+                                            'local model, one endpoint for all trials).')] = 'protocol',
+    llm_clock: Annotated[Optional[str], typer.Option(help="LLM brains: 'lockstep' (default: sim time holds while a "
+                                                          "brain waits on its LLM) or 'realtime'.")] = None,
     scenario: Annotated[str, typer.Option(help='Scenario name or YAML path.')] = 'onboarding',
     out: Annotated[Path, typer.Option(help='Evaluation folder: DIR/<condition>/trial-<k>/ and the tables.')]
     = Path('runs/eval'),
@@ -30,8 +33,9 @@ def eval_command(
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the episodes (default: env or 0).')]
     = None,
     real_time_factor: Annotated[Optional[float], typer.Option(help='Sim seconds per wall second (default: 80 '
-                                                                   "for 'protocol', the LLM settings' for "
-                                                                   "'openai').")] = None,
+                                                                   "for 'protocol', the scenario's for LLM "
+                                                                   "brains in lockstep, the LLM settings' in "
+                                                                   'realtime).')] = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
 ) -> None:
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR."""
@@ -44,6 +48,9 @@ def eval_command(
     try:
         load_scenario(scenario)
         reflection_judge = make_judge(judge, judge_model)
+        if llm_clock is not None:
+            from robot_team.lockstep import check_llm_clock
+            check_llm_clock(llm_clock, '--llm-clock')
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown:
             raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
@@ -66,7 +73,7 @@ def eval_command(
         try:
             summary = run_trials(scenario, out, conditions=conditions, trials=trials, brain=brain,
                                  domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
-                                 judge_name=judge, on_trial=on_trial)
+                                 judge_name=judge, on_trial=on_trial, llm_clock=llm_clock)
         except TrialInterrupted as exc:
             from robot_team.lifecycle import exit_code
             console.print(f'[red]interrupted:[/red] {exc} (finished trials are kept; run again to resume)')

@@ -99,15 +99,27 @@ time, so a faster clock changes no decision: measured here, the manager answers 
 """
 
 
-def default_real_time_factor(brain: str) -> float | None:
-    """Return the sim speed for ``brain`` when none is given: 80 for 'protocol', LLM settings' for 'openai'.
+LLM_BRAINS = ('openai', 'local')
 
-    Sim time keeps running while an LLM brain waits on its endpoint, so LLM runs go slower.
-    Other brains: None (the scenario's).
+
+def default_llm_clock(brain: str) -> str:
+    """Return the LLM clock of trials of ``brain``: 'lockstep' for LLM brains (decisions, not latency).
+
+    Other brains: 'realtime'.
+    """
+    return 'lockstep' if brain in LLM_BRAINS else 'realtime'
+
+
+def default_real_time_factor(brain: str, llm_clock: str = 'realtime') -> float | None:
+    """Return the sim speed for ``brain`` when none is given: 80 for 'protocol', LLM settings' for LLM brains.
+
+    With the realtime LLM clock sim time keeps running while an LLM brain waits on its endpoint,
+    so LLM runs go slower; in lockstep it stands still, so they run at the scenario's speed
+    (None), as do other brains.
     """
     if brain == 'protocol':
         return PROTOCOL_REAL_TIME_FACTOR
-    if brain == 'openai':
+    if brain in LLM_BRAINS and llm_clock == 'realtime':
         from robot_team.llm.settings import LLMSettings
         return LLMSettings().real_time_factor
     return None
@@ -118,9 +130,11 @@ def trial_dir(out: Path, condition: str, trial: int) -> Path:
     return Path(out) / condition / f'trial-{trial}'
 
 
-def _trial_spec(scenario: str, brain: str, condition: str) -> dict:
-    return {'scenario': scenario, 'brain': brain, 'condition': condition,
-            'brain_options': CONDITIONS[condition]}
+def _trial_spec(scenario: str, brain: str, condition: str, llm_clock: str = 'realtime') -> dict:
+    spec = {'scenario': scenario, 'brain': brain, 'condition': condition, 'brain_options': CONDITIONS[condition]}
+    if brain in LLM_BRAINS:
+        spec['llm_clock'] = llm_clock
+    return spec
 
 
 def completed_trial(folder: Path, spec: dict) -> dict | None:
@@ -137,8 +151,11 @@ def completed_trial(folder: Path, spec: dict) -> dict | None:
 def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: str = 'protocol',
               domain_id: int | None = None, real_time_factor: float | None = None,
               judge: ReflectionJudge | None = None, judge_name: str = 'structural',
-              on_event: Callable | None = None) -> TrialResult:
+              on_event: Callable | None = None, llm_clock: str | None = None, local_llm=None) -> TrialResult:
     """Run (or reuse) one trial and score it.
+
+    ``llm_clock`` defaults to :func:`default_llm_clock`; ``local_llm``: a started local endpoint
+    shared by the trials of ``brain`` 'local' (see :func:`robot_team.runner.run_episode`).
 
     Raises
     ------
@@ -151,14 +168,16 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition '{condition}': expected one of {', '.join(CONDITIONS)}")
     folder = trial_dir(out, condition, trial)
-    spec = _trial_spec(scenario, brain, condition)
+    llm_clock = llm_clock or default_llm_clock(brain)
+    spec = _trial_spec(scenario, brain, condition, llm_clock)
     info = completed_trial(folder, spec)
     reused = info is not None
     if not reused:
         from robot_team.runner import run_episode
         start = time.monotonic()
         result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, real_time_factor=real_time_factor,
-                             on_event=on_event, brain_options=dict(CONDITIONS[condition]))
+                             on_event=on_event, brain_options=dict(CONDITIONS[condition]), llm_clock=llm_clock,
+                             local_llm=local_llm)
         interrupted = result.report.get('outcome') == 'interrupted'
         info = {**spec, 'trial': trial, 'complete': not interrupted,
                 'wall_time_s': round(time.monotonic() - start, 3), 'outcome': result.report.get('outcome')}
@@ -207,7 +226,7 @@ def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, .
                real_time_factor: float | None = None, judge: ReflectionJudge | None = None,
                judge_name: str = 'structural',
                on_trial: Callable[[str, int, TrialResult | None], None] | None = None,
-               on_event: Callable | None = None) -> EvalSummary:
+               on_event: Callable | None = None, llm_clock: str | None = None) -> EvalSummary:
     """Run ``trials`` trials of each condition (sequentially, reusing finished ones), score and aggregate.
 
     ``on_trial(condition, k, None)`` is called before a trial, ``on_trial(condition, k, result)``
@@ -224,18 +243,28 @@ def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, .
     if trials < 1:
         raise ValueError(f'trials must be at least 1, got {trials}')
     start = time.monotonic()
-    real_time_factor = real_time_factor or default_real_time_factor(brain)
+    llm_clock = llm_clock or default_llm_clock(brain)
+    real_time_factor = real_time_factor or default_real_time_factor(brain, llm_clock)
     results: list[TrialResult] = []
-    for condition in dict.fromkeys(conditions):
-        for k in range(1, trials + 1):
-            if on_trial is not None:
-                on_trial(condition, k, None)
-            result = run_trial(scenario, Path(out), condition, k, brain=brain, domain_id=domain_id,
-                               real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
-                               on_event=on_event)
-            results.append(result)
-            if on_trial is not None:
-                on_trial(condition, k, result)
+    local = None   # brain 'local': one endpoint for every trial (started at the first trial that runs)
+    try:
+        for condition in dict.fromkeys(conditions):
+            for k in range(1, trials + 1):
+                if on_trial is not None:
+                    on_trial(condition, k, None)
+                if brain == 'local' and local is None and completed_trial(
+                        trial_dir(out, condition, k), _trial_spec(scenario, brain, condition, llm_clock)) is None:
+                    from robot_team.llm.local import LocalServer
+                    local = LocalServer().start()
+                result = run_trial(scenario, Path(out), condition, k, brain=brain, domain_id=domain_id,
+                                   real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
+                                   on_event=on_event, llm_clock=llm_clock, local_llm=local)
+                results.append(result)
+                if on_trial is not None:
+                    on_trial(condition, k, result)
+    finally:
+        if local is not None:
+            local.stop()
     summaries = [summarize(c, [r for r in results if r.condition == c]) for c in dict.fromkeys(conditions)]
     return EvalSummary(scenario=scenario, brain=brain, trials=trials, judge=judge_name, conditions=summaries,
                        runs=results, wall_time_s=round(time.monotonic() - start, 3))

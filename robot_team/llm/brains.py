@@ -43,6 +43,7 @@ from robot_team.brains.base import (
 from robot_team.events import EventKind
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.kb import kb_for, load_profiles
+from robot_team.llm.record import category_of, invalid_call
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import (
@@ -260,13 +261,14 @@ class LLMRobotBrain(RobotBrain):
             if not isinstance(args, dict):
                 raise ValueError('arguments must be a JSON object')
         except ValueError as exc:
+            invalid_call(self._emit, self.role, name, 'unparsable_arguments', f'arguments are not a JSON object: {exc}',
+                         raw_args, task_id=task.task_id)
             self.bridge_s.append(time.perf_counter() - start)
             return compact({'ok': False, 'error': f'arguments are not valid JSON: {exc}'}), False, None
         try:
             args = resolve(args, outputs, names)
         except CallReferenceError as exc:
-            self._emit(EventKind.BRAIN_ERROR, f'{self.role}: {name} not run, bad reference', target=name,
-                       reason=str(exc), task_id=task.task_id, tool=name, error=str(exc), raw=raw_args[:500])
+            invalid_call(self._emit, self.role, name, 'unresolved_reference', str(exc), raw_args, task_id=task.task_id)
             self.bridge_s.append(time.perf_counter() - start)
             return compact({'ok': False, 'error': str(exc)}), False, None
         args.pop('task_id', None)
@@ -497,8 +499,7 @@ class LLMManagerBrain(ManagerBrain):
                 self._emit(EventKind.REFLECTION_REJECTED, 'manager sent a reflection that does not validate',
                            target=name, reason=why, raw=raw[:500], attempt=self._bad_reflections)
             else:
-                self._emit(EventKind.BRAIN_ERROR, f'manager sent invalid {name} arguments', target=name,
-                           reason=why, error=why, raw=raw[:500])
+                invalid_call(self._emit, 'manager', name, category_of(exc), why, raw)
             return None, f'invalid arguments: {why}'
         try:
             if isinstance(args, DelegateTaskArgs):

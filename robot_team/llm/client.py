@@ -5,8 +5,12 @@ message as a plain dict. It retries timeouts, rate limits (429), server errors (
 connection errors and garbage replies with exponential backoff; other client errors (400,
 401, 404...) are not retried. Every request, reply and error is recorded as an event
 (``llm_request``, ``llm_reply``, ``llm_error``) with the robot, model, tokens in and out, cost,
-latency, message count and tool calls. Token counts come from the reply's ``usage``, else
-from tiktoken (:mod:`robot_team.llm.tokens`).
+latency, message count and tool calls; requests carry what was sent (message digests plus the
+messages not sent before) and replies the full reply (:mod:`robot_team.llm.record`). Token counts
+come from the reply's ``usage``, else from tiktoken (:mod:`robot_team.llm.tokens`). ``max_tokens``
+is always sent. With ``tool_calls: json_schema`` the tools go as a strict ``response_format``
+and the reply's JSON is parsed into the same tool calls (:mod:`robot_team.llm.jsonschema_calls`);
+a reply that is not such JSON is recorded as an ``invalid_call`` and returned as text.
 
 Requests run through ``openai.AsyncOpenAI`` on the calling thread (:mod:`robot_team.llm.inflight`)
 so that :meth:`ChatClient.cancel` and :meth:`ChatClient.close` end a request in flight from any
@@ -21,14 +25,16 @@ e.g. in sim timestamps, the robot's next unused recording in order).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from robot_team.events import EventKind
+from robot_team.llm import jsonschema_calls, record
 from robot_team.llm.inflight import RequestCancelled, Requests
 from robot_team.llm.settings import LLMSettings, ResolvedLLM
 from robot_team.llm.tokens import count_completion, count_prompt, encoding
@@ -164,6 +170,9 @@ class ChatClient:
     sleep
         Called with the backoff delay in seconds (tests may pass a no-op); default: a wait that
         :meth:`cancel` interrupts.
+    hold
+        Called around each :meth:`chat` (its attempts and backoff): returns a context manager,
+        e.g. a sim-clock hold in lockstep (:mod:`robot_team.lockstep`). Default: none.
 
     Attributes
     ----------
@@ -172,8 +181,10 @@ class ChatClient:
     """
 
     def __init__(self, settings: LLMSettings, robot: str, emit: Emit | None = None,
-                 sleep: Callable[[float], None] | None = None):
+                 sleep: Callable[[float], None] | None = None, hold: Callable[[], ContextManager] | None = None):
         self.settings = settings
+        self._hold = hold or contextlib.nullcontext
+        self._record = record.ExchangeRecord()
         self.resolved: ResolvedLLM = settings.for_robot(robot)
         self.robot = robot
         self._emit = emit
@@ -220,14 +231,25 @@ class ChatClient:
             If every attempt failed (timeouts, 429, 5xx, connection errors, garbage), a
             non-retryable error came back (e.g. 400, 401), or a replay has no recording left.
         """
+        with self._hold():
+            return self._chat(messages, tools, tool_choice)
+
+    def _chat(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None) -> ChatResult:
         r = self.resolved
-        request: dict[str, Any] = {'model': r.model, 'messages': messages, 'temperature': r.temperature}
-        if tools:
-            request['tools'] = tools
-            if tool_choice:
-                request['tool_choice'] = tool_choice
-        key = _request_key(self.robot, r.model, messages, tools)
-        estimate = count_prompt(messages, tools)
+        schema_mode = bool(tools) and r.tool_calls == 'json_schema'
+        request: dict[str, Any] = {'model': r.model, 'temperature': r.temperature, 'max_tokens': r.max_tokens}
+        if schema_mode:
+            request['messages'] = jsonschema_calls.convert_messages(messages, tools)
+            request['response_format'] = jsonschema_calls.response_format(tools)
+        else:
+            request['messages'] = messages
+            if tools:
+                request['tools'] = tools
+                if tool_choice:
+                    request['tool_choice'] = tool_choice
+        key = _request_key(self.robot, r.model, request['messages'], request.get('tools') or
+                           request.get('response_format'))
+        estimate = count_prompt(request['messages'], request.get('tools'))
         base = {'robot': self.robot, 'model': r.model, 'n_messages': len(messages), 'n_tools': len(tools or [])}
         last_error = ''
         for attempt in range(1, r.max_retries + 2):
@@ -235,11 +257,12 @@ class ChatClient:
                 raise LLMCancelled(f'{self.robot}: LLM requests cancelled (last error: {last_error or "none"})')
             self._event(EventKind.LLM_REQUEST, f'{self.robot} asks {r.model} ({len(messages)} messages)',
                         **base, attempt=attempt, prompt_tokens=estimate, completion_tokens=0, cost_usd=0.0,
-                        latency_s=0.0, tool_calls=[])
+                        latency_s=0.0, tool_calls=[], tool_call_mode=r.tool_calls if tools else None,
+                        **self._record.request_fields(request))
             start = time.perf_counter()
             try:
                 raw, source = self._send(request, key)
-                message, usage = _parse(raw)
+                message, usage, finish = _parse(raw, allow_empty=schema_mode)
             except Exception as exc:  # noqa: BLE001 - classified below
                 latency = time.perf_counter() - start
                 retryable, last_error = _classify(exc)
@@ -262,6 +285,9 @@ class ChatClient:
                 self._sleep(delay)
                 continue
             latency = time.perf_counter() - start
+            written, invalid = message.get('content'), ''
+            if schema_mode:
+                message, invalid = _schema_calls(message, finish, r.max_tokens)
             if usage and isinstance(usage.get('prompt_tokens'), int):
                 prompt, completion, counted = usage['prompt_tokens'], int(usage.get('completion_tokens') or 0), \
                     'endpoint'
@@ -276,7 +302,11 @@ class ChatClient:
             self._event(EventKind.LLM_REPLY, f"{self.robot} got {', '.join(calls) or 'text'} from {r.model}",
                         **base, attempt=attempt, prompt_tokens=prompt, completion_tokens=completion,
                         tokens_source=counted, cost_usd=round(cost, 8), latency_s=round(latency, 4),
-                        tool_calls=calls, source=source)
+                        tool_calls=calls, source=source,
+                        **record.reply_fields(message, finish, usage, written if schema_mode else None))
+            if invalid:
+                record.invalid_call(self._emit, self.robot, '', 'invalid_reply', invalid, written or '',
+                                    finish_reason=finish, model=r.model)
             return ChatResult(message, prompt, completion, counted, cost, latency, attempt, r.model)
         raise LLMUnavailable(f'{r.model} at {r.base_url or "api.openai.com"} gave no usable reply: {last_error}')
 
@@ -291,7 +321,7 @@ class ChatClient:
             raise GarbageReply(f'reply is not a chat completion: {str(completion)[:120]!r}')
         raw = completion.model_dump(mode='json', exclude_none=True)
         if self.cassette is not None and self.cassette.mode == 'record':
-            _parse(raw)
+            _parse(raw, allow_empty='response_format' in request)
             self.cassette.record(key, self.robot, request, raw)
         return raw, 'endpoint'
 
@@ -300,8 +330,31 @@ class ChatClient:
             self._emit(kind, summary, target=data.get('model', ''), reason=reason, **data)
 
 
-def _parse(raw: dict) -> tuple[dict, dict | None]:
-    """Return (assistant message, usage) from a completion dict; raise GarbageReply if malformed."""
+def _schema_calls(message: dict, finish: str | None, max_tokens: int) -> tuple[dict, str]:
+    """Return a json_schema-mode reply as a native one (tool calls parsed from its JSON) and the reason it is invalid.
+
+    An invalid reply comes back as its text (no tool calls) with the reason ('' when valid).
+    """
+    if message.get('tool_calls'):   # an endpoint that answered with native calls anyway: take them as they are
+        return message, ''
+    try:
+        calls = jsonschema_calls.parse_reply(message.get('content'), finish, max_tokens)
+    except jsonschema_calls.InvalidReply as exc:
+        return {'role': 'assistant', 'content': message.get('content') or ''}, str(exc)
+    out = {'role': 'assistant', 'content': None}
+    if calls:
+        out['tool_calls'] = calls
+    else:
+        out['content'] = ''   # an empty list: the model chose to wait
+    return out, ''
+
+
+def _parse(raw: dict, allow_empty: bool = False) -> tuple[dict, dict | None, str | None]:
+    """Return (assistant message, usage, finish reason) from a completion dict; raise GarbageReply if malformed.
+
+    ``allow_empty``: a message with neither content nor tool calls is returned (content '')
+    instead of raising (json_schema mode records it as an invalid reply).
+    """
     if not isinstance(raw, dict) or not isinstance(raw.get('choices'), list) or not raw['choices']:
         raise GarbageReply(f'reply has no choices: {json.dumps(raw, default=str)[:120]}')
     message = raw['choices'][0].get('message')
@@ -321,9 +374,12 @@ def _parse(raw: dict) -> tuple[dict, dict | None]:
     if calls:
         clean['tool_calls'] = calls
     if clean['content'] is None and not calls:
-        raise GarbageReply('reply has neither content nor tool calls')
+        if not allow_empty:
+            raise GarbageReply('reply has neither content nor tool calls')
+        clean['content'] = ''
     usage = raw.get('usage') if isinstance(raw.get('usage'), dict) else None
-    return clean, usage
+    finish = raw['choices'][0].get('finish_reason')
+    return clean, usage, finish if isinstance(finish, str) else None
 
 
 def _classify(exc: Exception) -> tuple[bool, str]:

@@ -29,14 +29,30 @@ class ModelPrice(BaseModel):
         return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
 
 
+ToolCallMode = Literal['native', 'json_schema']
+"""How a model is asked for tool calls: ``native`` (the request's ``tools``; the endpoint returns
+``tool_calls``) or ``json_schema`` (``response_format`` with a strict JSON schema, the union of the
+offered tools; the reply's JSON is parsed into the same tool calls: :mod:`robot_team.llm.jsonschema_calls`)."""
+
+
+class ModelOptions(BaseModel):
+    """How to talk to one model (``model_options`` in ``config/llm.yaml``, keyed by model name or prefix)."""
+
+    tool_calls: ToolCallMode | None = Field(None, description="'native' or 'json_schema' (models whose chat "
+                                            'template does not produce tool calls).')
+    max_tokens: int | None = Field(None, ge=1, description='Most completion tokens per request (always sent).')
+
+
 class RobotOverride(BaseModel):
-    """Per-robot overrides (any field left ``None`` keeps the team-wide value)."""
+    """Per-robot overrides (any field left ``None`` keeps the model's or the team-wide value)."""
 
     model: str | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     base_url: str | None = None
     api_key: SecretStr | None = None
     timeout_s: float | None = Field(None, gt=0)
+    tool_calls: ToolCallMode | None = None
+    max_tokens: int | None = Field(None, ge=1)
 
 
 class ResolvedLLM(BaseModel):
@@ -52,6 +68,27 @@ class ResolvedLLM(BaseModel):
     backoff_s: float
     backoff_max_s: float
     price: ModelPrice
+    tool_calls: ToolCallMode = 'native'
+    max_tokens: int = 512
+
+
+class LocalServerSettings(BaseModel):
+    """The built-in local endpoint (``--brain local``, ``robot-team llm serve``): llama.cpp's server.
+
+    See :mod:`robot_team.llm.local`. It listens on loopback only.
+    """
+
+    threads: int = Field(2, ge=1, description='CPU threads for generation and prompt processing.')
+    ctx_size: int = Field(16384, ge=512, description='KV cache size in tokens, shared by the parallel slots.')
+    parallel: int = Field(4, ge=1, description='Parallel slots (one per robot keeps each prompt cache warm).')
+    port: int = Field(0, ge=0, le=65535, description='TCP port on 127.0.0.1 (0: a free one).')
+    cache_dir: str | None = Field(None, description='Where the assembled GGUF is kept (default: '
+                                  '$ROBOT_TEAM_MODEL_CACHE, else <venv>/share/robot_team/models, else '
+                                  '$XDG_CACHE_HOME/robot_team/models).')
+    max_tokens: int = Field(256, ge=1, description='Most completion tokens per request to the local model.')
+    max_steps: int = Field(6, ge=1, description='Most requests per robot task (or manager decision) with the '
+                           'local model: a small model that repeats itself reports failure sooner.')
+    timeout_s: float = Field(300.0, gt=0, description='Per-request timeout, wall s (a CPU model is slow).')
 
 
 def _config_file() -> Path | None:
@@ -95,11 +132,20 @@ class LLMSettings(BaseSettings):
                                  'divided by the sim speed: 600 / 5).')
     history_turns: int = Field(1, ge=1, description='Manager: past turns sent per request (the record is '
                                'restated in every turn).')
+    tool_calls: ToolCallMode = Field('native', description="Default tool-call mode: 'native' or 'json_schema' "
+                                     '(a model listed in model_options, or a robot override, may differ).')
+    max_tokens: int = Field(512, ge=1, description='Default most completion tokens per request (always sent).')
     robots: dict[str, RobotOverride] = Field(default_factory=dict)
+    model_options: dict[str, ModelOptions] = Field(default_factory=dict, description='Per model (exact name, else '
+                                                   'the longest listed prefix): tool_calls, max_tokens.')
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     cassette: str | None = Field(None, description='JSONL file of request -> reply pairs (record/replay).')
     cassette_mode: Literal['off', 'record', 'replay'] = 'off'
-    real_time_factor: float = Field(5.0, gt=0, description='Default sim speed for LLM runs (sim s per wall s).')
+    real_time_factor: float = Field(5.0, gt=0, description='Default sim speed for LLM runs (sim s per wall s) '
+                                    'with the realtime LLM clock.')
+    lockstep_step_s: float = Field(2.0, ge=0, description='Lockstep LLM clock: sim seconds charged per LLM request '
+                                   '(the clock source steps sim time by this much when a hold ends).')
+    local: LocalServerSettings = Field(default_factory=LocalServerSettings)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -127,11 +173,21 @@ class LLMSettings(BaseSettings):
         prefixes = [name for name in self.prices if model.startswith(name)]
         return self.prices[max(prefixes, key=len)] if prefixes else ModelPrice()
 
+    def options(self, model: str) -> ModelOptions:
+        """Return the options of ``model`` (exact name, else the longest listed prefix; empty if unlisted)."""
+        if model in self.model_options:
+            return self.model_options[model]
+        prefixes = [name for name in self.model_options if model.startswith(name)]
+        return self.model_options[max(prefixes, key=len)] if prefixes else ModelOptions()
+
     def for_robot(self, robot: str) -> ResolvedLLM:
-        """Return the settings robot ``robot`` uses, with its overrides applied."""
+        """Return the settings robot ``robot`` uses: its overrides, then its model's options, then the defaults."""
         over = self.robots.get(robot) or RobotOverride()
         model = over.model or self.model
+        options = self.options(model)
         return ResolvedLLM(
+            tool_calls=over.tool_calls or options.tool_calls or self.tool_calls,
+            max_tokens=over.max_tokens or options.max_tokens or self.max_tokens,
             robot=robot, model=model,
             temperature=self.temperature if over.temperature is None else over.temperature,
             base_url=over.base_url or self.base_url, api_key=over.api_key or self.api_key,

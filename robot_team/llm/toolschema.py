@@ -6,18 +6,34 @@ and the JSON schema of each tool's pydantic input model) plus ``submit_report`` 
 ``delegate_task``, ``escalate_to_supervisor`` and ``submit_reflection``, nothing else, each
 offered when the workflow can accept it (:func:`manager_tool_names`). Schemas
 are compacted (no titles, no repeated model docstrings) to keep prompts short.
+
+Closed sets are enums, derived from their one declaration: a delegation's ``task_type`` (the
+operational tasks, ``reports.OPERATIONAL_TASKS``) and ``robot`` (the owners of the tool catalog,
+``tools.catalog.TOOLS``), an escalation's ``options`` (the human decisions,
+``workflow.DECISIONS``), a report's ``status`` (``reports.TaskStatus``). A value outside one is
+a validation error naming the allowed values, recorded as an ``invalid_call`` (``closed_set``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.workflow import TaskOutline, reflection_wait
+from robot_team.tools.catalog import TOOLS
+from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
+
+OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
+"""The task types a manager may delegate (the closed set of ``delegate_task.task_type``)."""
+
+OperationalRobot = Literal[tuple(dict.fromkeys(t.owner for t in TOOLS))]
+"""The robots a manager may delegate to: the owners of the tool catalog, in declaration order."""
+
+Decision = Literal[DECISIONS]
+"""The decisions a human may take on an escalation (``workflow.DECISIONS``)."""
 
 
 class SubmitReport(BrainReport):
@@ -38,8 +54,8 @@ class SubmitReport(BrainReport):
 class DelegateTaskArgs(BaseModel):
     """Delegate a task to its robot."""
 
-    task_type: str
-    robot: str
+    task_type: OperationalTask
+    robot: OperationalRobot
     hcw_id: str = ''
     reason: str
     handles_task_id: str = Field('', description='Failed task it recovers')
@@ -51,7 +67,7 @@ class EscalateArgs(BaseModel):
 
     task_id: str
     reason: str = Field(min_length=1)
-    options: list[str] = Field(default_factory=list, description='e.g. reassign:90, retry, abort')
+    options: list[Decision] = Field(default_factory=list, description='Decisions the human may take')
 
 
 class SubmitReflectionArgs(Reflection):

@@ -90,6 +90,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import String
 
+from robot_team import lockstep
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.rosutil import spin_node
 from robot_team.events import EventEmitter, EventKind
@@ -493,6 +494,9 @@ class EdSimNode(Node):
         self._publish_map()
         self._next_state_t = 0.0
         self._last_wall: float | None = None
+        # The LLM clock: in lockstep, sim time holds while a brain waits on its LLM (robot_team.lockstep).
+        self.llm_clock = self.declare_parameter('llm_clock', 'realtime').value
+        self._holds = lockstep.attach_clock_source(self, self.llm_clock, self._events.emit, self._reentrant_group)
         # The simulator is the clock source: its timer must run on wall time, never on sim time.
         self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
                                         callback_group=self._tick_group,
@@ -500,7 +504,7 @@ class EdSimNode(Node):
         self._events.emit(EventKind.SIM, f"simulator started: scenario '{scenario.name}', world "
                           f"'{world.name}', real-time factor {self.real_time_factor:g}",
                           what='started', scenario=scenario.name, world=str(world.path),
-                          real_time_factor=self.real_time_factor, tick_hz=self.tick_hz,
+                          real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, llm_clock=self.llm_clock,
                           blocked_doors=list(scenario.blocked_doors))
 
     def _number(self, name: str, default: float, descriptor: ParameterDescriptor) -> float:
@@ -521,12 +525,16 @@ class EdSimNode(Node):
     def tick_callback(self) -> None:
         """Advance the simulation by real_time_factor x the wall time since the last tick."""
         now = time.monotonic()
+        if self._holds is not None and self._holds.held():   # lockstep: a brain waits on its LLM
+            self._last_wall = now
+            return
         last = self._last_wall if self._last_wall is not None else now - 1.0 / self.tick_hz
         wall_dt, self._last_wall = min(now - last, MAX_TICK_WALL_S), now
         with self._lock:
             if self._stopping:
                 return
-            events = self.engine.step(wall_dt * self.real_time_factor)
+            events = self.engine.step(wall_dt * self.real_time_factor
+                                      + (self._holds.take_step() if self._holds is not None else 0.0))
             t = self._sim_t = self.engine.t
             self._clock_pub.publish(ClockMsg(clock=_stamp(t)))
             self._process(events)

@@ -9,6 +9,7 @@ ground-truth evidence, so a brain cannot invent its tools' outputs.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -176,7 +177,11 @@ class Toolbox:
         if cancelled:
             result.error = f'task {task_id} was cancelled; {name} not run'
         else:
-            self._run(spec, args, result)
+            invalid = self._run(spec, args, result)
+            if invalid is not None:   # arguments that do not validate: an invalid call on the record
+                from robot_team.llm.record import category_of, invalid_call
+                invalid_call(self._events.emit if self._events is not None else None, caller, name,
+                             category_of(invalid), result.error, json.dumps(args, default=str), task_id=task_id)
         result.wall_duration_s = time.perf_counter() - start
         with self._lock:
             self._journal.setdefault(task_id, []).append(result)
@@ -185,12 +190,14 @@ class Toolbox:
         return result
 
     @staticmethod
-    def _run(spec: ToolSpec, args: dict, result: ToolResult) -> None:
+    def _run(spec: ToolSpec, args: dict, result: ToolResult) -> ValidationError | None:
+        """Run one call into ``result``; return the ValidationError of arguments that do not validate."""
         name = spec.name
         try:
             parsed = spec.input_model.model_validate(args)
         except ValidationError as exc:
             result.error = f"invalid arguments for '{name}': {explain_validation_error(exc)}"
+            return exc
         else:
             try:
                 output = spec.func(parsed)

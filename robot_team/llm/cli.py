@@ -1,0 +1,53 @@
+"""``robot-team llm``: the built-in local LLM endpoint for longer use (``robot-team llm serve``).
+
+Thin: parse options, start :class:`robot_team.llm.local.LocalServer`, print how to use it, wait.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+console = Console()
+llm_app = typer.Typer(help='The built-in local LLM (llama.cpp server with a small model shipped on PyPI).',
+                      no_args_is_help=True, add_completion=False)
+
+
+@llm_app.command()
+def serve(
+    port: Annotated[int, typer.Option(min=0, max=65535, help='TCP port on 127.0.0.1 (0: a free one).')] = 0,
+    threads: Annotated[Optional[int], typer.Option(
+        min=1, help="CPU threads (default: the LLM settings' local.threads).")] = None,
+) -> None:
+    """Start the local OpenAI-compatible endpoint on 127.0.0.1, print its base URL, serve until Ctrl-C."""
+    from robot_team.llm.local import MODEL, LocalModelError, LocalServer
+    from robot_team.llm.settings import LLMSettings
+    local = LLMSettings().local.model_copy(update={'port': port, **({'threads': threads} if threads else {})})
+    try:
+        server = LocalServer(local).start()
+    except LocalModelError as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(1) from exc
+    print(server.base_url, flush=True)
+    console.print(f'[bold]local LLM[/bold] {MODEL.name} on {server.base_url} ({local.threads} threads, started in '
+                  f'{server.startup_s:.1f} s). Use it with:\n'
+                  f'  OPENAI_BASE_URL={server.base_url} ROBOT_TEAM_LLM_MODEL={MODEL.name} '
+                  f'ROBOT_TEAM_LLM_TOOL_CALLS=json_schema robot-team run --brain openai\n'
+                  f'  or, for nodes started by ros2 run/launch: -p brain:=local -p llm_base_url:={server.base_url} '
+                  '(and llm_clock:=lockstep on them and the simulator to hold sim time while they wait)\n'
+                  'Ctrl-C stops it.', highlight=False, soft_wrap=True)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.stop()
+        console.print('local LLM stopped')

@@ -1,0 +1,86 @@
+"""LLM brains as the nodes make them: settings per brain kind, endpoint check, lockstep clock holds.
+
+Brain kinds (the nodes' ``brain`` parameter): ``openai`` (any OpenAI-compatible endpoint from the
+LLM settings: ``config/llm.yaml``, ``ROBOT_TEAM_LLM_*``, ``OPENAI_BASE_URL``/``OPENAI_API_KEY``)
+and ``local`` (the built-in local endpoint, :mod:`robot_team.llm.local`, whose URL the run gives
+each node as its ``llm_base_url`` parameter). With the ``lockstep`` LLM clock (parameter
+``llm_clock``) every request holds sim time (:mod:`robot_team.lockstep`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, ContextManager
+
+from robot_team.llm.settings import LLMSettings
+
+LLM_BRAINS = ('openai', 'local')
+"""Brain kinds backed by an LLM."""
+
+LOCAL_HINT = ('use the built-in local model instead: `robot-team run --brain local` (it starts and stops a '
+              'llama.cpp server on 127.0.0.1), or `robot-team llm serve` and then OPENAI_BASE_URL=<the URL it '
+              'prints>')
+
+
+class NoEndpointError(ValueError):
+    """``--brain openai`` with no endpoint configured; the message says how to configure one or use the local one."""
+
+
+def check_endpoint(settings: LLMSettings) -> None:
+    """Raise :class:`NoEndpointError` unless every robot has an endpoint (a base URL, or a key for api.openai.com)."""
+    missing = [robot for robot in ('manager', 'navigation_robot', 'info_collection_robot', 'display_robot')
+               if not (settings.for_robot(robot).base_url or settings.for_robot(robot).api_key)]
+    if missing:
+        raise NoEndpointError(
+            f"--brain openai: no LLM endpoint configured for {', '.join(missing)} (set OPENAI_BASE_URL and "
+            f'OPENAI_API_KEY, or base_url/api_key in config/llm.yaml or ROBOT_TEAM_LLM_BASE_URL); ' + LOCAL_HINT)
+
+
+def brain_settings(kind: str, base_url: str = '') -> LLMSettings:
+    """Return the LLM settings of brain ``kind`` (``base_url``: the node's ``llm_base_url`` parameter, may be '').
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is ``local`` and no ``base_url`` is given, or ``kind`` is not an LLM brain.
+    """
+    settings = LLMSettings()
+    if kind == 'local':
+        if not base_url:
+            raise ValueError("brain 'local' needs the local endpoint's URL (parameter llm_base_url): run with "
+                             '`robot-team run --brain local`, or start `robot-team llm serve` and pass its URL')
+        from robot_team.llm.local import local_settings
+        return local_settings(base_url, settings)
+    if kind != 'openai':
+        raise ValueError(f"unknown LLM brain '{kind}': expected {' or '.join(LLM_BRAINS)}")
+    return settings.model_copy(update={'base_url': base_url}) if base_url else settings
+
+
+def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager] | None:
+    """Return the ChatClient ``hold`` for ``node`` under ``llm_clock`` (None for ``realtime``).
+
+    Raises
+    ------
+    ValueError
+        If ``llm_clock`` is not an LLM clock mode.
+    """
+    from robot_team.lockstep import ClockHoldPublisher, check_llm_clock
+    if check_llm_clock(llm_clock, 'parameter llm_clock') == 'realtime':
+        return None
+    return ClockHoldPublisher(node, holder)
+
+
+def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None):
+    """Return robot ``role``'s LLM brain of ``kind`` (see :func:`brain_settings`; ``hold`` from :func:`clock_hold`)."""
+    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.client import ChatClient
+    settings = brain_settings(kind, base_url)
+    return LLMRobotBrain(role, settings, emit, kb=kb, client=ChatClient(settings, role, emit, hold=hold))
+
+
+def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None, fallback_brain=None):
+    """Return the manager's LLM brain of ``kind`` (as :func:`llm_robot_brain`)."""
+    from robot_team.llm.brains import LLMManagerBrain
+    from robot_team.llm.client import ChatClient
+    settings = brain_settings(kind, base_url)
+    return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, 'manager', emit, hold=hold),
+                           fallback_brain=fallback_brain)

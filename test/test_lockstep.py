@@ -1,0 +1,140 @@
+"""The lockstep LLM clock: holds on team/clock_holds stop the simulator's /clock; a lost release expires.
+
+Unit tests of :class:`~robot_team.lockstep.HoldTracker`; then a real ROS graph: the simulator
+node (the clock source) in lockstep and a brain's :class:`~robot_team.lockstep.ClockHoldPublisher`
+(the one :class:`~robot_team.llm.client.ChatClient` uses) on a private domain.
+"""
+
+import time
+
+import pytest
+
+from robot_team.lockstep import HoldTracker, check_llm_clock
+
+
+class FakeWall:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_tracker_holds_while_any_hold_is_active_and_charges_a_step_per_ended_hold():
+    wall = FakeWall()
+    tracker = HoldTracker(max_hold_s=60.0, wall=wall, hold_step_s=2.0)
+    assert not tracker.held() and tracker.take_step() == 0.0
+    tracker.update('manager/1', 'manager', True)
+    tracker.update('navigation_robot/1', 'navigation_robot', True)
+    wall.t += 5.0
+    assert tracker.held() and sorted(tracker.active) == ['manager', 'navigation_robot']
+    tracker.update('manager/1', 'manager', False)
+    assert tracker.held()
+    tracker.update('navigation_robot/1', 'navigation_robot', False)
+    tracker.update('navigation_robot/1', 'navigation_robot', False)   # a duplicate release charges nothing
+    tracker.update('manager/1', 'manager', True)                      # a late duplicate start is ignored
+    assert not tracker.held() and tracker.take_step() == 4.0 and tracker.take_step() == 0.0
+    assert tracker.holds_seen == 2 and tracker.held_wall_s == pytest.approx(5.0)
+
+
+def test_a_lost_release_expires_after_max_hold_s_and_is_reported():
+    wall, expired = FakeWall(), []
+    tracker = HoldTracker(max_hold_s=30.0, wall=wall, on_expired=lambda *a: expired.append(a))
+    tracker.update('display_robot/3', 'display_robot', True)
+    wall.t += 29.0
+    assert tracker.held() and not expired
+    wall.t += 2.0
+    assert not tracker.held()
+    assert expired == [('display_robot/3', 'display_robot', pytest.approx(31.0))] and tracker.expired == 1
+    assert tracker.take_step() == 0.0       # an expired hold is no request that ended
+    tracker.update('display_robot/3', 'display_robot', False)   # its release, too late, changes nothing
+    assert not tracker.held()
+
+
+def test_bad_modes_and_limits_are_refused():
+    assert check_llm_clock('lockstep') == 'lockstep'
+    with pytest.raises(ValueError, match="expected realtime or lockstep"):
+        check_llm_clock('paused', '--llm-clock')
+    with pytest.raises(ValueError, match='max_hold_s must be positive'):
+        HoldTracker(max_hold_s=0)
+
+
+# --- on a ROS graph --------------------------------------------------------------------------------
+
+rclpy = pytest.importorskip('rclpy')
+
+
+def _graph(ros_context, executor, **params):
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from robot_team.config import load_scenario
+    from robot_team.events import TeamEventModel, events_qos
+    from robot_team.lockstep import ClockHoldPublisher
+    from robot_team.msg import TeamEvent
+    from robot_team.names import TEAM_EVENTS
+    from robot_team.sim.sim_node import EdSimNode
+    overrides = [Parameter('real_time_factor', value=20.0), Parameter('llm_clock', value='lockstep'),
+                 *[Parameter(k, value=v) for k, v in params.items()]]
+    sim = EdSimNode(load_scenario('onboarding'), context=ros_context, parameter_overrides=overrides)
+    brain = rclpy.create_node('brain_under_test', context=ros_context)
+    clocks, events = [], []
+    brain.create_subscription(Clock, '/clock', lambda m: clocks.append(m.clock.sec + m.clock.nanosec * 1e-9), 100)
+    brain.create_subscription(TeamEvent, TEAM_EVENTS, lambda m: events.append(TeamEventModel.from_msg(m)),
+                              events_qos())
+    hold = ClockHoldPublisher(brain, 'manager')
+    for node in (sim, brain):
+        executor.add_node(node)
+    return sim, brain, hold, clocks, events
+
+
+def _close(executor, *nodes):
+    for node in nodes:
+        executor.remove_node(node)
+        node.destroy_node()
+    time.sleep(0.2)
+
+
+def _sim_now(clocks, settle=0.3):
+    time.sleep(settle)
+    return clocks[-1]
+
+
+def test_sim_time_stands_still_while_a_brain_holds_and_steps_after_release(ros_context, executor):
+    from ros_helpers import wait_for
+    sim, brain, hold, clocks, events = _graph(ros_context, executor, hold_step_s=5.0)
+    try:
+        assert wait_for(lambda: len(clocks) > 5, 10.0)
+        started = [e for e in events if e.data.get('what') == 'started']
+        assert wait_for(lambda: any(e.data.get('what') == 'started' for e in events), 5.0) or started
+        assert [e.data['llm_clock'] for e in events if e.data.get('what') == 'started'] == ['lockstep']
+        first = _sim_now(clocks)
+        before = _sim_now(clocks, 0.5)
+        assert before > first                     # it runs without a hold
+        with hold():
+            time.sleep(0.5)                       # the hold reaches the simulator
+            during = _sim_now(clocks, 0.0)
+            time.sleep(1.0)                       # 20 sim s would pass in realtime
+            assert _sim_now(clocks, 0.0) == during
+        after = _sim_now(clocks, 0.5)
+        assert after - during >= 5.0              # the hold's step (hold_step_s), then time runs again
+    finally:
+        _close(executor, brain, sim)
+
+
+def test_a_hold_that_is_never_released_expires_and_is_recorded(ros_context, executor):
+    from ros_helpers import wait_for
+    sim, brain, hold, clocks, events = _graph(ros_context, executor, max_hold_s=1.0)
+    try:
+        assert wait_for(lambda: len(clocks) > 5, 10.0)
+        holding = hold()
+        holding.__enter__()                       # a brain that dies mid-request never releases
+        time.sleep(0.4)
+        frozen = _sim_now(clocks, 0.0)
+        assert _sim_now(clocks, 0.3) == frozen
+        assert wait_for(lambda: any(e.data.get('what') == 'clock_hold_expired' for e in events), 5.0)
+        assert _sim_now(clocks, 0.3) > frozen     # time runs again
+        expired = next(e for e in events if e.data.get('what') == 'clock_hold_expired')
+        assert expired.data['holder'] == 'manager' and expired.data['age_s'] >= 1.0
+    finally:
+        _close(executor, brain, sim)
