@@ -159,7 +159,11 @@ def _explain(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = '.'.join(str(p) for p in err['loc']) or '(report)'
-        parts.append(f"{loc}: {err['msg']}")
+        got = err.get('input')
+        shown = repr(got) if isinstance(got, (str, int, float, bool)) or got is None else ''
+        if len(shown) > 60:
+            shown = shown[:57] + '...'
+        parts.append(f"{loc}: {err['msg']} (got {shown})" if shown and 'input' in err else f"{loc}: {err['msg']}")
     return '; '.join(parts)
 
 

@@ -149,6 +149,20 @@ def test_expiry_with_abort_closes_the_episode(tmp_path):
     assert decisions[-1].decision == 'abort' and decisions[-1].operator_id == 'supervisor'
 
 
+def test_an_escalation_covered_by_a_takeover_expires_without_holding_the_team(tmp_path):
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    core.on_patient_arrival('P-1', 0.0)
+    desk.tick(121.0)                                  # the decision deadline (120 s) is missed
+    [esc_id] = [r.escalation_id for r in desk.records()]
+    assert desk.record(esc_id).covered_by == 'takeover'          # the shipped safe default: takeover
+    assert [d['directive'] for kind, _, d in events if kind == 'safe_default'] == ['takeover']
+    desk.tick(160.0)                                  # past its expiry (high: 30 s here)
+    expired = desk.record(esc_id)
+    assert expired.state.value == 'expired' and expired.safe_default == 'takeover' and not expired.followed_by
+    assert not desk.hold.active and not ports.stops and len(desk.records()) == 1
+    assert desk.authorize('navigation', 'navigation_robot', '', 'manager', 200.0).approved
+
+
 def test_store_survives_and_ids_continue(tmp_path):
     store = EscalationStore(tmp_path / 'escalations.sqlite')
     desk, core, ports, events, _ = make_desk(tmp_path, store=store)

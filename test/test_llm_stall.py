@@ -147,7 +147,8 @@ def test_invalid_enum_values_are_recorded_and_the_run_escalates(tmp_path, domain
         llm_env(server)
         result = run('onboarding', tmp_path, domain_id)
     calls = [e for e in of(result, 'llm_reply', 'manager') if e.data['tool_calls'] == ['delegate_task']]
-    invalid = [e for e in of(result, 'brain_error', 'manager') if bad in e.reason]
+    invalid = [e for e in of(result, 'invalid_call', 'manager')
+               if bad in e.reason and e.data['category'] == 'closed_set']
     assert calls and len(invalid) == len(calls)        # every invalid call is an event naming the value
     assert not [e for e in of(result, 'delegation', 'manager') if e.stamp_s < of(result, 'takeover')[0].stamp_s]
     arrival = of(result, 'observation', 'manager')[0]

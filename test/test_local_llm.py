@@ -73,7 +73,7 @@ def test_openai_brain_without_an_endpoint_names_the_local_one(tmp_path, monkeypa
     for name in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ROBOT_TEAM_LLM_BASE_URL', 'ROBOT_TEAM_LLM_API_KEY'):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--quiet', '--out', str(tmp_path / 'run')])
-    assert result.exit_code == 1
+    assert result.exit_code == 2    # bad input (robot_team.lifecycle's exit codes)
     text = ' '.join(result.output.split())
     assert 'no LLM endpoint configured' in text and 'robot-team run --brain local' in text
     report = json.loads((tmp_path / 'run' / 'report.json').read_text())

@@ -199,7 +199,10 @@ class EscalationRecord(BaseModel):
     closed_s: float | None = None
     closed_wall: float | None = None
     holds_team: bool = False
-    safe_default: str = Field('', description="What the supervisor did when it expired ('hold', 'abort').")
+    safe_default: str = Field('', description="What the supervisor did when it expired ('hold', 'abort', "
+                              "'takeover': already in force, nothing more).")
+    covered_by: str = Field('', description="A safe default already in force for it ('takeover': the protocol "
+                            "brain has the manager's role), so its expiry holds nothing.")
     followed_by: str = Field('', description='The hold escalation opened when this one expired.')
 
     @property
@@ -624,6 +627,7 @@ class EscalationDesk:
         self.hold = TeamHold(emit, ports.stop_robots, ports.publish_hold)
         core.on_escalation_opened = self._opened
         core.on_hold_team = self.hold_on
+        core.on_takeover = self.covered_by_takeover
 
     # -- reading --
 
@@ -773,6 +777,22 @@ class EscalationDesk:
         record.holds_team = True
         self._save(record)
         self.hold.engage(escalation_id, reason, SUPERVISOR, record.opened_s)
+
+    def covered_by_takeover(self, escalation_id: str) -> None:
+        """Mark an open escalation as covered by the safe default ``takeover``.
+
+        The protocol brain has the manager's role, so the team goes on; the escalation stays open
+        for a person to decide, and if nobody does it expires with nothing more applied (no team
+        hold: the takeover already is the safe default).
+
+        Raises
+        ------
+        KeyError
+            If ``escalation_id`` is not an escalation of this desk.
+        """
+        record = self._records[escalation_id]
+        record.covered_by = 'takeover'
+        self._save(record)
 
     # -- acknowledge and resolve --
 
@@ -926,10 +946,12 @@ class EscalationDesk:
                 self._ports.publish_escalation(live, now_s)
 
     def _expire(self, record: EscalationRecord, now_s: float) -> None:
-        safe = self.policy.on_expiry
+        safe = record.covered_by or self.policy.on_expiry
         waited = now_s - record.opened_s
         why = (f'no authorised operator resolved {record.escalation_id} within '
                f'{self.policy.deadlines_s[record.severity]:g} s ({record.severity.value}); safe default: {safe}')
+        if record.covered_by:
+            why += ' (already in force: nothing more applied)'
         record.state, record.safe_default = LifecycleState.EXPIRED, safe
         record.decided_by, record.closed_s, record.closed_wall = SUPERVISOR, now_s, self._wall()
         record.decision = safe
@@ -940,7 +962,10 @@ class EscalationDesk:
                    reason=why, escalation_id=record.escalation_id, task_id=record.task_id,
                    severity=record.severity.value, safe_default=safe, waited_s=waited,
                    acknowledged_by=record.acknowledged_by)
-        if safe == 'abort':
+        if record.covered_by:
+            record.note = f'expired under the safe default already in force ({record.covered_by})'
+            self._save(record)
+        elif safe == 'abort':
             note = f'safe default: {record.escalation_id} expired unanswered'
             accepted, message = self.core.resolve(record.escalation_id, 'abort', '', note, SUPERVISOR, now_s)
             record.note = note if accepted else message

@@ -275,8 +275,10 @@ class ManagerCore:
         self.brain.cancel()
 
     def step(self) -> bool:
-        """Run one decision round if anything changed since the last (and the team is not held);
-        return whether one ran."""
+        """Run one decision round if anything changed since the last and the team is not held.
+
+        Returns whether a round ran.
+        """
         if not self._wake.is_set() or self._held.is_set() or self._stopped.is_set():
             return False
         self._wake.clear()

@@ -84,6 +84,10 @@ class SupervisorCore:
         self.on_hold_team: Callable[[str, str], None] | None = None
         """Called with (escalation ID, reason) when the safe default ``hold`` holds the team (the
         escalation desk sets it: :meth:`robot_team.core.escalations.EscalationDesk.hold_on`)."""
+        self.on_takeover: Callable[[str], None] | None = None
+        """Called with the escalation's ID when the safe default ``takeover`` gives the manager's
+        role to the protocol brain (the escalation desk sets it:
+        :meth:`robot_team.core.escalations.EscalationDesk.covered_by_takeover`)."""
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
@@ -209,6 +213,8 @@ class SupervisorCore:
             self.hold_team(escalation_id, reason, deadline)
             return
         self._took_over = True
+        if self.on_takeover is not None:
+            self.on_takeover(escalation_id)
         self._direct(TAKEOVER, Robot.MANAGER.value, escalation_id, deadline, reason)
 
     def hold_team(self, escalation_id: str, reason: str, deadline: Deadline | None = None) -> Directive:

@@ -32,17 +32,17 @@ def serve(
     except LocalModelError as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(1) from exc
-    print(server.base_url, flush=True)
-    console.print(f'[bold]local LLM[/bold] {MODEL.name} on {server.base_url} ({local.threads} threads, started in '
-                  f'{server.startup_s:.1f} s). Use it with:\n'
-                  f'  OPENAI_BASE_URL={server.base_url} ROBOT_TEAM_LLM_MODEL={MODEL.name} '
-                  f'ROBOT_TEAM_LLM_TOOL_CALLS=json_schema robot-team run --brain openai\n'
-                  f'  or, for nodes started by ros2 run/launch: -p brain:=local -p llm_base_url:={server.base_url} '
-                  '(and llm_clock:=lockstep on them and the simulator to hold sim time while they wait)\n'
-                  'Ctrl-C stops it.', highlight=False, soft_wrap=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    try:   # Ctrl-C may come as soon as the URL is out: the prints are inside the try too
+        print(server.base_url, flush=True)
+        console.print(f'[bold]local LLM[/bold] {MODEL.name} on {server.base_url} ({local.threads} threads, started in '
+                      f'{server.startup_s:.1f} s). Use it with:\n'
+                      f'  OPENAI_BASE_URL={server.base_url} ROBOT_TEAM_LLM_MODEL={MODEL.name} '
+                      f'ROBOT_TEAM_LLM_TOOL_CALLS=json_schema robot-team run --brain openai\n'
+                      f'  or, for nodes started by ros2 run/launch: -p brain:=local -p llm_base_url:={server.base_url} '
+                      '(and llm_clock:=lockstep on them and the simulator to hold sim time while they wait)\n'
+                      'Ctrl-C stops it.', highlight=False, soft_wrap=True)
         while not stop.wait(0.5):
             pass
     except KeyboardInterrupt:
