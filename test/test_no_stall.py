@@ -205,10 +205,17 @@ def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
                                task_budget_s=0.2, max_report_retries=5, max_retries=0)
         brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
         toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
-        report = RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0).run(
-            TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
+        core = RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
+        report = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
+        assert not record.of('takeover')
+        retry = core.run(TaskSpec(task_id='display-2', task_type='display', room='ER-12'), lambda *_: None)
         brain.close()
     assert report.status.value == 'failure'
     assert 'budget of 0.2 s' in report.issue and report.issue.startswith('non-compliance')
     assert len(server.requests_of('display_robot')) == 1          # no request after the budget ran out
     assert record.of('task_report')[0]['data']['source'] == 'llm'
+    # robot_takeover_after (1): the next task is the protocol brain's, recorded as a takeover
+    [takeover] = record.of('takeover')
+    assert takeover['actor'] == 'display_robot' and takeover['data']['role'] == 'display_robot'
+    assert retry.status.value == 'success' and record.of('task_report')[1]['data']['source'] == 'fallback'
+    assert len(server.requests_of('display_robot')) == 1          # the LLM is not asked again'

@@ -4,7 +4,9 @@
 :class:`~robot_team.tools.base.Toolbox`, nothing else) and ends with ``submit_report``, whose
 arguments are validated with pydantic: an invalid report goes back to the model with the
 validation error, at most ``max_report_retries`` times, then becomes a ``failure`` report
-with a non-compliance issue. Tool errors and refused calls (``ToolAccessError``) go back to
+with a non-compliance issue (and after ``robot_takeover_after`` such tasks the protocol brain
+takes over the robot's role for the rest of the episode: a ``takeover``, its work ``source:
+fallback``). Tool errors and refused calls (``ToolAccessError``) go back to
 the model as tool messages. When the endpoint stays down, the robot falls back to its protocol
 brain (``fallback='protocol'``) or reports failure. Tool calls of one reply run in order; after
 a failed or refused call the rest of that reply is skipped (the model is told), so a plan such
@@ -40,6 +42,7 @@ from pydantic import ValidationError
 from robot_team.brains.base import (
     BrainReport, Delegate, Escalate, FeedbackKind, Finish, ManagerAction, ManagerBrain, ManagerObservation,
     ProgressFn, Reflect, RobotBrain, TaskSpec)
+from robot_team.decisions import DecisionSource
 from robot_team.events import EventKind
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.kb import kb_for, load_profiles
@@ -144,6 +147,8 @@ class LLMRobotBrain(RobotBrain):
         self.bridge_s: list[float] = []
         self._cancelled = False
         self._source = 'llm'
+        self.non_compliant_tasks = 0   # tasks that ended without a valid report (robot_takeover_after)
+        self.taken_over = False
 
     def system_prompt(self, first: bool = True) -> str:
         """Return the system prompt (profile, rules; the KB sections in the task's first request)."""
@@ -175,6 +180,9 @@ class LLMRobotBrain(RobotBrain):
         """
         self._cancelled = False
         self._source = 'llm'
+        after = self.settings.robot_takeover_after
+        if after and self.non_compliant_tasks >= after:
+            return self._taken_over(task, tools, progress)
         self.client.reset()
         budget_end = time.monotonic() + self.settings.task_budget_s
         schemas = robot_tools(tools)
@@ -301,7 +309,24 @@ class LLMRobotBrain(RobotBrain):
         return BrainReport(status=TaskStatus.FAILURE, issue=f'LLM endpoint unavailable: {exc}',
                            summary='The robot could not reason: its LLM endpoint did not answer.')
 
+    def _taken_over(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
+        """Run ``task`` with the protocol brain: the LLM left too many tasks without a valid report."""
+        from robot_team.brains.protocol import protocol_robot_brain
+        self._source = 'fallback'
+        if not self.taken_over:
+            self.taken_over = True
+            self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(self).__name__} for the rest '
+                       'of the episode', target=self.role, task_id=task.task_id,
+                       reason=f'{self.non_compliant_tasks} task(s) ended without a valid report from the LLM '
+                              f'(robot_takeover_after: {self.settings.robot_takeover_after})',
+                       role=self.role, previous=type(self).__name__, brain='protocol',
+                       source=DecisionSource.FALLBACK.value)
+        report = protocol_robot_brain(self.role).execute(task, tools, progress)
+        report.data = {**report.data, 'brain': 'protocol (takeover)'}
+        return report
+
     def _non_compliant(self, task: TaskSpec, why: str) -> BrainReport:
+        self.non_compliant_tasks += 1
         self._emit(EventKind.BRAIN_ERROR, f'{self.role}: LLM non-compliant on {task.task_id}', target=task.task_id,
                    reason=why, task_id=task.task_id, error=why)
         return BrainReport(status=TaskStatus.FAILURE, issue=f'non-compliance: {why}',

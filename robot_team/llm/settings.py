@@ -125,6 +125,10 @@ class LLMSettings(BaseSettings):
     backoff_max_s: float = Field(8.0, ge=0, description='Longest retry delay, wall s.')
     fallback: Literal['protocol', 'fail'] = Field(
         'protocol', description="When the endpoint stays down: 'protocol' brain, or 'fail' (report failure).")
+    robot_takeover_after: int = Field(
+        1, ge=0, description='Robot brains: after this many tasks ended non-compliant (no valid report within '
+        'the budget; each reported as a failure with the issue), the protocol brain takes over the robot\'s '
+        'role for the rest of the episode, recorded as a takeover (its decisions: source fallback); 0: never.')
     max_report_retries: int = Field(2, ge=0, description='Invalid reports sent back with the error before failing.')
     max_steps: int = Field(12, ge=1, description='Most LLM requests per robot task (or per manager decision).')
     task_budget_s: float = Field(120.0, gt=0, description='Robot brains: wall s of LLM work per task; past it, no '
