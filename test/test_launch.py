@@ -42,5 +42,8 @@ def test_launch_team_nodes(tmp_path):
     actions = opaque.execute(context)
     nodes = [a for a in actions if isinstance(a, Node)]
     timers = [a for a in actions if isinstance(a, TimerAction)]
-    assert len(nodes) == 7 and len(timers) == 1
+    assert len(nodes) == 8 and len(timers) == 1     # recorder, the team, hospital_systems; motion_sim delayed
+    delayed = [a for _, entities in timers[0].describe_conditional_sub_entities() for a in entities]
+    assert [a.node_executable for a in delayed] == ['motion_sim']
+    assert 'hospital_systems' in [n.node_executable for n in nodes]
     assert (tmp_path / 'staff.sqlite').exists()
