@@ -224,7 +224,7 @@ def test_closed_door_keeps_the_hcw_out():
     events = escort(motion, hospital, '90', motion.world.room('ER-12').door, seconds=200)
     assert motion.goal_status(NAV).state == 'succeeded'    # the corridor side of the door is reachable
     (blocked,) = kinds(events, 'hcw_entry_blocked')         # once, not at every step
-    assert blocked.data['room'] == 'ER-12' and 'no valid path' in blocked.data['message']
+    assert blocked.data['room'] == 'ER-12' and 'the door is closed' in blocked.data['message']
     assert not kinds(events, 'badge_scan') and hospital.hcw('90').state == 'following'
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from robot_team.config import ConfigError, Scenario, StaffMember, StaffSeed
 from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError
-from robot_team.sim.grid import OccupancyGrid, PlanningError
+from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError
 
 FOLLOW_TRIGGER_M = 2.0     # an HCW who acknowledged starts following when the robot is this close
@@ -148,8 +148,10 @@ class HospitalEngine:
         HCW walking speed, m/s.
     page_response_delay_s
         Sim seconds an available HCW takes to acknowledge a page.
-    resolution, robot_radius
-        Cell size and clearance (m) of the grid HCWs walk on (walls and closed doors).
+    resolution
+        Cell size (m) of the grid of walls and closed doors HCWs stand and walk in.
+    clearance
+        How far from a wall (m) an HCW's standing spot is, at least.
 
     Raises
     ------
@@ -166,7 +168,7 @@ class HospitalEngine:
 
     def __init__(self, world: EdWorld, staff: StaffSeed, scenario: Scenario, robots: Sequence[str] = BASE_ROBOTS,
                  hcw_speed: float = 1.2, page_response_delay_s: float = 8.0, resolution: float = 0.1,
-                 robot_radius: float = 0.3):
+                 clearance: float = 0.35):
         if not hcw_speed > 0:
             raise ConfigError(f'hcw_speed must be positive, got {hcw_speed}')
         self.world = world
@@ -175,7 +177,8 @@ class HospitalEngine:
         self.page_response_delay_s = float(page_response_delay_s)
         self.t = 0.0
         self._log = EventLog(lambda: self.t)
-        self.grid = OccupancyGrid.from_world(world, resolution, robot_radius, closed_doors=scenario.blocked_doors)
+        self.clearance = float(clearance)
+        self.grid = WallGrid.from_world(world, resolution, closed_doors=scenario.blocked_doors)
         world.room(scenario.patient.room)
         self._robot_names = tuple(robots)
         self._seen: dict[str, _SeenRobot] = {}
@@ -227,7 +230,8 @@ class HospitalEngine:
         offsets = [(i * 0.8, j * 0.8) for i in range(-4, 5) for j in range(-4, 5)]
         offsets.sort(key=lambda o: (round(math.hypot(*o), 6), math.atan2(o[1], o[0]) % (2 * math.pi)))
         spots = [(cx + dx, cy + dy) for dx, dy in offsets
-                 if room.contains(cx + dx, cy + dy, margin=-0.5) and self.grid.is_free(cx + dx, cy + dy)]
+                 if room.contains(cx + dx, cy + dy, margin=-0.5)
+                 and self.grid.is_clear(cx + dx, cy + dy, self.clearance)]
         if not spots:
             raise ConfigError(f"room '{room.name}' has no free spot to place staff")
         return spots[index % len(spots)]
@@ -459,8 +463,12 @@ class HospitalEngine:
                 self._pending_acks.remove(page_id)
                 self._acknowledge(page)
         for hcw in self._hcws.values():
+            if hcw.state in ('idle', 'arrived'):
+                continue            # standing: no move, no new reader range (and no work, at every tick)
+            before = (hcw.x, hcw.y)
             self._move_hcw(hcw, h)
-            self._check_readers(hcw)
+            if (hcw.x, hcw.y) != before:
+                self._check_readers(hcw)
 
     def _acknowledge(self, page: Page) -> None:
         h = self._hcws[page.hcw_id]
@@ -523,12 +531,14 @@ class HospitalEngine:
                      if room.door.distance_to(seen.x, seen.y) <= DOOR_MATCH_M), None)
         if room is None or room.name in (hcw.home, hcw.blocked_room) or room.contains(hcw.x, hcw.y):
             return
-        try:
-            path = self.grid.plan((hcw.x, hcw.y), (room.entry.x, room.entry.y))
-        except PlanningError as exc:
+        # Where the robot waits, through the middle of the door, to just inside the room.
+        path = [(hcw.x, hcw.y), (room.door.x, room.door.y), room.door_gap, (room.entry.x, room.entry.y)]
+        blocked = next((i for i in range(len(path) - 1) if not self.grid.line_of_sight(path[i], path[i + 1])), None)
+        if blocked is not None:
             hcw.blocked_room = room.name
+            what = 'the door is closed' if blocked >= 1 else 'a wall is in the way to the door'
             self._log.emit('hcw_entry_blocked', hcw_id=hcw.member.hcw_id, room=room.name, robot=hcw.robot,
-                           error_code=exc.code, message=exc.message)
+                           message=f'cannot walk into {room.name} from ({hcw.x:.2f}, {hcw.y:.2f}): {what}')
             return
         hcw.state, hcw.trail, hcw.s, hcw.entering_room = 'entering', Polyline(path), 0.0, room.name
         self._log.emit('hcw_entering', hcw_id=hcw.member.hcw_id, room=room.name, robot=hcw.robot)

@@ -35,10 +35,12 @@ serve a robot launched in namespace ``T/<robot>``.
     ``NO_VALID_PATH``, ``TF_ERROR``, ``INVALID_PLANNER``. It never moves the robot.
   - ``<robot>/<node>/get_state`` (lifecycle_msgs/srv/GetState) for ``bt_navigator``,
     ``planner_server``, ``controller_server`` and ``amcl``: always ``active`` (id 3).
-  - ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, frame ``map``, reliable +
-    transient local, depth 1, as AMCL publishes it) and ``<robot>/odom`` (nav_msgs/Odometry, frame
-    ``odom``, child ``<robot>/base_link``; odom == map in the sim), every 0.1 s sim (at most once
-    per tick). The pose is ground truth; ``initialpose`` is not subscribed (localization is exact).
+  - ``<robot>/odom`` (nav_msgs/Odometry, frame ``odom``, child ``<robot>/base_link``; odom == map
+    in the sim) every 0.1 s sim (at most once per tick), and ``<robot>/amcl_pose``
+    (geometry_msgs/PoseWithCovarianceStamped, frame ``map``, reliable + transient local, depth 1)
+    as AMCL publishes it: at start and then only when the robot moved (at most every 0.1 s sim);
+    nothing while it stands. The pose is ground truth; ``initialpose`` is not subscribed
+    (localization is exact).
 
   One driving goal per robot at a time: a goal on any of the three driving actions preempts
   (aborts) the robot's previous one, whichever action it came by.
@@ -389,6 +391,7 @@ class MotionSimNode(Node):
 
         self._publish_map()
         self._next_state_t = 0.0
+        self._amcl_published: dict[str, Pose2D] = {}   # the pose each robot's amcl_pose last carried
         self._last_wall: float | None = None
         # The node is the clock source: its timer must run on wall time, never on sim time.
         self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
@@ -468,6 +471,7 @@ class MotionSimNode(Node):
         return True
 
     def _publish_state(self, t: float) -> None:
+        """Publish every robot's odom, and its amcl_pose where it moved (AMCL is silent while a robot stands)."""
         for robot in self.robots:
             pose = self.engine.robot_pose(robot)
             speed, yaw_rate = self.engine.robot_velocity(robot)
@@ -479,6 +483,9 @@ class MotionSimNode(Node):
             odom.twist.twist.linear.x = float(speed)
             odom.twist.twist.angular.z = float(yaw_rate)
             self._odom_pubs[robot].publish(odom)
+            if self._amcl_published.get(robot) == pose:
+                continue
+            self._amcl_published[robot] = pose
             amcl = PoseWithCovarianceStamped()
             amcl.header.stamp, amcl.header.frame_id = stamp(t), MAP_FRAME
             amcl.pose.pose = odom.pose.pose
