@@ -167,8 +167,9 @@ class Episode:
                 for node in self._make_nodes(context, paths):
                     nodes.append(node)
                     executor.add_node(node)
+            resume_clock = self._clock_resumer(recorder)
             self._wait_started(recorder, timeout_s=60.0)
-            self._resume_clock(recorder)
+            resume_clock()
             finished = self._wait_finished(recorder)
             if finished is None:
                 self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
@@ -263,7 +264,7 @@ class Episode:
         """Return the ROS parameters of simulator node ``name`` (``hospital_systems`` or ``motion_sim``).
 
         ``motion_sim`` starts paused and waits for a ``/clock`` subscription from every node that
-        runs on sim time (the team, the recorder, ``hospital_systems``); :meth:`_resume_clock`
+        runs on sim time (the team, the recorder, ``hospital_systems``); :meth:`_clock_resumer`
         lets it go once they are all up.
         """
         if name == HOSPITAL_SYSTEMS:
@@ -271,24 +272,30 @@ class Episode:
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
                 'min_clock_subscribers': len(TEAM) + 2}
 
-    def _resume_clock(self, recorder) -> None:
-        """Unpause ``motion_sim`` (set its ``paused`` parameter to false): sim time starts."""
+    def _clock_resumer(self, recorder) -> Callable[[], object]:
+        """Return a function that unpauses ``motion_sim`` (sets its ``paused`` parameter false): sim time starts.
+
+        With one process per node, the parameter client is made now, so that DDS discovers
+        ``motion_sim``'s parameter services while the team starts.
+        """
         from rclpy.parameter import Parameter
         paused = [Parameter('paused', value=False)]
         motion = next((n for n in self.nodes if n.get_name() == MOTION_SIM), None)
         if motion is not None:
-            motion.set_parameters(paused)
-            return
+            return lambda: motion.set_parameters(paused)
         from rclpy.parameter_client import AsyncParameterClient
         client = AsyncParameterClient(recorder, MOTION_SIM)   # its service clients live with the recorder
-        if not client.wait_for_services(timeout_sec=30.0):
-            raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {self.out_dir / "logs"}')
-        future = client.set_parameters(paused)
-        deadline = time.monotonic() + 30.0
-        while not future.done() and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if not future.done() or not all(r.successful for r in future.result().results):
-            raise RuntimeError(f'{MOTION_SIM} did not resume its clock; see {self.out_dir / "logs"}')
+
+        def resume() -> None:
+            if not client.wait_for_services(timeout_sec=30.0):
+                raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {self.out_dir / "logs"}')
+            future = client.set_parameters(paused)
+            deadline = time.monotonic() + 30.0
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if not future.done() or not all(r.successful for r in future.result().results):
+                raise RuntimeError(f'{MOTION_SIM} did not resume its clock; see {self.out_dir / "logs"}')
+        return resume
 
     # -- processes --
 

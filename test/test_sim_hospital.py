@@ -206,8 +206,15 @@ def test_stops_from_observations_and_from_silence():
     assert not hospital.robot_stopped(NAV)
     hospital.step(0.2)
     assert hospital.robot_stopped(NAV)                     # nothing heard for 3 s (AMCL is silent when still)
+    # A jump of the clock alone is not silence: the pose sent with it may still be on its way.
+    hospital.observe_robot(NAV, 12.0, 7.5, 0.0, stamp=hospital.t)
+    hospital.step(20.0)
+    assert not hospital.robot_stopped(NAV)
+    hospital.observe_robot(NAV, 22.0, 7.5, 0.0, stamp=hospital.t)
+    hospital.step(0.1)
+    assert not hospital.robot_stopped(NAV)
     hospital.observe_robot(NAV, math.nan, 7.5)             # a glitch is ignored
-    assert hospital.robot_pose(NAV) == Pose2D(11.0, 7.5, 0.0)
+    assert hospital.robot_pose(NAV) == Pose2D(22.0, 7.5, 0.0)
     with pytest.raises(SimInputError, match="unknown robot 'r2d2'"):
         hospital.observe_robot('r2d2', 1.0, 1.0)
 

@@ -20,8 +20,9 @@ What is simulated
   robot waits where they are until that robot is seen within 2.0 m (in line of sight), then
   walks about 1.0 m behind it along the trail of its observed positions. A robot counts as
   *stopped* once its observations show it within 5 cm of one spot for 1.0 s (by their stamps),
-  or once nothing was heard of it for 3.0 s (a localizer such as AMCL publishes nothing while the
-  robot stands still). When the
+  or once nothing was heard of it for 3.0 s and two updates (a localizer such as AMCL publishes
+  nothing while the robot stands still; the second update lets a pose sent with a jump of the
+  clock arrive first). When the
   robot stops at the door approach pose of a room (not the HCW's own area), the HCW walks
   through the door into that room (``hcw_entering``, then ``hcw_arrived``). When it stops inside
   such a room, the HCW follows it in and stays (``hcw_arrived``).
@@ -105,6 +106,7 @@ class _SeenRobot:
     still_x: float
     still_y: float
     still_since: float
+    updates_since: int = 0        # calls of step() since the last observation
 
 
 @dataclass
@@ -266,7 +268,7 @@ class HospitalEngine:
         return None if seen is None else Pose2D(seen.x, seen.y, seen.yaw)
 
     def robot_stopped(self, robot: str) -> bool:
-        """Return whether ``robot`` was seen standing still (within 5 cm) for 1 s, or not heard of for 3 s.
+        """Return whether ``robot`` was seen standing still (within 5 cm) for 1 s, or not heard of for 3 s (2 updates).
 
         Raises
         ------
@@ -278,7 +280,7 @@ class HospitalEngine:
         if seen is None:
             return False
         return (seen.seen_at - seen.still_since >= STOP_DWELL_S - 1e-9
-                or self.t - seen.seen_at >= SILENT_STOP_S - 1e-9)
+                or (self.t - seen.seen_at >= SILENT_STOP_S - 1e-9 and seen.updates_since >= 2))
 
     def hcw(self, hcw_id: str) -> StaffRecord:
         """Return where an HCW is and what they are doing. Raises SimInputError if unknown."""
@@ -350,7 +352,7 @@ class HospitalEngine:
             return
         if stamp < seen.seen_at:
             return
-        seen.x, seen.y, seen.yaw, seen.seen_at = x, y, yaw, stamp
+        seen.x, seen.y, seen.yaw, seen.seen_at, seen.updates_since = x, y, yaw, stamp, 0
         if math.hypot(x - seen.still_x, y - seen.still_y) > STILL_TOLERANCE_M:
             seen.still_x, seen.still_y, seen.still_since = x, y, stamp
         for hcw in self._hcws.values():
@@ -438,6 +440,8 @@ class HospitalEngine:
 
         The returned list also holds the events of calls made since the previous step, first.
         """
+        for seen in self._seen.values():
+            seen.updates_since += 1
         remaining = max(float(dt), 0.0)
         while remaining > 1e-12:
             h = min(MAX_SUBSTEP_S, remaining)

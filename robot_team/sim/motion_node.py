@@ -125,7 +125,7 @@ CONTROLLER_ID = 'FollowPath'   # the one controller plugin (Nav2's default ID); 
 AMCL_POSITION_VARIANCE = 0.05 ** 2   # m^2: covariance reported on amcl_pose (the sim localizes exactly)
 AMCL_YAW_VARIANCE = 0.02 ** 2        # rad^2
 GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
-MAX_TICK_SIM_S = 1.0        # a late tick advances at most this much sim time: it slows rather than jumps
+MAX_TICK_WALL_S = 0.5       # a stalled tick advances sim time by at most this much wall time
 
 
 def _frame_problem(frame_id: str) -> str:
@@ -435,12 +435,11 @@ class MotionSimNode(Node):
         """Advance the simulation by real_time_factor x the wall time since the last tick; publish /clock."""
         now = time.monotonic()
         last = self._last_wall if self._last_wall is not None else now - 1.0 / self.tick_hz
-        wall_dt, self._last_wall = now - last, now
+        wall_dt, self._last_wall = min(now - last, MAX_TICK_WALL_S), now
         with self._lock:
             if self._stopping:
                 return
-            dt = min(wall_dt * self.real_time_factor, MAX_TICK_SIM_S) if self._clock_runs() else 0.0
-            events = self.engine.step(dt)
+            events = self.engine.step(wall_dt * self.real_time_factor if self._clock_runs() else 0.0)
             t = self._sim_t = self.engine.t
             if t >= self._next_state_t:   # the robots' poses first: a node woken by /clock finds them there
                 self._next_state_t = t + STATE_PERIOD_S
