@@ -8,8 +8,9 @@ Nav2's inflation layer does, plus a decaying cost beyond it that keeps paths in 
 corridors and door gaps.
 
 Planning is an 8-connected shortest path on the free cells with ``scipy.sparse.csgraph``
-(Dijkstra from the goal). The graph is built once per grid; the shortest-path tree towards a
-goal cell is cached, so re-planning to the same goal costs only the path walk. No rclpy here.
+(Dijkstra from the goal). The graph is built once per grid and undirected; the shortest-path
+tree of a cell is cached, so re-planning to the same goal, or from a cell that was a goal
+before (a robot leaving the place it was sent to), costs only the path walk. No rclpy here.
 
 :class:`WallGrid` is the walls alone (occupancy, clearance, line of sight) with numpy only; it is
 what the hospital's systems need to place and walk people. :class:`OccupancyGrid` adds inflation
@@ -323,17 +324,22 @@ class OccupancyGrid(WallGrid):
             cell = (int(self._snap_index[0][cell]), int(self._snap_index[1][cell]))
         return int(self._node_index[cell])
 
+    def _cached(self, node: int) -> np.ndarray | None:
+        """Return the cached shortest-path tree rooted at ``node``, if any (and mark it recently used)."""
+        tree = self._trees.get(node)
+        if tree is not None:
+            self._trees.move_to_end(node)
+        return tree
+
     def _tree(self, goal_node: int) -> np.ndarray:
         """Return the predecessor array of the shortest-path tree rooted at ``goal_node`` (cached)."""
-        tree = self._trees.get(goal_node)
+        tree = self._cached(goal_node)
         if tree is None:
             from scipy.sparse.csgraph import dijkstra
             _, tree = dijkstra(self._graph, directed=False, indices=goal_node, return_predecessors=True)
             self._trees[goal_node] = tree
             if len(self._trees) > self.CACHE_SIZE:
                 self._trees.popitem(last=False)
-        else:
-            self._trees.move_to_end(goal_node)
         return tree
 
     def plan(self, start_xy, goal_xy) -> np.ndarray:
@@ -359,16 +365,21 @@ class OccupancyGrid(WallGrid):
         gx, gy = (float(v) for v in goal_xy)
         start = self._snap(sx, sy, PlanningError.START_OUTSIDE_MAP, PlanningError.START_OCCUPIED, 'start')
         goal = self._snap(gx, gy, PlanningError.GOAL_OUTSIDE_MAP, PlanningError.GOAL_OCCUPIED, 'goal')
-        tree = self._tree(goal)
-        nodes = [start]
+        # The graph is undirected: a tree rooted at the start serves as well, walked the other way.
+        reverse = self._cached(goal) is None and self._cached(start) is not None
+        root, leaf = (start, goal) if reverse else (goal, start)
+        tree = self._tree(root)
+        nodes = [leaf]
         if start != goal:
-            if tree[start] < 0:
+            if tree[leaf] < 0:
                 raise PlanningError(PlanningError.NO_VALID_PATH,
                                     f'no valid path from ({sx:.2f}, {sy:.2f}) to ({gx:.2f}, {gy:.2f})')
-            node = start
-            while node != goal:
+            node = leaf
+            while node != root:
                 node = int(tree[node])
                 nodes.append(node)
+        if reverse:
+            nodes.reverse()
         cells = self._node_cells[nodes]
         centres = self.origin + (cells[:, ::-1] + 0.5) * self.resolution
         path = np.vstack([[sx, sy], centres, [gx, gy]])
