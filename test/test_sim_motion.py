@@ -149,3 +149,25 @@ def test_bad_input_is_a_clear_error():
     engine = make_engine()
     with pytest.raises(SimInputError, match="unknown robot 'r2d2'"):
         engine.start_goal('r2d2', Pose2D(20.0, 7.5))
+
+
+def test_localization_reports_as_amcl_makes_them():
+    engine = make_engine()
+    first = engine.drain_localization()
+    assert sorted(r for r, _, _ in first) == sorted(engine.robots) and {t for _, t, _ in first} == {0.0}
+    engine.step(5.0)
+    assert engine.drain_localization() == []                  # standing robots: nothing
+    lounge = engine.world.room('Staff lounge').center
+    engine.start_goal(NAV, Pose2D(*lounge, 1.0))
+    engine.step(200.0)                                         # one long step (a stalled clock tick)
+    reports = engine.drain_localization()
+    assert {r for r, _, _ in reports} == {NAV}
+    times = [t for _, t, _ in reports]
+    assert times == sorted(times) and times[0] > 5.0
+    points = [(p.x, p.y) for _, _, p in reports]
+    gaps = [math.dist(a, b) for a, b in zip(points, points[1:])]
+    assert max(gaps) <= 0.25 + 0.5 * 0.1 + 1e-9              # every 0.25 m, checked each 0.1 s substep
+    last = reports[-1][2]
+    assert (last.x, last.y, last.yaw) == pytest.approx((*lounge, 1.0))   # where it stopped
+    engine.step(10.0)
+    assert engine.drain_localization() == []

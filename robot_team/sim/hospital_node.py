@@ -181,15 +181,18 @@ class HospitalSystemsNode(Node):
             except ValueError as exc:
                 raise ConfigError(f'parameter pose_source: {exc}') from None
         if self.pose_source == 'amcl_pose':
-            from robot_team.tools.localization import amcl_pose_qos
+            # As AMCL publishes it (reliable, transient local), but keep every pose that arrives while
+            # this node is busy: each is a point of the robot's trail.
+            every_pose = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                                    durability=DurabilityPolicy.TRANSIENT_LOCAL)
             for r in robots:
                 self.create_subscription(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE),
                                          lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose),
-                                         amcl_pose_qos(), callback_group=self._pose_group)
+                                         every_pose, callback_group=self._pose_group)
         else:
             for r in robots:
                 self.create_subscription(Odometry, robot_name(r, ODOM),
-                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose), 10,
+                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose), 100,
                                          callback_group=self._pose_group)
         return {}
 

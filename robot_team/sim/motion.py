@@ -17,6 +17,10 @@ What is simulated
   plans without moving (``compute_path_to_pose``).
 * Closed doors (``closed_doors``, the scenario's ``blocked_doors``) are filled in the grid: no
   path through them.
+* Localization as AMCL reports it (:meth:`MotionEngine.drain_localization`): a robot's pose at
+  start, then whenever it has moved 0.25 m or turned 0.2 rad since the last report (Nav2's AMCL
+  defaults ``update_min_d``, ``update_min_a``), checked every substep, and where it stops. Exact
+  poses (no noise); nothing while a robot stands.
 
 Events (:class:`~robot_team.sim.common.SimEvent`, ground truth): ``goal_accepted``,
 ``waypoint_reached``, ``goal_succeeded``, ``goal_aborted``, ``goal_canceled``, ``path_computed``,
@@ -39,6 +43,8 @@ from robot_team.sim.grid import OccupancyGrid, PlanningError
 from robot_team.sim.world import EdWorld, Pose2D
 
 MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much sim time
+AMCL_UPDATE_MIN_D = 0.25   # m: a localization report after this much travel (Nav2 amcl update_min_d)
+AMCL_UPDATE_MIN_A = 0.2    # rad: ... or this much rotation (Nav2 amcl update_min_a)
 PATH_START_TOLERANCE_M = 1.0  # a path to follow must start this close to the robot (in line of sight)
 
 # Goal kinds: the Nav2 action each kind of goal stands for.
@@ -125,6 +131,7 @@ class _RobotState:
     goal: _Goal | None = None
     speed: float = 0.0
     yaw_rate: float = 0.0
+    reported: Pose2D | None = None   # the pose of the last localization report
 
 
 class MotionEngine:
@@ -171,6 +178,9 @@ class MotionEngine:
             self._robots[name] = _RobotState(name, dock.x, dock.y, dock.yaw)
         self._goals: dict[int, _Goal] = {}
         self._next_goal_id = 1
+        self._localized: list[tuple[str, float, Pose2D]] = []
+        for r in self._robots.values():
+            self._report_pose(r)
 
     # --- queries ----------------------------------------------------------------------------------
 
@@ -202,6 +212,7 @@ class MotionEngine:
         goal.state, goal.message, goal.error_code, goal.ended_at = state, message, error_code, self.t
         r = self._robots[goal.robot]
         r.speed = r.yaw_rate = 0.0
+        self._maybe_report_pose(r, stopped=True)
         kind = {SUCCEEDED: 'goal_succeeded', ABORTED: 'goal_aborted', CANCELED: 'goal_canceled'}[state]
         self._log.emit(kind, goal_id=goal.goal_id, robot=goal.robot, x=r.x, y=r.y, yaw=r.yaw,
                        goal_pose=[goal.target.x, goal.target.y, goal.target.yaw], message=message,
@@ -444,6 +455,26 @@ class MotionEngine:
         """Return and forget the events produced since the last call (or step)."""
         return self._log.drain()
 
+    def drain_localization(self) -> list[tuple[str, float, Pose2D]]:
+        """Return and forget the localization reports since the last call: (robot, sim time s, map pose).
+
+        In time order; see the module docstring for when a robot's pose is reported.
+        """
+        reports, self._localized = self._localized, []
+        return reports
+
+    def _report_pose(self, r: _RobotState) -> None:
+        r.reported = Pose2D(r.x, r.y, r.yaw)
+        self._localized.append((r.name, self.t, r.reported))
+
+    def _maybe_report_pose(self, r: _RobotState, stopped: bool) -> None:
+        """Report ``r``'s pose if it moved or turned enough since the last report, or if it stopped there."""
+        last = r.reported
+        if (math.hypot(r.x - last.x, r.y - last.y) >= AMCL_UPDATE_MIN_D
+                or abs(wrap_angle(r.yaw - last.yaw)) >= AMCL_UPDATE_MIN_A
+                or (stopped and (r.x, r.y, r.yaw) != (last.x, last.y, last.yaw))):
+            self._report_pose(r)
+
     def step(self, dt: float) -> list[SimEvent]:
         """Advance sim time by ``dt`` seconds (in substeps of at most 0.1 s); return the events.
 
@@ -480,6 +511,7 @@ class MotionEngine:
         r.yaw = goal.target.yaw if done or heading is None else heading
         r.speed = math.hypot(r.x - old[0], r.y - old[1]) / h
         r.yaw_rate = wrap_angle(r.yaw - old[2]) / h
+        self._maybe_report_pose(r, stopped=False)
         if done:
             self._end_goal(goal, SUCCEEDED, 'goal reached')
             return goal

@@ -38,9 +38,10 @@ serve a robot launched in namespace ``T/<robot>``.
   - ``<robot>/odom`` (nav_msgs/Odometry, frame ``odom``, child ``<robot>/base_link``; odom == map
     in the sim) every 0.1 s sim (at most once per tick), and ``<robot>/amcl_pose``
     (geometry_msgs/PoseWithCovarianceStamped, frame ``map``, reliable + transient local, depth 1)
-    as AMCL publishes it: at start and then only when the robot moved (at most every 0.1 s sim);
-    nothing while it stands. The pose is ground truth; ``initialpose`` is not subscribed
-    (localization is exact).
+    as AMCL publishes it: at start, then after every 0.25 m or 0.2 rad of motion and where the
+    robot stops, each stamped with its sim time (several per tick when a tick is long); nothing
+    while it stands. The pose is ground truth; ``initialpose`` is not subscribed (localization is
+    exact).
 
   One driving goal per robot at a time: a goal on any of the three driving actions preempts
   (aborts) the robot's previous one, whichever action it came by.
@@ -391,7 +392,6 @@ class MotionSimNode(Node):
 
         self._publish_map()
         self._next_state_t = 0.0
-        self._amcl_published: dict[str, Pose2D] = {}   # the pose each robot's amcl_pose last carried
         self._last_wall: float | None = None
         # The node is the clock source: its timer must run on wall time, never on sim time.
         self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
@@ -441,9 +441,10 @@ class MotionSimNode(Node):
                 return
             events = self.engine.step(wall_dt * self.real_time_factor if self._clock_runs() else 0.0)
             t = self._sim_t = self.engine.t
-            if t >= self._next_state_t:   # the robots' poses first: a node woken by /clock finds them there
+            self._publish_localization()   # the robots' poses first: a node woken by /clock finds them there
+            if t >= self._next_state_t:
                 self._next_state_t = t + STATE_PERIOD_S
-                self._publish_state(t)
+                self._publish_odom(t)
             self._clock_pub.publish(ClockMsg(clock=stamp(t)))
             self._record.sim_events(events)
         with self._tick_cv:
@@ -469,25 +470,25 @@ class MotionSimNode(Node):
                                       real_time_factor=self.real_time_factor)
         return True
 
-    def _publish_state(self, t: float) -> None:
-        """Publish every robot's odom, and its amcl_pose where it moved (AMCL is silent while a robot stands)."""
+    def _publish_odom(self, t: float) -> None:
+        """Publish every robot's odometry (as a base controller does, moving or not)."""
         for robot in self.robots:
-            pose = self.engine.robot_pose(robot)
             speed, yaw_rate = self.engine.robot_velocity(robot)
             odom = Odometry()
             odom.header.stamp = stamp(t)
             odom.header.frame_id = ODOM_FRAME
             odom.child_frame_id = f'{robot}/{BASE_FRAME}'
-            odom.pose.pose = pose_msg(pose, t).pose
+            odom.pose.pose = pose_msg(self.engine.robot_pose(robot), t).pose
             odom.twist.twist.linear.x = float(speed)
             odom.twist.twist.angular.z = float(yaw_rate)
             self._odom_pubs[robot].publish(odom)
-            if self._amcl_published.get(robot) == pose:
-                continue
-            self._amcl_published[robot] = pose
+
+    def _publish_localization(self) -> None:
+        """Publish each of the engine's localization reports on its robot's amcl_pose, stamped when it was made."""
+        for robot, t, pose in self.engine.drain_localization():
             amcl = PoseWithCovarianceStamped()
             amcl.header.stamp, amcl.header.frame_id = stamp(t), MAP_FRAME
-            amcl.pose.pose = odom.pose.pose
+            amcl.pose.pose = pose_msg(pose, t).pose
             amcl.pose.covariance[0] = amcl.pose.covariance[7] = AMCL_POSITION_VARIANCE
             amcl.pose.covariance[35] = AMCL_YAW_VARIANCE
             self._amcl_pubs[robot].publish(amcl)
