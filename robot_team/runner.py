@@ -287,8 +287,11 @@ class Episode:
         client = AsyncParameterClient(recorder, MOTION_SIM)   # its service clients live with the recorder
 
         def resume() -> None:
-            if not client.wait_for_services(timeout_sec=30.0):
-                raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {self.out_dir / "logs"}')
+            deadline = time.monotonic() + 30.0
+            while not client.services_are_ready():     # (its wait_for_services sleeps 0.25 s per check)
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {self.out_dir / "logs"}')
+                time.sleep(0.002)
             future = client.set_parameters(paused)
             deadline = time.monotonic() + 30.0
             while not future.done() and time.monotonic() < deadline:

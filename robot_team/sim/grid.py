@@ -241,6 +241,8 @@ class OccupancyGrid(WallGrid):
     def __init__(self, walls: np.ndarray, resolution: float, origin: tuple[float, float],
                  robot_radius: float):
         from scipy import ndimage
+        from scipy.sparse.csgraph import dijkstra
+        self._dijkstra = dijkstra      # imported now, not at the first plan
         super().__init__(walls, resolution, origin)
         self.robot_radius = float(robot_radius)
         distance = ndimage.distance_transform_edt(~self._walls) * self.resolution
@@ -335,8 +337,7 @@ class OccupancyGrid(WallGrid):
         """Return the predecessor array of the shortest-path tree rooted at ``goal_node`` (cached)."""
         tree = self._cached(goal_node)
         if tree is None:
-            from scipy.sparse.csgraph import dijkstra
-            _, tree = dijkstra(self._graph, directed=False, indices=goal_node, return_predecessors=True)
+            _, tree = self._dijkstra(self._graph, directed=False, indices=goal_node, return_predecessors=True)
             self._trees[goal_node] = tree
             if len(self._trees) > self.CACHE_SIZE:
                 self._trees.popitem(last=False)
