@@ -36,14 +36,16 @@ Parameters
 ``base_frame`` (str, default ``base_link``)
     With ``pose_source:=tf``, robot ``R``'s frame is ``R/<base_frame>``.
 ``update_period_s`` (float, default 0.1)
-    ROS-time period of the HCWs' and readers' update (sim s under ``use_sim_time``).
+    Least ROS time between two updates of HCWs, pages and readers (sim s under ``use_sim_time``,
+    where the node updates as ``/clock`` advances; else a wall-clock timer with this period).
 ``use_sim_time`` (bool)
     True in simulated runs; time 0 is the simulation's start. Without it, time 0 is the node's start.
 
 Threading model
 ---------------
-The node expects a ``MultiThreadedExecutor``. The update timer and the pose subscriptions have a
-mutually exclusive callback group each; the services run in a reentrant group, and a page blocks its
+The node expects a ``MultiThreadedExecutor``. Under sim time the update runs in the node's
+``/clock`` subscription (a clock jump callback), else in a timer; the pose subscriptions have a
+mutually exclusive callback group; the services run in a reentrant group, and a page blocks its
 executor thread while it waits (on an event the update sets), so the executor needs a thread per
 concurrent page plus one. One lock serializes every call into the engine; publishing happens
 under it, which keeps the event record in engine order.
@@ -61,6 +63,8 @@ from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -114,7 +118,7 @@ class HospitalSystemsNode(Node):
         self._in_flight = 0          # page callbacks running (destroy_node waits for them)
         self._idle_cv = threading.Condition()
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
-        self._timer = None
+        self._timer = self._jump = None
         self._update_group = MutuallyExclusiveCallbackGroup()
         self._pose_group = MutuallyExclusiveCallbackGroup()     # the robots' pose subscriptions, in order
         # Time 0 of the engine: the simulation's start under use_sim_time, else the node's start.
@@ -161,8 +165,16 @@ class HospitalSystemsNode(Node):
                                              callback_group=self._services_group)
         self._display_srv = self.create_service(ShowDisplay, SHOW_DISPLAY, self.show_display_callback,
                                                 callback_group=self._services_group)
-        # On the node's clock: ROS time, i.e. sim time under use_sim_time (it waits for /clock).
-        self._timer = self.create_timer(self.update_period_s, self.update_callback, callback_group=self._update_group)
+        self._last_update = -math.inf
+        if sim_time:
+            # Update as each /clock message sets the time (in the node's clock subscription, no
+            # extra callback per tick: a timer would wake the executor once more every tick).
+            self._jump = self.get_clock().create_jump_callback(
+                JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None, on_clock_change=False),
+                post_callback=lambda _jump: self.update_callback())
+        else:
+            self._timer = self.create_timer(self.update_period_s, self.update_callback,
+                                            callback_group=self._update_group)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
             f"{len(self.engine.staff_ids)} HCWs, robots seen through {self.pose_source}",
@@ -207,11 +219,12 @@ class HospitalSystemsNode(Node):
     # --- time ----------------------------------------------------------------------------------
 
     def update_callback(self) -> None:
-        """Advance HCWs, pages and readers to the current ROS time; publish what happened."""
+        """Advance HCWs, pages and readers to the current ROS time (at most every update_period_s); publish."""
         now = self._ros_now() - self._origin
         with self._lock:
-            if self._stopping:
+            if self._stopping or now - self._last_update < self.update_period_s - 1e-9:
                 return
+            self._last_update = now
             for robot, source in self._tf_poses.items():
                 pose = source.latest()
                 if pose is not None:
@@ -328,6 +341,8 @@ class HospitalSystemsNode(Node):
         self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._jump is not None:
+            self._jump.unregister()
         with self._lock:     # an update in flight finishes first; later ones return at once
             waiters = list(self._page_waiters.values())
         for event, _ in waiters:
