@@ -18,14 +18,17 @@ What is simulated
   off-shift HCWs do not carry a pager (the page is not delivered).
 * Following, inferred from the robot's observed poses: an HCW who acknowledged a page naming a
   robot waits where they are until that robot is seen within 2.0 m (in line of sight), then
-  walks about 1.0 m behind it along the trail of its observed positions. A robot counts as
-  *stopped* once its observations show it within 5 cm of one spot for 1.0 s (by their stamps),
-  or once nothing was heard of it for 3.0 s and two updates (a localizer such as AMCL publishes
-  nothing while the robot stands still; the second update lets a pose sent with a jump of the
-  clock arrive first). When the
-  robot stops at the door approach pose of a room (not the HCW's own area), the HCW walks
-  through the door into that room (``hcw_entering``, then ``hcw_arrived``). When it stops inside
-  such a room, the HCW follows it in and stays (``hcw_arrived``).
+  walks about 1.0 m behind it along the trail of its observed positions (where two positions seen
+  one after the other are not in line of sight, the trail goes through the doors of the rooms
+  they are in: a robot seen rarely is still followed through doors, past their badge readers).
+  A robot counts as *stopped* once its observations show it within 5 cm of one spot for 1.0 s
+  (by their stamps), or once nothing was heard of it for 3.0 s plus the longest delay with which
+  its last 20 poses arrived, and for two updates (a localizer such as AMCL publishes nothing
+  while the robot stands still; poses that arrive late, or a jump of the clock, are not taken
+  for silence). When the robot stops at the door approach pose of a room (not the HCW's own
+  area), the HCW walks through the door into that room (``hcw_entering``, then
+  ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
+  (``hcw_arrived``).
 * Badge readers: an HCW entering a reader's radius scans their badge once per entry (the badge
   ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
 * Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``).
@@ -41,6 +44,7 @@ Units: SI (m, s, rad), poses in the map frame (REP-103/105).
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -56,7 +60,9 @@ FOLLOW_DISTANCE_M = 1.0    # how far behind the robot, along its trail, a follow
 DOOR_MATCH_M = 0.75        # a robot stopped this close to a room's door approach pose is "at that door"
 STILL_TOLERANCE_M = 0.05   # a robot that moved less than this since it was last seen moving stands still
 STOP_DWELL_S = 1.0         # ... and counts as stopped once observed standing still this long (s)
-SILENT_STOP_S = 3.0        # ... or once nothing was heard of it for this long (s)
+SILENT_STOP_S = 3.0        # ... or once nothing was heard of it for this long (s), plus the poses' recent delay
+DELAYS_KEPT = 20           # how many of a robot's latest pose delays (reception time - stamp) are kept
+MAX_DELAY_S = 10.0         # a longer delay counts as this (a latched pose from long ago says nothing of lag)
 MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much sim time
 
 
@@ -107,6 +113,7 @@ class _SeenRobot:
     still_y: float
     still_since: float
     updates_since: int = 0        # calls of step() since the last observation
+    delays: deque = field(default_factory=lambda: deque(maxlen=DELAYS_KEPT))   # s, reception - stamp
 
 
 @dataclass
@@ -268,7 +275,7 @@ class HospitalEngine:
         return None if seen is None else Pose2D(seen.x, seen.y, seen.yaw)
 
     def robot_stopped(self, robot: str) -> bool:
-        """Return whether ``robot`` was seen standing still (within 5 cm) for 1 s, or not heard of for 3 s (2 updates).
+        """Return whether ``robot`` was seen standing still (within 5 cm) for 1 s, or has been silent (see the module).
 
         Raises
         ------
@@ -279,8 +286,9 @@ class HospitalEngine:
         seen = self._seen.get(robot)
         if seen is None:
             return False
+        silence = SILENT_STOP_S + max(seen.delays, default=0.0)
         return (seen.seen_at - seen.still_since >= STOP_DWELL_S - 1e-9
-                or (self.t - seen.seen_at >= SILENT_STOP_S - 1e-9 and seen.updates_since >= 2))
+                or (self.t - seen.seen_at >= silence - 1e-9 and seen.updates_since >= 2))
 
     def hcw(self, hcw_id: str) -> StaffRecord:
         """Return where an HCW is and what they are doing. Raises SimInputError if unknown."""
@@ -348,8 +356,8 @@ class HospitalEngine:
             return
         seen = self._seen.get(robot)
         if seen is None:
-            self._seen[robot] = _SeenRobot(x, y, yaw, stamp, x, y, stamp)
-            return
+            seen = self._seen[robot] = _SeenRobot(x, y, yaw, stamp, x, y, stamp)
+        seen.delays.append(min(max(self.t - stamp, 0.0), MAX_DELAY_S))
         if stamp < seen.seen_at:
             return
         seen.x, seen.y, seen.yaw, seen.seen_at, seen.updates_since = x, y, yaw, stamp, 0
@@ -357,7 +365,29 @@ class HospitalEngine:
             seen.still_x, seen.still_y, seen.still_since = x, y, stamp
         for hcw in self._hcws.values():
             if hcw.state == 'following' and hcw.robot == robot:
+                last = hcw.trail.points[-1]
+                if not self.grid.line_of_sight(last, (x, y)):
+                    for point in self._through_doors(last, (x, y)):
+                        hcw.trail.append(*point)
                 hcw.trail.append(x, y)
+
+    def _through_doors(self, a: tuple[float, float], b: tuple[float, float]) -> list[tuple[float, float]]:
+        """Return the way from ``a`` to ``b`` (m) out of ``a``'s room and into ``b``'s by their doors, or [].
+
+        For two positions of a robot seen one after the other with a wall between them: it went
+        through the door of the room it was in, or of the room it is in now, or both. Each door is
+        passed through its gap and its approach pose in the corridor.
+        """
+        way = []
+        for point, leaving in ((a, True), (b, False)):
+            room = self.world.rooms.get(self.world.room_at(*point))
+            if room is not None and not room.contains(*(b if leaving else a)):
+                door = [room.door_gap, (room.door.x, room.door.y)]
+                way += door if leaving else door[::-1]
+        points = [a, *way, b]
+        if way and all(self.grid.line_of_sight(p, q) for p, q in zip(points, points[1:])):
+            return way
+        return []
 
     def page(self, hcw_id: str, robot: str = '', message: str = '') -> Page:
         """Page an HCW, asking them to meet and follow ``robot`` ('' for none).

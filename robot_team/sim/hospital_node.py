@@ -193,18 +193,17 @@ class HospitalSystemsNode(Node):
             except ValueError as exc:
                 raise ConfigError(f'parameter pose_source: {exc}') from None
         if self.pose_source == 'amcl_pose':
-            # As AMCL publishes it (reliable, transient local), but keep every pose that arrives while
-            # this node is busy: each is a point of the robot's trail.
-            every_pose = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
-                                    durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            # As BasicNavigator subscribes: the latest pose only. A node that falls behind (a sim clock
+            # at 40x brings a pose every 12 ms) skips poses rather than lag; the engine bridges the gaps.
+            from robot_team.tools.localization import amcl_pose_qos
             for r in robots:
                 self.create_subscription(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE),
                                          lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose),
-                                         every_pose, callback_group=self._pose_group)
+                                         amcl_pose_qos(), callback_group=self._pose_group)
         else:
             for r in robots:
                 self.create_subscription(Odometry, robot_name(r, ODOM),
-                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose), 100,
+                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose), 1,
                                          callback_group=self._pose_group)
         return {}
 
