@@ -73,10 +73,10 @@ def _graph(ros_context, executor, **params):
     from robot_team.lockstep import ClockHoldPublisher
     from robot_team.msg import TeamEvent
     from robot_team.names import TEAM_EVENTS
-    from robot_team.sim.sim_node import EdSimNode
+    from robot_team.sim.motion_node import MotionSimNode
     overrides = [Parameter('real_time_factor', value=20.0), Parameter('llm_clock', value='lockstep'),
                  *[Parameter(k, value=v) for k, v in params.items()]]
-    sim = EdSimNode(load_scenario('onboarding'), context=ros_context, parameter_overrides=overrides)
+    sim = MotionSimNode(load_scenario('onboarding'), context=ros_context, parameter_overrides=overrides)
     brain = rclpy.create_node('brain_under_test', context=ros_context)
     clocks, events = [], []
     brain.create_subscription(Clock, '/clock', lambda m: clocks.append(m.clock.sec + m.clock.nanosec * 1e-9), 100)
