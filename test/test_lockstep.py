@@ -105,9 +105,10 @@ def test_sim_time_stands_still_while_a_brain_holds_and_steps_after_release(ros_c
     sim, brain, hold, clocks, events = _graph(ros_context, executor, hold_step_s=5.0)
     try:
         assert wait_for(lambda: len(clocks) > 5, 10.0)
-        started = [e for e in events if e.data.get('what') == 'started']
-        assert wait_for(lambda: any(e.data.get('what') == 'started' for e in events), 5.0) or started
-        assert [e.data['llm_clock'] for e in events if e.data.get('what') == 'started'] == ['lockstep']
+        def started():
+            return [e for e in events if e.kind == 'node_started' and e.actor == 'motion_sim']
+        assert wait_for(started, 5.0)
+        assert [e.data['llm_clock'] for e in started()] == ['lockstep']
         first = _sim_now(clocks)
         before = _sim_now(clocks, 0.5)
         assert before > first                     # it runs without a hold

@@ -29,13 +29,17 @@ def make_floor(name='onboarding', **changes):
     return motion, hospital
 
 
-def run(motion, hospital, seconds):
-    """Step both engines in lockstep (the hospital sees each localization report); return both's events."""
+def run(motion, hospital, seconds, odometry=False):
+    """Step both engines in lockstep (the hospital sees each localization report, and with
+    ``odometry`` each robot's twist, as the nodes hand them over); return both's events."""
     events = []
     for _ in range(int(round(seconds / DT))):
         events += motion.step(DT)
         for robot, t, pose in motion.drain_localization():
             hospital.observe_robot(robot, pose.x, pose.y, pose.yaw, stamp=t)
+        if odometry:
+            for robot in hospital.robots:
+                hospital.observe_motion(robot, *motion.robot_velocity(robot), stamp=motion.t)
         events += hospital.step(DT)
     return events
 
@@ -154,6 +158,59 @@ def test_robot_stopped_at_the_door_sends_the_hcw_in():
     assert arrived.data['room'] == 'ER-12' and hospital.hcw('90').area == 'ER-12'
     # The HCW waited until the robot had stood there for 3 s (no new pose: AMCL is silent) before walking in.
     assert entering.t == pytest.approx(stopped_at + 3.0, abs=0.21)
+
+
+def test_with_odometry_the_hcw_goes_in_after_1_s_of_standing_and_silence_is_no_stop():
+    motion, hospital = make_floor()
+    door = motion.world.room('ER-12').door
+    page = hospital.page('90', NAV, 'Please meet navigation_robot')
+    run(motion, hospital, hospital.page_response_delay_s + 0.5, odometry=True)
+    assert page.acknowledged
+    where = hospital.hcw('90').pose
+    motion.start_goal(NAV, Pose2D(where.x, where.y, 0.0))
+    run(motion, hospital, 80, odometry=True)
+    motion.start_goal(NAV, door)
+    events, start, silent_checks = [], motion.t, 0
+    for _ in range(int(round(150 / DT))):
+        events += motion.step(DT)
+        silence = start + 10.0 <= motion.t < start + 16.0      # 6 s without a pose, on the way
+        for robot, t, pose in motion.drain_localization():
+            if not silence:
+                hospital.observe_robot(robot, pose.x, pose.y, pose.yaw, stamp=t)
+        hospital.observe_motion(NAV, *motion.robot_velocity(NAV), stamp=motion.t)
+        events += hospital.step(DT)
+        if silence and motion.t > start + 14.0:
+            assert not hospital.robot_stopped(NAV)             # moving, by odometry: silence is no stop
+            silent_checks += 1
+    assert silent_checks > 5
+    stopped_at = kinds(events, 'goal_succeeded')[-1].t
+    (entering,) = kinds(events, 'hcw_entering')
+    assert entering.data['room'] == 'ER-12'
+    assert entering.t == pytest.approx(stopped_at + 1.0, abs=0.21)
+    assert [e.data['room'] for e in kinds(events, 'hcw_arrived')] == ['ER-12']
+
+
+def test_odometry_decides_whether_a_robot_stands():
+    _, hospital = make_floor()
+    hospital.observe_robot(NAV, 10.0, 7.5, 0.0, stamp=0.0)
+    hospital.observe_motion(NAV, 0.5, 0.0, stamp=0.0)
+    hospital.step(30.0)
+    assert not hospital.robot_stopped(NAV)                 # moving, by odometry: 30 s of silence is no stop
+    hospital.observe_motion(NAV, 0.0, 0.3, stamp=30.0)
+    hospital.step(2.0)
+    assert not hospital.robot_stopped(NAV)                 # turning in place is moving
+    for k in range(10):
+        hospital.observe_motion(NAV, 0.001, 0.0, stamp=31.0 + 0.1 * k)
+        assert not hospital.robot_stopped(NAV)
+    hospital.observe_motion(NAV, 0.0, 0.0, stamp=32.0)
+    assert hospital.robot_stopped(NAV)                     # standing for 1 s by the stamps
+    hospital.observe_motion(NAV, 0.5, 0.0, stamp=31.5)     # older than the last: ignored
+    hospital.observe_motion(NAV, math.nan, 0.0)            # a glitch: ignored
+    assert hospital.robot_stopped(NAV)
+    hospital.observe_motion(NAV, 0.2, 0.0, stamp=32.1)
+    assert not hospital.robot_stopped(NAV)
+    with pytest.raises(SimInputError, match="unknown robot 'r2d2'"):
+        hospital.observe_motion('r2d2', 0.0, 0.0)
 
 
 def test_passing_a_door_without_stopping_does_not():

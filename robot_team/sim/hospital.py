@@ -21,11 +21,15 @@ What is simulated
   walks about 1.0 m behind it along the trail of its observed positions (where two positions seen
   one after the other are not in line of sight, the trail goes through the doors of the rooms
   they are in: a robot seen rarely is still followed through doors, past their badge readers).
-  A robot counts as *stopped* once its observations show it within 5 cm of one spot for 1.0 s
-  (by their stamps), or once nothing was heard of it for 3.0 s plus the longest delay with which
-  its last 20 poses arrived, and for two updates (a localizer such as AMCL publishes nothing
-  while the robot stands still; poses that arrive late, or a jump of the clock, are not taken
-  for silence). When the robot stops at the door approach pose of a room (not the HCW's own
+  A robot counts as *stopped* once its odometry (the twist of ``odom``, which every base
+  controller publishes, moving or not) has reported it standing (under 0.01 m/s and 0.01 rad/s)
+  for 1.0 s by its stamps. Without odometry, it counts as stopped once its observed poses show it
+  within 5 cm of one spot for 1.0 s, or once nothing was heard of it for 3.0 s plus the longest
+  delay with which its last 20 poses arrived, and for two updates (a localizer such as AMCL
+  publishes nothing while the robot stands still; poses that arrive late, or a jump of the clock,
+  are not taken for silence; a loaded host can still delay poses past that, which odometry rules
+  out: it stops only on a report of standing, never on silence).
+  When the robot stops at the door approach pose of a room (not the HCW's own
   area), the HCW walks through the door into that room (``hcw_entering``, then
   ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
   (``hcw_arrived``).
@@ -64,6 +68,8 @@ SILENT_STOP_S = 3.0        # ... or once nothing was heard of it for this long (
 DELAYS_KEPT = 20           # how many of a robot's latest pose delays (reception time - stamp) are kept
 MAX_DELAY_S = 10.0         # a longer delay counts as this (a latched pose from long ago says nothing of lag)
 MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much sim time
+STANDING_SPEED = 0.01      # m/s: odometry below this speed (and STANDING_YAW_RATE) reports a robot standing
+STANDING_YAW_RATE = 0.01   # rad/s
 
 
 @dataclass
@@ -114,6 +120,14 @@ class _SeenRobot:
     still_since: float
     updates_since: int = 0        # calls of step() since the last observation
     delays: deque = field(default_factory=lambda: deque(maxlen=DELAYS_KEPT))   # s, reception - stamp
+
+
+@dataclass
+class _Odometry:
+    """A robot's motion as its odometry reports it: since when it stands (None: moving), and the last stamp."""
+
+    stamp: float
+    standing_since: float | None = None
 
 
 @dataclass
@@ -191,6 +205,7 @@ class HospitalEngine:
         world.room(scenario.patient.room)
         self._robot_names = tuple(robots)
         self._seen: dict[str, _SeenRobot] = {}
+        self._odometry: dict[str, _Odometry] = {}
         self._pages: dict[int, Page] = {}
         self._pending_acks: list[int] = []
         self._arrived = False
@@ -275,7 +290,7 @@ class HospitalEngine:
         return None if seen is None else Pose2D(seen.x, seen.y, seen.yaw)
 
     def robot_stopped(self, robot: str) -> bool:
-        """Return whether ``robot`` was seen standing still (within 5 cm) for 1 s, or has been silent (see the module).
+        """Return whether ``robot`` stopped: odometry standing for 1 s, else seen still or silent (see the module).
 
         Raises
         ------
@@ -286,6 +301,10 @@ class HospitalEngine:
         seen = self._seen.get(robot)
         if seen is None:
             return False
+        odometry = self._odometry.get(robot)
+        if odometry is not None:     # it says whether the robot stands: never inferred from silence
+            return (odometry.standing_since is not None
+                    and odometry.stamp - odometry.standing_since >= STOP_DWELL_S - 1e-9)
         silence = SILENT_STOP_S + max(seen.delays, default=0.0)
         return (seen.seen_at - seen.still_since >= STOP_DWELL_S - 1e-9
                 or (self.t - seen.seen_at >= silence - 1e-9 and seen.updates_since >= 2))
@@ -336,6 +355,35 @@ class HospitalEngine:
         return list(self.displays.get(room, []))
 
     # --- inputs -----------------------------------------------------------------------------------
+
+    def observe_motion(self, robot: str, speed: float, yaw_rate: float, stamp: float | None = None) -> None:
+        """Record ``robot``'s odometry twist: ``speed`` (m/s, forward) and ``yaw_rate`` (rad/s) at ``stamp``.
+
+        ``stamp`` is the twist's time (s, on this engine's clock; None: now). Once a robot's
+        odometry is known, it alone decides whether the robot stopped (see the module). Values
+        that are not finite, and a twist older than the last one, are ignored.
+
+        Raises
+        ------
+        SimInputError
+            If ``robot`` is not one of :attr:`robots`.
+        """
+        self._check_robot(robot)
+        speed, yaw_rate = float(speed), float(yaw_rate)
+        stamp = self.t if stamp is None else float(stamp)
+        if not all(math.isfinite(v) for v in (speed, yaw_rate, stamp)):
+            return
+        odometry = self._odometry.get(robot)
+        if odometry is None:
+            odometry = self._odometry[robot] = _Odometry(stamp)
+        elif stamp < odometry.stamp:
+            return
+        odometry.stamp = stamp
+        if abs(speed) < STANDING_SPEED and abs(yaw_rate) < STANDING_YAW_RATE:
+            if odometry.standing_since is None:
+                odometry.standing_since = stamp
+        else:
+            odometry.standing_since = None
 
     def observe_robot(self, robot: str, x: float, y: float, yaw: float = 0.0, stamp: float | None = None) -> None:
         """Record that ``robot`` was seen at (``x``, ``y``, ``yaw``) (map frame, m, rad) at time ``stamp``.

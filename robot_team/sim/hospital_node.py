@@ -20,6 +20,7 @@ Interfaces (names from :mod:`robot_team.names`, relative to the team namespace `
 * Subscribed, per robot: ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, as
   AMCL publishes it: reliable, transient local) or ``<robot>/odom`` (nav_msgs/Odometry, only where
   ``odom`` coincides with ``map``, as in simulators); or TF ``map`` -> ``<robot>/<base_frame>``.
+  And ``<robot>/odom`` always, for its twist: whether the robot moves or stands.
 * ``team/events``: ``node_started``; an ``EventKind.SIM`` event for every hospital event (patient
   arrival, pages and answers, HCWs following, entering, arriving, badge scans, displays) and
   ``EventKind.INPUT_ERROR`` for bad requests (unknown HCW, robot or room).
@@ -186,10 +187,11 @@ class HospitalSystemsNode(Node):
 
     def _watch_poses(self, robots, base_frame: str) -> dict:
         """Subscribe to each robot's pose (or prepare TF lookups); return the TF sources by robot."""
+        sources = {}
         if self.pose_source == 'tf':
             from robot_team.tools.localization import RobotPose
             try:
-                return {r: RobotPose(self, source='tf', base_frame=f'{r}/{base_frame}') for r in robots}
+                sources = {r: RobotPose(self, source='tf', base_frame=f'{r}/{base_frame}') for r in robots}
             except ValueError as exc:
                 raise ConfigError(f'parameter pose_source: {exc}') from None
         if self.pose_source == 'amcl_pose':
@@ -200,12 +202,23 @@ class HospitalSystemsNode(Node):
                 self.create_subscription(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE),
                                          lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose),
                                          amcl_pose_qos(), callback_group=self._pose_group)
-        else:
-            for r in robots:
-                self.create_subscription(Odometry, robot_name(r, ODOM),
-                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose), 1,
-                                         callback_group=self._pose_group)
-        return {}
+        poses = self.pose_source == 'odom'
+        for r in robots:     # the twist says whether the robot moves (the pose too with pose_source:=odom)
+            self.create_subscription(Odometry, robot_name(r, ODOM),
+                                     lambda msg, r=r: self._observe_odometry(r, msg, poses), 10,
+                                     callback_group=self._pose_group)
+        return sources
+
+    def _observe_odometry(self, robot: str, msg: Odometry, pose: bool) -> None:
+        """Hand one odometry message's twist (and, if ``pose``, its pose) to the engine, at its stamp."""
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        twist = msg.twist.twist
+        with self._lock:
+            if not self._stopping:
+                self.engine.observe_motion(robot, math.hypot(twist.linear.x, twist.linear.y), twist.angular.z,
+                                           t - self._origin if t > 0 else None)
+        if pose:
+            self._observe(robot, msg.header, msg.pose.pose)
 
     def _observe(self, robot: str, header, pose) -> None:
         """Hand one pose message to the engine, at its stamp (at the engine's time if unstamped)."""
