@@ -13,12 +13,17 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from robot_team.events import EventKind
+from robot_team.names import MOTION_SIM
 from robot_team.runner import run_episode
 
 
 def clock_rate(events) -> float | None:
-    """Return sim seconds per wall second over the simulator's events (None if fewer than two)."""
-    sim = [e for e in events if e.actor == 'ed_sim']
+    """Return sim seconds per wall second over the clock source's sim events (None if fewer than two).
+
+    The clock source is ``motion_sim``; its first sim event is the clock's start.
+    """
+    sim = [e for e in events if e.actor == MOTION_SIM and e.kind == EventKind.SIM.value]
     if len(sim) < 2:
         return None
     wall = sim[-1].wall_time - sim[0].wall_time

@@ -31,10 +31,11 @@ EXIT_UNEXPECTED_OUTCOME = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_STARTED = 3
 
-STOP_ORDER = ('manager', 'ed_sim', 'navigation_robot', 'info_collection_robot', 'display_robot')
-"""Nodes stopped first, in this order: no new decision; the floor's clock stopped and its waiting goals
-and pages released (a robot's tool may be blocked in a page the simulator holds); then the robots'
-tasks, waited for."""
+STOP_ORDER = ('manager', 'motion_sim', 'hospital_systems', 'navigation_robot', 'info_collection_robot',
+              'display_robot')
+"""Nodes stopped first, in this order: no new decision; the floor's clock stopped and its waiting
+goals released; the hospital's waiting pages released (a robot's tool may be blocked in a page the
+simulator holds); then the robots' tasks, waited for."""
 
 
 class Interrupt:

@@ -3,7 +3,8 @@
 Every name here is **relative**, resolved the ROS way (REP-144 / ``rcl`` name resolution):
 
 - A team lives in a *team namespace* ``T`` (``/`` by default; ``robot-team run --namespace floor2``
-  gives ``/floor2``). The manager, supervisor, operator, recorder and simulator are nodes in ``T``;
+  gives ``/floor2``). The manager, supervisor, operator, recorder and the simulator's nodes
+  (``motion_sim``, ``hospital_systems``) are nodes in ``T``;
   team topics and services (``team/...``) and the floor's infrastructure (``ed/...``) are relative
   to ``T``: ``team/events`` is ``/team/events`` in the default team, ``/floor2/team/events`` in
   ``/floor2``.
@@ -33,7 +34,8 @@ class Robot(str, Enum):
 
 
 SUPERVISOR = 'supervisor'
-SIMULATOR = 'ed_sim'
+MOTION_SIM = 'motion_sim'              # embedded stand-in for Gazebo + Nav2 (robot motion, /clock)
+HOSPITAL_SYSTEMS = 'hospital_systems'  # embedded stand-in for the hospital's systems (HCWs, RTLS, paging...)
 OPERATOR = 'scripted_operator'
 RECORDER = 'team_recorder'
 
@@ -55,7 +57,7 @@ STAFF_BOARD = 'team/staff'
 SUPERVISOR_DIRECTIVES = 'team/supervisor/directives'   # robot_team/msg/SupervisorDirective (safe defaults)
 CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.lockstep)
 
-# ED floor infrastructure (served by the embedded simulator, or by the hospital's systems),
+# ED floor infrastructure (served by the hospital's systems, or their stand-in hospital_systems),
 # relative to the team namespace.
 PATIENT_ARRIVALS = 'ed/patient_arrivals'
 BADGE_SCANS = 'ed/badge_scans'
@@ -77,7 +79,6 @@ FOLLOW_PATH = 'follow_path'                      # nav2_msgs/action/FollowPath (
 AMCL_POSE = 'amcl_pose'                          # geometry_msgs/PoseWithCovarianceStamped, transient local
 INITIAL_POSE = 'initialpose'                     # geometry_msgs/PoseWithCovarianceStamped
 ODOM = 'odom'                                    # nav_msgs/Odometry
-POSE = 'pose'   # geometry_msgs/PoseStamped in 'map': simulator ground truth (being replaced by amcl_pose)
 NAV2_LIFECYCLE_NODES = ('bt_navigator', 'planner_server', 'controller_server', 'amcl')
 """Nav2 lifecycle nodes per robot whose ``<node>/get_state`` (lifecycle_msgs/srv/GetState) a
 BasicNavigator waits on (``waitUntilNav2Active`` with its default navigator and localizer)."""

@@ -42,17 +42,28 @@ def wait_future(future, timeout_s: float, what: str):
     return future.result()
 
 
+SERVER_POLL_S = 0.002
+"""Wall s between checks while waiting for a server (rclpy's own waits sleep 0.25 s between checks)."""
+
+
 def wait_for_server(client, timeout_s: float, what: str) -> None:
-    """Wait until a service or action server is available.
+    """Wait until a service or action server is available (checked every 2 ms).
+
+    rclpy's ``wait_for_service``/``wait_for_server`` sleep 0.25 s whenever the server is not
+    ready yet (e.g. while DDS still matches a client made at start-up); under a sim clock at 40x
+    that is 10 s of sim time, so this checks readiness itself.
 
     Raises
     ------
     ToolError
         If no server appears within ``timeout_s`` wall seconds.
     """
-    waiter = getattr(client, 'wait_for_server', None) or client.wait_for_service
-    if not waiter(timeout_sec=timeout_s):
-        raise ToolError(f'{what} is not available (waited {timeout_s:.0f} s)')
+    ready = getattr(client, 'server_is_ready', None) or client.service_is_ready
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() >= deadline:
+            raise ToolError(f'{what} is not available (waited {timeout_s:.0f} s)')
+        time.sleep(SERVER_POLL_S)
 
 
 def team_name(node, relative: str) -> str:

@@ -7,8 +7,10 @@ Two modes share everything but process layout:
   exactly as ``ros2 run``/``ros2 launch`` would start them; this process only records. A
   node that dies is recorded as ``node_crashed`` with its exit code and last log lines.
 
-The simulator starts last, once every other node is up, so sim time (and the patient's
-arrival) starts when the team is ready.
+The simulator's two nodes (``hospital_systems`` and ``motion_sim``, the clock source) start with
+the team; ``motion_sim`` starts paused and holds sim time at 0 until every node is up and has
+matched ``/clock`` (its ``paused`` and ``min_clock_subscribers`` parameters), so sim time (and
+the patient's arrival) starts when the team is ready.
 
 Everything the episode starts ends with it (:mod:`robot_team.lifecycle`): the team's work is
 stopped while the executor still spins (brain threads, LLM requests in flight, tasks, the
@@ -33,7 +35,8 @@ from typing import Callable
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventEmitter, EventKind, TeamEventModel
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
-from robot_team.names import OPERATOR, SUPERVISOR, Robot, clock_remap, join, validate_namespace
+from robot_team.names import (HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot, clock_remap, join,
+                              validate_namespace)
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
 
@@ -43,7 +46,9 @@ LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
 
 TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
         Robot.MANAGER.value]
-"""Nodes started before the simulator (their ``node_started`` events gate the sim's start)."""
+"""The team's nodes (their ``node_started`` events, with the simulator's, gate the start of sim time)."""
+SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
+"""The embedded simulator's nodes: the hospital's systems, and robot motion (the clock source)."""
 
 
 @dataclass
@@ -208,7 +213,6 @@ class Episode:
     def _run_team(self, context, paths: dict, executor, recorder: TeamRecorder, nodes: list,
                   interrupt: Interrupt) -> None:
         """Start the team and the simulator, and wait for the episode's end, its time limit or a signal."""
-        from rclpy.parameter import Parameter
         self._interrupt = interrupt
         finished = None
         self._start_local_llm()
@@ -218,18 +222,9 @@ class Episode:
             for node in self._make_nodes(context, paths):
                 nodes.append(node)
                 executor.add_node(node)
+        resume_clock = self._clock_resumer(recorder)
         if self._wait_started(recorder, timeout_s=60.0, interrupt=interrupt):
-            if self.processes:
-                self._start_process('ed_sim', [sys.executable, '-m', 'robot_team.sim.sim_node'],
-                                    {'scenario': paths['scenario'], 'real_time_factor': self.real_time_factor,
-                                     'llm_clock': self.llm_clock})
-            else:
-                from robot_team.sim.sim_node import EdSimNode
-                sim = EdSimNode(self.scenario, context=context, parameter_overrides=[
-                    Parameter('real_time_factor', value=float(self.real_time_factor)),
-                    Parameter('llm_clock', value=self.llm_clock)])
-                nodes.append(sim)
-                executor.add_node(sim)
+            resume_clock()
             finished = self._wait_finished(recorder, interrupt)
             if finished is None and not interrupt.is_set():
                 self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
@@ -361,7 +356,53 @@ class Episode:
         for role in (Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY):
             nodes.append(RobotNode(role.value, context=context, parameter_overrides=overrides(role.value)))
         nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Robot.MANAGER.value)))
+        from robot_team.sim.hospital_node import HospitalSystemsNode
+        from robot_team.sim.motion_node import MotionSimNode
+        sim = {name: [Parameter(k, value=v) for k, v in self._sim_parameters(name, paths).items() if k != 'scenario']
+               for name in SIM_NODES}
+        nodes.append(HospitalSystemsNode(self.scenario, context=context, parameter_overrides=sim[HOSPITAL_SYSTEMS]))
+        nodes.append(MotionSimNode(self.scenario, context=context, parameter_overrides=sim[MOTION_SIM]))
         return nodes
+
+    def _sim_parameters(self, name: str, paths: dict) -> dict:
+        """Return the ROS parameters of simulator node ``name`` (``hospital_systems`` or ``motion_sim``).
+
+        ``motion_sim`` starts paused and waits for a ``/clock`` subscription from every node that
+        runs on sim time (the team, the recorder, ``hospital_systems``); :meth:`_clock_resumer`
+        lets it go once they are all up.
+        """
+        if name == HOSPITAL_SYSTEMS:
+            return {'scenario': paths['scenario'], 'use_sim_time': True}
+        return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
+                'min_clock_subscribers': len(TEAM) + 2, 'llm_clock': self.llm_clock}
+
+    def _clock_resumer(self, recorder) -> Callable[[], object]:
+        """Return a function that unpauses ``motion_sim`` (sets its ``paused`` parameter false): sim time starts.
+
+        With one process per node, the parameter client is made now, so that DDS discovers
+        ``motion_sim``'s parameter services while the team starts.
+        """
+        from rclpy.parameter import Parameter
+        paused = [Parameter('paused', value=False)]
+        motion = next((n for n in self.nodes if n.get_name() == MOTION_SIM), None)
+        if motion is not None:
+            return lambda: motion.set_parameters(paused)
+        from rclpy.parameter_client import AsyncParameterClient
+        client = AsyncParameterClient(recorder, MOTION_SIM)   # its service clients live with the recorder
+
+        def resume() -> None:
+            deadline = time.monotonic() + 30.0
+            while not client.services_are_ready():     # (its wait_for_services sleeps 0.25 s per check)
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {self.out_dir / "logs"}')
+                time.sleep(0.002)
+            future = client.set_parameters(paused)
+            deadline = time.monotonic() + 30.0
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if not future.done() or not all(r.successful for r in future.result().results):
+                raise RuntimeError(f'{MOTION_SIM} did not resume its clock; see {self.out_dir / "logs"}')
+        return resume
 
     # -- processes --
 
@@ -372,6 +413,9 @@ class Episode:
             argv = modules.get(name, ['robot_team.agents.robot_node', name])
             self._start_process(name, [sys.executable, '-m', *argv],
                                 _node_parameters(name, self.scenario, paths, self.brain, self.brain_options))
+        sim_modules = {HOSPITAL_SYSTEMS: 'robot_team.sim.hospital_node', MOTION_SIM: 'robot_team.sim.motion_node'}
+        for name in SIM_NODES:
+            self._start_process(name, [sys.executable, '-m', sim_modules[name]], self._sim_parameters(name, paths))
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
         import robot_team
@@ -429,14 +473,14 @@ class Episode:
             if interrupt.is_set():
                 return False
             started = {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
-            if set(TEAM) <= started:
+            if set(TEAM + SIM_NODES) <= started:
                 return True
             self._check_children()
             if self._crashed:
                 raise RuntimeError(f"team node(s) {', '.join(sorted(self._crashed))} crashed at start-up; "
                                    f"see {self.out_dir / 'logs'}")
             time.sleep(0.02)
-        missing = set(TEAM) - {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
+        missing = set(TEAM + SIM_NODES) - {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
         raise RuntimeError(f"team node(s) {', '.join(sorted(missing))} did not start within {timeout_s:.0f} s")
 
     def _wait_finished(self, recorder: TeamRecorder, interrupt: Interrupt) -> TeamEventModel | None:

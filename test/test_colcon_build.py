@@ -36,8 +36,8 @@ def test_colcon_build_installs_interfaces_python_and_node_executables(tmp_path):
     assert result.returncode == 0, result.stdout[-2000:] + (log.read_text()[-3000:] if log.exists() else '')
     install = tmp_path / 'install' / 'robot_team'
     executables = {p.name for p in (install / 'lib' / 'robot_team').iterdir()}
-    assert {'ed_sim', 'manager', 'navigation_robot', 'info_collection_robot', 'display_robot', 'supervisor',
-            'scripted_operator', 'team_recorder'} <= executables
+    assert {'motion_sim', 'hospital_systems', 'manager', 'navigation_robot', 'info_collection_robot',
+            'display_robot', 'supervisor', 'scripted_operator', 'team_recorder'} <= executables
     site = next(install.glob('lib/python3*/site-packages/robot_team'))
     assert (site / 'msg').is_dir() and (site / 'runner.py').exists()
     assert 'extend_path' in (site / '__init__.py').read_text(), 'our __init__.py must replace the generated one'

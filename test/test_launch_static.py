@@ -115,7 +115,10 @@ def test_every_package_executable_and_file_referenced_exists(tmp_path):
 
 def test_embedded_floor_plan(tmp_path):
     plan = plans.plan_floor(sim='embedded', out_dir=str(tmp_path))
-    assert [n.executable for n in plan.after_team] == list(plans.EMBEDDED_SIM)
+    assert [n.executable for n in plan.after_team] == ['motion_sim']     # the clock, once the team is up
+    hospital = [n for n in plan.first if n.executable == 'hospital_systems']
+    assert len(hospital) == 1 and hospital[0].parameters[0]['use_sim_time'] is True
+    assert 'hospital_systems' in plan.team_ready.parameters[0]['nodes']
     assert plan.recorder.executable == 'episode_recorder' and plan.team_ready.executable == 'team_ready'
     robots = {n.name: n for n in plan.first if n.name in MOBILE_ROBOTS}
     assert {n.namespace for n in robots.values()} == {f'/{r}' for r in MOBILE_ROBOTS}

@@ -12,7 +12,7 @@ from robot_team.llm import scripted
 from robot_team.llm.fakeserver import ScriptedServer
 
 pytest.importorskip('rclpy')
-pytest.importorskip('robot_team.sim.sim_node')
+pytest.importorskip('robot_team.sim.motion_node')
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from robot_team.llm import scripted
 from robot_team.llm.fakeserver import ScriptedServer, text, tool_calls
 
 pytest.importorskip('rclpy')
-pytest.importorskip('robot_team.sim.sim_node')
+pytest.importorskip('robot_team.sim.motion_node')
 
 CHECK_PERIOD_S = 0.5
 """The supervisor's deadline check period, sim s (a missed deadline is escalated within it)."""

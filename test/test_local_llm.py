@@ -140,7 +140,7 @@ def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, dom
     assert report['llm_clock'] == {'mode': 'lockstep', 'holds_expired': 0, 'step_s': 20.0}
     assert report['local_llm']['model'] == MODEL.name
     assert report['local_llm']['base_url'].startswith('http://127.0.0.1:')
-    started = [e for e in events if e.kind == 'sim' and e.data.get('what') == 'started']
+    started = [e for e in events if e.kind == 'node_started' and e.actor == 'motion_sim']
     assert started[0].data['llm_clock'] == 'lockstep'
     # every exchange in the record, with its reply (or its error)
     rebuilt = exchanges(events)

@@ -73,10 +73,10 @@ def _graph(ros_context, executor, **params):
     from robot_team.lockstep import ClockHoldPublisher
     from robot_team.msg import TeamEvent
     from robot_team.names import TEAM_EVENTS
-    from robot_team.sim.sim_node import EdSimNode
+    from robot_team.sim.motion_node import MotionSimNode
     overrides = [Parameter('real_time_factor', value=20.0), Parameter('llm_clock', value='lockstep'),
                  *[Parameter(k, value=v) for k, v in params.items()]]
-    sim = EdSimNode(load_scenario('onboarding'), context=ros_context, parameter_overrides=overrides)
+    sim = MotionSimNode(load_scenario('onboarding'), context=ros_context, parameter_overrides=overrides)
     brain = rclpy.create_node('brain_under_test', context=ros_context)
     clocks, events = [], []
     brain.create_subscription(Clock, '/clock', lambda m: clocks.append(m.clock.sec + m.clock.nanosec * 1e-9), 100)
@@ -105,9 +105,10 @@ def test_sim_time_stands_still_while_a_brain_holds_and_steps_after_release(ros_c
     sim, brain, hold, clocks, events = _graph(ros_context, executor, hold_step_s=5.0)
     try:
         assert wait_for(lambda: len(clocks) > 5, 10.0)
-        started = [e for e in events if e.data.get('what') == 'started']
-        assert wait_for(lambda: any(e.data.get('what') == 'started' for e in events), 5.0) or started
-        assert [e.data['llm_clock'] for e in events if e.data.get('what') == 'started'] == ['lockstep']
+        def started():
+            return [e for e in events if e.kind == 'node_started' and e.actor == 'motion_sim']
+        assert wait_for(started, 5.0)
+        assert [e.data['llm_clock'] for e in started()] == ['lockstep']
         first = _sim_now(clocks)
         before = _sim_now(clocks, 0.5)
         assert before > first                     # it runs without a hold

@@ -28,6 +28,7 @@ from robot_team.bringup.episode import TEAM_NODES
 from robot_team.bringup.plan import EMBEDDED_SIM
 from robot_team.bringup.platform import MOBILE_ROBOTS
 from robot_team.config import load_scenario
+from robot_team.names import HOSPITAL_SYSTEMS as HOSPITAL
 from robot_team.names import RECORDER
 from robot_team.runner import _node_parameters, prepare
 
@@ -127,10 +128,12 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
             start(name, name, params)
         start(RECORDER, 'episode_recorder', {'use_sim_time': True, 'out_dir': str(out_dir),
                                              'scenario': paths['scenario']})
-        start('team_ready', 'team_ready', {'timeout_s': 90.0})
+        start(HOSPITAL, HOSPITAL, {'scenario': paths['scenario'], 'use_sim_time': True})
+        start('team_ready', 'team_ready', {'timeout_s': 90.0, 'nodes': [*TEAM_NODES, HOSPITAL]})
         assert procs['team_ready'].wait(timeout=120) == 0, (logs / 'team_ready.log').read_text()
         for exe in EMBEDDED_SIM:
-            start(exe, exe, {'scenario': paths['scenario'], 'real_time_factor': RTF})
+            if exe != HOSPITAL:
+                start(exe, exe, {'scenario': paths['scenario'], 'real_time_factor': RTF})
         procs[RECORDER].wait(timeout=scenario.time_limit_s / RTF * 3 + 60)
         wall = time.monotonic() - wall_start
     finally:

@@ -31,7 +31,7 @@ from robot_team.config import load_scenario
 from robot_team.events import TeamEventModel, events_qos
 from robot_team.msg import TeamEvent
 from robot_team.names import NAV2_LIFECYCLE_NODES, TEAM_EVENTS
-from robot_team.sim.sim_node import EdSimNode
+from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for
 
 NAV = 'navigation_robot'
@@ -57,8 +57,8 @@ class Navigator:
     """BasicNavigator's interfaces, in the robot's namespace, with its relative names and QoS."""
 
     def __init__(self, context, executor, rtf=50.0):
-        self.sim = EdSimNode(load_scenario('onboarding'), context=context,
-                             parameter_overrides=[Parameter('real_time_factor', value=float(rtf))])
+        self.sim = MotionSimNode(load_scenario('onboarding'), context=context,
+                                 parameter_overrides=[Parameter('real_time_factor', value=float(rtf))])
         self.node = rclpy.create_node('basic_navigator', namespace=NAV, context=context)
         self.team = rclpy.create_node('team_listener', context=context)
         self.events: list[TeamEventModel] = []

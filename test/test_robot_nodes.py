@@ -7,6 +7,7 @@ opened) and role enforcement (a robot rejects another robot's task).
 
 import json
 import threading
+import time
 
 import pytest
 import rclpy
@@ -19,7 +20,8 @@ from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.names import NAVIGATE_TO_POSE, robot_name
 from robot_team.reports import TaskReportModel
-from robot_team.sim.sim_node import EdSimNode
+from robot_team.sim.hospital_node import HospitalSystemsNode
+from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for
 
 
@@ -36,9 +38,12 @@ def graph(ros_context, executor, tmp_path):
         overrides = [Parameter('use_sim_time', value=True), Parameter('staff_db', value=staff_db),
                      Parameter('floor', value=str(scenario.floor_path))]
         robots = {role: RobotNode(role, context=ros_context, parameter_overrides=overrides) for role in roles}
-        sim = EdSimNode(scenario, context=ros_context, parameter_overrides=[Parameter('real_time_factor', value=50.0)])
+        sim = [HospitalSystemsNode(scenario, context=ros_context,
+                                   parameter_overrides=[Parameter('use_sim_time', value=True)]),
+               MotionSimNode(scenario, context=ros_context,
+                             parameter_overrides=[Parameter('real_time_factor', value=50.0)])]
         client_node = rclpy.create_node('test_manager', context=ros_context)
-        for node in [*robots.values(), sim, client_node]:
+        for node in [*robots.values(), *sim, client_node]:
             executor.add_node(node)
             created.append(node)
         return robots, client_node
@@ -46,6 +51,8 @@ def graph(ros_context, executor, tmp_path):
     yield build
     for node in created:
         executor.remove_node(node)
+    time.sleep(0.2)   # let callbacks already handed to executor threads finish before nodes are destroyed
+    for node in created:
         node.destroy_node()
 
 

@@ -30,7 +30,7 @@ from robot_team.llm.inflight import in_flight
 from robot_team.recorder import read_jsonl
 
 pytest.importorskip('rclpy')
-pytest.importorskip('robot_team.sim.sim_node')
+pytest.importorskip('robot_team.sim.motion_node')
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_WITHIN_S = 10.0
@@ -132,7 +132,7 @@ def test_ctrl_c_stops_a_run_with_one_process_per_node(tmp_path, domain_id):
     out = tmp_path / 'run'
     proc = start_cli(['--processes', '--domain-id', str(domain_id), '--real-time-factor', '2', '--log-level',
                       'info'], out, dict(os.environ), start_new_session=True)   # its own group, as a terminal's job
-    sim_log = out / 'logs' / 'ed_sim.log'
+    sim_log = out / 'logs' / 'hospital_systems.log'
 
     def team_at_work():
         return proc.poll() is not None or (sim_log.exists() and 'arrived in ER-12' in sim_log.read_text())
@@ -150,7 +150,7 @@ def test_ctrl_c_stops_a_run_with_one_process_per_node(tmp_path, domain_id):
     assert (report['outcome'], report['interrupted_by'], report['mode']) == ('interrupted', 'SIGINT', 'processes')
     events = read_jsonl(out / 'events.jsonl')
     assert {e.actor for e in events if e.kind == 'node_started'} >= {'manager', 'supervisor', 'navigation_robot'}
-    assert [e for e in events if e.actor == 'ed_sim' and e.kind == 'sim']   # the floor ran: the record so far
+    assert [e for e in events if e.actor == 'hospital_systems' and e.kind == 'sim']   # the floor ran: the record so far
     assert not [e for e in events if e.kind == 'node_crashed']
     with pytest.raises(ProcessLookupError):                  # no node of the run is left
         deadline = time.monotonic() + 5.0

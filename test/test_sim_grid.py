@@ -56,6 +56,27 @@ def test_plan_is_fast_and_cached(grid, world):
     assert first < 0.25 and again < first    # loose bounds: shared CI machines
 
 
+def test_a_tree_serves_both_ways(world):
+    """The graph is undirected: leaving a place that was a goal reuses the tree rooted there."""
+    grid = OccupancyGrid.from_world(world)
+    dock = world.dock('navigation_robot').pose
+    lounge, er12 = world.room('Staff lounge').center, world.room('ER-12').entry
+    grid.plan((dock.x, dock.y), lounge)                  # one tree, rooted at the lounge
+    assert len(grid._trees) == 1
+    out = grid.plan(lounge, (er12.x, er12.y))            # from the lounge: the same tree, walked back
+    assert len(grid._trees) == 1
+    fresh = OccupancyGrid.from_world(world).plan(lounge, (er12.x, er12.y))   # rooted at ER-12
+    assert out[0] == pytest.approx(lounge) and out[-1] == pytest.approx((er12.x, er12.y))
+    assert path_length(out) == pytest.approx(path_length(fresh), rel=0.02)
+    dense = np.vstack([np.linspace(p, q, 20) for p, q in zip(out[:-1], out[1:])])
+    assert all(grid.is_free(x, y) for x, y in dense[1:-1])
+    closed = OccupancyGrid.from_world(world, closed_doors=['ER-12'])
+    closed.plan((dock.x, dock.y), lounge)
+    with pytest.raises(PlanningError) as err:            # unreachable, found in the reused tree too
+        closed.plan(lounge, (er12.x, er12.y))
+    assert err.value.code == PlanningError.NO_VALID_PATH and len(closed._trees) == 1
+
+
 def test_closed_door_gives_no_valid_path(world):
     closed = OccupancyGrid.from_world(world, closed_doors=['ER-12'])
     start = world.dock('navigation_robot').pose

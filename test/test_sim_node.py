@@ -1,7 +1,8 @@
-"""The simulator node on a real ROS graph: navigate_to_pose, /clock, ED services and topics.
+"""The simulator's two nodes on a real ROS graph: motion_sim (Nav2 stand-in, /clock) and hospital_systems.
 
-Each test builds its graph on a private domain and context (fixtures in conftest.py) and runs
-the simulator fast (real_time_factor 50-100), so that sim minutes take wall seconds.
+Each test builds its graph on a private domain and context (fixtures in conftest.py) and runs the
+clock fast (real_time_factor 50-100), so that sim minutes take wall seconds. The hospital node runs
+on sim time and sees the robots only through their ``amcl_pose``, as it would next to Gazebo.
 """
 
 import json
@@ -16,7 +17,7 @@ import time
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav2_msgs.action import NavigateToPose
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.action import ActionClient
@@ -28,11 +29,13 @@ from std_msgs.msg import String
 from robot_team.config import ConfigError, load_scenario
 from robot_team.events import TeamEventModel, events_qos
 from robot_team.msg import BadgeScan, DisplayEntry, PatientArrival, TeamEvent
-from robot_team.names import (BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
+from robot_team.names import (AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
                               PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_name)
 from robot_team.sim.grid import PlanningError
-from robot_team.sim.sim_node import EdSimNode
+from robot_team.sim.hospital_node import HospitalSystemsNode
+from robot_team.sim.motion_node import MotionSimNode
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
+from robot_team.tools.localization import amcl_pose_qos
 from ros_helpers import wait_for
 
 NAV = 'navigation_robot'
@@ -41,30 +44,36 @@ LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
 
 
 class Graph:
-    """A simulator node and a client node on the test's executor."""
+    """The two simulator nodes and a client node on the test's executor."""
 
-    def __init__(self, context, executor, scenario, rtf):
-        self.sim = EdSimNode(load_scenario(scenario), context=context,
-                             parameter_overrides=[Parameter('real_time_factor', value=float(rtf))])
+    def __init__(self, context, executor, scenario, rtf, motion_params=()):
+        scenario = load_scenario(scenario)
+        self.hospital = HospitalSystemsNode(scenario, context=context,
+                                            parameter_overrides=[Parameter('use_sim_time', value=True)])
+        self.motion = MotionSimNode(scenario, context=context, parameter_overrides=[
+            Parameter('real_time_factor', value=float(rtf)), *motion_params])
         self.client = rclpy.create_node('sim_test_client', context=context)
         self.events: list[TeamEventModel] = []
         self.client.create_subscription(TeamEvent, TEAM_EVENTS, self._record, events_qos())
         self.nav = ActionClient(self.client, NavigateToPose, robot_name(NAV, NAVIGATE_TO_POSE))
-        executor.add_node(self.sim)
-        executor.add_node(self.client)
+        for node in (self.hospital, self.motion, self.client):
+            executor.add_node(node)
         self.executor = executor
 
     def _record(self, msg):
         self.events.append(TeamEventModel.from_msg(msg))
 
     def close(self):
-        for node in (self.client, self.sim):
+        nodes = (self.client, self.motion, self.hospital)
+        for node in nodes:
             self.executor.remove_node(node)
+        time.sleep(0.2)   # let callbacks already handed to executor threads finish before nodes are destroyed
+        for node in nodes:
             node.destroy_node()
-        time.sleep(0.2)   # let callbacks already in flight finish before the executor shuts down
 
-    def sim_events(self, what):
-        return [e for e in self.events if e.kind == 'sim' and e.data.get('what') == what]
+    def sim_events(self, what, actor=None):
+        return [e for e in self.events if e.kind == 'sim' and e.data.get('what') == what
+                and (actor is None or e.actor == actor)]
 
     def call(self, srv_type, name, request, timeout=10.0):
         client = self.client.create_client(srv_type, name)
@@ -94,16 +103,23 @@ class Graph:
 
 
 @pytest.fixture
-def graph_factory(ros_context, executor):
+def graph_factory(ros_context):
+    # Goals and pages block an executor thread each while they wait: give the graph enough threads.
+    from rclpy.executors import MultiThreadedExecutor
+    executor = MultiThreadedExecutor(num_threads=8, context=ros_context)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
     graphs = []
 
-    def make(scenario='onboarding', rtf=50.0):
-        graph = Graph(ros_context, executor, scenario, rtf)
+    def make(scenario='onboarding', rtf=50.0, motion_params=()):
+        graph = Graph(ros_context, executor, scenario, rtf, motion_params)
         graphs.append(graph)
         return graph
     yield make
     for graph in graphs:
         graph.close()
+    executor.shutdown(timeout_sec=2.0)
+    thread.join(timeout=5.0)
 
 
 def test_navigate_succeeds_with_decreasing_distance(graph_factory):
@@ -111,7 +127,7 @@ def test_navigate_succeeds_with_decreasing_distance(graph_factory):
     odom = []
     graph.client.create_subscription(Odometry, robot_name(NAV, ODOM), odom.append, 10)
     feedback = []
-    lounge = graph.sim.engine.world.room('Staff lounge').center
+    lounge = graph.motion.engine.world.room('Staff lounge').center
     handle = graph.send_goal(*lounge, yaw=1.0, feedback=lambda m: feedback.append(m.feedback))
     response = graph.result(handle)
     assert response.status == GoalStatus.STATUS_SUCCEEDED
@@ -131,11 +147,12 @@ def test_navigate_succeeds_with_decreasing_distance(graph_factory):
     assert odom[-1].header.frame_id == 'odom' and odom[-1].child_frame_id == f'{NAV}/base_link'
     assert wait_for(lambda: graph.sim_events('goal_succeeded'), 5.0)
     assert graph.sim_events('goal_accepted')[0].target == NAV
+    assert {e.actor for e in graph.sim_events('goal_accepted')} == {'motion_sim'}
 
 
 def test_blocked_door_aborts_with_no_valid_path(graph_factory):
     graph = graph_factory('no_path')
-    room = graph.sim.engine.world.room('ER-12')
+    room = graph.motion.engine.world.room('ER-12')
     response = graph.result(graph.send_goal(*room.center))
     assert response.status == GoalStatus.STATUS_ABORTED
     assert response.result.error_code == PlanningError.NO_VALID_PATH == 208
@@ -162,10 +179,10 @@ def test_preempt_and_cancel(graph_factory):
     assert len(cancel.result().goals_canceling) == 1
     response = graph.result(second)
     assert response.status == GoalStatus.STATUS_CANCELED
-    stopped = graph.sim.engine.robot_pose(NAV)
-    t0 = graph.sim.sim_time
-    assert wait_for(lambda: graph.sim.sim_time > t0 + 5.0, 5.0)
-    assert graph.sim.engine.robot_pose(NAV) == stopped
+    stopped = graph.motion.engine.robot_pose(NAV)
+    t0 = graph.motion.sim_time
+    assert wait_for(lambda: graph.motion.sim_time > t0 + 5.0, 5.0)
+    assert graph.motion.engine.robot_pose(NAV) == stopped
     assert wait_for(lambda: graph.sim_events('goal_canceled'), 5.0)
 
 
@@ -176,9 +193,9 @@ def test_clock_runs_faster_than_wall_and_map_is_latched(graph_factory):
                                      10)
     graph.client.create_subscription(OccupancyGrid, '/map', maps.append, LATCHED)
     assert wait_for(lambda: clocks, 5.0)
-    wall0, sim0 = time.monotonic(), graph.sim.sim_time
+    wall0, sim0 = time.monotonic(), graph.motion.sim_time
     time.sleep(1.0)
-    node_rtf = (graph.sim.sim_time - sim0) / (time.monotonic() - wall0)
+    node_rtf = (graph.motion.sim_time - sim0) / (time.monotonic() - wall0)
     (w0, c0), (w1, c1) = clocks[0], clocks[-1]
     sim_dt = (c1.sec + c1.nanosec * 1e-9) - (c0.sec + c0.nanosec * 1e-9)
     wall_dt = w1 - w0
@@ -186,9 +203,52 @@ def test_clock_runs_faster_than_wall_and_map_is_latched(graph_factory):
           '(requested 50)')
     assert sim_dt > wall_dt
     assert wait_for(lambda: maps, 5.0)
-    grid = graph.sim.engine.grid
+    grid = graph.motion.engine.grid
     assert (maps[0].info.width, maps[0].info.height) == (grid.width, grid.height)
     assert maps[0].header.frame_id == 'map' and max(maps[0].data) == 100
+    # The hospital runs on that clock.
+    assert wait_for(lambda: graph.hospital.engine.t > 5.0, 5.0)
+
+
+def test_paused_clock_waits_for_its_subscribers_then_resumes(graph_factory):
+    # 20 subscribers are never coming: after clock_start_timeout_s the clock starts anyway, recorded.
+    graph = graph_factory(motion_params=[Parameter('paused', value=True),
+                                         Parameter('min_clock_subscribers', value=20),
+                                         Parameter('clock_start_timeout_s', value=1.0)])
+    clocks = []
+    graph.client.create_subscription(Clock, '/clock', clocks.append, 10)
+    assert wait_for(lambda: len(clocks) > 20, 5.0)
+    assert graph.motion.sim_time == 0.0 and clocks[-1].clock.sec == 0 and clocks[-1].clock.nanosec == 0
+    time.sleep(1.2)                                   # past the start timeout, but paused
+    assert graph.motion.sim_time == 0.0 and not graph.sim_events('clock_started')
+    graph.motion.set_parameters([Parameter('paused', value=False)])
+    assert wait_for(lambda: graph.motion.sim_time > 5.0, 5.0)
+    (started,) = graph.sim_events('clock_started')
+    assert 0 < started.data['subscribers'] < 20
+    shortfall = [e for e in graph.events if e.kind == 'input_error' and e.target == '/clock']
+    assert shortfall and 'of the 20 subscribers expected' in shortfall[0].summary
+    graph.motion.set_parameters([Parameter('paused', value=True)])
+    assert wait_for(lambda: graph.sim_events('clock_paused'), 5.0)
+    held = graph.motion.sim_time
+    time.sleep(0.3)
+    assert graph.motion.sim_time == held
+
+
+def test_clock_starts_once_every_subscriber_is_there(graph_factory):
+    # The hospital (on sim time) subscribes to /clock; the second subscriber comes later.
+    graph = graph_factory(motion_params=[Parameter('min_clock_subscribers', value=2)])
+    time.sleep(0.5)
+    assert graph.motion.sim_time == 0.0
+    late = rclpy.create_node('late_joiner', context=graph.client.context,
+                             parameter_overrides=[Parameter('use_sim_time', value=True)])
+    graph.executor.add_node(late)
+    try:
+        assert wait_for(lambda: graph.sim_events('clock_started'), 10.0)
+        assert graph.sim_events('clock_started')[0].data['subscribers'] == 2
+        assert not [e for e in graph.events if e.kind == 'input_error']
+    finally:
+        graph.executor.remove_node(late)
+        late.destroy_node()
 
 
 def test_locate_page_and_display_services(graph_factory):
@@ -221,7 +281,8 @@ def test_locate_page_and_display_services(graph_factory):
     bad = graph.call(ShowDisplay, SHOW_DISPLAY, ShowDisplay.Request(room='ER-99', title='x', entries=entries))
     assert not bad.success and "unknown room 'ER-99'" in bad.message
     assert wait_for(lambda: len([e for e in graph.events if e.kind == 'input_error']) >= 3, 5.0)
-    assert graph.sim_events('page_acknowledged')[0].data['hcw_id'] == '90'
+    acknowledged = graph.sim_events('page_acknowledged')
+    assert acknowledged[0].data['hcw_id'] == '90' and acknowledged[0].actor == 'hospital_systems'
 
 
 def test_escort_produces_badge_scan_and_arrival(graph_factory):
@@ -236,49 +297,73 @@ def test_escort_produces_badge_scan_and_arrival(graph_factory):
     # Page and fetch in parallel: the page waits in sim time while the robot drives.
     pager = threading.Thread(target=lambda: answer.update(reply=graph.call(PageStaff, PAGE_STAFF, request)))
     pager.start()
-    lounge = graph.sim.engine.world.room('Staff lounge').center
+    lounge = graph.motion.engine.world.room('Staff lounge').center
     assert graph.result(graph.send_goal(*lounge)).status == GoalStatus.STATUS_SUCCEEDED
     pager.join(timeout=10.0)
     assert answer['reply'].acknowledged
-    door = graph.sim.engine.world.room('ER-12').door
-    response = graph.result(graph.send_goal(door.x, door.y, door.yaw), timeout=15.0)
+    entry = graph.motion.engine.world.room('ER-12').entry
+    response = graph.result(graph.send_goal(entry.x, entry.y, entry.yaw), timeout=15.0)
     assert response.status == GoalStatus.STATUS_SUCCEEDED
     assert wait_for(lambda: scans, 5.0)
     assert [(s.reader_id, s.room, s.badge_id) for s in scans] == [('er_12_door', 'ER-12', 'ED-9999')]
     assert scans[0].header.stamp.sec > 0
+    assert wait_for(lambda: graph.sim_events('hcw_arrived'), 5.0)
+    assert graph.sim_events('hcw_arrived')[0].data['room'] == 'ER-12'
 
 
 @pytest.mark.multiprocess
-def test_runs_as_a_module(ros_context, executor, domain_id):
+def test_both_run_as_modules(ros_context, executor, domain_id):
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get('PYTHONPATH', '')]))
-    command = [sys.executable, '-m', 'robot_team.sim.sim_node', '--ros-args', '-p', 'scenario:=onboarding']
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    commands = {'motion': [sys.executable, '-m', 'robot_team.sim.motion_node', '--ros-args',
+                           '-p', 'scenario:=onboarding'],
+                'hospital': [sys.executable, '-m', 'robot_team.sim.hospital_node', '--ros-args',
+                             '-p', 'scenario:=onboarding', '-p', 'use_sim_time:=true']}
+    procs = {name: subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for name, command in commands.items()}
     node = rclpy.create_node('module_probe', context=ros_context)
-    poses = []
-    node.create_subscription(PoseStamped, robot_name(NAV, 'pose'), poses.append, 10)
+    poses, arrivals = [], []
+    node.create_subscription(PoseWithCovarianceStamped, robot_name(NAV, AMCL_POSE), poses.append, amcl_pose_qos())
+    node.create_subscription(PatientArrival, PATIENT_ARRIVALS, arrivals.append, LATCHED)
     executor.add_node(node)
     try:
-        assert wait_for(lambda: poses, 20.0), 'no pose from python -m robot_team.sim.sim_node'
+        assert wait_for(lambda: poses, 20.0), 'no amcl_pose from python -m robot_team.sim.motion_node'
+        assert wait_for(lambda: arrivals, 20.0), 'no patient arrival from python -m robot_team.sim.hospital_node'
     finally:
-        proc.send_signal(signal.SIGINT)
-        output = proc.communicate(timeout=10)[0].decode(errors='replace')
+        outputs = {}
+        for name, proc in procs.items():
+            proc.send_signal(signal.SIGINT)
+            outputs[name] = proc.communicate(timeout=10)[0].decode(errors='replace')
         executor.remove_node(node)
         node.destroy_node()
-    assert proc.returncode == 0, output
-    assert "scenario 'onboarding'" in output
+    for name, proc in procs.items():
+        assert proc.returncode == 0, outputs[name]
+    assert "scenario 'onboarding'" in outputs['motion'] and 'hospital systems ready' in outputs['hospital']
 
 
 def test_scenario_parameter_and_bad_input(ros_context):
-    node = EdSimNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='no_path')])
+    node = MotionSimNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='no_path')])
     try:
         assert node.scenario.name == 'no_path'
         assert node.real_time_factor == load_scenario('no_path').real_time_factor
         assert node.engine.grid.plan((1.5, 12.0), (5.0, 7.5)).shape[1] == 2
     finally:
         node.destroy_node()
+    node = HospitalSystemsNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='no_path')])
+    try:
+        assert node.scenario.name == 'no_path' and node.pose_source == 'amcl_pose'
+    finally:
+        node.destroy_node()
     with pytest.raises(ConfigError, match="unknown scenario 'nope'"):
-        EdSimNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='nope')])
+        MotionSimNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='nope')])
+    with pytest.raises(ConfigError, match="unknown scenario 'nope'"):
+        HospitalSystemsNode(context=ros_context, parameter_overrides=[Parameter('scenario', value='nope')])
     with pytest.raises(ConfigError, match='must be positive'):
-        EdSimNode(load_scenario('onboarding'), context=ros_context,
-                  parameter_overrides=[Parameter('real_time_factor', value=0.0)])
+        MotionSimNode(load_scenario('onboarding'), context=ros_context,
+                      parameter_overrides=[Parameter('real_time_factor', value=0.0)])
+    with pytest.raises(ConfigError, match="pose_source: 'gps' is not one of amcl_pose, odom, tf"):
+        HospitalSystemsNode(load_scenario('onboarding'), context=ros_context,
+                            parameter_overrides=[Parameter('pose_source', value='gps')])
+    with pytest.raises(ConfigError, match='update_period_s must be positive'):
+        HospitalSystemsNode(load_scenario('onboarding'), context=ros_context,
+                            parameter_overrides=[Parameter('update_period_s', value=0)])

@@ -70,7 +70,8 @@ def test_each_node_in_its_own_process(domain_id, tmp_path):
     assert result.report['mode'] == 'processes'
     assert result.report['outcome'] == 'success'
     assert {e.actor for e in result.events} >= {'manager', 'navigation_robot', 'info_collection_robot',
-                                                'display_robot', 'supervisor', 'scripted_operator', 'ed_sim'}
+                                                'display_robot', 'supervisor', 'scripted_operator', 'motion_sim',
+                                                'hospital_systems'}
     assert 'node_crashed' not in kinds(result)
     assert (tmp_path / 'logs' / 'manager.log').exists()
 
@@ -128,12 +129,12 @@ def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
     scenario = load_scenario('all_available').model_copy(update={'time_limit_s': 400.0})
     episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id)
 
-    def kill_display_robot():
+    def kill_display_robot():   # once the team is up and sim time runs
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            children = dict(episode._children)
-            if 'ed_sim' in children and 'display_robot' in children:
-                children['display_robot'].kill()
+            recorder = episode.nodes[0] if episode.nodes else None
+            if recorder is not None and any(e.data.get('what') == 'clock_started' for e in recorder.events()):
+                episode._children['display_robot'].kill()
                 return
             time.sleep(0.05)
     killer = threading.Thread(target=kill_display_robot, daemon=True)

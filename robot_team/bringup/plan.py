@@ -9,8 +9,8 @@ world, model, bridge, params or map file, a robot without a dock, a map that dis
 world.
 
 Executables of the embedded simulator are named in one place (:data:`EMBEDDED_SIM`,
-:data:`HOSPITAL_SYSTEMS`): the split of ``ed_sim`` into robot motion and the hospital's systems
-changes only these two tuples.
+:data:`HOSPITAL_SYSTEMS`): robot motion (``motion_sim``, the Gazebo + Nav2 stand-in and clock
+source) and the hospital's systems (``hospital_systems``), which also run beside Gazebo.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ BRAIN_CHOICES = ('protocol', 'openai', 'local')
 BOOL_CHOICES = ('true', 'false')
 OPERATOR_CHOICES = ('scripted', 'none')
 
-EMBEDDED_SIM: tuple[str, ...] = (names.SIMULATOR,)
-"""Executables (= node names) of the embedded simulator, started for ``sim:=embedded``.
-After the simulator split: ``('motion_sim', 'hospital_systems')``."""
-HOSPITAL_SYSTEMS: tuple[str, ...] = ()
+EMBEDDED_SIM: tuple[str, ...] = (names.MOTION_SIM, names.HOSPITAL_SYSTEMS)
+"""Executables (= node names) of the embedded simulator, started for ``sim:=embedded``: the
+hospital's systems with the team (on sim time), robot motion (the clock source) once the team is up."""
+HOSPITAL_SYSTEMS: tuple[str, ...] = (names.HOSPITAL_SYSTEMS,)
 """Executables of the hospital's systems (HCWs, RTLS, paging, badge readers, displays, arrivals),
-started beside Gazebo and Nav2 for ``sim:=gazebo``. After the simulator split: ``('hospital_systems',)``."""
+started on sim time beside Gazebo and Nav2 for ``sim:=gazebo`` as beside ``motion_sim``."""
 
 GAZEBO_PACKAGES = ('ros_gz_sim', 'ros_gz_bridge', 'nav2_bringup', 'tf2_ros')
 """ROS packages ``sim:=gazebo`` needs (exec_depend in package.xml)."""
@@ -287,13 +287,19 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     team_ns = '/'
     pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
     plan.first += _team_nodes(loaded, paths, brain, options, team_ns, True, pose_source)
-    plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns, ({'timeout_s': 60.0},))
+    from robot_team.runner import TEAM
+    plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns,
+                               ({'timeout_s': 60.0, 'nodes': [*TEAM, *HOSPITAL_SYSTEMS]},))
     plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
     sim_params = {'scenario': paths['scenario']}
     if rtf is not None:
         sim_params['real_time_factor'] = rtf
+    hospital = [NodeSpec(PACKAGE, exe, exe, team_ns, ({'scenario': paths['scenario'], 'use_sim_time': True},))
+                for exe in HOSPITAL_SYSTEMS]
     if sim == 'embedded':
-        plan.after_team += [NodeSpec(PACKAGE, exe, exe, team_ns, (sim_params,)) for exe in EMBEDDED_SIM]
+        plan.first += hospital
+        plan.after_team += [NodeSpec(PACKAGE, exe, exe, team_ns, (sim_params,)) for exe in EMBEDDED_SIM
+                            if exe not in HOSPITAL_SYSTEMS]
         return plan
     # --- Gazebo + Nav2 per robot (as nav2_bringup's multi-robot bringup) ---
     if map_yaml:
@@ -318,13 +324,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
                                     '-name', f'closed_door_{token}')))
     for robot in MOBILE_ROBOTS:
         plan.first += gazebo_robot(robot, floor, share, team_ns, map_file)
-    if HOSPITAL_SYSTEMS:
-        plan.after_team += [NodeSpec(PACKAGE, exe, exe, team_ns, ({'scenario': paths['scenario'],
-                                                                   'use_sim_time': True},))
-                            for exe in HOSPITAL_SYSTEMS]
-    else:
-        plan.notes.append('no hospital-systems executable yet (HOSPITAL_SYSTEMS is empty until the simulator '
-                          'split): RTLS, paging, badge readers, displays and arrivals are not served')
+    plan.after_team += hospital
     return plan
 
 

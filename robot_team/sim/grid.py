@@ -8,8 +8,14 @@ Nav2's inflation layer does, plus a decaying cost beyond it that keeps paths in 
 corridors and door gaps.
 
 Planning is an 8-connected shortest path on the free cells with ``scipy.sparse.csgraph``
-(Dijkstra from the goal). The graph is built once per grid; the shortest-path tree towards a
-goal cell is cached, so re-planning to the same goal costs only the path walk. No rclpy here.
+(Dijkstra from the goal). The graph is built once per grid and undirected; the shortest-path
+tree of a cell is cached, so re-planning to the same goal, or from a cell that was a goal
+before (a robot leaving the place it was sent to), costs only the path walk. No rclpy here.
+
+:class:`WallGrid` is the walls alone (occupancy, clearance, line of sight) with numpy only; it is
+what the hospital's systems need to place and walk people. :class:`OccupancyGrid` adds inflation
+and the planner, and imports scipy when it is built (so that a process that only needs the walls
+does not pay for scipy).
 """
 
 from __future__ import annotations
@@ -19,9 +25,6 @@ from collections import OrderedDict
 from typing import Iterable
 
 import numpy as np
-from scipy import ndimage
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from robot_team.floor import Floor, Wall
 from robot_team.nav2_codes import ComputePathToPoseError
@@ -98,88 +101,57 @@ def _rasterize(mask: np.ndarray, origin: np.ndarray, resolution: float, boxes: I
         mask[r0:r1, c0:c1] |= inside
 
 
-class OccupancyGrid:
-    """A 2-D occupancy grid with inflation and a cached 8-connected planner.
+def _raster_world(world: Floor, resolution: float, closed_doors: Iterable[str]) -> tuple[np.ndarray, tuple]:
+    """Return ``world``'s walls (rooms in ``closed_doors`` with their door gap filled) as a grid and its origin."""
+    xmin, ymin, xmax, ymax = world.bounds
+    # Align the origin on the resolution (ignoring rounding noise of the wall corners, < 1 mm).
+    origin = resolution * np.array([math.floor(round(xmin / resolution, 2)),
+                                    math.floor(round(ymin / resolution, 2))])
+    width = int(math.ceil(round((xmax - origin[0]) / resolution, 2)))
+    height = int(math.ceil(round((ymax - origin[1]) / resolution, 2)))
+    walls = np.zeros((height, width), dtype=bool)
+    _rasterize(walls, origin, resolution, world.walls)
+    doors = []
+    for name in closed_doors:
+        room = world.room(name)
+        gx, gy = room.door_gap
+        # A panel across the gap, along the wall (perpendicular to the approach heading).
+        doors.append(Wall(f'{name}/closed_door', gx, gy, room.door.yaw + math.pi / 2,
+                          room.door_width + 0.4, 0.4))
+    _rasterize(walls, origin, resolution, doors)
+    return walls, (float(origin[0]), float(origin[1]))
+
+
+class WallGrid:
+    """A 2-D grid of the floor's walls and closed doors: occupancy, clearance and line of sight (numpy only).
 
     Attributes
     ----------
     data : np.ndarray
         Shape (height, width), int8: 0 free, 100 wall or closed door (``nav_msgs/OccupancyGrid``).
-    blocked : np.ndarray
-        Shape (height, width), bool: cells the robot centre may not occupy (walls inflated by
-        ``robot_radius``).
     resolution : float
         Cell size, m.
     origin : np.ndarray
         Shape (2,): map-frame position of the lower-left corner of cell (0, 0), m.
-    robot_radius : float
-        Inflation radius, m.
-
-    Notes
-    -----
-    Not thread-safe: callers serialize access (the simulator holds one lock around its engine).
     """
 
-    COST_WEIGHT = 4.0      # how much the cost near walls lengthens an edge (0: pure shortest path)
-    COST_DECAY = 3.0       # 1/m: exponential decay of that cost beyond the inflation radius
-    SNAP_DISTANCE = 0.5    # m: a start/goal in the inflation zone moves to a free cell this close
-    CACHE_SIZE = 32        # shortest-path trees kept (one per goal cell)
-
-    def __init__(self, walls: np.ndarray, resolution: float, origin: tuple[float, float],
-                 robot_radius: float):
+    def __init__(self, walls: np.ndarray, resolution: float, origin: tuple[float, float]):
         self.resolution = float(resolution)
         self.origin = np.asarray(origin, dtype=float)
-        self.robot_radius = float(robot_radius)
         self._walls = np.asarray(walls, dtype=bool)
         self.data = np.where(self._walls, OCCUPIED, FREE).astype(np.int8)
-        distance = ndimage.distance_transform_edt(~self._walls) * self.resolution
-        self.blocked = distance < self.robot_radius + self.resolution / 2
-        # Nearest free cell of every cell (for snapping starts and goals out of the inflation zone).
-        snap_distance, snap_index = ndimage.distance_transform_edt(self.blocked, return_indices=True)
-        self._snap_distance = snap_distance * self.resolution
-        self._snap_index = snap_index
-        cost = np.exp(-self.COST_DECAY * np.maximum(distance - self.robot_radius, 0.0))
-        self._build_graph(cost)
-        self._trees: OrderedDict[int, np.ndarray] = OrderedDict()
 
     @classmethod
-    def from_world(cls, world: Floor, resolution: float = 0.1, robot_radius: float = 0.3,
-                   closed_doors: Iterable[str] = ()) -> 'OccupancyGrid':
+    def from_world(cls, world: Floor, resolution: float = 0.1, closed_doors: Iterable[str] = ()) -> 'WallGrid':
         """Rasterize ``world``'s walls; rooms named in ``closed_doors`` have their door gap filled.
-
-        Parameters
-        ----------
-        world
-            The floor (:func:`robot_team.floor.load_floor`; the simulator's ``EdWorld``).
-        resolution
-            Cell size, m.
-        robot_radius
-            Inflation radius (robot footprint radius), m.
-        closed_doors
-            Names of rooms whose door is closed.
 
         Raises
         ------
         FloorError
             (``WorldError`` in the simulator) if a room in ``closed_doors`` does not exist.
         """
-        xmin, ymin, xmax, ymax = world.bounds
-        # Align the origin on the resolution (ignoring rounding noise of the wall corners, < 1 mm).
-        origin = resolution * np.array([math.floor(round(xmin / resolution, 2)),
-                                        math.floor(round(ymin / resolution, 2))])
-        width = int(math.ceil(round((xmax - origin[0]) / resolution, 2)))
-        height = int(math.ceil(round((ymax - origin[1]) / resolution, 2)))
-        walls = np.zeros((height, width), dtype=bool)
-        _rasterize(walls, origin, resolution, world.walls)
-        doors = []
-        for name in closed_doors:
-            room = world.room(name)
-            gx, gy = room.door_gap
-            # A panel across the gap, along the wall (perpendicular to the approach heading).
-            doors.append(Wall(f'{name}/closed_door', gx, gy, room.door.yaw + math.pi / 2,
-                              room.door_width + 0.4, 0.4))
-        _rasterize(walls, origin, resolution, doors)
-        return cls(walls, resolution, (float(origin[0]), float(origin[1])), robot_radius)
+        walls, origin = _raster_world(world, resolution, closed_doors)
+        return cls(walls, resolution, origin)
 
     # --- geometry ---------------------------------------------------------------------------
 
@@ -211,10 +183,20 @@ class OccupancyGrid:
         cell = self.cell_of(x, y)
         return cell is None or bool(self._walls[cell])
 
-    def is_free(self, x: float, y: float) -> bool:
-        """Return whether the robot centre may be at (x, y) (in the grid, outside the inflation)."""
+    def is_clear(self, x: float, y: float, clearance: float) -> bool:
+        """Return whether the cell of (x, y) is in the grid and no wall cell's centre is closer than ``clearance`` m.
+
+        The distance is between cell centres, as a Euclidean distance transform measures it.
+        """
         cell = self.cell_of(x, y)
-        return cell is not None and not self.blocked[cell]
+        if cell is None:
+            return False
+        r = int(math.ceil(clearance / self.resolution))
+        r0, c0 = max(cell[0] - r, 0), max(cell[1] - r, 0)
+        window = self._walls[r0:cell[0] + r + 1, c0:cell[1] + r + 1]
+        rows, cols = np.nonzero(window)
+        distance = np.hypot(rows + r0 - cell[0], cols + c0 - cell[1]) * self.resolution
+        return not (distance < clearance).any()
 
     def line_of_sight(self, a: tuple[float, float], b: tuple[float, float]) -> bool:
         """Return whether the segment from ``a`` to ``b`` (m) crosses no wall or closed door."""
@@ -227,6 +209,80 @@ class OccupancyGrid:
         if not inside.all():
             return False
         return not self._walls[cells[:, 1], cells[:, 0]].any()
+
+
+class OccupancyGrid(WallGrid):
+    """A 2-D occupancy grid with inflation and a cached 8-connected planner.
+
+    Attributes
+    ----------
+    data : np.ndarray
+        Shape (height, width), int8: 0 free, 100 wall or closed door (``nav_msgs/OccupancyGrid``).
+    blocked : np.ndarray
+        Shape (height, width), bool: cells the robot centre may not occupy (walls inflated by
+        ``robot_radius``).
+    resolution : float
+        Cell size, m.
+    origin : np.ndarray
+        Shape (2,): map-frame position of the lower-left corner of cell (0, 0), m.
+    robot_radius : float
+        Inflation radius, m.
+
+    Notes
+    -----
+    Not thread-safe: callers serialize access (the simulator holds one lock around its engine).
+    """
+
+    COST_WEIGHT = 4.0      # how much the cost near walls lengthens an edge (0: pure shortest path)
+    COST_DECAY = 3.0       # 1/m: exponential decay of that cost beyond the inflation radius
+    SNAP_DISTANCE = 0.5    # m: a start/goal in the inflation zone moves to a free cell this close
+    CACHE_SIZE = 32        # shortest-path trees kept (one per goal cell)
+
+    def __init__(self, walls: np.ndarray, resolution: float, origin: tuple[float, float],
+                 robot_radius: float):
+        from scipy import ndimage
+        from scipy.sparse.csgraph import dijkstra
+        self._dijkstra = dijkstra      # imported now, not at the first plan
+        super().__init__(walls, resolution, origin)
+        self.robot_radius = float(robot_radius)
+        distance = ndimage.distance_transform_edt(~self._walls) * self.resolution
+        self.blocked = distance < self.robot_radius + self.resolution / 2
+        # Nearest free cell of every cell (for snapping starts and goals out of the inflation zone).
+        snap_distance, snap_index = ndimage.distance_transform_edt(self.blocked, return_indices=True)
+        self._snap_distance = snap_distance * self.resolution
+        self._snap_index = snap_index
+        cost = np.exp(-self.COST_DECAY * np.maximum(distance - self.robot_radius, 0.0))
+        self._build_graph(cost)
+        self._trees: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    @classmethod
+    def from_world(cls, world: Floor, resolution: float = 0.1, robot_radius: float = 0.3,
+                   closed_doors: Iterable[str] = ()) -> 'OccupancyGrid':
+        """Rasterize ``world``'s walls; rooms named in ``closed_doors`` have their door gap filled.
+
+        Parameters
+        ----------
+        world
+            The floor (:func:`robot_team.floor.load_floor`; the simulator's ``EdWorld``).
+        resolution
+            Cell size, m.
+        robot_radius
+            Inflation radius (robot footprint radius), m.
+        closed_doors
+            Names of rooms whose door is closed.
+
+        Raises
+        ------
+        FloorError
+            (``WorldError`` in the simulator) if a room in ``closed_doors`` does not exist.
+        """
+        walls, origin = _raster_world(world, resolution, closed_doors)
+        return cls(walls, resolution, origin, robot_radius)
+
+    def is_free(self, x: float, y: float) -> bool:
+        """Return whether the robot centre may be at (x, y) (in the grid, outside the inflation)."""
+        cell = self.cell_of(x, y)
+        return cell is not None and not self.blocked[cell]
 
     # --- planning ---------------------------------------------------------------------------
 
@@ -251,6 +307,7 @@ class OccupancyGrid:
             rows.append(index[a][ok])
             cols.append(index[b][ok])
             weights.append(step * (1.0 + self.COST_WEIGHT * 0.5 * (cost[a][ok] + cost[b][ok])))
+        from scipy.sparse import coo_matrix
         n = len(self._node_cells)
         self._graph = coo_matrix((np.concatenate(weights), (np.concatenate(rows), np.concatenate(cols))),
                                  shape=(n, n)).tocsr()
@@ -269,16 +326,21 @@ class OccupancyGrid:
             cell = (int(self._snap_index[0][cell]), int(self._snap_index[1][cell]))
         return int(self._node_index[cell])
 
+    def _cached(self, node: int) -> np.ndarray | None:
+        """Return the cached shortest-path tree rooted at ``node``, if any (and mark it recently used)."""
+        tree = self._trees.get(node)
+        if tree is not None:
+            self._trees.move_to_end(node)
+        return tree
+
     def _tree(self, goal_node: int) -> np.ndarray:
         """Return the predecessor array of the shortest-path tree rooted at ``goal_node`` (cached)."""
-        tree = self._trees.get(goal_node)
+        tree = self._cached(goal_node)
         if tree is None:
-            _, tree = dijkstra(self._graph, directed=False, indices=goal_node, return_predecessors=True)
+            _, tree = self._dijkstra(self._graph, directed=False, indices=goal_node, return_predecessors=True)
             self._trees[goal_node] = tree
             if len(self._trees) > self.CACHE_SIZE:
                 self._trees.popitem(last=False)
-        else:
-            self._trees.move_to_end(goal_node)
         return tree
 
     def plan(self, start_xy, goal_xy) -> np.ndarray:
@@ -304,16 +366,21 @@ class OccupancyGrid:
         gx, gy = (float(v) for v in goal_xy)
         start = self._snap(sx, sy, PlanningError.START_OUTSIDE_MAP, PlanningError.START_OCCUPIED, 'start')
         goal = self._snap(gx, gy, PlanningError.GOAL_OUTSIDE_MAP, PlanningError.GOAL_OCCUPIED, 'goal')
-        tree = self._tree(goal)
-        nodes = [start]
+        # The graph is undirected: a tree rooted at the start serves as well, walked the other way.
+        reverse = self._cached(goal) is None and self._cached(start) is not None
+        root, leaf = (start, goal) if reverse else (goal, start)
+        tree = self._tree(root)
+        nodes = [leaf]
         if start != goal:
-            if tree[start] < 0:
+            if tree[leaf] < 0:
                 raise PlanningError(PlanningError.NO_VALID_PATH,
                                     f'no valid path from ({sx:.2f}, {sy:.2f}) to ({gx:.2f}, {gy:.2f})')
-            node = start
-            while node != goal:
+            node = leaf
+            while node != root:
                 node = int(tree[node])
                 nodes.append(node)
+        if reverse:
+            nodes.reverse()
         cells = self._node_cells[nodes]
         centres = self.origin + (cells[:, ::-1] + 0.5) * self.resolution
         path = np.vstack([[sx, sy], centres, [gx, gy]])

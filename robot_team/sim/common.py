@@ -1,0 +1,158 @@
+"""What the simulator's two engines share: ground-truth events, polylines, angles. No rclpy here.
+
+The embedded simulator is split along the line a real deployment draws: robot motion
+(:mod:`robot_team.sim.motion`, what Gazebo and Nav2 provide) and the hospital's systems
+(:mod:`robot_team.sim.hospital`: HCWs, RTLS, paging, badge readers, room displays). Both record
+what happens as :class:`SimEvent` s; :func:`describe` words them for the event record.
+
+Units: SI (m, s, rad), poses in the map frame (REP-103/105).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from robot_team.names import Robot
+
+BASE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Robot if r is not Robot.MANAGER)
+"""The robots with a mobile base (every role but the manager): the ones that move on the floor."""
+
+
+class SimInputError(ValueError):
+    """A request the simulator cannot act on (unknown robot, HCW or room); the message says why."""
+
+
+@dataclass
+class SimEvent:
+    """One ground-truth event: ``kind`` (see :func:`describe`), sim time ``t`` (s) and details."""
+
+    kind: str
+    t: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class EventLog:
+    """An outbox of :class:`SimEvent` s stamped with the owner's sim time (``clock()``, s)."""
+
+    def __init__(self, clock):
+        self._clock = clock
+        self._outbox: list[SimEvent] = []
+
+    def emit(self, kind: str, **data: Any) -> SimEvent:
+        """Record one event at the current sim time and return it."""
+        event = SimEvent(kind, self._clock(), data)
+        self._outbox.append(event)
+        return event
+
+    def drain(self) -> list[SimEvent]:
+        """Return and forget the events recorded since the last call."""
+        events, self._outbox = self._outbox, []
+        return events
+
+
+class Polyline:
+    """A growing polyline with arc-length lookup (robot paths, HCW trails); points in m."""
+
+    def __init__(self, points: Iterable[Sequence[float]] = ()):
+        self.points: list[tuple[float, float]] = []
+        self.cum: list[float] = []
+        for p in points:
+            self.append(p[0], p[1])
+
+    def append(self, x: float, y: float) -> None:
+        """Add a point at the end (a point closer than 1 µm to the last one is dropped)."""
+        if self.points:
+            last = self.points[-1]
+            step = math.hypot(x - last[0], y - last[1])
+            if step < 1e-6:
+                return
+            self.cum.append(self.cum[-1] + step)
+        else:
+            self.cum.append(0.0)
+        self.points.append((float(x), float(y)))
+
+    @property
+    def length(self) -> float:
+        """Total length, m."""
+        return self.cum[-1] if self.cum else 0.0
+
+    def at(self, s: float) -> tuple[float, float]:
+        """Return the point at arc length ``s`` (m, clamped to the polyline)."""
+        s = min(max(s, 0.0), self.length)
+        i = bisect.bisect_right(self.cum, s) - 1
+        if i >= len(self.points) - 1:
+            return self.points[-1]
+        seg = self.cum[i + 1] - self.cum[i]
+        f = (s - self.cum[i]) / seg if seg > 0 else 0.0
+        (x0, y0), (x1, y1) = self.points[i], self.points[i + 1]
+        return x0 + f * (x1 - x0), y0 + f * (y1 - y0)
+
+    def heading(self, s: float, lookahead: float = 0.3) -> float | None:
+        """Heading (rad) from the point at ``s`` to the point ``lookahead`` m on (None at the end)."""
+        a, b = self.at(s), self.at(s + lookahead)
+        if math.hypot(b[0] - a[0], b[1] - a[1]) < 1e-6:
+            return None
+        return math.atan2(b[1] - a[1], b[0] - a[0])
+
+
+def wrap_angle(angle: float) -> float:
+    """Return ``angle`` (rad) wrapped to [-pi, pi)."""
+    return (angle + math.pi) % (2 * math.pi) - math.pi
+
+
+def describe(event: SimEvent) -> tuple[str, str]:
+    """Return a one-sentence summary and the target (robot, HCW or room) of a simulator event.
+
+    Motion events: ``goal_accepted``, ``waypoint_reached``, ``goal_succeeded``, ``goal_aborted``,
+    ``goal_canceled``, ``path_computed``, ``path_failed``. Hospital events: ``patient_arrival``,
+    ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``,
+    ``hcw_arrived``, ``hcw_entry_blocked``, ``badge_scan``, ``display_shown``.
+    """
+    d = event.data
+    if event.kind == 'patient_arrival':
+        return (f"Patient {d['patient_id']} arrived in {d['room']} ({d['presentation'] or 'no details'}); "
+                f"assigned HCW #{d['assigned_hcw_id']}", d['room'])
+    if event.kind == 'goal_accepted':
+        x, y, _ = d['goal_pose']
+        return (f"{d['robot']} accepted goal {d['goal_id']} to ({x:.2f}, {y:.2f}) in {d['target_area']}, "
+                f"path {d['path_length']:.1f} m", d['robot'])
+    if event.kind == 'waypoint_reached':
+        return (f"{d['robot']} passed pose {d['index'] + 1} of goal {d['goal_id']} in {d['area']} "
+                f"({d['poses_remaining']} to go)", d['robot'])
+    if event.kind == 'path_computed':
+        x, y, _ = d['goal_pose']
+        return (f"{d['robot']} planned a path to ({x:.2f}, {y:.2f}) in {d['target_area']}, "
+                f"{d['path_length']:.1f} m", d['robot'])
+    if event.kind == 'path_failed':
+        x, y, _ = d['goal_pose']
+        return (f"{d['robot']} could not plan a path to ({x:.2f}, {y:.2f}): {d['message']} "
+                f"(error {d['error_code']})", d['robot'])
+    if event.kind == 'goal_succeeded':
+        return f"{d['robot']} reached goal {d['goal_id']} in {d['area']}", d['robot']
+    if event.kind == 'goal_aborted':
+        code = f" (error {d['error_code']})" if d['error_code'] else ''
+        return f"{d['robot']} goal {d['goal_id']} aborted: {d['message']}{code}", d['robot']
+    if event.kind == 'goal_canceled':
+        return f"{d['robot']} goal {d['goal_id']} canceled in {d['area']}", d['robot']
+    if event.kind == 'page_delivered':
+        return (f"Page delivered to HCW #{d['hcw_id']} ({d['availability']}) "
+                f"for {d['robot'] or 'no robot'}", d['hcw_id'])
+    if event.kind == 'page_acknowledged':
+        return f"HCW #{d['hcw_id']} acknowledged the page: {d['reply']}", d['hcw_id']
+    if event.kind == 'hcw_following':
+        return f"HCW #{d['hcw_id']} is following {d['robot']} from {d['area']}", d['hcw_id']
+    if event.kind == 'hcw_entering':
+        return f"HCW #{d['hcw_id']} is entering {d['room']} behind {d['robot']}", d['hcw_id']
+    if event.kind == 'hcw_arrived':
+        return f"HCW #{d['hcw_id']} is in {d['room']}", d['hcw_id']
+    if event.kind == 'hcw_entry_blocked':
+        return f"HCW #{d['hcw_id']} cannot enter {d['room']}: {d['message']}", d['hcw_id']
+    if event.kind == 'badge_scan':
+        return (f"Badge {d['badge_id']} scanned at {d['reader_id']} ({d['room']}) by HCW #{d['hcw_id']}",
+                d['room'])
+    if event.kind == 'display_shown':
+        return f"{d['room']} screen now shows '{d['title']}' ({d['entries']} member(s))", d['room']
+    return f'{event.kind}: {d}', ''

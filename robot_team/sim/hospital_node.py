@@ -1,0 +1,379 @@
+"""The hospital's systems as a ROS 2 node (``hospital_systems``): HCWs, RTLS, paging, readers, displays.
+
+The embedded stand-in for the hospital's staff and systems, and the source of patient arrivals:
+a thin facade over :class:`~robot_team.sim.hospital.HospitalEngine`. It sees the robots the way
+a hospital's systems on a real floor would: only through the poses every Nav2 robot publishes
+(``amcl_pose``, or ``odom``, or TF where ``tf2_ros`` is installed), never through the motion
+simulator's internals, so it serves the team unchanged whether the robots move in the embedded
+motion simulator (``motion_sim``), in Gazebo with Nav2, or on a real floor. It runs on ROS time:
+sim time from ``/clock`` under ``use_sim_time:=true`` (as in every simulated run), else wall time.
+
+Interfaces (names from :mod:`robot_team.names`, relative to the team namespace ``T``)
+-----------------------------------------------------------------------------------
+* ``ed/rtls/locate_staff`` (LocateStaff): where HCWs are and whether they are free.
+* ``ed/paging/page_staff`` (PageStaff): page an HCW and wait, in ROS time, up to ``timeout_s``
+  for the acknowledgement; an HCW who acknowledges a page naming a robot follows that robot.
+* ``ed/display/show`` (ShowDisplay) and ``ed/display/content`` (std_msgs/String, reliable +
+  transient local: a JSON object ``{"room", "title", "lines", "stamp_s"}`` per screen update).
+* ``ed/badge_scans`` (BadgeScan, reliable): an HCW passing a door's badge reader.
+* ``ed/patient_arrivals`` (PatientArrival, reliable + transient local): the scenario's patient.
+* Subscribed, per robot: ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, as
+  AMCL publishes it: reliable, transient local) or ``<robot>/odom`` (nav_msgs/Odometry, only where
+  ``odom`` coincides with ``map``, as in simulators); or TF ``map`` -> ``<robot>/<base_frame>``.
+  And ``<robot>/odom`` always, for its twist: whether the robot moves or stands.
+* ``team/events``: ``node_started``; an ``EventKind.SIM`` event for every hospital event (patient
+  arrival, pages and answers, HCWs following, entering, arriving, badge scans, displays) and
+  ``EventKind.INPUT_ERROR`` for bad requests (unknown HCW, robot or room).
+
+Parameters
+----------
+``scenario`` (str, default ``onboarding``)
+    A scenario name in ``config/scenarios`` or a YAML path: floor, staff directory seed, patient,
+    staff and badge overrides, closed doors.
+``robots`` (string array, default the robots with a base)
+    The robots HCWs may be paged to follow; their poses are watched.
+``pose_source`` (str, default ``amcl_pose``)
+    ``amcl_pose``, ``odom`` or ``tf`` (needs ``tf2_ros``).
+``base_frame`` (str, default ``base_link``)
+    With ``pose_source:=tf``, robot ``R``'s frame is ``R/<base_frame>``.
+``update_period_s`` (float, default 0.1)
+    Least ROS time between two updates of HCWs, pages and readers (sim s under ``use_sim_time``,
+    where the node updates as ``/clock`` advances; else a wall-clock timer with this period).
+``use_sim_time`` (bool)
+    True in simulated runs; time 0 is the simulation's start. Without it, time 0 is the node's start.
+
+Threading model
+---------------
+The node expects a ``MultiThreadedExecutor``. Under sim time the update runs in the node's
+``/clock`` subscription (a clock jump callback), else in a timer; the pose subscriptions have a
+mutually exclusive callback group; the services run in a reentrant group, and a page blocks its
+executor thread while it waits (on an event the update sets), so the executor needs a thread per
+concurrent page plus one. One lock serializes every call into the engine; publishing happens
+under it, which keeps the event record in engine order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+from contextlib import contextmanager
+
+from geometry_msgs.msg import PoseWithCovarianceStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
+from robot_team.events import EventKind
+from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
+from robot_team.names import (AMCL_POSE, BADGE_SCANS, BASE_FRAME, DISPLAY_CONTENT, HOSPITAL_SYSTEMS, LOCATE_STAFF,
+                              MAP_FRAME, ODOM, PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, robot_name)
+from robot_team.rosutil import spin_node
+from robot_team.sim.common import BASE_ROBOTS, SimEvent, SimInputError
+from robot_team.sim.hospital import HospitalEngine
+from robot_team.sim.node_common import SimRecord, pose2d, pose_msg, stamp
+from robot_team.sim.world import load_world
+from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
+
+POSE_SOURCES = ('amcl_pose', 'odom', 'tf')
+MAX_PAGE_WAIT_S = 3600.0    # s: cap on PageStaff.timeout_s
+
+
+class HospitalSystemsNode(Node):
+    """The ED's staff and systems (``hospital_systems``): RTLS, paging, badge readers, displays, arrivals.
+
+    Parameters
+    ----------
+    scenario
+        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
+        path) is loaded.
+    context
+        The rclpy context (tests pass a private one).
+    parameter_overrides
+        As for ``rclpy.node.Node`` (see the module docstring for the ROS parameters; simulated
+        runs set ``use_sim_time`` true).
+    **node_kwargs
+        Passed to ``rclpy.node.Node``.
+
+    Raises
+    ------
+    ConfigError
+        If the scenario, the floor, the staff seed or a parameter cannot be used (an
+        ``INPUT_ERROR`` event is emitted first).
+    """
+
+    def __init__(self, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
+                 **node_kwargs):
+        super().__init__(HOSPITAL_SYSTEMS, context=context, parameter_overrides=parameter_overrides,
+                         **node_kwargs)
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._in_flight = 0          # page callbacks running (destroy_node waits for them)
+        self._idle_cv = threading.Condition()
+        self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
+        self._timer = self._jump = None
+        self._update_group = MutuallyExclusiveCallbackGroup()
+        self._pose_group = MutuallyExclusiveCallbackGroup()     # the robots' pose subscriptions, in order
+        # Time 0 of the engine: the simulation's start under use_sim_time, else the node's start.
+        sim_time = bool(self.get_parameter('use_sim_time').value)
+        self._origin = 0.0 if sim_time else self._ros_now()
+        self._engine_t = 0.0   # the engine's time, readable without the lock (event stamps)
+        self._record = SimRecord(self, lambda: self._origin + self._engine_t)
+        name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
+        try:
+            if scenario is None:
+                scenario = load_scenario(str(name))
+            self.scenario = scenario
+            self.pose_source = str(self.declare_parameter('pose_source', 'amcl_pose').value)
+            if self.pose_source not in POSE_SOURCES:
+                raise ConfigError(f"parameter pose_source: {self.pose_source!r} is not one of "
+                                  f"{', '.join(POSE_SOURCES)}")
+            base_frame = str(self.declare_parameter('base_frame', BASE_FRAME).value)
+            period = self.declare_parameter('update_period_s', 0.1, ParameterDescriptor(dynamic_typing=True)).value
+            try:
+                self.update_period_s = float(period)
+            except (TypeError, ValueError):
+                raise ConfigError(f'parameter update_period_s: expected a number, got {period!r}') from None
+            if not self.update_period_s > 0:
+                raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
+            robots = tuple(self.declare_parameter('robots', list(BASE_ROBOTS)).value)
+            self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff_seed(scenario.staff_path),
+                                         scenario, robots=robots)
+            self._tf_poses = self._watch_poses(robots, base_frame)
+        except ConfigError as exc:
+            self._record.input_error(f'hospital systems cannot start: {exc}', target=str(name))
+            raise
+
+        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._arrival_pub = self.create_publisher(PatientArrival, PATIENT_ARRIVALS, latched)
+        self._scan_pub = self.create_publisher(BadgeScan, BADGE_SCANS, QoSProfile(
+            depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self._display_pub = self.create_publisher(String, DISPLAY_CONTENT, QoSProfile(
+            depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._services_group = ReentrantCallbackGroup()
+        self._locate_srv = self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
+                                               callback_group=self._services_group)
+        self._page_srv = self.create_service(PageStaff, PAGE_STAFF, self.page_staff_callback,
+                                             callback_group=self._services_group)
+        self._display_srv = self.create_service(ShowDisplay, SHOW_DISPLAY, self.show_display_callback,
+                                                callback_group=self._services_group)
+        self._last_update = -math.inf
+        if sim_time:
+            # Update as each /clock message sets the time (in the node's clock subscription, no
+            # extra callback per tick: a timer would wake the executor once more every tick).
+            self._jump = self.get_clock().create_jump_callback(
+                JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None, on_clock_change=False),
+                post_callback=lambda _jump: self.update_callback())
+        else:
+            self._timer = self.create_timer(self.update_period_s, self.update_callback,
+                                            callback_group=self._update_group)
+        self._record.emitter.emit(
+            EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
+            f"{len(self.engine.staff_ids)} HCWs, robots seen through {self.pose_source}",
+            scenario=scenario.name, staff=len(self.engine.staff_ids), robots=list(robots),
+            pose_source=self.pose_source, use_sim_time=sim_time, update_period_s=self.update_period_s)
+
+    def _ros_now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _watch_poses(self, robots, base_frame: str) -> dict:
+        """Subscribe to each robot's pose (or prepare TF lookups); return the TF sources by robot."""
+        sources = {}
+        if self.pose_source == 'tf':
+            from robot_team.tools.localization import RobotPose
+            try:
+                sources = {r: RobotPose(self, source='tf', base_frame=f'{r}/{base_frame}') for r in robots}
+            except ValueError as exc:
+                raise ConfigError(f'parameter pose_source: {exc}') from None
+        if self.pose_source == 'amcl_pose':
+            # As BasicNavigator subscribes: the latest pose only. A node that falls behind (a sim clock
+            # at 40x brings a pose every 12 ms) skips poses rather than lag; the engine bridges the gaps.
+            from robot_team.tools.localization import amcl_pose_qos
+            for r in robots:
+                self.create_subscription(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE),
+                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose),
+                                         amcl_pose_qos(), callback_group=self._pose_group)
+        poses = self.pose_source == 'odom'
+        for r in robots:     # the twist says whether the robot moves (the pose too with pose_source:=odom)
+            self.create_subscription(Odometry, robot_name(r, ODOM),
+                                     lambda msg, r=r: self._observe_odometry(r, msg, poses), 10,
+                                     callback_group=self._pose_group)
+        return sources
+
+    def _observe_odometry(self, robot: str, msg: Odometry, pose: bool) -> None:
+        """Hand one odometry message's twist (and, if ``pose``, its pose) to the engine, at its stamp."""
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        twist = msg.twist.twist
+        with self._lock:
+            if not self._stopping:
+                self.engine.observe_motion(robot, math.hypot(twist.linear.x, twist.linear.y), twist.angular.z,
+                                           t - self._origin if t > 0 else None)
+        if pose:
+            self._observe(robot, msg.header, msg.pose.pose)
+
+    def _observe(self, robot: str, header, pose) -> None:
+        """Hand one pose message to the engine, at its stamp (at the engine's time if unstamped)."""
+        p = pose2d(pose)
+        t = header.stamp.sec + header.stamp.nanosec * 1e-9
+        with self._lock:
+            if not self._stopping:
+                self.engine.observe_robot(robot, p.x, p.y, p.yaw, t - self._origin if t > 0 else None)
+
+    # --- time ----------------------------------------------------------------------------------
+
+    def update_callback(self) -> None:
+        """Advance HCWs, pages and readers to the current ROS time (at most every update_period_s); publish."""
+        now = self._ros_now() - self._origin
+        with self._lock:
+            if self._stopping or now - self._last_update < self.update_period_s - 1e-9:
+                return
+            self._last_update = now
+            for robot, source in self._tf_poses.items():
+                pose = source.latest()
+                if pose is not None:
+                    self.engine.observe_robot(robot, *pose)
+            events = self.engine.advance_to(now)
+            self._engine_t = self.engine.t
+            self._process(events)
+            for page_id, (event, deadline) in list(self._page_waiters.items()):
+                if self.engine.page_status(page_id).acknowledged or self.engine.t >= deadline:
+                    event.set()
+
+    def _process(self, events: list[SimEvent]) -> None:
+        """Publish what the events mean on the ED topics and record each as a SIM team event (lock held)."""
+        for event in events:
+            d = event.data
+            if event.kind == 'patient_arrival':
+                msg = PatientArrival(patient_id=d['patient_id'], room=d['room'],
+                                     presentation=d['presentation'], esi_level=int(d['esi_level']),
+                                     assigned_hcw_id=d['assigned_hcw_id'],
+                                     required_specialty=d['required_specialty'])
+                msg.header.stamp, msg.header.frame_id = stamp(self._origin + event.t), MAP_FRAME
+                self._arrival_pub.publish(msg)
+            elif event.kind == 'badge_scan':
+                msg = BadgeScan(reader_id=d['reader_id'], room=d['room'], badge_id=d['badge_id'])
+                msg.header.stamp = stamp(self._origin + event.t)
+                msg.header.frame_id = d['reader_id'].removesuffix('_door') + '_badge_reader'
+                self._scan_pub.publish(msg)
+            elif event.kind == 'display_shown':
+                self._display_pub.publish(String(data=json.dumps(
+                    {'room': d['room'], 'title': d['title'], 'lines': d['lines'],
+                     'stamp_s': self._origin + event.t})))
+        self._record.sim_events(events)
+
+    @contextmanager
+    def _in_callback(self):
+        """Count a blocking callback as in flight, so that destroy_node can wait for it."""
+        with self._idle_cv:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._idle_cv:
+                self._in_flight -= 1
+                self._idle_cv.notify_all()
+
+    # --- services --------------------------------------------------------------------------------
+
+    def locate_staff_callback(self, request, response):
+        """Locate HCWs by ID, or every HCW of a specialty."""
+        with self._lock:
+            records, unknown = self.engine.locate(list(request.hcw_ids), request.specialty)
+            t = self._origin + self.engine.t
+            if unknown:
+                self._record.input_error(f"locate_staff: unknown HCW ID(s) {', '.join(unknown)}",
+                                         target=LOCATE_STAFF, unknown_ids=unknown)
+        for r in records:
+            response.staff.append(StaffLocation(hcw_id=r.hcw_id, specialty=r.specialty, area=r.area,
+                                                pose=pose_msg(r.pose, t), availability=r.availability,
+                                                detail=r.detail))
+        response.unknown_ids = unknown
+        return response
+
+    def page_staff_callback(self, request, response):
+        """Page an HCW and wait, in ROS time, up to timeout_s for the acknowledgement.
+
+        ``response_time_s`` is the time from the page to the acknowledgement, or the time
+        waited when there was none.
+        """
+        with self._in_callback():
+            return self._page(request, response)
+
+    def _page(self, request, response):
+        timeout = float(request.timeout_s) if math.isfinite(request.timeout_s) else 0.0
+        timeout = min(max(timeout, 0.0), MAX_PAGE_WAIT_S)
+        with self._lock:
+            try:
+                page = self.engine.page(request.hcw_id.strip(), request.robot.strip(), request.message)
+            except SimInputError as exc:
+                self._record.input_error(f'page_staff: {exc}', target=request.hcw_id, robot=request.robot)
+                response.delivered, response.acknowledged = False, False
+                response.reply = f'(not delivered: {exc})'
+                return response
+            self._process(self.engine.drain_events())
+            done = threading.Event()
+            self._page_waiters[page.page_id] = (done, page.sent_at + timeout)
+        if page.delivered:
+            while not done.wait(timeout=0.1):
+                if self._stopping or not self.context.ok():
+                    break
+        with self._lock:
+            self._page_waiters.pop(page.page_id, None)
+            page = self.engine.page_status(page.page_id)
+            waited = self.engine.t - page.sent_at
+        response.delivered = page.delivered
+        response.acknowledged = page.acknowledged
+        response.reply = page.reply if page.delivered else f'(not delivered: HCW #{page.hcw_id} is off shift)'
+        response.response_time_s = float(page.response_time_s if page.acknowledged else
+                                         (waited if page.delivered else 0.0))
+        return response
+
+    def show_display_callback(self, request, response):
+        """Show a care-team layout on a room's screen."""
+        with self._lock:
+            success, message, lines = self.engine.show_display(
+                request.room, request.title, list(request.entries), request.layout)
+            if not success:
+                self._record.input_error(f'show_display: {message}', target=request.room, title=request.title)
+            self._process(self.engine.drain_events())
+        response.success, response.message, response.rendered_lines = success, message, lines
+        return response
+
+    def destroy_node(self) -> None:
+        """Release waiting pages, then destroy the node."""
+        self.stop()
+        with self._idle_cv:
+            self._idle_cv.wait_for(lambda: self._in_flight == 0, timeout=2.0)
+        super().destroy_node()
+
+    def stop(self) -> None:
+        """Stop updating and release every waiting page (while the executor may still spin)."""
+        self._stopping = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._jump is not None:
+            self._jump.unregister()
+        with self._lock:     # an update in flight finishes first; later ones return at once
+            waiters = list(self._page_waiters.values())
+        for event, _ in waiters:
+            event.set()
+
+
+def main(args=None) -> int:
+    """Run the hospital systems node until interrupted."""
+    # Pages block a thread each while they wait for (sim) time to pass: give the executor one
+    # per concurrent page, plus the update and the other services.
+    return spin_node(HOSPITAL_SYSTEMS, HospitalSystemsNode, lambda: MultiThreadedExecutor(num_threads=8), args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

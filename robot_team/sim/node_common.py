@@ -1,0 +1,98 @@
+"""ROS helpers the simulator's two nodes share: stamps, poses, and the record of their events."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import rclpy.time
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import PoseStamped
+
+from robot_team.events import EventEmitter, EventKind
+from robot_team.names import MAP_FRAME
+from robot_team.sim.common import SimEvent, describe
+from robot_team.sim.world import Pose2D
+
+
+def stamp(t: float) -> Time:
+    """Return sim time ``t`` (s) as a ``builtin_interfaces/Time``."""
+    sec = int(math.floor(t))
+    return Time(sec=sec, nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
+
+
+def duration(seconds: float) -> Duration:
+    """Return ``seconds`` (negative: 0) as a ``builtin_interfaces/Duration``."""
+    seconds = max(seconds, 0.0)
+    sec = int(seconds)
+    return Duration(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
+
+
+def pose_msg(pose: Pose2D, t: float, frame: str = MAP_FRAME) -> PoseStamped:
+    """Return a planar pose (m, rad) at sim time ``t`` as a ``geometry_msgs/PoseStamped`` in ``frame``."""
+    msg = PoseStamped()
+    msg.header.stamp = stamp(t)
+    msg.header.frame_id = frame
+    msg.pose.position.x, msg.pose.position.y = float(pose.x), float(pose.y)
+    msg.pose.orientation.z, msg.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
+    return msg
+
+
+def yaw_of(q) -> float:
+    """Return the yaw (rad, about z) of a ``geometry_msgs/Quaternion``."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def pose2d(pose) -> Pose2D:
+    """Return a ``geometry_msgs/Pose`` as a planar Pose2D (m, rad)."""
+    return Pose2D(pose.position.x, pose.position.y, yaw_of(pose.orientation))
+
+
+class _EngineClock:
+    """The node as :class:`EventEmitter` sees it, with a clock that reads an engine's sim time.
+
+    Team events are stamped with the time the engine holds when they are emitted, so that the
+    record keeps engine order even where the node's own clock (``/clock``) runs a little ahead.
+    """
+
+    def __init__(self, node, sim_time: Callable[[], float]):
+        self._node = node
+        self._sim_time = sim_time
+
+    def create_publisher(self, *args, **kwargs):
+        return self._node.create_publisher(*args, **kwargs)
+
+    def get_logger(self):
+        return self._node.get_logger()
+
+    def get_clock(self) -> '_EngineClock':
+        return self
+
+    def now(self) -> rclpy.time.Time:
+        return rclpy.time.Time(nanoseconds=int(round(self._sim_time() * 1e9)))
+
+
+class SimRecord:
+    """Record a simulator node's events on ``team/events`` (an :class:`EventEmitter` on engine time).
+
+    Parameters
+    ----------
+    node
+        The simulator node (its name is the events' actor).
+    sim_time
+        Returns the engine's sim time, s; callable without the node's lock.
+    """
+
+    def __init__(self, node, sim_time: Callable[[], float]):
+        self.emitter = EventEmitter(_EngineClock(node, sim_time), node.get_name())
+
+    def sim_events(self, events: list[SimEvent]) -> None:
+        """Record every engine event as an ``EventKind.SIM`` event (``data.what`` = its kind)."""
+        for event in events:
+            summary, target = describe(event)
+            self.emitter.emit(EventKind.SIM, summary, target=target, what=event.kind, sim_time_s=event.t,
+                              **event.data)
+
+    def input_error(self, summary: str, target: str = '', **data) -> None:
+        """Record a request the node could not act on (``EventKind.INPUT_ERROR``)."""
+        self.emitter.emit(EventKind.INPUT_ERROR, summary, target=target, **data)
