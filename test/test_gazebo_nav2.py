@@ -218,8 +218,8 @@ def test_platform_matches_the_embedded_simulator():
     """Robots are as big and as fast in Gazebo/Nav2 as in the embedded simulator."""
     import inspect
 
-    from robot_team.sim.engine import SimEngine
-    defaults = {k: v.default for k, v in inspect.signature(SimEngine).parameters.items()}
+    from robot_team.sim.motion import MotionEngine
+    defaults = {k: v.default for k, v in inspect.signature(MotionEngine).parameters.items()}
     assert defaults['robot_radius'] == PLATFORM.footprint_radius
     assert defaults['max_speed'] == PLATFORM.max_speed
     assert defaults['resolution'] == nav2.MAP_RESOLUTION
