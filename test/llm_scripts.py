@@ -6,10 +6,14 @@ from robot_team.llm import scripted
 from robot_team.llm.fakeserver import text, tool_calls
 
 
-def use_llm_server(monkeypatch, server) -> None:
-    """Point every node's LLM settings at ``server`` (a started ScriptedServer); no fallback."""
+def use_llm_server(monkeypatch, server, *, handover: bool = True) -> None:
+    """Point every node's LLM settings at ``server`` (a started ScriptedServer); no fallback.
+
+    ``handover=False`` sets ``manager_takeover_after`` to 0: a manager that stops acting is left
+    to the supervisor's deadlines (the backstop a test wants to see).
+    """
     for name, value in (('BASE_URL', server.base_url), ('API_KEY', 'test-key'), ('FALLBACK', 'fail'),
-                        ('TIMEOUT_S', '10')):
+                        ('TIMEOUT_S', '10')) + ((('MANAGER_TAKEOVER_AFTER', '0'),) if not handover else ()):
         monkeypatch.setenv(f'ROBOT_TEAM_LLM_{name}', value)
 
 

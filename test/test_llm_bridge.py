@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from robot_team.brains.base import FeedbackKind, GuardFeedback, TaskRecord, TaskSpec
+from robot_team.brains.base import FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
 from robot_team.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
@@ -18,7 +18,7 @@ from robot_team.llm.client import ChatClient, LLMUnavailable
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
 from robot_team.llm.harness import InMemoryTeam, Recorder, World, build_toolbox
 from robot_team.llm.settings import LLMSettings
-from robot_team.llm.toolschema import manager_tools, robot_tools
+from robot_team.llm.toolschema import DelegateTaskArgs, manager_tools, robot_tools
 from robot_team.reports import Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.tools.catalog import TOOL_OWNERS
 
@@ -199,6 +199,34 @@ def test_manager_doing_the_work_itself_is_role_misalignment():
     assert result.outcome == 'success'
 
 
+def test_a_navigation_delegation_must_name_the_hcw_to_escort():
+    from pydantic import ValidationError
+    for missing in ('', '  ', '#'):
+        with pytest.raises(ValidationError, match=f"name the HCW to escort in 'hcw_id' \\(got {missing!r}\\)"):
+            DelegateTaskArgs(task_type='navigation', robot='navigation_robot', hcw_id=missing, reason='cue')
+    assert DelegateTaskArgs(task_type='navigation', robot='navigation_robot', hcw_id='80', reason='cue').hcw_id == '80'
+    assert DelegateTaskArgs(task_type='display', robot='display_robot', reason='cue').hcw_id == ''
+
+
+def test_a_manager_with_nothing_usable_while_the_team_waits_hands_over_to_the_protocol_brain():
+    record = Recorder()
+    bad = {'task_type': 'navigation', 'robot': 'navigation_robot', 'hcw_id': '', 'reason': 'cue'}
+    with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', bad))}) as server:
+        brain = LLMManagerBrain(settings(server, max_steps=3), record.emitter('manager'), kb=False)
+        patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
+        actions = brain.decide(ManagerObservation(patient=patient, new=['patient arrived']))
+        later = brain.decide(ManagerObservation(patient=patient, new=['again']))
+    assert len(server.requests_of('manager')) == 3                  # max_steps, then no request ever again
+    assert len(record.of('invalid_call')) == 3 and "(got '')" in record.of('invalid_call')[0]['reason']
+    [error] = record.of('brain_error')
+    assert error['data']['attempt'] == 1
+    [takeover] = record.of('takeover')
+    assert takeover['data']['role'] == 'manager' and takeover['data']['source'] == 'fallback'
+    assert brain.decision_source == 'fallback'
+    assert [(a.task_type, a.hcw_id) for a in actions] == [(TaskType.NAVIGATION, patient.assigned_hcw_id)]
+    assert [(a.task_type, a.hcw_id) for a in later] == [(TaskType.NAVIGATION, patient.assigned_hcw_id)]
+
+
 def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():
     ideal = scripted.IdealManager()
 
@@ -209,7 +237,7 @@ def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():
             return text('nav-1 failed: HCW #80 unavailable.')   # echoes the failure, does nothing, twice
         return ideal(body)
     with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
-        result = team(server).run()
+        result = team(server, manager_takeover_after=0).run()   # the supervisor's backstop, not the handover
     missed = kinds(result.record, 'deadline_missed')
     assert missed and missed[0]['data']['task_id'] == 'nav-1' and missed[0]['data']['deadline'] == 'issue_handling'
     escalation = kinds(result.record, 'escalation')[0]
@@ -338,7 +366,8 @@ def test_invalid_report_is_sent_back_then_accepted():
 
 def test_report_that_never_validates_becomes_non_compliance_failure():
     with ScriptedServer({'info_collection_robot': lambda b: tool_calls(('submit_report', '{not json'))}) as server:
-        report, record, _ = run_robot_task(server, 'info_collection_robot', max_report_retries=2)
+        report, record, _ = run_robot_task(server, 'info_collection_robot', max_report_retries=2,
+                                           robot_takeover_after=0)
     assert report.status is TaskStatus.FAILURE and report.issue.startswith('non-compliance')
     assert len(kinds(record, 'report_rejected')) == 3 and len(server.requests) == 3
 

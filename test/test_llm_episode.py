@@ -18,7 +18,7 @@ pytest.importorskip('robot_team.sim.motion_node')
 @pytest.fixture
 def llm_env(monkeypatch):
     """Point every node's LLM settings at a scripted server (started by the test)."""
-    return lambda server: use_llm_server(monkeypatch, server)
+    return lambda server, **kw: use_llm_server(monkeypatch, server, **kw)
 
 
 def events(result, kind):
@@ -47,7 +47,7 @@ def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env
 def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id, llm_env):
     from robot_team.runner import run_episode
     with ScriptedServer(misbehaving_policies()) as server:
-        llm_env(server)
+        llm_env(server, handover=False)   # the echoed failure is left to the supervisor's deadline
         result = run_episode(escalate_only('onboarding'), tmp_path / 'run', brain='openai', domain_id=domain_id,
                              brain_options={'kb': False}, real_time_factor=40.0)
     report = result.report

@@ -114,7 +114,7 @@ def test_manager_foreign_and_invented_tools_are_refused_and_a_text_reply_is_nudg
     replies = iter([calls_json(('navigate_to_pose', {'x': 1, 'y': 2}), ('teleport_hcw', {'hcw_id': '80'})),
                     'Navigation first, then the rest.',
                     calls_json(('delegate_task', {'task_type': 'navigation', 'robot': 'navigation_robot',
-                                                  'reason': 'patient cue'}))])
+                                                  'hcw_id': '80', 'reason': 'patient cue'}))])
     with ScriptedServer({'manager': lambda body: text(next(replies))}) as server:
         brain = LLMManagerBrain(settings(server), record.emitter('manager'), kb=False)
         actions = brain.decide(ManagerObservation(patient=PATIENT, new=['patient arrived']))
@@ -140,7 +140,8 @@ def test_manager_value_outside_a_closed_set_is_an_invalid_call_naming_the_allowe
     bad = calls_json(('delegate_task', {'task_type': 'signs of confusion and distress', 'robot': 'navigation_robot',
                                         'reason': 'cue'}))
     with ScriptedServer({'manager': lambda body: text(bad)}) as server:
-        brain = LLMManagerBrain(settings(server, max_steps=2), record.emitter('manager'), kb=False)
+        brain = LLMManagerBrain(settings(server, max_steps=2, manager_takeover_after=0),
+                                record.emitter('manager'), kb=False)
         assert brain.decide(ManagerObservation(patient=PATIENT, new=['patient arrived'])) == []
     invalid = record.of('invalid_call')
     assert len(invalid) == 2 and {e['data']['category'] for e in invalid} == {'closed_set'}

@@ -39,6 +39,8 @@ def llm_env(monkeypatch):
         use_llm_server(monkeypatch, server)
         monkeypatch.setenv('ROBOT_TEAM_LLM_MAX_RETRIES', '1')
         monkeypatch.setenv('ROBOT_TEAM_LLM_BACKOFF_S', '0.05')
+        # the supervisor's deadlines are the backstop under test: the brain does not hand over by itself
+        monkeypatch.setenv('ROBOT_TEAM_LLM_MANAGER_TAKEOVER_AFTER', '0')
     return use
 
 
@@ -106,11 +108,31 @@ def test_a_text_only_manager_is_escalated_and_taken_over_within_120_s(tmp_path, 
     escalation = assert_escalated_in_time(result, 'decision', arrival, 120.0)
     assert escalation.data['task_id'] == '' and 'no delegation, escalation or reflection' in escalation.reason
     assert_nothing_unrecorded(result)
-    assert len(server.requests_of('manager')) == len(of(result, 'llm_reply', 'manager')) >= 2   # + the nudge
+    assert len(of(result, 'llm_reply', 'manager')) >= 2   # the question and the nudge
     assert result.report['outcome'] == 'success' and result.report['takeovers'] == 1
     score = assert_fallback_not_credited(result)
     assert score.decisions['llm'] > 0                        # the robots' LLMs still decided their tasks
     assert score.attempted.cell('delegation_accuracy', 'navigation').score == 0.0
+
+
+def test_a_text_only_manager_hands_its_role_to_the_protocol_brain_after_the_nudge(
+        tmp_path, domain_id, llm_env, monkeypatch):
+    with ScriptedServer({**scripted.ideal_policies(),
+                         'manager': lambda body: text('I will coordinate the team shortly.')}) as server:
+        llm_env(server)
+        monkeypatch.setenv('ROBOT_TEAM_LLM_MANAGER_TAKEOVER_AFTER', '1')   # the default
+        result = run('onboarding', tmp_path, domain_id)
+    arrival = of(result, 'observation', 'manager')[0]
+    [takeover] = of(result, 'takeover', 'manager')
+    assert takeover.data['previous'] == 'LLMManagerBrain' and takeover.data['source'] == 'fallback'
+    [unusable] = [e for e in of(result, 'brain_error', 'manager') if e.stamp_s <= takeover.stamp_s]
+    assert unusable.data['attempt'] == 1
+    assert takeover.stamp_s - arrival.stamp_s < 120.0        # before the supervisor's decision deadline
+    assert not of(result, 'deadline_missed') and not of(result, 'escalation')   # nobody had to be paged
+    assert len(server.requests_of('manager')) == 2           # the question and the nudge, then never again
+    assert_nothing_unrecorded(result)
+    assert result.report['outcome'] == 'success' and result.report['takeovers'] == 1
+    assert_fallback_not_credited(result)
 
 
 def test_a_manager_that_stops_acting_after_a_report_is_taken_over(tmp_path, domain_id, llm_env):

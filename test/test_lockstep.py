@@ -105,6 +105,7 @@ def test_sim_time_stands_still_while_a_brain_holds_and_steps_after_release(ros_c
     sim, brain, hold, clocks, events = _graph(ros_context, executor, hold_step_s=5.0)
     try:
         assert wait_for(lambda: len(clocks) > 5, 10.0)
+
         def started():
             return [e for e in events if e.kind == 'node_started' and e.actor == 'motion_sim']
         assert wait_for(started, 5.0)

@@ -200,22 +200,55 @@ def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
     def slow(body):   # a slow model that talks instead of calling its tools
         time.sleep(0.4)
         return text('Let me think about the care team...')
+
+    def core_with(settings):
+        brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
+        toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
+        return brain, RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
     with ScriptedServer({'display_robot': slow}) as server:
         settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', fallback='fail',
-                               task_budget_s=0.2, max_report_retries=5, max_retries=0)
+                               task_budget_s=0.2, max_report_retries=5, max_retries=0, robot_takeover_after=2)
+        brain, core = core_with(settings)
+        report = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
+        assert not record.of('takeover')
+        assert len(server.requests_of('display_robot')) == 1      # no request after the budget ran out
+        # the second non-compliant task reaches robot_takeover_after (2): the protocol brain finishes it
+        retry = core.run(TaskSpec(task_id='display-2', task_type='display', room='ER-12'), lambda *_: None)
+        later = core.run(TaskSpec(task_id='display-3', task_type='display', room='ER-12'), lambda *_: None)
+        brain.close()
+    assert report.status.value == 'failure'
+    assert 'budget of 0.2 s' in report.issue and report.issue.startswith('non-compliance')
+    assert record.of('task_report')[0]['data']['source'] == 'llm'
+    assert [e['data']['task_id'] for e in record.of('brain_error')] == ['display-1', 'display-2']
+    [takeover] = record.of('takeover')
+    assert takeover['actor'] == 'display_robot' and takeover['data']['role'] == 'display_robot'
+    assert takeover['data']['task_id'] == 'display-2'
+    assert retry.status.value == 'success' and later.status.value == 'success'
+    assert [e['data']['source'] for e in record.of('task_report')] == ['llm', 'fallback', 'fallback']
+    assert len(server.requests_of('display_robot')) == 2          # the LLM is not asked after the takeover
+
+
+def test_by_default_the_protocol_brain_finishes_the_first_task_an_llm_robot_leaves():
+    from robot_team.brains.base import TaskSpec
+    from robot_team.core.robot import RobotCore
+    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.fakeserver import ScriptedServer, text
+    from robot_team.llm.harness import World, build_toolbox
+    from robot_team.llm.settings import LLMSettings
+    record = Recorder()
+    with ScriptedServer({'display_robot': lambda body: text('Let me think about the care team...')}) as server:
+        settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', max_retries=0)
+        assert settings.robot_takeover_after == 1
         brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
         toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
         core = RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
         report = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
-        assert not record.of('takeover')
-        retry = core.run(TaskSpec(task_id='display-2', task_type='display', room='ER-12'), lambda *_: None)
         brain.close()
-    assert report.status.value == 'failure'
-    assert 'budget of 0.2 s' in report.issue and report.issue.startswith('non-compliance')
-    assert len(server.requests_of('display_robot')) == 1          # no request after the budget ran out
-    assert record.of('task_report')[0]['data']['source'] == 'llm'
-    # robot_takeover_after (1): the next task is the protocol brain's, recorded as a takeover
+    assert len(server.requests_of('display_robot')) == settings.max_report_retries + 1   # then it gave up
+    [error] = record.of('brain_error')
+    assert error['data']['task_id'] == 'display-1' and 'without a tool call' in error['reason']
     [takeover] = record.of('takeover')
-    assert takeover['actor'] == 'display_robot' and takeover['data']['role'] == 'display_robot'
-    assert retry.status.value == 'success' and record.of('task_report')[1]['data']['source'] == 'fallback'
-    assert len(server.requests_of('display_robot')) == 1          # the LLM is not asked again'
+    assert takeover['data']['task_id'] == 'display-1'
+    assert record.events.index(takeover) > record.events.index(error)
+    assert report.status.value == 'success' and record.of('task_report')[0]['data']['source'] == 'fallback'
+    assert [e['data']['source'] for e in record.of('tool_call')] == ['fallback'] * len(record.of('tool_call'))

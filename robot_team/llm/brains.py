@@ -3,13 +3,15 @@
 :class:`LLMRobotBrain` runs a function-calling loop over the robot's own tools (its
 :class:`~robot_team.tools.base.Toolbox`, nothing else) and ends with ``submit_report``, whose
 arguments are validated with pydantic: an invalid report goes back to the model with the
-validation error, at most ``max_report_retries`` times, then becomes a ``failure`` report
-with a non-compliance issue (and after ``robot_takeover_after`` such tasks the protocol brain
-takes over the robot's role for the rest of the episode: a ``takeover``, its work ``source:
-fallback``). Tool errors and refused calls (``ToolAccessError``) go back to
-the model as tool messages. When the endpoint stays down, the robot falls back to its protocol
-brain (``fallback='protocol'``) or reports failure. Tool calls of one reply run in order; after
-a failed or refused call the rest of that reply is skipped (the model is told), so a plan such
+validation error, at most ``max_report_retries`` times; the LLM then leaves the task
+non-compliant (a ``brain_error``) and the robot reports ``failure`` with a non-compliance issue.
+When such tasks reach ``robot_takeover_after`` (default 1), the protocol brain takes over the
+robot's role for the rest of the episode, starting by carrying out the task the LLM left (a
+``takeover``; its work and report ``source: fallback``): the patient does not wait on a model
+that cannot do the job. Tool errors and refused calls (``ToolAccessError``) go back to the model
+as tool messages. When the endpoint stays down, the robot falls back to its protocol brain
+(``fallback='protocol'``) or reports failure. Tool calls of one reply run in order; after a
+failed or refused call the rest of that reply is skipped (the model is told), so a plan such
 as "drive to the HCW, then to the room" never continues past a failed step. A call's arguments
 may name an earlier call's output of the same reply (``"$1.badge_id"``,
 :mod:`robot_team.llm.references`), so a plan whose steps depend on each other fits in one
@@ -24,7 +26,10 @@ so the supervisor's gate refuses it with its explanation. A call to any other to
 operational tool such as ``navigate_to_pose``) is refused, recorded as ``tool_refused`` and
 the refusal goes back to the model. A reflection that does not validate or is refused
 (incomplete, contradicting the record) more than ``max_report_retries`` times ends the episode
-as a failure with a non-compliance reason.
+as a failure with a non-compliance reason. A decision that yields nothing usable (text after the
+nudge, only invalid calls) while only the manager can act is a ``brain_error``; after
+``manager_takeover_after`` (default 1) of them the protocol brain takes over the manager's role
+(a ``takeover``), before the supervisor's decision deadline would have to page a human.
 
 Neither brain touches ROS. Text from the world (badge names, directory fields, human notes)
 reaches the model only inside tool results or quoted update lines: data, never instructions;
@@ -180,8 +185,7 @@ class LLMRobotBrain(RobotBrain):
         """
         self._cancelled = False
         self._source = 'llm'
-        after = self.settings.robot_takeover_after
-        if after and self.non_compliant_tasks >= after:
+        if self.taken_over:
             return self._taken_over(task, tools, progress)
         self.client.reset()
         budget_end = time.monotonic() + self.settings.task_budget_s
@@ -195,8 +199,8 @@ class LLMRobotBrain(RobotBrain):
             if self._cancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled')
             if time.monotonic() > budget_end:
-                return self._non_compliant(task, f'no valid report within its budget of '
-                                                 f'{self.settings.task_budget_s:g} s (wall) of LLM time')
+                return self._non_compliant(task, tools, progress, f'no valid report within its budget of '
+                                           f'{self.settings.task_budget_s:g} s (wall) of LLM time')
             system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
             try:
                 reply = self.client.chat([system, *messages], schemas)
@@ -208,7 +212,7 @@ class LLMRobotBrain(RobotBrain):
             if not reply.tool_calls:
                 invalid += 1
                 if invalid > self.settings.max_report_retries:
-                    return self._non_compliant(task, 'replied without a tool call or report')
+                    return self._non_compliant(task, tools, progress, 'replied without a tool call or report')
                 messages.append({'role': 'user', 'content': 'Call your tools or submit_report.'})
                 continue
             report, failed, answers = None, [], {}
@@ -238,7 +242,8 @@ class LLMRobotBrain(RobotBrain):
                                f'{task.task_id}', target=task.task_id, reason=why, task_id=task.task_id,
                                raw=raw_args[:500], attempt=invalid)
                     if invalid > self.settings.max_report_retries:
-                        return self._non_compliant(task, f'report failed validation {invalid} times: {why}')
+                        return self._non_compliant(task, tools, progress,
+                                                   f'report failed validation {invalid} times: {why}')
                     answers[call['id']] = f'invalid report: {why}. Call submit_report again.'
                     continue
                 if failed:   # a report sent with tool calls stands only if they all succeeded
@@ -249,7 +254,8 @@ class LLMRobotBrain(RobotBrain):
                             for c in reply.tool_calls)
             if report is not None:
                 return BrainReport(**report.model_dump())
-        return self._non_compliant(task, f'no valid report within {self.settings.max_steps} LLM requests')
+        return self._non_compliant(task, tools, progress,
+                                   f'no valid report within {self.settings.max_steps} LLM requests')
 
     @staticmethod
     def _report_of(raw_args: str, outputs: dict[int, Any], names: dict[int, str]) -> SubmitReport:
@@ -325,10 +331,14 @@ class LLMRobotBrain(RobotBrain):
         report.data = {**report.data, 'brain': 'protocol (takeover)'}
         return report
 
-    def _non_compliant(self, task: TaskSpec, why: str) -> BrainReport:
+    def _non_compliant(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn, why: str) -> BrainReport:
+        """Record that the LLM left ``task`` without a valid report; fail it, or hand it to the protocol brain."""
         self.non_compliant_tasks += 1
         self._emit(EventKind.BRAIN_ERROR, f'{self.role}: LLM non-compliant on {task.task_id}', target=task.task_id,
                    reason=why, task_id=task.task_id, error=why)
+        after = self.settings.robot_takeover_after
+        if after and self.non_compliant_tasks >= after and not self._cancelled:
+            return self._taken_over(task, tools, progress)
         return BrainReport(status=TaskStatus.FAILURE, issue=f'non-compliance: {why}',
                            summary='The robot did not produce a valid report.')
 
@@ -363,6 +373,7 @@ class LLMManagerBrain(ManagerBrain):
         self._started = False
         self._kb_now = True
         self._bad_reflections = 0
+        self._unusable_decisions = 0   # idle decisions with nothing usable (manager_takeover_after)
         self._fallback: ManagerBrain | None = None
         self._make_fallback = fallback_brain
 
@@ -470,8 +481,10 @@ class LLMManagerBrain(ManagerBrain):
                 return self._endpoint_down(observation, exc)
             self.messages.append(reply.message)
             if not reply.tool_calls:
-                if nudged or not self._idle(observation):
-                    return []   # waiting is right (a task runs, a human decides), or it was told once
+                if not self._idle(observation):
+                    return []   # waiting is right (a task runs, a human decides)
+                if nudged:
+                    return self._unusable(observation, 'answered without a tool call again after the nudge')
                 nudged = True   # nothing runs and nobody else will act: ask once for an action
                 self.messages.append({'role': 'user', 'content': 'Nothing is running: act now with your tools.'})
                 continue
@@ -487,7 +500,31 @@ class LLMManagerBrain(ManagerBrain):
                 return actions
             if self._bad_reflections > self.settings.max_report_retries:
                 return self._non_compliant_reflection()
+        if self._idle(observation):
+            return self._unusable(observation, f'no valid action within {self.settings.max_steps} LLM requests')
         return []
+
+    def _unusable(self, obs: ManagerObservation, why: str) -> list[ManagerAction]:
+        """Record a decision with nothing usable while only the manager could act; maybe hand over.
+
+        After ``manager_takeover_after`` such decisions the protocol brain takes over the manager's
+        role for the rest of the episode (``takeover``, source fallback) and decides now; before
+        that, or with 0, nothing is returned and the supervisor's deadline runs.
+        """
+        self._unusable_decisions += 1
+        self._emit(EventKind.BRAIN_ERROR, 'manager: no usable decision while only the manager could act',
+                   target='manager', reason=why, error=why, attempt=self._unusable_decisions)
+        after = self.settings.manager_takeover_after
+        if not after or self._unusable_decisions < after:
+            return []
+        from robot_team.brains.protocol import ManagerProtocolBrain
+        self._fallback = self._make_fallback() if self._make_fallback else ManagerProtocolBrain()
+        self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(self).__name__} for the rest of '
+                   'the episode', target='manager', role='manager', previous=type(self).__name__,
+                   brain=type(self._fallback).__name__, source=DecisionSource.FALLBACK.value,
+                   reason=f'{self._unusable_decisions} decision(s) with nothing usable while the team waited on '
+                          f'the manager (manager_takeover_after: {after}): {why}')
+        return self._fallback.decide(obs)
 
     def _non_compliant_reflection(self) -> list[ManagerAction]:
         why = (f'non-compliance: the reflection was refused or invalid {self._bad_reflections} times '

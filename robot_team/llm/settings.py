@@ -126,9 +126,15 @@ class LLMSettings(BaseSettings):
     fallback: Literal['protocol', 'fail'] = Field(
         'protocol', description="When the endpoint stays down: 'protocol' brain, or 'fail' (report failure).")
     robot_takeover_after: int = Field(
-        1, ge=0, description='Robot brains: after this many tasks ended non-compliant (no valid report within '
-        'the budget; each reported as a failure with the issue), the protocol brain takes over the robot\'s '
-        'role for the rest of the episode, recorded as a takeover (its decisions: source fallback); 0: never.')
+        1, ge=0, description='Robot brains: when this many tasks ended non-compliant (no valid report within '
+        'the budget), the protocol brain takes over the robot\'s role for the rest of the episode, starting '
+        'with the task that reached the count, recorded as a takeover (its work: source fallback); earlier '
+        'non-compliant tasks, or all with 0 (never), are reported as failures with the issue.')
+    manager_takeover_after: int = Field(
+        1, ge=0, description='Manager brain: when this many decisions ended with nothing usable (text after the '
+        'nudge, or only invalid calls) while only the manager could act (no task running, no escalation open), '
+        'the protocol brain takes over the manager\'s role for the rest of the episode, recorded as a takeover; '
+        '0: never (the supervisor\'s decision deadline escalates instead).')
     max_report_retries: int = Field(2, ge=0, description='Invalid reports sent back with the error before failing.')
     max_steps: int = Field(12, ge=1, description='Most LLM requests per robot task (or per manager decision).')
     task_budget_s: float = Field(120.0, gt=0, description='Robot brains: wall s of LLM work per task; past it, no '

@@ -61,6 +61,12 @@ class DelegateTaskArgs(BaseModel):
     handles_task_id: str = Field('', description='Failed task it recovers')
     instructions: str = ''
 
+    @model_validator(mode='after')
+    def _navigation_names_hcw(self) -> 'DelegateTaskArgs':
+        if self.task_type == 'navigation' and not self.hcw_id.strip().lstrip('#'):
+            raise ValueError(f"a navigation task must name the HCW to escort in 'hcw_id' (got {self.hcw_id!r})")
+        return self
+
 
 class EscalateArgs(BaseModel):
     """Escalate a failed task to a human."""
