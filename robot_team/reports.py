@@ -158,7 +158,7 @@ class Reflection(BaseModel):
 def _explain(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        loc = '.'.join(str(p) for p in err['loc']) or '(report)'
+        loc = '.'.join(str(p) for p in err['loc']) or f'({exc.title})'   # a rule over the whole model
         got = err.get('input')
         shown = repr(got) if isinstance(got, (str, int, float, bool)) or got is None else ''
         if len(shown) > 60:
