@@ -10,7 +10,7 @@ tables count decisions per source and the takeovers. Pure functions over the eve
 from __future__ import annotations
 
 from enum import Enum
-from typing import Iterable
+from typing import Collection, Iterable
 
 from robot_team.events import EventKind, TeamEventModel
 
@@ -50,6 +50,12 @@ def count_takeovers(events: Iterable[TeamEventModel]) -> int:
     return sum(1 for e in events if e.kind == EventKind.TAKEOVER.value)
 
 
-def without_fallback(events: Iterable[TeamEventModel]) -> list[TeamEventModel]:
-    """Return ``events`` without those the fallback decided (what an LLM attempted, and the rest)."""
-    return [e for e in events if source_of(e) != DecisionSource.FALLBACK.value]
+def without_fallback(events: Iterable[TeamEventModel], actors: Collection[str] | None = None) -> list[TeamEventModel]:
+    """Return ``events`` without those the fallback decided (what an LLM attempted, and the rest).
+
+    With ``actors``, only the fallback's events of those actors (node names, e.g. ``{'manager'}``)
+    are left out: the rubric's manager cells keep a robot's report written by its fallback (the
+    manager's LLM still judged and handled it), and its robot cells keep the manager's.
+    """
+    return [e for e in events if not (source_of(e) == DecisionSource.FALLBACK.value
+                                      and (actors is None or e.actor in actors))]

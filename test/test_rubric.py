@@ -57,6 +57,29 @@ def test_protocol_run_scores_17_of_17_in_both_views(record):
     assert 'nav-1 judged a failure' in score.floor.cell(Metric.COMPLETION_JUDGMENT, NAV).reason
 
 
+def test_attempted_view_leaves_out_the_fallback_only_where_it_stood_in():
+    """A taken-over navigation robot loses its own cells; the LLM manager that handled its reports does not."""
+    events = onboarding_record()
+    for e in events:
+        if e.actor == 'navigation_robot' and e.kind in ('task_report', 'tool_call'):
+            e.data['source'] = 'fallback'
+    score = score_run(events)
+    robot_cells = [(m, NAV) for m in (Metric.TOOL_USAGE, Metric.LOCAL_REASONING, Metric.REPORT_COMPLIANCE)]
+    manager_cells = [(m, NAV) for m in (Metric.DELEGATION_ACCURACY, Metric.COMPLETION_JUDGMENT,
+                                        Metric.ISSUE_HANDLING)]
+    assert [score.attempted.cell(*c).score for c in robot_cells] == [0.0, 0.0, 0.0]
+    assert [score.attempted.cell(*c).score for c in manager_cells] == [1.0, 1.0, 1.0]
+    assert score.attempted.points == RUBRIC_POINTS - 3 and score.floor.points == RUBRIC_POINTS
+    for e in events:   # and the other way round: a taken-over manager
+        e.data.pop('source', None)
+        if e.actor == 'manager' and e.kind in ('delegation_requested', 'judgment', 'reflection'):
+            e.data['source'] = 'fallback'
+    score = score_run(events)
+    assert [score.attempted.cell(*c).score for c in robot_cells] == [1.0, 1.0, 1.0]
+    assert [score.attempted.cell(*c).score for c in manager_cells] == [0.0, 0.0, 0.0]
+    assert score.attempted.cell(Metric.REFLECTION_QUALITY).score == 0.0
+
+
 EDGE_CASES = {
     # edit: {(view, metric, task): expected score} -- every other cell keeps its full score
     'missing reflection': (without_reflection, {('attempted', 'reflection_quality', None): 0.0,

@@ -18,8 +18,10 @@ Two views of the same record:
   guards refused (``tool_refused``, ``delegation_refused``, ``workflow_violation``,
   ``false_completion``, ``reflection_rejected``, ``report_rejected``) count against the cell
   they concern. What the protocol brain decided as a fallback (the LLM's endpoint down, or a
-  takeover after a stall; ``source: fallback``, :mod:`robot_team.decisions`) is left out: the
-  LLM did not decide it.
+  takeover after a stall; ``source: fallback``, :mod:`robot_team.decisions`) is left out of the
+  cells of the level it stood in for: the LLM did not decide it. A manager cell keeps a robot's
+  report written by that robot's fallback (the manager's LLM still had to judge and handle it),
+  and a robot cell keeps a delegation the manager's fallback made.
 - ``floor``: what happened on the floor after the guards (refused attempts never reached ROS).
 
 Pure functions over :class:`~robot_team.events.TeamEventModel` lists in record order; no ROS.
@@ -787,8 +789,18 @@ def report_compliance(rec: _Record, task_type: TaskType, view: str) -> Cell:
 
 # --- Runs --------------------------------------------------------------------------------------
 
+def _view_records(events: list[TeamEventModel], view: str) -> tuple[_Record, _Record]:
+    """Return the records the manager's cells and the robots' cells of ``view`` are scored on."""
+    if view == 'floor':
+        record = _Record(list(events))
+        return record, record
+    from robot_team.decisions import without_fallback
+    return (_Record(without_fallback(events, {'manager'})),
+            _Record(without_fallback(events, set(TASK_OWNER.values()))))
+
+
 def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudge | None = None,
-               _record: _Record | None = None) -> ViewScore:
+               _records: tuple[_Record, _Record] | None = None) -> ViewScore:
     """Score the rubric's 19 cells (17 applicable on the published scenario) in ``view``.
 
     Raises
@@ -798,18 +810,15 @@ def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudg
     """
     if view not in VIEWS:
         raise ValueError(f"unknown view '{view}': expected one of {', '.join(VIEWS)}")
-    if _record is None:
-        from robot_team.decisions import without_fallback
-        _record = _Record(without_fallback(events) if view == 'attempted' else list(events))
-    rec = _record
+    rec, robots = _records or _view_records(events, view)
     cells = []
     for task_type in OPERATIONAL_TASKS:
         cells += [delegation_accuracy(rec, task_type, view), completion_judgment(rec, task_type, view),
                   issue_handling(rec, task_type, view)]
     cells.append(reflection_quality(rec, view, judge))
     for task_type in OPERATIONAL_TASKS:
-        cells += [tool_usage(rec, task_type, view), local_reasoning(rec, task_type, view),
-                  report_compliance(rec, task_type, view)]
+        cells += [tool_usage(robots, task_type, view), local_reasoning(robots, task_type, view),
+                  report_compliance(robots, task_type, view)]
     return ViewScore(view=view, cells=cells)
 
 
@@ -840,11 +849,9 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
 def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJudge | None = None,
               judge_name: str = 'structural') -> RunScore:
     """Score one run's event record in both views, with its LLM usage and guard counts."""
-    from robot_team.decisions import count_decisions, count_takeovers, without_fallback
+    from robot_team.decisions import count_decisions, count_takeovers
     from robot_team.report import GUARD_KINDS
     events = list(events)
-    rec = _Record(events)
-    llm_rec = _Record(without_fallback(events))
     if judge is not None:   # one judgment per reflection, shared by both views
         verdicts: dict[str, tuple[float, str]] = {}
         outer = judge
@@ -860,8 +867,8 @@ def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJ
         if event.kind in {k.value for k in GUARD_KINDS}:
             guards[event.kind] = guards.get(event.kind, 0) + 1
     return RunScore(run=run, outcome=finished[-1].data.get('outcome', '') if finished else 'timeout',
-                    attempted=score_view(events, 'attempted', judge=judge, _record=llm_rec),
-                    floor=score_view(events, 'floor', judge=judge, _record=rec),
+                    attempted=score_view(events, 'attempted', judge=judge),
+                    floor=score_view(events, 'floor', judge=judge),
                     usage=llm_usage(events), guards=guards, decisions=count_decisions(events),
                     takeovers=count_takeovers(events), judge=judge_name if judge else 'structural')
 
