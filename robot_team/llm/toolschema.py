@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
@@ -51,12 +51,21 @@ class SubmitReport(BrainReport):
         return self
 
 
+def _hcw_id_required(schema: dict[str, Any]) -> None:
+    schema['required'] = [*schema.get('required', []), 'hcw_id']
+
+
 class DelegateTaskArgs(BaseModel):
     """Delegate a task to its robot."""
 
+    # The schema asks every model for hcw_id (a constrained decoder then always writes it); the
+    # validator still accepts a missing one except for navigation, so a guard, not a parse error,
+    # answers a skipped or misordered step.
+    model_config = ConfigDict(json_schema_extra=_hcw_id_required)
+
     task_type: OperationalTask
     robot: OperationalRobot
-    hcw_id: str = ''
+    hcw_id: str = Field('', description='HCW number, e.g. 80: whom to escort; whose badge or care team')
     reason: str
     handles_task_id: str = Field('', description='Failed task it recovers')
     instructions: str = ''
