@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from robot_team.brains.base import FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
+from robot_team.brains.base import (
+    EscalationRecord, FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec)
 from robot_team.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
@@ -225,6 +226,34 @@ def test_a_manager_with_nothing_usable_while_the_team_waits_hands_over_to_the_pr
     assert brain.decision_source == 'fallback'
     assert [(a.task_type, a.hcw_id) for a in actions] == [(TaskType.NAVIGATION, patient.assigned_hcw_id)]
     assert [(a.task_type, a.hcw_id) for a in later] == [(TaskType.NAVIGATION, patient.assigned_hcw_id)]
+
+
+def test_a_third_try_of_what_failed_twice_is_refused_and_the_protocol_brain_proposes_another_hcw():
+    record = Recorder()
+    again = {'task_type': 'navigation', 'robot': 'navigation_robot', 'hcw_id': '80', 'reason': 'retry',
+             'handles_task_id': 'nav-2'}
+    patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
+    alternatives = [{'hcw_id': '90', 'specialty': 'Physician', 'area': 'Staff lounge'}]
+    failed = [TaskRecord(task_id=f'nav-{n}', task_type=TaskType.NAVIGATION, robot='navigation_robot', hcw_id='80',
+                         state='failure', issue='HCW #80 unavailable: on an urgent call',
+                         data={'alternatives': alternatives}) for n in (1, 2)]
+    with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', again))}) as server:
+        brain = LLMManagerBrain(settings(server, max_steps=2), record.emitter('manager'), kb=False)
+        first = LLMManagerBrain(settings(server), Recorder().emitter('manager'), kb=False).decide(
+            ManagerObservation(patient=patient, tasks=failed[:1], new=['nav-1 failed']))
+        actions = brain.decide(ManagerObservation(patient=patient, tasks=failed, new=['nav-2 failed']))
+    assert [(a.task_type, a.hcw_id) for a in first] == [(TaskType.NAVIGATION, '80')]   # one retry is fine
+    refused = record.of('delegation_refused')
+    assert len(refused) == 2 and refused[0]['data']['failed'] == ['nav-1', 'nav-2']
+    assert 'another HCW or escalate nav-2' in server.requests_of('manager')[-1]['messages'][-1]['content']
+    [takeover] = record.of('takeover')
+    assert [(a.task_type, a.hcw_id, a.handles_task_id) for a in actions] == [(TaskType.NAVIGATION, '90', 'nav-2')]
+    # a human's retry on the last failure allows the same attempt again
+    retry = EscalationRecord(escalation_id='esc-1', task_id='nav-2', decision='retry')
+    with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', again))}) as server:
+        brain = LLMManagerBrain(settings(server), Recorder().emitter('manager'), kb=False)
+        allowed = brain.decide(ManagerObservation(patient=patient, tasks=failed, escalations=[retry], new=['esc-1']))
+    assert [(a.hcw_id, a.handles_task_id) for a in allowed] == [('80', 'nav-2')]
 
 
 def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():

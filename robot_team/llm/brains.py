@@ -61,6 +61,10 @@ from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_
 from robot_team.tools.base import ToolAccessError, Toolbox
 from robot_team.tools.catalog import TOOL_OWNERS
 
+MAX_SAME_FAILURES = 2
+"""Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again
+unless a human decided ``retry``: repeating what failed twice is not handling the issue."""
+
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})
 """Guard feedback that counts as an invalid reflection (towards ``max_report_retries``)."""
 
@@ -572,6 +576,14 @@ class LLMManagerBrain(ManagerBrain):
                     self._emit(EventKind.DELEGATION_REFUSED, f'manager repeated a running {args.task_type} task',
                                target=args.robot, reason=why, task_type=args.task_type, robot=args.robot)
                     return None, f'refused: {why}'
+                repeated = self._repeats_failures(args, obs)
+                if repeated:   # the same attempt failed twice: retrying it again is not handling the issue
+                    why = (f"{', '.join(repeated)} failed with HCW #{args.hcw_id or '-'}: delegate with another "
+                           f'HCW or escalate {repeated[-1]}')
+                    self._emit(EventKind.DELEGATION_REFUSED, f'manager repeated a failed {args.task_type} task',
+                               target=args.robot, reason=why, task_type=args.task_type, robot=args.robot,
+                               hcw_id=args.hcw_id, failed=repeated)
+                    return None, f'refused: {why}'
                 return self._delegate(args, obs), 'sent to the supervisor for authorization; result in next update'
             if isinstance(args, EscalateArgs):
                 return Escalate(task_id=args.task_id, reason=args.reason, options=args.options), \
@@ -583,6 +595,21 @@ class LLMManagerBrain(ManagerBrain):
             self._emit(EventKind.BRAIN_ERROR, f'manager sent invalid {name} arguments', target=name,
                        reason=why, error=why, raw=raw[:500], source='llm')
             return None, f'invalid arguments: {why}'
+
+    @staticmethod
+    def _repeats_failures(args: DelegateTaskArgs, obs: ManagerObservation) -> list[str]:
+        """Return the failed tasks ``args`` repeats when it is a third try of one attempt, else [].
+
+        One attempt is a task type with an HCW. After it failed twice, only a human's ``retry``
+        on the last failure allows it again; anything else must change the HCW or escalate.
+        """
+        failed = [t for t in obs.tasks if t.task_type.value == args.task_type and t.state == 'failure'
+                  and t.hcw_id == args.hcw_id]
+        if len(failed) < MAX_SAME_FAILURES:
+            return []
+        if any(e.task_id == failed[-1].task_id and e.decision == 'retry' for e in obs.escalations):
+            return []
+        return [t.task_id for t in failed]
 
     @staticmethod
     def _delegate(args: DelegateTaskArgs, obs: ManagerObservation) -> Delegate:
