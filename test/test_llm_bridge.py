@@ -228,7 +228,7 @@ def test_a_manager_with_nothing_usable_while_the_team_waits_hands_over_to_the_pr
     assert [(a.task_type, a.hcw_id) for a in later] == [(TaskType.NAVIGATION, patient.assigned_hcw_id)]
 
 
-def test_a_third_try_of_what_failed_twice_is_refused_and_the_protocol_brain_proposes_another_hcw():
+def test_the_same_hcw_after_a_navigation_failure_is_refused_and_the_protocol_brain_proposes_another():
     record = Recorder()
     again = {'task_type': 'navigation', 'robot': 'navigation_robot', 'hcw_id': '80', 'reason': 'retry',
              'handles_task_id': 'nav-2'}
@@ -239,10 +239,7 @@ def test_a_third_try_of_what_failed_twice_is_refused_and_the_protocol_brain_prop
                          data={'alternatives': alternatives}) for n in (1, 2)]
     with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', again))}) as server:
         brain = LLMManagerBrain(settings(server, max_steps=2), record.emitter('manager'), kb=False)
-        first = LLMManagerBrain(settings(server), Recorder().emitter('manager'), kb=False).decide(
-            ManagerObservation(patient=patient, tasks=failed[:1], new=['nav-1 failed']))
         actions = brain.decide(ManagerObservation(patient=patient, tasks=failed, new=['nav-2 failed']))
-    assert [(a.task_type, a.hcw_id) for a in first] == [(TaskType.NAVIGATION, '80')]   # one retry is fine
     refused = record.of('delegation_refused')
     assert len(refused) == 2 and refused[0]['data']['failed'] == ['nav-1', 'nav-2']
     assert 'another HCW or escalate nav-2' in server.requests_of('manager')[-1]['messages'][-1]['content']
@@ -254,6 +251,18 @@ def test_a_third_try_of_what_failed_twice_is_refused_and_the_protocol_brain_prop
         brain = LLMManagerBrain(settings(server), Recorder().emitter('manager'), kb=False)
         allowed = brain.decide(ManagerObservation(patient=patient, tasks=failed, escalations=[retry], new=['esc-1']))
     assert [(a.hcw_id, a.handles_task_id) for a in allowed] == [('80', 'nav-2')]
+    # a robot's failed info collection may be tried once more with the same HCW, not twice
+    info = {'task_type': 'info_collection', 'robot': 'info_collection_robot', 'hcw_id': '90', 'reason': 'retry'}
+    info_failed = [TaskRecord(task_id=f'info-{n}', task_type=TaskType.INFO_COLLECTION, robot='info_collection_robot',
+                              hcw_id='90', state='failure', issue='badge reader offline') for n in (1, 2)]
+    record = Recorder()
+    with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', info))}) as server:
+        once = LLMManagerBrain(settings(server), record.emitter('manager'), kb=False).decide(
+            ManagerObservation(patient=patient, tasks=info_failed[:1], new=['info-1 failed']))
+        twice = LLMManagerBrain(settings(server, max_steps=1, manager_takeover_after=0), record.emitter('manager'),
+                                kb=False).decide(ManagerObservation(patient=patient, tasks=info_failed, new=['x']))
+    assert [a.task_type for a in once] == [TaskType.INFO_COLLECTION] and twice == []
+    assert [e['data']['failed'] for e in record.of('delegation_refused')] == [['info-1', 'info-2']]
 
 
 def test_echoing_a_failure_without_acting_lets_the_supervisor_escalate():

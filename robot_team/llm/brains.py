@@ -61,9 +61,11 @@ from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_
 from robot_team.tools.base import ToolAccessError, Toolbox
 from robot_team.tools.catalog import TOOL_OWNERS
 
-MAX_SAME_FAILURES = 2
+MAX_SAME_FAILURES: dict[str, int] = {'navigation': 1, 'info_collection': 2, 'display': 2}
 """Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again
-unless a human decided ``retry``: repeating what failed twice is not handling the issue."""
+unless a human decided ``retry``. A navigation failure is handled by another HCW or an escalation,
+never by the same HCW again (the published issue-handling metric, Bai, Ding, Taylor, Table II); a
+robot's failed info collection or display may be tried once more with the same HCW."""
 
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})
 """Guard feedback that counts as an invalid reflection (towards ``max_report_retries``)."""
@@ -577,7 +579,7 @@ class LLMManagerBrain(ManagerBrain):
                                target=args.robot, reason=why, task_type=args.task_type, robot=args.robot)
                     return None, f'refused: {why}'
                 repeated = self._repeats_failures(args, obs)
-                if repeated:   # the same attempt failed twice: retrying it again is not handling the issue
+                if repeated:   # repeating what failed is not handling the issue
                     why = (f"{', '.join(repeated)} failed with HCW #{args.hcw_id or '-'}: delegate with another "
                            f'HCW or escalate {repeated[-1]}')
                     self._emit(EventKind.DELEGATION_REFUSED, f'manager repeated a failed {args.task_type} task',
@@ -598,14 +600,15 @@ class LLMManagerBrain(ManagerBrain):
 
     @staticmethod
     def _repeats_failures(args: DelegateTaskArgs, obs: ManagerObservation) -> list[str]:
-        """Return the failed tasks ``args`` repeats when it is a third try of one attempt, else [].
+        """Return the failed tasks ``args`` repeats once it may not be tried again, else [].
 
-        One attempt is a task type with an HCW. After it failed twice, only a human's ``retry``
-        on the last failure allows it again; anything else must change the HCW or escalate.
+        One attempt is a task type with an HCW. After :data:`MAX_SAME_FAILURES` failures only a
+        human's ``retry`` on the last one allows it again; anything else must change the HCW or
+        escalate.
         """
         failed = [t for t in obs.tasks if t.task_type.value == args.task_type and t.state == 'failure'
                   and t.hcw_id == args.hcw_id]
-        if len(failed) < MAX_SAME_FAILURES:
+        if len(failed) < MAX_SAME_FAILURES[args.task_type]:
             return []
         if any(e.task_id == failed[-1].task_id and e.decision == 'retry' for e in obs.escalations):
             return []
