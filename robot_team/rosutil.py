@@ -154,6 +154,11 @@ def spin_node(name: str, make_node, make_executor, args=None) -> int:
     except ConfigError as exc:
         print(f'{name}: {exc}', file=sys.stderr)
         return 2
+    except Exception:  # noqa: BLE001 - re-raised unless it is the shutdown racing the executor
+        if rclpy.ok():
+            raise
+        # Ctrl-C shut the context down while the executor was building its wait set (RCLError
+        # "context is not valid"): a normal stop, like ExternalShutdownException
     finally:
         if node is not None:
             node.destroy_node()

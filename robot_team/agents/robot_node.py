@@ -25,7 +25,7 @@ from rclpy.node import Node
 from robot_team import names
 from robot_team.brains.base import RobotBrain, TaskSpec
 from robot_team.core.robot import ROLE_TASK, RobotCore
-from robot_team.events import EventEmitter, EventKind
+from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import TaskReportModel
 from robot_team.rosutil import ros_now_s, spin_node, submit_report, team_name
 from robot_team.tools.base import ToolError, Toolbox
@@ -122,6 +122,10 @@ class RobotNode(Node):
         from robot_team.srv import SubmitReport
         self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),
                                           callback_group=self._group)
+        from robot_team.msg import TeamHold
+        self._held_by = ''   # escalation IDs holding the team ('' when not held)
+        self.create_subscription(TeamHold, team_name(self, names.TEAM_HOLD), self.hold_callback,
+                                 reliable_qos(depth=1), callback_group=self._group)
         self._server = ActionServer(
             self, ExecuteTask, names.EXECUTE_TASK,
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
@@ -179,6 +183,21 @@ class RobotNode(Node):
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
+    def hold_callback(self, msg) -> None:
+        """Follow the team hold: while held, a task is not started and a running one is stopped.
+
+        The supervisor also cancels every goal when the hold begins; this covers a delegation it
+        authorised just before the hold whose goal reaches the robot just after.
+        """
+        self._held_by = (', '.join(msg.escalation_ids) or 'the supervisor') if msg.active else ''
+        running = self._running_task
+        if self._held_by and running:
+            self.events.emit(EventKind.OBSERVATION, f'{self.role} stops {running}: the team is held',
+                             target=running, reason=f'held by {self._held_by}', cue='hold', task_id=running)
+            self.core.cancel(running)
+            for hook in self._cancel_hooks:
+                hook()
+
     def cancel_callback(self, goal_handle) -> CancelResponse:
         """Accept cancellation: ask the brain to stop and cancel the robot's motion in progress."""
         self.events.emit(EventKind.OBSERVATION, f'{self.role} asked to cancel {goal_handle.request.task_id}',
@@ -219,7 +238,7 @@ class RobotNode(Node):
         def progress(stage: str, detail: str, fraction: float) -> None:
             goal_handle.publish_feedback(ExecuteTask.Feedback(stage=stage, detail=detail, progress=float(fraction)))
 
-        report = self.core.run(task, progress)
+        report = self.core.run(task, progress, held_by=self._held_by)
         if self._stopping:   # the episode ended: the supervisor may be gone; the report is in the record
             self.events.emit(EventKind.OBSERVATION, f'{self.role} did not submit its report on {task.task_id}: '
                              'stopping', target=task.task_id, cue='stopping', task_id=task.task_id)

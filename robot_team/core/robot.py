@@ -71,8 +71,11 @@ class RobotCore:
         self.toolbox.cancel(task_id)
         self.brain.cancel()
 
-    def run(self, task: TaskSpec, progress: ProgressFn) -> TaskReportModel:
+    def run(self, task: TaskSpec, progress: ProgressFn, held_by: str = '') -> TaskReportModel:
         """Execute ``task`` and return the grounded report (never raises for task-level problems).
+
+        With ``held_by`` (the escalations holding the team) the task is not started: the report
+        is a ``failure`` saying so, and the brain is not asked.
 
         A brain that raises becomes a ``failure`` report naming the exception; a success claim
         the tool journal contradicts becomes a ``failure`` with a ``false completion`` issue (and
@@ -81,7 +84,8 @@ class RobotCore:
         self._emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
                    task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
         try:
-            claim = self.brain.execute(task, self.toolbox, progress)
+            claim = BrainReport(status=TaskStatus.FAILURE, issue=f'not started: the team is held by {held_by}') \
+                if held_by else self.brain.execute(task, self.toolbox, progress)
         except Exception as exc:  # noqa: BLE001 - a brain crash is a recorded failure, not a dead robot
             _log.error('%s brain crashed:\n%s', self.role, traceback.format_exc())
             claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')

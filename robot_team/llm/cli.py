@@ -34,6 +34,9 @@ def serve(
         raise typer.Exit(1) from exc
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Ctrl-C stops it even where SIGINT came in ignored (a background job of a script: Python then
+    # installs no KeyboardInterrupt handler of its own)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:   # Ctrl-C may come as soon as the URL is out: the prints are inside the try too
         print(server.base_url, flush=True)
         console.print(f'[bold]local LLM[/bold] {MODEL.name} on {server.base_url} ({local.threads} threads, started in '
@@ -49,5 +52,6 @@ def serve(
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         server.stop()
         console.print('local LLM stopped')
