@@ -252,3 +252,21 @@ def test_by_default_the_protocol_brain_finishes_the_first_task_an_llm_robot_leav
     assert record.events.index(takeover) > record.events.index(error)
     assert report.status.value == 'success' and record.of('task_report')[0]['data']['source'] == 'fallback'
     assert [e['data']['source'] for e in record.of('tool_call')] == ['fallback'] * len(record.of('tool_call'))
+
+
+def test_a_robot_does_not_start_a_task_while_the_team_is_held():
+    from robot_team.brains.base import TaskSpec
+    from robot_team.brains.protocol import protocol_robot_brain
+    from robot_team.core.robot import RobotCore
+    from robot_team.llm.harness import World, build_toolbox
+    record = Recorder()
+    toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
+    core = RobotCore('display_robot', protocol_robot_brain('display_robot'), toolbox,
+                     record.emitter('display_robot'), lambda: 0.0)
+    held = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None,
+                    held_by='esc-2')
+    assert held.status.value == 'failure' and held.issue == 'not started: the team is held by esc-2'
+    assert not record.of('tool_call')                     # the brain was not asked
+    assert [e['data']['task_id'] for e in record.of('task_report')] == ['display-1']
+    released = core.run(TaskSpec(task_id='display-2', task_type='display', room='ER-12'), lambda *_: None)
+    assert released.status.value == 'success' and record.of('tool_call')
