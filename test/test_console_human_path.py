@@ -88,10 +88,16 @@ def test_a_person_resolves_holds_and_releases_through_the_console(ros_context, e
     assert delegations['nav-2']['hcw_id'] == '90' and delegations['nav-3']['hcw_id'] == '90'
     decisions = [(e['escalation_id'], e['decision'], e['hcw_id'], e['operator_id']) for e in report['escalations']]
     assert decisions == [('esc-1', 'reassign', '90', 'charge_nurse'), (hold_id, 'retry', '', 'charge_nurse')]
-    # The hold really stopped the robot: its Nav2 goal was cancelled at the simulator's action server.
+    # The hold really stopped the robot: the supervisor cancelled nav-2's goal at the robot, or, when
+    # that goal (authorised just before the hold) reached the robot just after, the robot, following
+    # team/hold, never started it or stopped it itself.
     cancelled = [e for e in run.events if e.kind == 'goals_cancelled' and e.data.get('goals')]
-    assert {e.data['action'] for e in cancelled} >= {'navigation_robot/execute_task'}
-    assert any(e.actor == 'navigation_robot' and e.data.get('cue') == 'cancel' for e in run.events)
+    cues = {e.data.get('cue') for e in run.events if e.actor == 'navigation_robot' and e.kind == 'observation'}
+    nav2_calls = [e for e in run.events if e.kind == 'tool_call' and e.data.get('task_id') == 'nav-2']
+    if any(e.data['action'] == 'navigation_robot/execute_task' for e in cancelled):
+        assert 'cancel' in cues
+    else:
+        assert nav2_calls == [] or 'hold' in cues, [e.summary for e in nav2_calls]
     refused = [e for e in run.events if e.kind == 'delegation_refused' and e.data.get('rule') == 'held']
     assert refused == []   # the manager paused: it never tried to delegate while held
     assert (tmp_path / 'run' / 'escalations.sqlite').exists()
