@@ -194,18 +194,20 @@ class RobotNode(Node):
         if self._held_by and running:
             self.events.emit(EventKind.OBSERVATION, f'{self.role} stops {running}: the team is held',
                              target=running, reason=f'held by {self._held_by}', cue='hold', task_id=running)
-            self.core.cancel(running)
-            for hook in self._cancel_hooks:
-                hook()
+            self._stop_task(running)
 
     def cancel_callback(self, goal_handle) -> CancelResponse:
         """Accept cancellation: ask the brain to stop and cancel the robot's motion in progress."""
         self.events.emit(EventKind.OBSERVATION, f'{self.role} asked to cancel {goal_handle.request.task_id}',
                          target=goal_handle.request.task_id, cue='cancel', task_id=goal_handle.request.task_id)
-        self.core.cancel(goal_handle.request.task_id)
+        self._stop_task(goal_handle.request.task_id)
+        return CancelResponse.ACCEPT
+
+    def _stop_task(self, task_id: str) -> None:
+        """Stop ``task_id``: no further tool calls, the brain asked to stop, the robot's motion cancelled."""
+        self.core.cancel(task_id)
         for hook in self._cancel_hooks:
             hook()
-        return CancelResponse.ACCEPT
 
     def execute_callback(self, goal_handle):
         """Run the brain on the task, verify its claim, publish and return the report."""

@@ -523,14 +523,20 @@ class LLMManagerBrain(ManagerBrain):
         after = self.settings.manager_takeover_after
         if not after or self._unusable_decisions < after:
             return []
-        from robot_team.brains.protocol import ManagerProtocolBrain
-        self._fallback = self._make_fallback() if self._make_fallback else ManagerProtocolBrain()
+        self._fallback = self._new_fallback()
         self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(self).__name__} for the rest of '
                    'the episode', target='manager', role='manager', previous=type(self).__name__,
                    brain=type(self._fallback).__name__, source=DecisionSource.FALLBACK.value,
                    reason=f'{self._unusable_decisions} decision(s) with nothing usable while the team waited on '
                           f'the manager (manager_takeover_after: {after}): {why}')
         return self._fallback.decide(obs)
+
+    def _new_fallback(self) -> ManagerBrain:
+        """Return the brain that stands in for the LLM (the node's protocol brain, else the default one)."""
+        if self._make_fallback is not None:
+            return self._make_fallback()
+        from robot_team.brains.protocol import ManagerProtocolBrain
+        return ManagerProtocolBrain()
 
     def _non_compliant_reflection(self) -> list[ManagerAction]:
         why = (f'non-compliance: the reflection was refused or invalid {self._bad_reflections} times '
@@ -629,8 +635,7 @@ class LLMManagerBrain(ManagerBrain):
 
     def _endpoint_down(self, obs: ManagerObservation, exc: Exception) -> list[ManagerAction]:
         if self.settings.fallback == 'protocol':
-            from robot_team.brains.protocol import ManagerProtocolBrain
-            self._fallback = self._make_fallback() if self._make_fallback else ManagerProtocolBrain()
+            self._fallback = self._new_fallback()
             self._emit(EventKind.BRAIN_ERROR, 'manager: LLM unavailable, falling back to the protocol brain',
                        reason=str(exc), fallback='protocol', error=str(exc))
             return self._fallback.decide(obs)

@@ -211,22 +211,25 @@ class HospitalSystemsNode(Node):
 
     def _observe_odometry(self, robot: str, msg: Odometry, pose: bool) -> None:
         """Hand one odometry message's twist (and, if ``pose``, its pose) to the engine, at its stamp."""
-        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         twist = msg.twist.twist
         with self._lock:
             if not self._stopping:
                 self.engine.observe_motion(robot, math.hypot(twist.linear.x, twist.linear.y), twist.angular.z,
-                                           t - self._origin if t > 0 else None)
+                                           self._engine_time(msg.header))
         if pose:
             self._observe(robot, msg.header, msg.pose.pose)
 
     def _observe(self, robot: str, header, pose) -> None:
         """Hand one pose message to the engine, at its stamp (at the engine's time if unstamped)."""
         p = pose2d(pose)
-        t = header.stamp.sec + header.stamp.nanosec * 1e-9
         with self._lock:
             if not self._stopping:
-                self.engine.observe_robot(robot, p.x, p.y, p.yaw, t - self._origin if t > 0 else None)
+                self.engine.observe_robot(robot, p.x, p.y, p.yaw, self._engine_time(header))
+
+    def _engine_time(self, header) -> float | None:
+        """Return a message's stamp on the engine's clock (s since the node's origin); None if unstamped."""
+        t = header.stamp.sec + header.stamp.nanosec * 1e-9
+        return t - self._origin if t > 0 else None
 
     # --- time ----------------------------------------------------------------------------------
 
