@@ -188,33 +188,39 @@ def test_the_attempted_view_leaves_out_what_the_fallback_decided():
     assert count_decisions(events) == score.decisions
 
 
-def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
-    from robot_team.brains.base import TaskSpec
+def display_core(record, brain):
+    """A display robot's core on the stub floor, with ``brain``, recording into ``record``."""
     from robot_team.core.robot import RobotCore
+    from robot_team.llm.harness import World, build_toolbox
+    toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
+    return RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
+
+
+def display_task(n):
+    from robot_team.brains.base import TaskSpec
+    return TaskSpec(task_id=f'display-{n}', task_type='display', room='ER-12')
+
+
+def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
     from robot_team.llm.brains import LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer, text
-    from robot_team.llm.harness import World, build_toolbox
     from robot_team.llm.settings import LLMSettings
     record = Recorder()
 
     def slow(body):   # a slow model that talks instead of calling its tools
         time.sleep(0.4)
         return text('Let me think about the care team...')
-
-    def core_with(settings):
-        brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
-        toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
-        return brain, RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
     with ScriptedServer({'display_robot': slow}) as server:
         settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', fallback='fail',
                                task_budget_s=0.2, max_report_retries=5, max_retries=0, robot_takeover_after=2)
-        brain, core = core_with(settings)
-        report = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
+        brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
+        core = display_core(record, brain)
+        report = core.run(display_task(1), lambda *_: None)
         assert not record.of('takeover')
         assert len(server.requests_of('display_robot')) == 1      # no request after the budget ran out
         # the second non-compliant task reaches robot_takeover_after (2): the protocol brain finishes it
-        retry = core.run(TaskSpec(task_id='display-2', task_type='display', room='ER-12'), lambda *_: None)
-        later = core.run(TaskSpec(task_id='display-3', task_type='display', room='ER-12'), lambda *_: None)
+        retry = core.run(display_task(2), lambda *_: None)
+        later = core.run(display_task(3), lambda *_: None)
         brain.close()
     assert report.status.value == 'failure'
     assert 'budget of 0.2 s' in report.issue and report.issue.startswith('non-compliance')
@@ -229,20 +235,15 @@ def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
 
 
 def test_by_default_the_protocol_brain_finishes_the_first_task_an_llm_robot_leaves():
-    from robot_team.brains.base import TaskSpec
-    from robot_team.core.robot import RobotCore
     from robot_team.llm.brains import LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer, text
-    from robot_team.llm.harness import World, build_toolbox
     from robot_team.llm.settings import LLMSettings
     record = Recorder()
     with ScriptedServer({'display_robot': lambda body: text('Let me think about the care team...')}) as server:
         settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', max_retries=0)
         assert settings.robot_takeover_after == 1
         brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
-        toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
-        core = RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
-        report = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None)
+        report = display_core(record, brain).run(display_task(1), lambda *_: None)
         brain.close()
     assert len(server.requests_of('display_robot')) == settings.max_report_retries + 1   # then it gave up
     [error] = record.of('brain_error')
@@ -255,18 +256,12 @@ def test_by_default_the_protocol_brain_finishes_the_first_task_an_llm_robot_leav
 
 
 def test_a_robot_does_not_start_a_task_while_the_team_is_held():
-    from robot_team.brains.base import TaskSpec
     from robot_team.brains.protocol import protocol_robot_brain
-    from robot_team.core.robot import RobotCore
-    from robot_team.llm.harness import World, build_toolbox
     record = Recorder()
-    toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
-    core = RobotCore('display_robot', protocol_robot_brain('display_robot'), toolbox,
-                     record.emitter('display_robot'), lambda: 0.0)
-    held = core.run(TaskSpec(task_id='display-1', task_type='display', room='ER-12'), lambda *_: None,
-                    held_by='esc-2')
+    core = display_core(record, protocol_robot_brain('display_robot'))
+    held = core.run(display_task(1), lambda *_: None, held_by='esc-2')
     assert held.status.value == 'failure' and held.issue == 'not started: the team is held by esc-2'
     assert not record.of('tool_call')                     # the brain was not asked
     assert [e['data']['task_id'] for e in record.of('task_report')] == ['display-1']
-    released = core.run(TaskSpec(task_id='display-2', task_type='display', room='ER-12'), lambda *_: None)
+    released = core.run(display_task(2), lambda *_: None)
     assert released.status.value == 'success' and record.of('tool_call')
