@@ -210,7 +210,7 @@ def bench_llm(
     as_json: Annotated[bool, typer.Option('--json', help='Machine-readable output.')] = False,
 ) -> None:
     """Count prompt tokens per onboarding run (with/without KB) and the bridge overhead per tool call."""
-    from robot_team.llm.bench import main as bench_main
+    from robot_team.bench_llm import main as bench_main
     bench_main(['--json'] if as_json else [])
 
 

@@ -243,7 +243,7 @@ class StaffDirectory:
 
     # --- Writes -------------------------------------------------------------------------------
 
-    def record_check_in(self, room: str, hcw_id: str, badge_id: str, stamp_s: float) -> None:
+    def check_in(self, room: str, hcw_id: str, badge_id: str, stamp_s: float) -> None:
         """Record that HCW ``hcw_id`` badged in at ``room``'s door at ROS time ``stamp_s`` (s).
 
         Raises

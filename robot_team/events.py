@@ -13,9 +13,15 @@ import logging
 import threading
 import time
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
-from pydantic import BaseModel, Field
+from builtin_interfaces.msg import Time
+from pydantic import BaseModel, Field, ValidationError
+from rclpy.exceptions import InvalidHandle
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from robot_team.msg import TeamEvent
+from robot_team.names import TEAM_EVENTS, team_name
 
 _log = logging.getLogger(__name__)
 
@@ -87,8 +93,6 @@ class TeamEventModel(BaseModel):
 
     def to_msg(self):
         """Return this event as a ``robot_team/msg/TeamEvent``."""
-        from builtin_interfaces.msg import Time
-        from robot_team.msg import TeamEvent
         sec = int(self.stamp_s)
         return TeamEvent(
             stamp=Time(sec=sec, nanosec=int(round((self.stamp_s - sec) * 1e9)) % 1_000_000_000),
@@ -116,7 +120,6 @@ def events_qos():
     Transient local with a deep history lets a recorder that joins late still receive every
     event a node has published (no loss at start-up).
     """
-    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     return QoSProfile(depth=5000, history=HistoryPolicy.KEEP_LAST,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -124,7 +127,6 @@ def events_qos():
 
 def reliable_qos(depth: int = 100):
     """Return a reliable, transient-local QoS for team topics that must not lose messages."""
-    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -144,9 +146,6 @@ class EventEmitter:
     """
 
     def __init__(self, node, actor: str):
-        from robot_team.msg import TeamEvent
-        from robot_team.names import TEAM_EVENTS
-        from robot_team.rosutil import team_name
         self._node = node
         self._actor = actor
         self._lock = threading.Lock()
@@ -166,7 +165,6 @@ class EventEmitter:
         ``kind`` and ``summary`` are positional-only, so a payload may carry its own ``summary``
         key (e.g. a task report's) in ``data``.
         """
-        from rclpy.exceptions import InvalidHandle
         kind_value = kind.value if isinstance(kind, EventKind) else str(kind)
         with self._lock:
             self._seq += 1
@@ -195,3 +193,43 @@ class EventEmitter:
         else:
             log.info(text)
         return event
+
+
+RAW_CHARS = 2000
+"""Most characters of a raw reply or raw arguments kept in an ``invalid_call`` event."""
+
+INVALID_CATEGORIES = ('unparsable_arguments', 'invalid_arguments', 'closed_set', 'invalid_reply',
+                      'unresolved_reference')
+"""``invalid_call`` categories: arguments that are not a JSON object; arguments that do not validate;
+a value outside a closed set (an enum); a reply that is not the tool calls asked for; a ``$N``
+reference to a call that did not succeed or a missing field."""
+
+
+def category_of(exc: Exception) -> str:
+    """Return ``'closed_set'`` for a validation error about an enum or literal value, else ``'invalid_arguments'``."""
+    if isinstance(exc, ValidationError) and any(e.get('type') in ('enum', 'literal_error') for e in exc.errors()):
+        return 'closed_set'
+    return 'invalid_arguments'
+
+
+def invalid_call(emit: Callable[..., Any] | None, caller: str, tool: str, category: str, error: str,
+                 raw: str = '', **data) -> None:
+    """Record one invalid call as an ``invalid_call`` event (nothing if ``emit`` is None).
+
+    Parameters
+    ----------
+    emit
+        The caller's event emitter (``emit(kind, summary, *, target, reason, **data)``).
+    caller, tool
+        Who called, and the tool name as the model gave it ('' if none).
+    category
+        One of :data:`INVALID_CATEGORIES`.
+    error
+        The validation error, for people and for the model.
+    raw
+        The arguments or reply as received (cut to :data:`RAW_CHARS`).
+    """
+    if emit is None:
+        return
+    emit(EventKind.INVALID_CALL, f'{caller}: invalid {tool or "reply"} ({category})', target=tool or 'reply',
+         reason=error, caller=caller, tool=tool, category=category, error=error, raw=(raw or '')[:RAW_CHARS], **data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from robot_team.brains.base import BrainReport
 from robot_team.reports import TaskStatus, TaskType
+from robot_team.catalog import ToolDecl, tools_for
 from robot_team.tools.base import ToolResult
 
 
@@ -19,38 +20,45 @@ def _last_ok(journal: list[ToolResult], tool: str) -> ToolResult | None:
     return None
 
 
+def _proof_problems(decl: ToolDecl, claim: BrainReport, journal: list[ToolResult]) -> list[str]:
+    """Return why ``journal`` lacks what ``decl``'s :class:`~robot_team.catalog.Proof` requires of a success claim."""
+    proof, problems = decl.proof, []
+    ok = _last_ok(journal, decl.name)
+    if proof.flag:
+        if ok is None or not ok.output.get(proof.flag):
+            problems.append(proof.missing)
+    elif proof.required and ok is None:
+        problems.append(proof.missing)
+    if proof.last_must_succeed and ok is not None:
+        last = next((r for r in reversed(journal) if r.tool == decl.name), None)
+        if last is not ok:
+            problems.append(proof.not_last)
+    if proof.claim_keys and ok is not None:
+        for key in proof.claim_keys:
+            if str(claim.data.get(key, '')) != str(ok.output.get(key, '')):
+                problems.append(f"reported {key} {claim.data.get(key)!r} differs from the directory's "
+                                f'{ok.output.get(key)!r}')
+    if proof.goal_of is not None and ok is not None:
+        reached = _last_ok(journal, proof.goal_of.value)
+        if reached is not None:
+            goal = reached.output.get('goal', [None, None])
+            if (abs(goal[0] - ok.output['x']) > proof.tolerance_m
+                    or abs(goal[1] - ok.output['y']) > proof.tolerance_m):
+                problems.append(f"the last successful goal {goal[:2]} is not the door of {ok.output['room']}")
+    return problems
+
+
 def contradictions(task_type: TaskType, claim: BrainReport, journal: list[ToolResult]) -> list[str]:
-    """Return why ``claim`` is not supported by ``journal`` (empty: supported or not a success claim)."""
+    """Return why ``claim`` is not supported by ``journal`` (empty: supported or not a success claim).
+
+    Each tool of ``task_type`` with a :class:`~robot_team.catalog.Proof` in the catalog is checked,
+    proofs that a tool must have succeeded first, then what its output must agree with.
+    """
     if claim.status is not TaskStatus.SUCCESS:
         return []
+    decls = [d for d in tools_for(task_type) if d.proof is not None]
+    decls.sort(key=lambda d: not (d.proof.required or d.proof.last_must_succeed))
     problems: list[str] = []
-    if task_type is TaskType.NAVIGATION:
-        nav = _last_ok(journal, 'navigate_to_pose')
-        last_nav = next((r for r in reversed(journal) if r.tool == 'navigate_to_pose'), None)
-        if nav is None:
-            problems.append('no navigate_to_pose goal succeeded')
-        elif last_nav is not nav:
-            problems.append('the last navigate_to_pose goal did not succeed')
-        door = _last_ok(journal, 'room_door_pose')
-        if nav is not None and door is not None:
-            goal = nav.output.get('goal', [None, None])
-            if abs(goal[0] - door.output['x']) > 0.5 or abs(goal[1] - door.output['y']) > 0.5:
-                problems.append(f"the last successful goal {goal[:2]} is not the door of {door.output['room']}")
-        if _last_ok(journal, 'page_staff') is None or not _last_ok(journal, 'page_staff').output.get('acknowledged'):
-            problems.append('the HCW never acknowledged a page')
-    elif task_type is TaskType.INFO_COLLECTION:
-        lookup = _last_ok(journal, 'lookup_staff_by_badge')
-        if _last_ok(journal, 'read_badge_scan') is None:
-            problems.append('no badge scan was read')
-        if lookup is None:
-            problems.append('no badge was found in the staff directory')
-        else:
-            for key in ('hcw_id', 'name', 'specialty'):
-                if str(claim.data.get(key, '')) != str(lookup.output.get(key, '')):
-                    problems.append(f"reported {key} {claim.data.get(key)!r} differs from the directory's "
-                                    f'{lookup.output.get(key)!r}')
-    elif task_type is TaskType.DISPLAY:
-        shown = _last_ok(journal, 'show_display')
-        if shown is None or not shown.output.get('success'):
-            problems.append('the display service never accepted a layout')
+    for decl in decls:
+        problems += _proof_problems(decl, claim, journal)
     return problems

@@ -21,7 +21,8 @@ from typing import Iterable
 
 from robot_team.brains.base import BrainReport, Delegate, TaskRecord
 from robot_team.grounding import contradictions
-from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, Reflection, TaskReportModel, TaskStatus
+from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
+from robot_team.catalog import TASK_OWNER
 from robot_team.tools.base import ToolResult
 
 DELEGATION_CONTEXT_KEYS = frozenset({'patient_id', 'presentation', 'esi_level', 'required_specialty',

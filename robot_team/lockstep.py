@@ -168,7 +168,7 @@ class ClockHoldPublisher:
     def __init__(self, node, holder: str, reason: str = 'llm_request'):
         from robot_team.msg import ClockHold
         from robot_team.names import CLOCK_HOLDS
-        from robot_team.rosutil import team_name
+        from robot_team.names import team_name
         self._msg = ClockHold
         self._pub = node.create_publisher(ClockHold, team_name(node, CLOCK_HOLDS), clock_holds_qos())
         self.holder = holder
@@ -217,7 +217,7 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
     from robot_team.events import EventKind
     from robot_team.msg import ClockHold
     from robot_team.names import CLOCK_HOLDS
-    from robot_team.rosutil import team_name
+    from robot_team.names import team_name
 
     def expired(hold_id: str, holder: str, age: float) -> None:
         if emit is not None:

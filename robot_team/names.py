@@ -147,3 +147,14 @@ def clock_remap(team_namespace: str) -> list[str]:
     """
     namespace = validate_namespace(team_namespace, 'team namespace')
     return [] if namespace == '/' else ['-r', f'{CLOCK}:={join(namespace, "clock")}']
+
+
+def team_name(node, relative: str) -> str:
+    """Return team-wide name ``relative`` (``team/...``, ``ed/...``) as ``node`` must use it.
+
+    A node in the team namespace uses the relative name as is; a robot node (namespace
+    ``<team>/<robot>``) carries a ``team_namespace`` attribute and gets the absolute name in its
+    team's namespace (:func:`join`).
+    """
+    team_ns = getattr(node, 'team_namespace', None)
+    return relative if team_ns is None else join(team_ns, relative)

@@ -25,7 +25,7 @@ from collections import Counter
 from robot_team.decisions import count_decisions, count_takeovers
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.recorder import sequence_gaps
-from robot_team.tools.catalog import EVIDENCE_TOOLS
+from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
@@ -34,16 +34,17 @@ GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.W
 
 
 def _evidence(task_type: str, journal: list[dict]) -> dict:
-    """Condense a tool journal into the task's ground truth."""
+    """Condense a tool journal into the task's ground truth (each evidence tool under its catalog key)."""
     evidence: dict = {}
     for entry in journal:
         if entry.get('tool') not in EVIDENCE_TOOLS.get(task_type, ()):
             continue
+        decl = TOOLS_BY_NAME[entry['tool']]
         item = {'ok': entry.get('ok'), 'output': entry.get('output'), 'error': entry.get('error', '')}
-        if entry['tool'] == 'navigate_to_pose':
-            evidence.setdefault('nav2_goals', []).append(item)
+        if decl.many:
+            evidence.setdefault(decl.evidence_key, []).append(item)
         else:
-            evidence[entry['tool']] = item
+            evidence[decl.evidence_key] = item
     return evidence
 
 
@@ -53,21 +54,14 @@ def evidence_of(task_type: str, evidence: dict) -> dict:
 
 
 def truth_text(evidence: dict) -> str:
-    """Return a task's condensed ground truth (:func:`evidence_of`) in a few words, e.g. 'badge ED-0090 -> Dr. X'."""
-    if 'nav2_goals' in evidence:
-        goals = evidence['nav2_goals']
-        return '; '.join(f"navigate_to_pose {(g.get('output') or {}).get('outcome', '?')} "
-                         f"(error {(g.get('output') or {}).get('error_code', '?')})" for g in goals)
-    if 'lookup_staff_by_badge' in evidence or 'read_badge_scan' in evidence:
-        scan = (evidence.get('read_badge_scan') or {}).get('output') or {}
-        who = (evidence.get('lookup_staff_by_badge') or {}).get('output') or {}
-        return f"badge {scan.get('badge_id', '?')} -> {who.get('name', 'not found')}"
-    if 'show_display' in evidence:
-        shown = evidence['show_display']
-        return f"display {'shown' if shown.get('ok') else 'refused'}"
-    if 'page_staff' in evidence:
-        page = evidence['page_staff'].get('output') or {}
-        return f"page acknowledged: {page.get('acknowledged')}"
+    """Return a task's condensed ground truth (:func:`evidence_of`) in a few words, e.g. 'badge ED-0090 -> Dr. X'.
+
+    Each role's catalog declaration (:attr:`~robot_team.catalog.RoleDecl.truth`) words its own task's.
+    """
+    for role in ROLES:
+        text = role.truth(evidence)
+        if text:
+            return text
     return '-'
 
 

@@ -30,14 +30,6 @@ WORKFLOW_ORDER: tuple[TaskType, ...] = (
 
 OPERATIONAL_TASKS: tuple[TaskType, ...] = WORKFLOW_ORDER[:3]
 
-TASK_OWNER: dict[TaskType, str] = {
-    TaskType.NAVIGATION: 'navigation_robot',
-    TaskType.INFO_COLLECTION: 'info_collection_robot',
-    TaskType.DISPLAY: 'display_robot',
-    TaskType.REFLECTION: 'manager',
-}
-"""The only robot allowed to execute each task (role alignment)."""
-
 
 class TaskStatus(str, Enum):
     """Explicit outcome of a task, as every report must state it."""
@@ -153,6 +145,21 @@ class Reflection(BaseModel):
         if any(t.strip().lower() in placeholders or not t.strip() for t in texts):
             missing.append('placeholder text instead of content')
         return missing
+
+
+class EscalationAnswer(BaseModel):
+    """The supervisor's answer to an escalation request."""
+
+    accepted: bool
+    escalation_id: str = ''
+    message: str = ''
+
+
+class ReportAnswer(BaseModel):
+    """The supervisor's answer to a submitted report."""
+
+    accepted: bool
+    explanation: str = ''
 
 
 def _explain(exc: ValidationError) -> str:

@@ -6,10 +6,18 @@ and for ROS (sim) time with these helpers while other executor threads deliver t
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
-from robot_team.tools.base import ToolError
+import rclpy
+from rclpy.executors import ExternalShutdownException
+
+from robot_team.config import ConfigError
+from robot_team.errors import ToolError
+from robot_team.names import SUBMIT_REPORT
+from robot_team.reports import ReportAnswer
+from robot_team.srv import SubmitReport
 
 
 def wait_future(future, timeout_s: float, what: str):
@@ -66,18 +74,6 @@ def wait_for_server(client, timeout_s: float, what: str) -> None:
         time.sleep(SERVER_POLL_S)
 
 
-def team_name(node, relative: str) -> str:
-    """Return team-wide name ``relative`` (``team/...``, ``ed/...``) as ``node`` must use it.
-
-    A node in the team namespace uses the relative name as is; a robot node (namespace
-    ``<team>/<robot>``) carries a ``team_namespace`` attribute and gets the absolute name in its
-    team's namespace (see :mod:`robot_team.names`).
-    """
-    from robot_team.names import join
-    team_ns = getattr(node, 'team_namespace', None)
-    return relative if team_ns is None else join(team_ns, relative)
-
-
 def ros_now_s(node) -> float:
     """Return ``node``'s ROS time (sim time under ``use_sim_time``) in seconds."""
     return node.get_clock().now().nanoseconds * 1e-9
@@ -109,9 +105,6 @@ def submit_report(client, report, timeout_s: float):
     ToolError
         If the supervisor does not answer within ``timeout_s`` (wall s).
     """
-    from robot_team.core.manager import ReportAnswer
-    from robot_team.names import SUBMIT_REPORT
-    from robot_team.srv import SubmitReport
     wait_for_server(client, timeout_s, f'service {SUBMIT_REPORT}')
     response = wait_future(client.call_async(SubmitReport.Request(report=report.to_msg())), timeout_s,
                            f'response of {SUBMIT_REPORT}')
@@ -136,12 +129,6 @@ def spin_node(name: str, make_node, make_executor, args=None) -> int:
         0 on a normal stop (Ctrl-C, external shutdown); 2 if the node's configuration is
         unusable (the :class:`~robot_team.config.ConfigError` is printed).
     """
-    import sys
-
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
-
-    from robot_team.config import ConfigError
     rclpy.init(args=args)
     node = None
     try:

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 
 from robot_team.config import Deadlines
 from robot_team.names import Robot
-from robot_team.reports import (
-    OPERATIONAL_TASKS, TASK_OWNER, WORKFLOW_ORDER, TaskReportModel, TaskStatus, TaskType)
+from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, TaskReportModel, TaskStatus, TaskType
+from robot_team.catalog import TASK_OWNER
 
 MANAGER = Robot.MANAGER.value
 

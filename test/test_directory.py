@@ -44,11 +44,11 @@ def test_lookups(directory):
 def test_care_team_adds_check_ins_most_recent_first_without_duplicates(directory):
     assert [(e.hcw_id, e.role, e.source) for e in directory.care_team('ER-12')] == [
         ('41', 'Primary nurse', 'standing'), ('55', 'ED technician', 'standing')]
-    directory.record_check_in('ER-12', '80', 'ED-0080', 10.0)
-    directory.record_check_in('ER-12', '90', 'ED-0090', 20.0)
-    directory.record_check_in('ER-12', '90', 'ED-0090', 25.0)     # twice: listed once
-    directory.record_check_in('ER-12', '41', 'ED-0041', 30.0)     # a standing member checks in
-    directory.record_check_in('ER-3', '63', 'ED-0063', 40.0)      # another room
+    directory.check_in('ER-12', '80', 'ED-0080', 10.0)
+    directory.check_in('ER-12', '90', 'ED-0090', 20.0)
+    directory.check_in('ER-12', '90', 'ED-0090', 25.0)     # twice: listed once
+    directory.check_in('ER-12', '41', 'ED-0041', 30.0)     # a standing member checks in
+    directory.check_in('ER-3', '63', 'ED-0063', 40.0)      # another room
     team = directory.care_team('ER-12')
     assert [(e.hcw_id, e.role, e.source) for e in team] == [
         ('41', 'Primary nurse', 'standing'), ('55', 'ED technician', 'standing'),
@@ -61,9 +61,9 @@ def test_care_team_adds_check_ins_most_recent_first_without_duplicates(directory
 
 def test_check_in_needs_a_known_hcw_with_their_own_badge(directory):
     with pytest.raises(ValueError, match="'999' is not in the staff directory"):
-        directory.record_check_in('ER-12', '999', 'ED-0999', 1.0)
+        directory.check_in('ER-12', '999', 'ED-0999', 1.0)
     with pytest.raises(ValueError, match="badge 'ED-0080' is not HCW 90's badge"):
-        directory.record_check_in('ER-12', '90', 'ED-0080', 1.0)
+        directory.check_in('ER-12', '90', 'ED-0080', 1.0)
     assert [e.source for e in directory.care_team('ER-12')] == ['standing', 'standing']
 
 
@@ -78,7 +78,7 @@ def test_text_from_the_database_is_data(tmp_path, seed):
 
 def test_check_ins_from_several_threads(directory):
     def check_in(i):
-        directory.record_check_in('ER-12', '90', 'ED-0090', float(i))
+        directory.check_in('ER-12', '90', 'ED-0090', float(i))
 
     threads = [threading.Thread(target=check_in, args=(i,)) for i in range(8)]
     for thread in threads:
@@ -92,7 +92,7 @@ def test_check_ins_from_several_threads(directory):
 def test_create_replaces_an_old_directory(tmp_path, seed):
     path = tmp_path / 'staff.db'
     with StaffDirectory.create(path, seed) as first:
-        first.record_check_in('ER-12', '90', 'ED-0090', 5.0)
+        first.check_in('ER-12', '90', 'ED-0090', 5.0)
     with StaffDirectory.create(path, seed) as fresh:
         assert [e.hcw_id for e in fresh.care_team('ER-12')] == ['41', '55']
 

@@ -17,11 +17,11 @@ from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient, LLMUnavailable
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
-from robot_team.llm.harness import InMemoryTeam, Recorder, World, build_toolbox
+from team_harness import InMemoryTeam, Recorder, World, build_toolbox
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import DelegateTaskArgs, manager_tools, robot_tools
 from robot_team.reports import Reflection, TaskOutcome, TaskStatus, TaskType
-from robot_team.tools.catalog import TOOL_OWNERS
+from robot_team.catalog import TOOL_OWNERS
 
 ROBOTS = ('navigation_robot', 'info_collection_robot', 'display_robot')
 
@@ -543,7 +543,7 @@ def test_injected_name_in_a_false_claim_is_caught_by_grounding():
         return scripted.info_collection_stepwise(body)
     with ScriptedServer({'info_collection_robot': info}) as server:
         record = Recorder()
-        from robot_team.llm.harness import run_robot
+        from team_harness import run_robot
         brain = LLMRobotBrain('info_collection_robot', settings(server), record.emitter('info_collection_robot'))
         box = build_toolbox('info_collection_robot', world)
         report = run_robot('info_collection_robot', brain, box, TaskSpec(

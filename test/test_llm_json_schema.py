@@ -14,7 +14,7 @@ from robot_team.brains.base import ManagerObservation, PatientInfo, TaskSpec
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text
-from robot_team.llm.harness import Recorder, World, build_toolbox
+from team_harness import Recorder, World, build_toolbox
 from robot_team.llm.jsonschema_calls import InvalidReply, parse_reply, response_schema
 from robot_team.llm.record import exchanges
 from robot_team.llm.settings import LLMSettings

@@ -14,7 +14,7 @@ from robot_team.config import Deadlines
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.decisions import count_decisions, without_fallback
 from robot_team.events import TeamEventModel
-from robot_team.llm.harness import InMemoryTeam, Recorder
+from team_harness import InMemoryTeam, Recorder
 from robot_team.reports import TaskReportModel
 from robot_team.workflow import WorkflowPolicy
 
@@ -191,7 +191,7 @@ def test_the_attempted_view_leaves_out_what_the_fallback_decided():
 def display_core(record, brain):
     """A display robot's core on the stub floor, with ``brain``, recording into ``record``."""
     from robot_team.core.robot import RobotCore
-    from robot_team.llm.harness import World, build_toolbox
+    from team_harness import World, build_toolbox
     toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
     return RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
 

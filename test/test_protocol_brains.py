@@ -5,7 +5,8 @@ from robot_team.brains.base import (
 from robot_team.brains.protocol import (
     DisplayProtocolBrain, InfoCollectionProtocolBrain, ManagerProtocolBrain, NavigationProtocolBrain)
 from robot_team.reports import TaskStatus, TaskType
-from robot_team.tools.base import ToolError, Toolbox
+from robot_team.tools.base import Toolbox
+from robot_team.errors import ToolError
 
 from pydantic import BaseModel, ConfigDict
 

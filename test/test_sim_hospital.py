@@ -361,12 +361,12 @@ def test_display_shows_and_keeps_layout():
     entries = [{'role': 'Primary nurse', 'hcw_id': '41', 'name': 'Sofia Alvarez', 'specialty': 'Nurse'},
                {'role': 'Attending physician', 'hcw_id': '90', 'name': 'Dr. Lucas Brennan',
                 'specialty': 'Physician'}]
-    ok, message, lines = hospital.show_display('ER-12', 'Care team P-0001', entries, 'rows: physician, nurse')
+    ok, message, lines = hospital.render_display('ER-12', 'Care team P-0001', entries, 'rows: physician, nurse')
     assert ok and 'ER-12' in message
     assert lines[0] == '[ER-12] Care team P-0001'
     assert lines[1].startswith('Attending physician: Dr. Lucas Brennan (#90')   # ordered by the layout
     assert hospital.display('ER-12') == lines
-    ok, message, lines = hospital.show_display('ER-99', 'x', entries)
+    ok, message, lines = hospital.render_display('ER-99', 'x', entries)
     assert not ok and "unknown room 'ER-99'" in message and lines == []
     assert hospital.display('ER-99') == []
     assert kinds(hospital.step(0.1), 'display_shown')[0].data['room'] == 'ER-12'

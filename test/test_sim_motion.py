@@ -107,7 +107,7 @@ def test_through_poses_passes_each_pose_in_order():
 def test_follow_path_drives_the_given_path_or_refuses_it():
     engine = make_engine()
     start = engine.robot_pose(NAV)
-    path = engine.plan_path(NAV, Pose2D(20.0, 7.5, 0.0))
+    path = engine.plan(NAV, Pose2D(20.0, 7.5, 0.0))
     assert engine.robot_pose(NAV) == start and kinds(engine.drain_events(), 'path_computed')
     goal_id = engine.start_follow_path(NAV, path, math.pi / 2)
     run(engine, 60)
@@ -125,7 +125,7 @@ def test_follow_path_drives_the_given_path_or_refuses_it():
         assert engine.goal_status(NAV).state == 'aborted' and engine.goal_status(NAV).error_code == code
     assert engine.robot_pose(NAV) == robot
     with pytest.raises(PlanningError) as err:
-        engine.plan_path(NAV, Pose2D(20.0, 7.5, 0.0), start=Pose2D(wall.x, wall.y, 0.0))
+        engine.plan(NAV, Pose2D(20.0, 7.5, 0.0), start=Pose2D(wall.x, wall.y, 0.0))
     assert err.value.code == PlanningError.START_OCCUPIED
     assert kinds(engine.drain_events(), 'path_failed')[-1].data['error_code'] == PlanningError.START_OCCUPIED
 

@@ -3,7 +3,8 @@
 import pytest
 from pydantic import BaseModel
 
-from robot_team.tools.base import ToolAccessError, ToolError, Toolbox
+from robot_team.tools.base import Toolbox
+from robot_team.errors import ToolAccessError, ToolError
 
 
 class Recorder:
@@ -77,10 +78,10 @@ def test_bad_arguments_and_tool_errors_become_recorded_failures():
 
 def test_one_declaration_of_the_tools_drives_ownership_schemas_evidence_and_rubric_keys():
     from robot_team.evaluation.rubric import KEY_TOOLS as RUBRIC_KEYS
-    from robot_team.llm.harness import World, build_toolbox
+    from team_harness import World, build_toolbox
     from robot_team.llm.toolschema import MANAGER_TOOL_MODELS, robot_tools
     from robot_team.report import EVIDENCE_TOOLS as REPORT_EVIDENCE
-    from robot_team.tools.catalog import (
+    from robot_team.catalog import (
         EVIDENCE_TOOLS, KEY_TOOLS, MANAGER_TOOLS, TOOL_OWNERS, TOOLS, tools_of)
     assert list(MANAGER_TOOL_MODELS) == list(MANAGER_TOOLS)
     assert REPORT_EVIDENCE is EVIDENCE_TOOLS and RUBRIC_KEYS is KEY_TOOLS

@@ -37,12 +37,14 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.brains.base import EscalationRecord, ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
-from robot_team.core.manager import EscalationAnswer, ManagerCore, ReportAnswer
+from robot_team.core.manager import ManagerCore
+from robot_team.reports import EscalationAnswer, ReportAnswer
 from robot_team.events import EventEmitter, EventKind, reliable_qos
-from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel
+from robot_team.reports import OPERATIONAL_TASKS, ReportError, TaskReportModel
+from robot_team.catalog import TASK_OWNER
 from robot_team.rosutil import ros_now_s, spin_node, submit_report, wait_for_server, wait_future
-from robot_team.tools.base import ToolError
-from robot_team.tools.catalog import MANAGER_TOOLS
+from robot_team.errors import ToolError
+from robot_team.catalog import MANAGER_TOOLS
 from robot_team.workflow import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]

@@ -24,11 +24,16 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.brains.base import RobotBrain, TaskSpec
-from robot_team.core.robot import ROLE_TASK, RobotCore
+from robot_team.core.robot import RobotCore
+from robot_team.catalog import ROLE_TASK
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import TaskReportModel
-from robot_team.rosutil import ros_now_s, spin_node, submit_report, team_name
-from robot_team.tools.base import ToolError, Toolbox
+from robot_team.rosutil import ros_now_s, spin_node, submit_report
+from robot_team.names import Robot, team_name
+from robot_team.tools.base import Toolbox
+from robot_team.catalog import role_of
+from robot_team.config import ConfigError
+from robot_team.errors import ToolError
 
 
 def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
@@ -139,31 +144,15 @@ class RobotNode(Node):
         return self.core.brain
 
     def _add_tools(self) -> None:
-        staff_db = self.get_parameter('staff_db').value
-        self._cancel_hooks = []
-        self._started_data: dict = {}
-        if self.role == 'navigation_robot':
-            from robot_team.config import ConfigError
-            from robot_team.floor import load_floor
-            from robot_team.tools.navigation import NavigationTools
-            # Nav2's interfaces only: the pose from TF (where tf2_ros is installed) or amcl_pose.
-            pose = {key: self.declare_parameter(key, default).value for key, default in (
-                ('pose_source', 'auto'), ('pose_topic', names.AMCL_POSE), ('base_frame', names.BASE_FRAME),
-                ('navigator', 'auto'))}
-            try:
-                tools = NavigationTools(self, load_floor(self.get_parameter('floor').value), self._group, **pose)
-            except ValueError as exc:   # a parameter out of its set: a recorded, clear start-up error
-                self.events.emit(EventKind.INPUT_ERROR, f'{self.role} cannot start', reason=str(exc))
-                raise ConfigError(f'{self.role} parameters: {exc}') from exc
-            tools.register(self.toolbox)
-            self._cancel_hooks.append(tools.nav.cancel)
-            self._started_data = {'navigator': type(tools.nav).__name__, 'pose_source': tools.pose.source}
-        elif self.role == 'info_collection_robot':
-            from robot_team.tools.info import InfoCollectionTools
-            InfoCollectionTools(self, staff_db, self._group).register(self.toolbox)
-        else:
-            from robot_team.tools.display import DisplayTools
-            DisplayTools(self, staff_db, self._group).register(self.toolbox)
+        """Bind this role's tool implementation (declared in :mod:`robot_team.catalog`) to the node."""
+        try:
+            tools = role_of(self.role).implementation_class().from_node(self, self._group)
+        except ValueError as exc:   # a parameter out of its set: a recorded, clear start-up error
+            self.events.emit(EventKind.INPUT_ERROR, f'{self.role} cannot start', reason=str(exc))
+            raise ConfigError(f'{self.role} parameters: {exc}') from exc
+        tools.register(self.toolbox)
+        self._cancel_hooks = [tools.cancel]
+        self._started_data: dict = dict(tools.started_data)
 
     def goal_callback(self, goal) -> GoalResponse:
         """Accept a task of this robot's type when idle; reject (and record) anything else."""
@@ -290,17 +279,17 @@ def _main(role: str, args=None) -> int:
 
 def main_navigation(args=None) -> int:
     """Run the navigation robot (``ros2 run robot_team navigation_robot``)."""
-    return _main('navigation_robot', args)
+    return _main(Robot.NAVIGATION.value, args)
 
 
 def main_info_collection(args=None) -> int:
     """Run the info-collection robot (``ros2 run robot_team info_collection_robot``)."""
-    return _main('info_collection_robot', args)
+    return _main(Robot.INFO_COLLECTION.value, args)
 
 
 def main_display(args=None) -> int:
     """Run the display robot (``ros2 run robot_team display_robot``)."""
-    return _main('display_robot', args)
+    return _main(Robot.DISPLAY.value, args)
 
 
 def main(args=None) -> int:

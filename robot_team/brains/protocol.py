@@ -16,8 +16,8 @@ import math
 from robot_team.brains.base import (
     BrainReport, Delegate, Escalate, Finish, ManagerAction, ManagerBrain, ManagerObservation,
     ProgressFn, Reflect, RobotBrain, TaskRecord, TaskSpec)
-from robot_team.reports import (
-    OPERATIONAL_TASKS, TASK_OWNER, Reflection, TaskOutcome, TaskStatus, TaskType)
+from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskOutcome, TaskStatus, TaskType
+from robot_team.catalog import TASK_OWNER, Tool
 from robot_team.tools.base import Toolbox
 
 PAGE_TIMEOUT_S = 30.0
@@ -36,19 +36,19 @@ class NavigationProtocolBrain(RobotBrain):
         call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
         hcw, room = task.hcw_id, task.room
         progress('locating', f'locating HCW #{hcw}', 0.05)
-        found = call('locate_staff', hcw_ids=[hcw])
+        found = call(Tool.LOCATE_STAFF.value, hcw_ids=[hcw])
         if not found.ok:
             return _failure(f'cannot locate HCW #{hcw}: {found.error}')
         if not found.output['staff']:
             return _failure(f'HCW #{hcw} is unknown to the location system')
         where = found.output['staff'][0]
         location = {k: where[k] for k in ('area', 'x', 'y')}
-        door = call('room_door_pose', room=room)
+        door = call(Tool.ROOM_DOOR_POSE.value, room=room)
         if not door.ok:
             return _failure(f'cannot navigate to {room}: {door.error}', hcw_location=location)
         progress('planning', f'planning a path to #{hcw} in {where["area"]}', 0.1)
-        to_hcw = call('plan_path', goal_x=where['x'], goal_y=where['y'])
-        escort = call('plan_path', start_x=where['x'], start_y=where['y'],
+        to_hcw = call(Tool.PLAN_PATH.value, goal_x=where['x'], goal_y=where['y'])
+        escort = call(Tool.PLAN_PATH.value, start_x=where['x'], start_y=where['y'],
                       goal_x=door.output['x'], goal_y=door.output['y'])
         path = {'to_hcw': to_hcw.output if to_hcw.ok else to_hcw.error,
                 'escort': escort.output if escort.ok else escort.error}
@@ -56,7 +56,7 @@ class NavigationProtocolBrain(RobotBrain):
             return _failure(f'no path on the map: {to_hcw.error or escort.error}', hcw_location=location, path=path)
 
         progress('paging', f'paging #{hcw} ({where["availability"]})', 0.2)
-        page = call('page_staff', hcw_id=hcw, timeout_s=PAGE_TIMEOUT_S,
+        page = call(Tool.PAGE_STAFF.value, hcw_id=hcw, timeout_s=PAGE_TIMEOUT_S,
                     message=f'Patient in {room} needs you; a robot will escort you.')
         if not page.ok:   # not acknowledged (or not delivered): the HCW cannot come
             detail = where['detail'] or where['availability']
@@ -69,12 +69,12 @@ class NavigationProtocolBrain(RobotBrain):
                             alternatives=alternatives)
 
         progress('approaching', f'driving to #{hcw} in {where["area"]}', 0.35)
-        reach = call('navigate_to_pose', x=where['x'], y=where['y'], yaw=0.0)
+        reach = call(Tool.NAVIGATE_TO_POSE.value, x=where['x'], y=where['y'], yaw=0.0)
         if not reach.ok:
             return _failure(f'could not reach HCW #{hcw}: {reach.error}', hcw_location=location, path=path,
                             nav_result=reach.output)
         progress('escorting', f'escorting #{hcw} to {room}', 0.6)
-        arrive = call('navigate_to_pose', x=door.output['x'], y=door.output['y'], yaw=door.output['yaw'])
+        arrive = call(Tool.NAVIGATE_TO_POSE.value, x=door.output['x'], y=door.output['y'], yaw=door.output['yaw'])
         if not arrive.ok:
             return _failure(f'no path to {room}: {arrive.error}', hcw_location=location, path=path,
                             nav_result=arrive.output)
@@ -89,7 +89,7 @@ class NavigationProtocolBrain(RobotBrain):
     @staticmethod
     def _alternatives(call, where: dict, exclude: str) -> list[dict]:
         """Return available HCWs of the same specialty, nearest first (local reasoning)."""
-        same = call('locate_staff', specialty=where['specialty'])
+        same = call(Tool.LOCATE_STAFF.value, specialty=where['specialty'])
         if not same.ok:
             return []
         options = [s for s in same.output['staff'] if s['hcw_id'] != exclude and s['availability'] == 'available']
@@ -104,19 +104,19 @@ class InfoCollectionProtocolBrain(RobotBrain):
         """Identify who scanned at ``task.room``; a badge unknown to the directory is a failure."""
         call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
         progress('reading', f'reading the badge scan at {task.room}', 0.1)
-        scan = call('read_badge_scan', room=task.room)
+        scan = call(Tool.READ_BADGE_SCAN.value, room=task.room)
         if not scan.ok:
             return _failure(scan.error)
         badge = scan.output['badge_id']
         progress('looking up', f'looking up badge {badge}', 0.5)
-        record = call('lookup_staff_by_badge', badge_id=badge)
+        record = call(Tool.LOOKUP_STAFF_BY_BADGE.value, badge_id=badge)
         if not record.ok:
             return _failure(record.error, badge_scan=scan.output)
         info = record.output
         if task.hcw_id and info['hcw_id'] != task.hcw_id:
             return _failure(f"badge {badge} belongs to HCW #{info['hcw_id']}, not the expected #{task.hcw_id}",
                             badge_scan=scan.output, hcw=info)
-        check_in = call('record_check_in', room=task.room, hcw_id=info['hcw_id'], badge_id=badge)
+        check_in = call(Tool.RECORD_CHECK_IN.value, room=task.room, hcw_id=info['hcw_id'], badge_id=badge)
         if not check_in.ok:
             return _failure(f'could not record the check-in: {check_in.error}', badge_scan=scan.output, hcw=info)
         progress('done', f"#{info['hcw_id']} {info['name']} identified", 1.0)
@@ -137,7 +137,7 @@ class DisplayProtocolBrain(RobotBrain):
         """Show ``task.room``'s care team; an empty team or a refused display is a failure."""
         call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
         progress('fetching', f'fetching the care team of {task.room}', 0.2)
-        team = call('fetch_care_team', room=task.room)
+        team = call(Tool.FETCH_CARE_TEAM.value, room=task.room)
         if not team.ok:
             return _failure(team.error)
         members = team.output['members']
@@ -153,7 +153,7 @@ class DisplayProtocolBrain(RobotBrain):
         if task.context.get('patient_id'):
             title += f" - patient {task.context['patient_id']}"
         progress('showing', f'showing {len(ordered)} members on the {task.room} screen', 0.6)
-        shown = call('show_display', room=task.room, title=title, layout=layout,
+        shown = call(Tool.SHOW_DISPLAY.value, room=task.room, title=title, layout=layout,
                      entries=[{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')} for m in ordered])
         if not shown.ok:
             return _failure(shown.error, members=ordered, layout=layout)

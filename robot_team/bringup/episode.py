@@ -143,7 +143,7 @@ class TeamReady:
 
         from robot_team.events import TeamEventModel, events_qos
         from robot_team.msg import TeamEvent
-        from robot_team.rosutil import team_name
+        from robot_team.names import team_name
         self.node = Node('team_ready')
         self.expected = set(self.node.declare_parameter('nodes', list(TEAM_NODES)).value)
         self.timeout_s = float(self.node.declare_parameter('timeout_s', 60.0).value)

@@ -30,7 +30,6 @@ import threading
 import traceback
 from typing import Callable, Iterable, Protocol
 
-from pydantic import BaseModel
 
 from robot_team.brains.base import (
     Delegate, Escalate, EscalationRecord, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation,
@@ -38,8 +37,8 @@ from robot_team.brains.base import (
 from robot_team.decisions import DecisionSource
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
-from robot_team.reports import TaskReportModel, TaskStatus, TaskType
-from robot_team.tools.base import ToolError
+from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskStatus, TaskType
+from robot_team.errors import ToolError
 from robot_team.workflow import Authorization
 
 Emit = Callable[..., object]
@@ -49,21 +48,6 @@ TaskDone = Callable[[TaskReportModel | None, str], None]
 """``done(report, error)``: a task's end; ``report`` None (and ``error`` set) when there is no usable report."""
 
 _log = logging.getLogger(__name__)
-
-
-class EscalationAnswer(BaseModel):
-    """The supervisor's answer to an escalation request."""
-
-    accepted: bool
-    escalation_id: str = ''
-    message: str = ''
-
-
-class ReportAnswer(BaseModel):
-    """The supervisor's answer to a submitted report."""
-
-    accepted: bool
-    explanation: str = ''
 
 
 class ManagerPorts(Protocol):

@@ -16,12 +16,9 @@ from typing import Callable
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
 from robot_team.events import EventKind
 from robot_team.grounding import contradictions
-from robot_team.reports import TASK_OWNER, TaskReportModel, TaskStatus, TaskType
+from robot_team.reports import TaskReportModel, TaskStatus
+from robot_team.catalog import ROLE_TASK
 from robot_team.tools.base import Toolbox
-
-ROLE_TASK: dict[str, TaskType] = {owner: task for task, owner in TASK_OWNER.items()
-                                  if task is not TaskType.REFLECTION}
-"""Operational robot role -> the one task type it executes."""
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""

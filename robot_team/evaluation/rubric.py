@@ -37,10 +37,11 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, Field, computed_field
 
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, TaskType
-from robot_team.tools.catalog import KEY_TOOLS, TOOL_OWNERS
+from robot_team.reports import OPERATIONAL_TASKS, TaskType
+from robot_team.names import Robot
+from robot_team.catalog import KEY_TOOLS, TASK_OWNER, TOOL_OWNERS, RubricUse, rubric_tool
 
-MANAGER = 'manager'
+MANAGER = Robot.MANAGER.value
 RUBRIC_POINTS = 17
 """Points of the published rubric for one run (max_points when every cell applies)."""
 
@@ -709,20 +710,21 @@ def _reasoning_items(task_type: TaskType, report: dict) -> list[tuple[str, bool]
     issue_item = ('issue grounded in the tools' if failed else 'no issue',
                   (bool(issue) and _failure_supported(task_type, journal, data)) if failed else not issue)
     if task_type is TaskType.NAVIGATION:
-        return [('HCW location', _grounded(_find(data, 'location'), _journal_leaves(journal, ('locate_staff',)))),
+        location_tool = rubric_tool(RubricUse.LOCATION)
+        return [('HCW location', _grounded(_find(data, 'location'), _journal_leaves(journal, (location_tool,)))),
                 ('path', _grounded(_find(data, 'path'), _journal_leaves(journal))),
                 issue_item]
     if failed:
         return [issue_item]
     if task_type is TaskType.INFO_COLLECTION:
-        record = _last_ok_output(journal, 'lookup_staff_by_badge') or {}
+        record = _last_ok_output(journal, rubric_tool(RubricUse.IDENTITY)) or {}
 
         def same(item, key):
             value = _find(data, item)
             return value is not None and _norm(value) == _norm(record.get(key))
         return [('ID', same('id', 'hcw_id')), ('name', same('name', 'name')),
                 ('specialty/role', same('specialty', 'specialty') or same('specialty', 'role'))]
-    fetched = _last_ok_output(journal, 'fetch_care_team') or {}
+    fetched = _last_ok_output(journal, rubric_tool(RubricUse.CARE_TEAM)) or {}
     members = _find(data, 'members')
     layout = str(_find(data, 'layout') or '')
     names = [m.get('name', '') for m in members or [] if isinstance(m, dict)]
@@ -795,7 +797,7 @@ def _view_records(events: list[TeamEventModel], view: str) -> tuple[_Record, _Re
         record = _Record(list(events))
         return record, record
     from robot_team.decisions import without_fallback
-    return (_Record(without_fallback(events, {'manager'})),
+    return (_Record(without_fallback(events, {MANAGER})),
             _Record(without_fallback(events, set(TASK_OWNER.values()))))
 
 

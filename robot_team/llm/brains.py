@@ -51,15 +51,16 @@ from robot_team.decisions import DecisionSource
 from robot_team.events import EventKind
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.kb import kb_for, load_profiles
-from robot_team.llm.record import category_of, invalid_call
+from robot_team.events import category_of, invalid_call
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, DelegateTaskArgs, EscalateArgs, SubmitReflectionArgs, SubmitReport, manager_tools,
     robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
-from robot_team.tools.base import ToolAccessError, Toolbox
-from robot_team.tools.catalog import TOOL_OWNERS
+from robot_team.tools.base import Toolbox
+from robot_team.errors import ToolAccessError
+from robot_team.catalog import TOOL_OWNERS
 
 MAX_SAME_FAILURES: dict[str, int] = {'navigation': 1, 'info_collection': 2, 'display': 2}
 """Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again

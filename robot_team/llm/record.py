@@ -19,17 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable, Iterable
-
-from pydantic import ValidationError
+from typing import Any, Iterable
 
 from robot_team.events import EventKind
 
 DIGEST_CHARS = 16
 """Hex characters of a message digest (64 bits of SHA-256: unique within any run)."""
-
-RAW_CHARS = 2000
-"""Most characters of a raw reply or raw arguments kept in an ``invalid_call`` event."""
 
 
 def digest(value: Any) -> str:
@@ -85,43 +80,6 @@ def reply_fields(message: dict, finish_reason: str | None, usage: dict | None, r
     if raw_content is not None and raw_content != message.get('content'):
         reply['raw_content'] = raw_content
     return {'reply': reply, 'usage': usage or {}}
-
-
-INVALID_CATEGORIES = ('unparsable_arguments', 'invalid_arguments', 'closed_set', 'invalid_reply',
-                      'unresolved_reference')
-"""``invalid_call`` categories: arguments that are not a JSON object; arguments that do not validate;
-a value outside a closed set (an enum); a reply that is not the tool calls asked for; a ``$N``
-reference to a call that did not succeed or a missing field."""
-
-
-def category_of(exc: Exception) -> str:
-    """Return ``'closed_set'`` for a validation error about an enum or literal value, else ``'invalid_arguments'``."""
-    if isinstance(exc, ValidationError) and any(e.get('type') in ('enum', 'literal_error') for e in exc.errors()):
-        return 'closed_set'
-    return 'invalid_arguments'
-
-
-def invalid_call(emit: Callable[..., Any] | None, caller: str, tool: str, category: str, error: str,
-                 raw: str = '', **data) -> None:
-    """Record one invalid call as an ``invalid_call`` event (nothing if ``emit`` is None).
-
-    Parameters
-    ----------
-    emit
-        The caller's event emitter (``emit(kind, summary, *, target, reason, **data)``).
-    caller, tool
-        Who called, and the tool name as the model gave it ('' if none).
-    category
-        One of :data:`INVALID_CATEGORIES`.
-    error
-        The validation error, for people and for the model.
-    raw
-        The arguments or reply as received (cut to :data:`RAW_CHARS`).
-    """
-    if emit is None:
-        return
-    emit(EventKind.INVALID_CALL, f'{caller}: invalid {tool or "reply"} ({category})', target=tool or 'reply',
-         reason=error, caller=caller, tool=tool, category=category, error=error, raw=(raw or '')[:RAW_CHARS], **data)
 
 
 def exchanges(events: Iterable) -> list[dict]:

@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 import re
 
+from robot_team.brains.protocol import ROLE_ORDER
+from robot_team.catalog import TASK_OWNER, ManagerTool, Tool
 from robot_team.llm.fakeserver import text, tool_calls
+from robot_team.names import Robot
+from robot_team.reports import OPERATIONAL_TASKS, TaskType
 
 
 def results(body: dict) -> list[tuple[str, dict, dict]]:
@@ -66,13 +70,13 @@ def navigation(body: dict) -> dict:
     hcw, room = task['hcw_id'], task['room']
     if not res:   # one plan: the HCW first in the RTLS answer, the page stops it if they cannot come
         specialty = task.get('context', {}).get('required_specialty') or 'Physician'
-        return tool_calls(('locate_staff', {'hcw_ids': [hcw], 'specialty': specialty}),
-                          ('room_door_pose', {'room': room}),
-                          ('page_staff', {'hcw_id': hcw, 'message': f'Patient in {room} needs you.'}),
-                          ('navigate_to_pose', {'x': '$1.staff.0.x', 'y': '$1.staff.0.y'}),
-                          ('navigate_to_pose', {'x': '$2.x', 'y': '$2.y', 'yaw': '$2.yaw'}),
+        return tool_calls((Tool.LOCATE_STAFF, {'hcw_ids': [hcw], 'specialty': specialty}),
+                          (Tool.ROOM_DOOR_POSE, {'room': room}),
+                          (Tool.PAGE_STAFF, {'hcw_id': hcw, 'message': f'Patient in {room} needs you.'}),
+                          (Tool.NAVIGATE_TO_POSE, {'x': '$1.staff.0.x', 'y': '$1.staff.0.y'}),
+                          (Tool.NAVIGATE_TO_POSE, {'x': '$2.x', 'y': '$2.y', 'yaw': '$2.yaw'}),
                           report_call('success', '', f'Escorted HCW #{hcw} from $1.staff.0.area to {room}.'))
-    found, page = _last(res, 'locate_staff'), _last(res, 'page_staff')
+    found, page = _last(res, Tool.LOCATE_STAFF), _last(res, Tool.PAGE_STAFF)
     staff = found['result'].get('staff', []) if found and found.get('ok') else []
     me = next((s for s in staff if s['hcw_id'] == hcw), None)
     if page is not None and not page.get('ok'):
@@ -91,9 +95,9 @@ def info_collection(body: dict) -> dict:
     room = task['room']
     if not res:
         summary = f'HCW #$2.hcw_id $2.name, $2.specialty, checked in at {room}.'
-        return tool_calls(('read_badge_scan', {'room': room}),
-                          ('lookup_staff_by_badge', {'badge_id': '$1.badge_id'}),
-                          ('record_check_in', {'room': room, 'hcw_id': '$2.hcw_id', 'badge_id': '$1.badge_id'}),
+        return tool_calls((Tool.READ_BADGE_SCAN, {'room': room}),
+                          (Tool.LOOKUP_STAFF_BY_BADGE, {'badge_id': '$1.badge_id'}),
+                          (Tool.RECORD_CHECK_IN, {'room': room, 'hcw_id': '$2.hcw_id', 'badge_id': '$1.badge_id'}),
                           report_call('success', '', summary, hcw_id='$2.hcw_id', name='$2.name',
                                       specialty='$2.specialty', badge_id='$1.badge_id'))
     failed = next((r for _, _, r in res if not r.get('ok')), None)
@@ -105,23 +109,20 @@ def info_collection_stepwise(body: dict) -> dict:
     task, res = task_of(body), results(body)
     room = task['room']
     if not res:
-        return tool_calls(('read_badge_scan', {'room': room}))
+        return tool_calls((Tool.READ_BADGE_SCAN, {'room': room}))
     last_name, _, last = res[-1]
     if not last.get('ok'):
         return report('failure', last.get('error') or last.get('refused') or 'tool failed')
-    if last_name == 'read_badge_scan':
-        return tool_calls(('lookup_staff_by_badge', {'badge_id': last['result']['badge_id']}))
-    asked, found = next((a, r) for n, a, r in reversed(res) if n == 'lookup_staff_by_badge')
+    if last_name == Tool.READ_BADGE_SCAN:
+        return tool_calls((Tool.LOOKUP_STAFF_BY_BADGE, {'badge_id': last['result']['badge_id']}))
+    asked, found = next((a, r) for n, a, r in reversed(res) if n == Tool.LOOKUP_STAFF_BY_BADGE)
     who = {**asked, **found['result']}   # the badge it asked about, and the directory's answer
-    done = [n for n, _, r in res if n == 'record_check_in' and r.get('ok')]
+    done = [n for n, _, r in res if n == Tool.RECORD_CHECK_IN and r.get('ok')]
     summary = f"HCW #{who['hcw_id']} {who['name']}, {who['specialty']}, checked in at {room}."
     if not done:
-        return tool_calls(('record_check_in', {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}))
+        return tool_calls((Tool.RECORD_CHECK_IN, {'room': room, 'hcw_id': who['hcw_id'], 'badge_id': who['badge_id']}))
     return report('success', '', summary, hcw_id=who['hcw_id'], name=who['name'], specialty=who['specialty'],
                   badge_id=who['badge_id'])
-
-
-ROLE_ORDER = ('physician', 'nurse', 'technician')
 
 
 def display(body: dict) -> dict:
@@ -129,16 +130,16 @@ def display(body: dict) -> dict:
     task, res = task_of(body), results(body)
     room = task['room']
     if not res:
-        return tool_calls(('fetch_care_team', {'room': room}))
+        return tool_calls((Tool.FETCH_CARE_TEAM, {'room': room}))
     last_name, _, last = res[-1]
     if not last.get('ok'):
         return report('failure', last.get('error') or 'tool failed')
-    if last_name == 'fetch_care_team':   # show and report together
+    if last_name == Tool.FETCH_CARE_TEAM:   # show and report together
         members = sorted(last['result']['members'], key=lambda m: next(
-            (i for i, k in enumerate(ROLE_ORDER) if k in f"{m['role']} {m['specialty']}".lower()), 9))
-        return tool_calls(('show_display', {'room': room, 'title': f'{room} care team', 'layout': 'rows by role',
-                                            'entries': [{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')}
-                                                        for m in members]}),
+            (i for i, k in enumerate(ROLE_ORDER) if k in f"{m['role']} {m['specialty']}".lower()), len(ROLE_ORDER)))
+        entries = [{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')} for m in members]
+        return tool_calls((Tool.SHOW_DISPLAY, {'room': room, 'title': f'{room} care team', 'layout': 'rows by role',
+                                               'entries': entries}),
                           report_call('success', '', f'Care team of {room} shown ({len(members)} rows).'))
     return report('failure', 'display not confirmed')
 
@@ -187,14 +188,13 @@ class IdealManager:
         latest = {}
         for tid, t in self.tasks.items():
             latest[t['type']] = (tid, t)
-        order = ('navigation', 'info_collection', 'display')
-        owners = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
-                  'display': 'display_robot'}
-        for kind in order:
+        owners = {kind.value: robot for kind, robot in TASK_OWNER.items()}
+        for kind in (t.value for t in OPERATIONAL_TASKS):
             if kind not in latest:
-                hcw = latest['navigation'][1]['hcw'] if kind != 'navigation' else self.patient['hcw']
-                return tool_calls(('delegate_task', {'task_type': kind, 'robot': owners[kind], 'hcw_id': hcw,
-                                                     'reason': f'next step: {kind}'}))
+                nav = TaskType.NAVIGATION.value
+                hcw = latest[nav][1]['hcw'] if kind != nav else self.patient['hcw']
+                return tool_calls((ManagerTool.DELEGATE_TASK, {'task_type': kind, 'robot': owners[kind],
+                                                               'hcw_id': hcw, 'reason': f'next step: {kind}'}))
             tid, t = latest[kind]
             if t['state'] == 'failure':
                 decision, chosen, _ = self.escalated.get(tid, ('', '', ''))
@@ -206,24 +206,23 @@ class IdealManager:
                 hcw = chosen if decision == 'reassign' else t['hcw'] if decision == 'retry' else \
                     (alts[0]['hcw_id'] if alts else '')
                 attempts = sum(1 for x in self.tasks.values() if x['type'] == kind)
-                if not hcw and kind != 'navigation' and attempts < 2:   # retry a robot's failed step once
+                if not hcw and kind != TaskType.NAVIGATION.value and attempts < 2:   # retry a robot's failed step once
                     hcw = t['hcw']
                 if not hcw:
-                    return tool_calls(('escalate_to_supervisor', {'task_id': tid, 'reason': t['text'] or 'failed',
-                                                                  'options': ['retry', 'abort']}))
+                    return tool_calls((ManagerTool.ESCALATE_TO_SUPERVISOR, {
+                        'task_id': tid, 'reason': t['text'] or 'failed', 'options': ['retry', 'abort']}))
                 why = f'human decision on {tid}: {decision}' if decision else f'{tid} failed; #{hcw} available'
-                return tool_calls(('delegate_task', {'task_type': kind, 'robot': owners[kind], 'hcw_id': hcw,
-                                                     'handles_task_id': tid, 'reason': why}))
+                return tool_calls((ManagerTool.DELEGATE_TASK, {'task_type': kind, 'robot': owners[kind], 'hcw_id': hcw,
+                                                               'handles_task_id': tid, 'reason': why}))
             if t['state'] == 'running':
                 return text('Waiting.')
-        return tool_calls(('submit_reflection', self.reflection()))
+        return tool_calls((ManagerTool.SUBMIT_REFLECTION, self.reflection()))
 
     def reflection(self) -> dict:
         """Return a reflection true to the record it was told (tasks never attempted are failures)."""
-        owners = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
-                  'display': 'display_robot'}
+        owners = {kind.value: robot for kind, robot in TASK_OWNER.items()}
         outcomes, recovery = [], []
-        for kind in ('navigation', 'info_collection', 'display'):
+        for kind in (t.value for t in OPERATIONAL_TASKS):
             mine = [(tid, t) for tid, t in self.tasks.items() if t['type'] == kind]
             if not mine:
                 outcomes.append({'task_type': kind, 'status': 'failure', 'robot': owners[kind],
@@ -241,5 +240,5 @@ class IdealManager:
 
 def ideal_policies() -> dict:
     """Return fresh robot -> policy functions for the well-behaved team."""
-    return {'manager': IdealManager(), 'navigation_robot': navigation, 'info_collection_robot': info_collection,
-            'display_robot': display}
+    return {Robot.MANAGER.value: IdealManager(), Robot.NAVIGATION.value: navigation,
+            Robot.INFO_COLLECTION.value: info_collection, Robot.DISPLAY.value: display}

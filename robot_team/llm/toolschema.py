@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.tools.catalog import TOOLS
+from robot_team.catalog import TOOLS
 from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]

@@ -36,7 +36,7 @@ What is simulated
 * Badge readers: an HCW entering a reader's radius scans their badge once per entry (the badge
   ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
 * Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``).
-* Room displays: :meth:`HospitalEngine.show_display` renders and keeps each room's screen.
+* Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
 
 Events (:class:`~robot_team.sim.common.SimEvent`, ground truth): ``patient_arrival``,
 ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``, ``hcw_arrived``,
@@ -462,8 +462,8 @@ class HospitalEngine:
                 self._pending_acks.append(page_id)
         return page
 
-    def show_display(self, room: str, title: str, entries: Sequence[Any],
-                     layout: str = '') -> tuple[bool, str, list[str]]:
+    def render_display(self, room: str, title: str, entries: Sequence[Any],
+                       layout: str = '') -> tuple[bool, str, list[str]]:
         """Show a care-team layout on ``room``'s screen.
 
         Parameters

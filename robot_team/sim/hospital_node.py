@@ -71,6 +71,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
+from robot_team import names
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventKind
 from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
@@ -293,7 +294,7 @@ class HospitalSystemsNode(Node):
             records, unknown = self.engine.locate(list(request.hcw_ids), request.specialty)
             t = self._origin + self.engine.t
             if unknown:
-                self._record.input_error(f"locate_staff: unknown HCW ID(s) {', '.join(unknown)}",
+                self._record.input_error(f"{names.LOCATE_STAFF}: unknown HCW ID(s) {', '.join(unknown)}",
                                          target=LOCATE_STAFF, unknown_ids=unknown)
         for r in records:
             response.staff.append(StaffLocation(hcw_id=r.hcw_id, specialty=r.specialty, area=r.area,
@@ -318,7 +319,7 @@ class HospitalSystemsNode(Node):
             try:
                 page = self.engine.page(request.hcw_id.strip(), request.robot.strip(), request.message)
             except SimInputError as exc:
-                self._record.input_error(f'page_staff: {exc}', target=request.hcw_id, robot=request.robot)
+                self._record.input_error(f'{names.PAGE_STAFF}: {exc}', target=request.hcw_id, robot=request.robot)
                 response.delivered, response.acknowledged = False, False
                 response.reply = f'(not delivered: {exc})'
                 return response
@@ -343,10 +344,10 @@ class HospitalSystemsNode(Node):
     def show_display_callback(self, request, response):
         """Show a care-team layout on a room's screen."""
         with self._lock:
-            success, message, lines = self.engine.show_display(
+            success, message, lines = self.engine.render_display(
                 request.room, request.title, list(request.entries), request.layout)
             if not success:
-                self._record.input_error(f'show_display: {message}', target=request.room, title=request.title)
+                self._record.input_error(f'{names.SHOW_DISPLAY}: {message}', target=request.room, title=request.title)
             self._process(self.engine.drain_events())
         response.success, response.message, response.rendered_lines = success, message, lines
         return response

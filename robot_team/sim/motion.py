@@ -13,7 +13,7 @@ What is simulated
   at ``max_speed``, heading along the path; one goal per robot, a new goal preempts the old one.
   A goal is a pose (:meth:`MotionEngine.start_goal`, Nav2's ``navigate_to_pose``), poses in order
   (:meth:`MotionEngine.start_through_poses`, ``navigate_through_poses``) or a given path to drive
-  along (:meth:`MotionEngine.start_follow_path`, ``follow_path``). :meth:`MotionEngine.plan_path`
+  along (:meth:`MotionEngine.start_follow_path`, ``follow_path``). :meth:`MotionEngine.plan`
   plans without moving (``compute_path_to_pose``).
 * Closed doors (``closed_doors``, the scenario's ``blocked_doors``) are filled in the grid: no
   path through them.
@@ -37,6 +37,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from robot_team import names
 from robot_team.config import ConfigError
 from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
 from robot_team.sim.grid import OccupancyGrid, PlanningError
@@ -48,7 +49,8 @@ AMCL_UPDATE_MIN_A = 0.2    # rad: ... or this much rotation (Nav2 amcl update_mi
 PATH_START_TOLERANCE_M = 1.0  # a path to follow must start this close to the robot (in line of sight)
 
 # Goal kinds: the Nav2 action each kind of goal stands for.
-NAVIGATE_TO_POSE, NAVIGATE_THROUGH_POSES, FOLLOW_PATH = 'navigate_to_pose', 'navigate_through_poses', 'follow_path'
+NAVIGATE_TO_POSE, NAVIGATE_THROUGH_POSES, FOLLOW_PATH = (
+    names.NAVIGATE_TO_POSE, names.NAVIGATE_THROUGH_POSES, names.FOLLOW_PATH)
 
 ACTIVE, SUCCEEDED, ABORTED, CANCELED = 'active', 'succeeded', 'aborted', 'canceled'
 
@@ -374,7 +376,7 @@ class MotionEngine:
                        target_area=self.world.room_at(goal.target.x, goal.target.y), action=goal.action, **extra)
         return goal.goal_id
 
-    def plan_path(self, robot: str, goal: Pose2D, start: Pose2D | None = None) -> np.ndarray:
+    def plan(self, robot: str, goal: Pose2D, start: Pose2D | None = None) -> np.ndarray:
         """Plan a path for ``robot`` without moving it (Nav2 ``compute_path_to_pose``).
 
         Parameters

@@ -665,7 +665,7 @@ class MotionSimNode(Node):
             with self._lock:
                 began = time.perf_counter()
                 try:
-                    path = self.engine.plan_path(robot, goal, start)
+                    path = self.engine.plan(robot, goal, start)
                 except PlanningError as exc:
                     problem = (exc.code, exc.message)
                     if exc.code in _BAD_INPUT_CODES:

@@ -17,30 +17,15 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from robot_team.events import EventKind
+from robot_team.catalog import TOOL_OWNERS
+from robot_team.errors import ToolAccessError, ToolError
+from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.reports import explain_validation_error
 
 
 def _owner_of(name: str) -> str | None:
-    """Return the declared owner of tool ``name`` (``robot_team.tools.catalog``), or None."""
-    from robot_team.tools.catalog import TOOL_OWNERS
+    """Return the declared owner of tool ``name`` (``robot_team.catalog``), or None."""
     return TOOL_OWNERS.get(name)
-
-
-class ToolAccessError(PermissionError):
-    """A tool was called by a robot that does not own it (or does not exist)."""
-
-
-class ToolError(RuntimeError):
-    """A tool could not do its work (bad arguments, ROS timeout, unreachable server...).
-
-    ``output`` keeps whatever ground truth the failed call produced (e.g. the Nav2 result of
-    an aborted goal); it is recorded in the journal like a successful call's output.
-    """
-
-    def __init__(self, message: str, output: dict | None = None):
-        super().__init__(message)
-        self.output = dict(output or {})
 
 
 @dataclass
@@ -179,7 +164,6 @@ class Toolbox:
         else:
             invalid = self._run(spec, args, result)
             if invalid is not None:   # arguments that do not validate: an invalid call on the record
-                from robot_team.llm.record import category_of, invalid_call
                 invalid_call(self._events.emit if self._events is not None else None, caller, name,
                              category_of(invalid), result.error, json.dumps(args, default=str), task_id=task_id)
         result.wall_duration_s = time.perf_counter() - start

@@ -1,53 +1,34 @@
 """The info-collection robot's tools: the door badge readers and the staff directory.
 
-- ``read_badge_scan`` -> ``/ed/badge_scans`` (robot_team/msg/BadgeScan), buffered per room
-- ``lookup_staff_by_badge`` -> the staff directory (SQLite)
-- ``record_check_in`` -> the staff directory (the HCW joins the room's care team)
+- ``Tool.READ_BADGE_SCAN`` -> ``/ed/badge_scans`` (robot_team/msg/BadgeScan), buffered per room
+- ``Tool.LOOKUP_STAFF_BY_BADGE`` -> the staff directory (SQLite)
+- ``Tool.RECORD_CHECK_IN`` -> the staff directory (the HCW joins the room's care team)
 """
 
 from __future__ import annotations
 
 import threading
 
-from pydantic import BaseModel, Field
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.rosutil import ros_now_s, team_name, wait_ros_time
-from robot_team.tools.base import ToolError, Toolbox
+from robot_team.catalog import BadgeInput, CheckInInput, ReadBadgeScanInput, Tool, implements, register_tools
+from robot_team.config import ConfigError
+from robot_team.directory import StaffDirectory
+from robot_team.errors import ToolError
+from robot_team.msg import BadgeScan
+from robot_team.names import team_name
+from robot_team.rosutil import ros_now_s, wait_ros_time
+from robot_team.tools.base import Toolbox
 
 
 def scan_qos():
     """Return the QoS of the badge-scan subscription: reliable, volatile, 50 deep."""
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
     return QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-
-
-class ReadBadgeScanInput(BaseModel):
-    """Read the latest badge scan at a room's door reader (waits for one)."""
-
-    room: str = Field(min_length=1)
-    timeout_s: float = Field(120.0, gt=0, le=900, description='How long to wait for a scan, s.')
-    max_age_s: float = Field(600.0, gt=0, description='Ignore scans older than this, s.')
-
-
-class BadgeInput(BaseModel):
-    """Look up a badge's HCW in the staff directory."""
-
-    badge_id: str = Field(min_length=1, description='As scanned')
-
-
-class CheckInInput(BaseModel):
-    """Record an HCW's check-in at a room (joins its care team)."""
-
-    room: str = Field(min_length=1)
-    hcw_id: str = Field(min_length=1)
-    badge_id: str = Field(min_length=1)
 
 
 def open_directory(path: str):
     """Open the staff directory at ``path``, turning a failure into a :class:`ToolError`."""
-    from robot_team.config import ConfigError
-    from robot_team.directory import StaffDirectory
     try:
         return StaffDirectory(path)
     except ConfigError as exc:
@@ -67,7 +48,6 @@ class InfoCollectionTools:
     """
 
     def __init__(self, node, staff_db: str, callback_group=None):
-        from robot_team.msg import BadgeScan
         self._node = node
         self._staff_db = staff_db
         self._scans: dict[str, list[dict]] = {}
@@ -83,9 +63,19 @@ class InfoCollectionTools:
         with self._lock:
             self._scans.setdefault(msg.room, []).append(scan)
 
+    @classmethod
+    def from_node(cls, node, callback_group=None) -> 'InfoCollectionTools':
+        """Build the tools for ``node`` from its ``staff_db`` parameter (SQLite file)."""
+        return cls(node, node.get_parameter('staff_db').value, callback_group)
+
+    started_data: dict = {}
+    """What the robot's ``node_started`` event records about these tools (nothing)."""
+
+    def cancel(self) -> None:
+        """Stop the work in flight: there is none to stop, the tools waiting in ROS time and returning."""
+
     def register(self, toolbox: Toolbox) -> None:
         """Register every info-collection tool in ``toolbox``."""
-        from robot_team.tools.catalog import register_tools
         register_tools(toolbox, self)
 
     def _latest(self, room: str, max_age_s: float) -> dict | None:
@@ -94,7 +84,8 @@ class InfoCollectionTools:
             scans = [s for s in self._scans.get(room, []) if now - s['stamp_s'] <= max_age_s]
         return scans[-1] if scans else None
 
-    def read_badge_scan(self, args: ReadBadgeScanInput) -> dict:
+    @implements(Tool.READ_BADGE_SCAN)
+    def read_scan(self, args: ReadBadgeScanInput) -> dict:
         """Return the latest scan at ``room`` (badge_id, reader_id, stamp_s in sim s)."""
         wait_ros_time(self._node, lambda: self._latest(args.room, args.max_age_s) is not None, args.timeout_s)
         scan = self._latest(args.room, args.max_age_s)
@@ -102,7 +93,8 @@ class InfoCollectionTools:
             raise ToolError(f'no badge scan at {args.room} within {args.timeout_s:.0f} s')
         return dict(scan)
 
-    def lookup_staff_by_badge(self, args: BadgeInput) -> dict:
+    @implements(Tool.LOOKUP_STAFF_BY_BADGE)
+    def lookup_badge(self, args: BadgeInput) -> dict:
         """Return the directory record of the badge's HCW (hcw_id, name, specialty, role)."""
         with open_directory(self._staff_db) as directory:
             record = directory.by_badge(args.badge_id)
@@ -110,12 +102,13 @@ class InfoCollectionTools:
             raise ToolError(f"badge '{args.badge_id}' is not in the staff directory")
         return record.model_dump()
 
-    def record_check_in(self, args: CheckInInput) -> dict:
+    @implements(Tool.RECORD_CHECK_IN)
+    def check_in(self, args: CheckInInput) -> dict:
         """Record the check-in; return what was written (an unknown HCW or a wrong badge is a ToolError)."""
         stamp = ros_now_s(self._node)
         with open_directory(self._staff_db) as directory:
             try:
-                directory.record_check_in(args.room, args.hcw_id, args.badge_id, stamp)
+                directory.check_in(args.room, args.hcw_id, args.badge_id, stamp)
             except ValueError as exc:
                 raise ToolError(f'check-in refused by the staff directory: {exc}') from exc
         return {'room': args.room, 'hcw_id': args.hcw_id, 'badge_id': args.badge_id, 'stamp_s': round(stamp, 3)}

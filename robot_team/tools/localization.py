@@ -11,8 +11,13 @@ from __future__ import annotations
 import threading
 import time
 
+from geometry_msgs.msg import PoseWithCovarianceStamped
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+
 from robot_team import names
-from robot_team.tools.base import ToolError
+from robot_team.errors import ToolError
+from robot_team.geometry import quaternion_to_yaw
 
 POSE_SOURCES = ('auto', 'tf', 'amcl_pose')
 """``auto``: TF when ``tf2_ros`` is importable, else ``amcl_pose``."""
@@ -20,7 +25,6 @@ POSE_SOURCES = ('auto', 'tf', 'amcl_pose')
 
 def amcl_pose_qos():
     """Return AMCL's ``amcl_pose`` QoS: reliable, transient local, depth 1 (what BasicNavigator subscribes with)."""
-    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     return QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -69,12 +73,10 @@ class RobotPose:
         self.source = 'tf' if self._tf_buffer is not None else 'amcl_pose'
         self.topic = topic
         if self.source == 'amcl_pose':
-            from geometry_msgs.msg import PoseWithCovarianceStamped
             node.create_subscription(PoseWithCovarianceStamped, topic, self._pose_callback, amcl_pose_qos(),
                                      callback_group=callback_group)
 
     def _pose_callback(self, msg) -> None:
-        from robot_team.tools.navigation import quaternion_to_yaw
         p = msg.pose.pose
         self._pose = (p.position.x, p.position.y, quaternion_to_yaw(p.orientation))
         self._received.set()
@@ -97,9 +99,7 @@ class RobotPose:
             If no pose is known within ``timeout_s`` (names the topic or the transform).
         """
         if self.source == 'tf':
-            from rclpy.time import Time
 
-            from robot_team.tools.navigation import quaternion_to_yaw
             deadline = time.monotonic() + timeout_s
             while True:
                 try:

@@ -3,13 +3,13 @@
 Each tool wraps a real ROS interface (or the robot's own map) and is registered in the
 navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot can call it:
 
-- ``locate_staff`` -> ``/ed/rtls/locate_staff`` (robot_team/srv/LocateStaff)
-- ``page_staff`` -> ``/ed/paging/page_staff`` (robot_team/srv/PageStaff)
-- ``room_door_pose`` -> the floor description (:mod:`robot_team.floor`): rooms and doors in ``map``
-- ``plan_path`` -> ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, Nav2's
+- ``Tool.LOCATE_STAFF`` -> the RTLS service ``names.LOCATE_STAFF`` (robot_team/srv/LocateStaff)
+- ``Tool.PAGE_STAFF`` -> the paging service ``names.PAGE_STAFF`` (robot_team/srv/PageStaff)
+- ``Tool.ROOM_DOOR_POSE`` -> the floor description (:mod:`robot_team.floor`): rooms and doors in ``map``
+- ``Tool.PLAN_PATH`` -> ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, Nav2's
   planner server on the map server's map; the real floor may differ: a closed door), from the
   robot's pose (:class:`~robot_team.tools.localization.RobotPose`: TF or ``amcl_pose``)
-- ``navigate_to_pose`` -> ``<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
+- ``Tool.NAVIGATE_TO_POSE`` -> Nav2's ``<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
   with feedback and cancel, through :class:`NavigateToPoseClient`
 
 Only interfaces every Nav2 robot has: nothing here knows the embedded simulator.
@@ -22,18 +22,39 @@ import threading
 from dataclasses import dataclass, field
 from enum import Enum
 
-from pydantic import BaseModel, Field
+import rclpy.utilities
+from action_msgs.msg import GoalStatus
+from geometry_msgs.msg import PoseStamped
+from nav2_msgs.action import ComputePathToPose, NavigateToPose
+from rclpy.action import ActionClient
 
 from robot_team import names
-from robot_team.nav2_codes import nav2_error_name
-from robot_team.rosutil import ros_now_s, team_name, wait_for_server, wait_future
-from robot_team.tools.base import ToolError, Toolbox
+from robot_team.catalog import (
+    LocateStaffInput,
+    NavigateInput,
+    PageStaffInput,
+    PlanPathInput,
+    RoomInput,
+    Tool,
+    implements,
+    register_tools,
+)
+from robot_team.config import ConfigError
+from robot_team.errors import ToolError
+from robot_team.floor import load_floor
+from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
+from robot_team.names import team_name
+from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
+from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
+from robot_team.srv import LocateStaff, PageStaff
+from robot_team.tools.base import Toolbox
+from robot_team.tools.localization import RobotPose
 
-#: Wall seconds plan_path waits for the robot's first pose (a node that has just started), like
+#: Wall seconds route planning waits for the robot's first pose (a node that has just started), like
 #: the timeout of a TF lookup; past it the tool fails.
 POSE_WAIT_S = 5.0
 
-#: Wall seconds plan_path waits for the planner server's answer.
+#: Wall seconds route planning waits for the planner server's answer.
 PLAN_TIMEOUT_S = 10.0
 
 
@@ -76,27 +97,13 @@ class NavResult:
     def as_dict(self) -> dict:
         """Return a JSON-ready dict (the Nav2 goal result as evidence)."""
         return {
-            'action': 'navigate_to_pose', 'outcome': self.outcome.value, 'error_code': self.error_code,
+            'action': names.NAVIGATE_TO_POSE, 'outcome': self.outcome.value, 'error_code': self.error_code,
             'error_name': nav2_error_name(self.error_code),
             'error_msg': self.error_msg, 'goal': list(self.goal),
             'initial_distance_m': self.initial_distance_m,
             'final_distance_remaining_m': self.final_distance_remaining_m,
             'final_pose': list(self.final_pose) if self.final_pose else None,
             'feedback_count': self.feedback_count, 'duration_s': round(self.duration_s, 3)}
-
-
-def yaw_to_quaternion(yaw: float):
-    """Return a ``geometry_msgs/Quaternion`` for a rotation of ``yaw`` rad about +z (REP-103)."""
-    from geometry_msgs.msg import Quaternion
-    import transforms3d
-    w, x, y, z = transforms3d.euler.euler2quat(0.0, 0.0, yaw)
-    return Quaternion(x=x, y=y, z=z, w=w)
-
-
-def quaternion_to_yaw(q) -> float:
-    """Return the yaw (rad, about +z) of a ``geometry_msgs/Quaternion``."""
-    import transforms3d
-    return float(transforms3d.euler.quat2euler([q.w, q.x, q.y, q.z])[2])
 
 
 class NavigateToPoseClient:
@@ -107,8 +114,6 @@ class NavigateToPoseClient:
     """
 
     def __init__(self, node, action_name: str, callback_group=None):
-        from nav2_msgs.action import NavigateToPose
-        from rclpy.action import ActionClient
         self._node = node
         self._action_name = action_name
         self._client = ActionClient(node, NavigateToPose, action_name, callback_group=callback_group)
@@ -128,9 +133,6 @@ class NavigateToPoseClient:
         ToolError
             If the action server is not available.
         """
-        from action_msgs.msg import GoalStatus
-        from geometry_msgs.msg import PoseStamped
-        from nav2_msgs.action import NavigateToPose
         wait_for_server(self._client, server_timeout_s, f'action server {self._action_name}')
         goal = NavigateToPose.Goal()
         goal.pose = PoseStamped()
@@ -205,7 +207,6 @@ def make_navigator(node, choice: str = 'auto', callback_group=None):
     if choice not in NAVIGATORS:
         raise ValueError(f"navigator {choice!r}: expected one of {', '.join(NAVIGATORS)}")
     if choice != 'builtin':
-        import rclpy.utilities
         try:
             import nav2_simple_commander.robot_navigator  # noqa: F401 - availability check
             available, why = node.context is rclpy.utilities.get_default_context(), 'the node is not in ' \
@@ -244,7 +245,6 @@ class BasicNavigatorClient:
         ToolError
             If the navigate_to_pose server is not available within ``server_timeout_s`` (wall s).
         """
-        from geometry_msgs.msg import PoseStamped
         from nav2_simple_commander.robot_navigator import TaskResult
         nav = self._navigator
         if not nav.nav_to_pose_client.wait_for_server(timeout_sec=server_timeout_s):
@@ -292,8 +292,6 @@ class ComputePathClient:
     """
 
     def __init__(self, node, action_name: str = names.COMPUTE_PATH_TO_POSE, callback_group=None):
-        from nav2_msgs.action import ComputePathToPose
-        from rclpy.action import ActionClient
         self._node = node
         self._action_name = action_name
         self._client = ActionClient(node, ComputePathToPose, action_name, callback_group=callback_group)
@@ -308,11 +306,6 @@ class ComputePathClient:
             If the planner server is unavailable or silent for ``timeout_s`` (wall s), or the plan
             fails; the message names Nav2's error code (e.g. ``GOAL_OUTSIDE_MAP``).
         """
-        from geometry_msgs.msg import PoseStamped
-        from nav2_msgs.action import ComputePathToPose
-
-        from robot_team.nav2_codes import ComputePathToPoseError
-
         def pose(xy):
             msg = PoseStamped()
             msg.header.frame_id = names.MAP_FRAME
@@ -361,47 +354,6 @@ def page_result(output: dict) -> dict:
     return output
 
 
-# --- Tool input schemas ----------------------------------------------------------------------
-
-class LocateStaffInput(BaseModel):
-    """Ask the RTLS where HCWs are and if they are free (hcw_ids first, then others of specialty)."""
-
-    hcw_ids: list[str] = Field(default_factory=list)
-    specialty: str = ''
-
-
-class PageStaffInput(BaseModel):
-    """Page an HCW and wait for the acknowledgement (none: the call fails)."""
-
-    hcw_id: str = Field(min_length=1)
-    message: str = Field(min_length=1)
-    timeout_s: float = Field(30.0, gt=0, le=300, description='How long to wait for an answer, s.')
-
-
-class RoomInput(BaseModel):
-    """A room of the ED floor."""
-
-    room: str = Field(min_length=1)
-
-
-class PlanPathInput(BaseModel):
-    """Plan a route on the map, m (start: robot pose by default)."""
-
-    goal_x: float
-    goal_y: float
-    start_x: float | None = None
-    start_y: float | None = None
-
-
-class NavigateInput(BaseModel):
-    """Drive to a map pose with Nav2 (m, rad)."""
-
-    x: float
-    y: float
-    yaw: float = 0.0
-    timeout_s: float = Field(900.0, gt=0, description='Longest the goal may take, s.')
-
-
 class NavigationTools:
     """The navigation robot's tools, bound to its node and static map.
 
@@ -417,8 +369,6 @@ class NavigationTools:
 
     def __init__(self, node, world, callback_group=None, *, pose_source: str = 'auto',
                  pose_topic: str = names.AMCL_POSE, base_frame: str = names.BASE_FRAME, navigator: str = 'auto'):
-        from robot_team.srv import LocateStaff, PageStaff
-        from robot_team.tools.localization import RobotPose
         self._node = node
         self._world = world
         self.pose = RobotPose(node, source=pose_source, topic=pose_topic, base_frame=base_frame,
@@ -429,14 +379,42 @@ class NavigationTools:
         self._page = node.create_client(PageStaff, team_name(node, names.PAGE_STAFF), callback_group=callback_group)
         self.nav = make_navigator(node, navigator, callback_group)
 
+    @classmethod
+    def from_node(cls, node, callback_group=None) -> 'NavigationTools':
+        """Build the tools for ``node`` from its parameters.
+
+        Declares and reads ``pose_source`` (``auto``|``tf``|``amcl_pose``), ``pose_topic``,
+        ``base_frame`` and ``navigator`` (``auto``|``basic_navigator``|``builtin``); reads ``floor``.
+
+        Raises
+        ------
+        ValueError
+            If a parameter is out of its set.
+        ConfigError
+            If the floor description cannot be loaded.
+        """
+        # Nav2's interfaces only: the pose from TF (where tf2_ros is installed) or amcl_pose.
+        pose = {key: node.declare_parameter(key, default).value for key, default in (
+            ('pose_source', 'auto'), ('pose_topic', names.AMCL_POSE), ('base_frame', names.BASE_FRAME),
+            ('navigator', 'auto'))}
+        return cls(node, load_floor(node.get_parameter('floor').value), callback_group, **pose)
+
+    @property
+    def started_data(self) -> dict:
+        """What the robot's ``node_started`` event records about these tools (navigator, pose source)."""
+        return {'navigator': type(self.nav).__name__, 'pose_source': self.pose.source}
+
+    def cancel(self) -> None:
+        """Cancel the Nav2 goal in flight, if any (the robot's task was stopped)."""
+        self.nav.cancel()
+
     def register(self, toolbox: Toolbox) -> None:
         """Register every navigation tool in ``toolbox``."""
-        from robot_team.tools.catalog import register_tools
         register_tools(toolbox, self)
 
-    def locate_staff(self, args: LocateStaffInput) -> dict:
+    @implements(Tool.LOCATE_STAFF)
+    def locate(self, args: LocateStaffInput) -> dict:
         """Query the RTLS; return ``{'staff': [...], 'unknown_ids': [...]}`` (poses in 'map', m)."""
-        from robot_team.srv import LocateStaff
         wait_for_server(self._locate, 10.0, f'service {names.LOCATE_STAFF}')
         response = wait_future(self._locate.call_async(
             LocateStaff.Request(hcw_ids=list(args.hcw_ids), specialty=args.specialty)), 10.0,
@@ -449,9 +427,9 @@ class NavigationTools:
                           'detail': s.detail})
         return {'staff': staff, 'unknown_ids': list(response.unknown_ids)}
 
-    def page_staff(self, args: PageStaffInput) -> dict:
+    @implements(Tool.PAGE_STAFF)
+    def page(self, args: PageStaffInput) -> dict:
         """Page an HCW; return delivered/acknowledged/reply/response_time_s (sim s)."""
-        from robot_team.srv import PageStaff
         wait_for_server(self._page, 10.0, f'service {names.PAGE_STAFF}')
         request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message,
                                     robot=self._node.get_name(), timeout_s=args.timeout_s)
@@ -460,9 +438,9 @@ class NavigationTools:
                             'acknowledged': response.acknowledged, 'reply': response.reply,
                             'response_time_s': round(response.response_time_s, 2)})
 
-    def room_door_pose(self, args: RoomInput) -> dict:
+    @implements(Tool.ROOM_DOOR_POSE)
+    def door_pose(self, args: RoomInput) -> dict:
         """Return the pose just inside ``room``'s door (x, y, yaw) and the corridor approach ('door'); m, rad, 'map'."""
-        from robot_team.config import ConfigError
         try:
             room = self._world.room(args.room)
         except ConfigError as exc:
@@ -471,7 +449,8 @@ class NavigationTools:
         return {'room': room.name, 'x': round(e.x, 3), 'y': round(e.y, 3), 'yaw': round(e.yaw, 4),
                 'door': {'x': round(d.x, 3), 'y': round(d.y, 3), 'yaw': round(d.yaw, 4)}}
 
-    def plan_path(self, args: PlanPathInput) -> dict:
+    @implements(Tool.PLAN_PATH)
+    def plan(self, args: PlanPathInput) -> dict:
         """Plan with Nav2's planner server; return length_m, a few waypoints and the areas crossed (m, 'map')."""
         if args.start_x is None or args.start_y is None:
             # A node that just started may not have its first pose yet: wait like a TF lookup with a timeout.
@@ -492,7 +471,8 @@ class NavigationTools:
         return {'start': [round(start[0], 2), round(start[1], 2)], 'goal': [args.goal_x, args.goal_y],
                 'length_m': round(float(length), 2), 'waypoints': waypoints, 'areas': areas}
 
-    def navigate_to_pose(self, args: NavigateInput) -> dict:
+    @implements(Tool.NAVIGATE_TO_POSE)
+    def navigate(self, args: NavigateInput) -> dict:
         """Drive there through navigate_to_pose; return the Nav2 goal result (evidence).
 
         A goal that aborts or is cancelled is a tool failure whose message names the Nav2
@@ -517,5 +497,5 @@ class NavigationFailed(ToolError):
 
     def __init__(self, evidence: dict):
         super().__init__(
-            f"navigate_to_pose {evidence['outcome']}: error {evidence['error_code']} "
+            f"{names.NAVIGATE_TO_POSE} {evidence['outcome']}: error {evidence['error_code']} "
             f"({evidence['error_name']}) {evidence['error_msg']}".strip(), output=evidence)

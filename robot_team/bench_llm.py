@@ -8,7 +8,7 @@ knowledge base. Prompt tokens are counted with tiktoken cl100k_base (the server 
 usage), tool definitions included. Bridge overhead: per tool call, from the model's tool call
 (reply received) to the tool message it will see, excluding the tool's own (ROS) work.
 
-Run: ``python -m robot_team.llm.bench`` (``--json`` for machine-readable output).
+Run: ``python -m robot_team.bench_llm`` (``--json`` for machine-readable output).
 """
 
 from __future__ import annotations

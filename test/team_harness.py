@@ -19,12 +19,17 @@ from typing import Any
 
 from robot_team.brains.base import EscalationRecord, ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, TaskSpec
 from robot_team.config import Deadlines
-from robot_team.core.manager import EscalationAnswer, ManagerCore, ReportAnswer, TaskDone
+from robot_team.core.manager import ManagerCore, TaskDone
+from robot_team.reports import EscalationAnswer, ReportAnswer
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.events import EventKind
 from robot_team.reports import TaskReportModel
-from robot_team.tools.base import ToolError, Toolbox
+from robot_team.tools.base import Toolbox
+from robot_team.catalog import Tool, register_tools
+from robot_team.errors import ToolError
+from robot_team.names import Robot
+from robot_team.tools.navigation import page_result
 from robot_team.workflow import Authorization, EscalationState, WorkflowPolicy
 
 STAFF = {
@@ -66,10 +71,6 @@ class Recorder:
         return [e for e in self.events if e['kind'] == value and (actor is None or e['actor'] == actor)]
 
 
-class _Stub:
-    """Holds stub tool functions so the real ``register`` methods can bind them."""
-
-
 @dataclass
 class World:
     """The stub floor's state (editable by tests: who answers pages, what the badge reader reads)."""
@@ -83,78 +84,79 @@ class World:
     shown: list[dict] = field(default_factory=list)
 
 
+def _navigation_stubs(world: World) -> dict:
+    def locate(a):   # as the RTLS: the requested IDs first, then the others of the specialty
+        ids = [h for h in a.hcw_ids if h in world.staff]
+        if a.specialty or not a.hcw_ids:
+            ids += [h for h, s in world.staff.items() if h not in ids
+                    and (not a.specialty or s['specialty'].lower() == a.specialty.lower())]
+        return {'staff': [_pub(world.staff[h]) for h in ids],
+                'unknown_ids': [h for h in a.hcw_ids if h not in world.staff]}
+
+    def page(a):
+        ok = world.staff.get(a.hcw_id, {}).get('availability') == 'available'
+        return page_result({'hcw_id': a.hcw_id, 'delivered': a.hcw_id in world.staff, 'acknowledged': ok,
+                            'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s})
+
+    def door(a):
+        if a.room != DOOR['room']:
+            raise ToolError(f"unknown room '{a.room}'")
+        return dict(DOOR)
+
+    def plan(a):
+        return {'length_m': round(math.hypot(a.goal_x - (a.start_x or 0), a.goal_y - (a.start_y or 0)), 2)}
+
+    def navigate(a):
+        if world.nav_error:
+            raise ToolError(f'navigate_to_pose aborted: {world.nav_error}', output={
+                'outcome': 'aborted', 'error_name': world.nav_error, 'goal': [a.x, a.y, a.yaw]})
+        return {'action': 'navigate_to_pose', 'outcome': 'succeeded', 'error_code': 0, 'error_name': 'NONE',
+                'goal': [a.x, a.y, a.yaw], 'final_pose': [a.x, a.y, a.yaw], 'duration_s': 30.0}
+    return {Tool.LOCATE_STAFF: locate, Tool.PAGE_STAFF: page, Tool.ROOM_DOOR_POSE: door, Tool.PLAN_PATH: plan,
+            Tool.NAVIGATE_TO_POSE: navigate}
+
+
+def _info_stubs(world: World) -> dict:
+    def read(a):
+        return {'badge_id': world.scan_badge, 'reader_id': f'{a.room}-door', 'room': a.room, 'stamp_s': 95.0}
+
+    def lookup(a):
+        for s in world.staff.values():
+            if s['badge_id'] == a.badge_id:
+                return {k: s[k] for k in ('hcw_id', 'badge_id', 'name', 'specialty', 'role')}
+        raise ToolError(f"badge '{a.badge_id}' is not in the staff directory")
+
+    def check_in(a):
+        world.checked_in.append(a.hcw_id)
+        return {'room': a.room, 'hcw_id': a.hcw_id, 'badge_id': a.badge_id, 'stamp_s': 96.0}
+    return {Tool.READ_BADGE_SCAN: read, Tool.LOOKUP_STAFF_BY_BADGE: lookup, Tool.RECORD_CHECK_IN: check_in}
+
+
+def _display_stubs(world: World) -> dict:
+    def fetch(a):
+        ids = world.care_team + [h for h in world.checked_in if h not in world.care_team]
+        keys = ('hcw_id', 'name', 'specialty', 'role')
+        return {'room': a.room, 'members': [{k: world.staff[h][k] for k in keys} for h in ids]}
+
+    def show(a):
+        reply = {'service': '/ed/display/show', 'success': world.display_ok,
+                 'message': 'shown' if world.display_ok else 'screen offline',
+                 'rendered_lines': [f'{e.role}: {e.name}' for e in a.entries]}
+        if not world.display_ok:
+            raise ToolError('display service refused: screen offline', output=reply)
+        world.shown.append(a.model_dump())
+        return reply
+    return {Tool.FETCH_CARE_TEAM: fetch, Tool.SHOW_DISPLAY: show}
+
+
+STUBS = {Robot.NAVIGATION: _navigation_stubs, Robot.INFO_COLLECTION: _info_stubs, Robot.DISPLAY: _display_stubs}
+"""Each operational role's stub tools (every role of ``robot_team.catalog.ROLES``)."""
+
+
 def build_toolbox(role: str, world: World, emit=None) -> Toolbox:
-    """Return ``role``'s toolbox: real names, descriptions and input models; stub outputs from ``world``."""
+    """Return ``role``'s toolbox: the catalog's names, descriptions and input models; stub outputs from ``world``."""
     box = Toolbox(role, _EmitAdapter(emit) if emit else None)
-    stub = _Stub()
-    if role == 'navigation_robot':
-        from robot_team.tools.navigation import NavigationTools, page_result
-
-        def locate(a):   # as the RTLS: the requested IDs first, then the others of the specialty
-            ids = [h for h in a.hcw_ids if h in world.staff]
-            if a.specialty or not a.hcw_ids:
-                ids += [h for h, s in world.staff.items() if h not in ids
-                        and (not a.specialty or s['specialty'].lower() == a.specialty.lower())]
-            return {'staff': [_pub(world.staff[h]) for h in ids],
-                    'unknown_ids': [h for h in a.hcw_ids if h not in world.staff]}
-
-        def page(a):
-            ok = world.staff.get(a.hcw_id, {}).get('availability') == 'available'
-            return page_result({'hcw_id': a.hcw_id, 'delivered': a.hcw_id in world.staff, 'acknowledged': ok,
-                                'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s})
-
-        def door(a):
-            if a.room != DOOR['room']:
-                raise ToolError(f"unknown room '{a.room}'")
-            return dict(DOOR)
-
-        def plan(a):
-            return {'length_m': round(math.hypot(a.goal_x - (a.start_x or 0), a.goal_y - (a.start_y or 0)), 2)}
-
-        def navigate(a):
-            if world.nav_error:
-                raise ToolError(f'navigate_to_pose aborted: {world.nav_error}', output={
-                    'outcome': 'aborted', 'error_name': world.nav_error, 'goal': [a.x, a.y, a.yaw]})
-            return {'action': 'navigate_to_pose', 'outcome': 'succeeded', 'error_code': 0, 'error_name': 'NONE',
-                    'goal': [a.x, a.y, a.yaw], 'final_pose': [a.x, a.y, a.yaw], 'duration_s': 30.0}
-        stub.locate_staff, stub.page_staff, stub.room_door_pose = locate, page, door
-        stub.plan_path, stub.navigate_to_pose = plan, navigate
-        NavigationTools.register(stub, box)
-    elif role == 'info_collection_robot':
-        from robot_team.tools.info import InfoCollectionTools
-
-        def read(a):
-            return {'badge_id': world.scan_badge, 'reader_id': f'{a.room}-door', 'room': a.room, 'stamp_s': 95.0}
-
-        def lookup(a):
-            for s in world.staff.values():
-                if s['badge_id'] == a.badge_id:
-                    return {k: s[k] for k in ('hcw_id', 'badge_id', 'name', 'specialty', 'role')}
-            raise ToolError(f"badge '{a.badge_id}' is not in the staff directory")
-
-        def check_in(a):
-            world.checked_in.append(a.hcw_id)
-            return {'room': a.room, 'hcw_id': a.hcw_id, 'badge_id': a.badge_id, 'stamp_s': 96.0}
-        stub.read_badge_scan, stub.lookup_staff_by_badge, stub.record_check_in = read, lookup, check_in
-        InfoCollectionTools.register(stub, box)
-    else:
-        from robot_team.tools.display import DisplayTools
-
-        def fetch(a):
-            ids = world.care_team + [h for h in world.checked_in if h not in world.care_team]
-            keys = ('hcw_id', 'name', 'specialty', 'role')
-            return {'room': a.room, 'members': [{k: world.staff[h][k] for k in keys} for h in ids]}
-
-        def show(a):
-            reply = {'service': '/ed/display/show', 'success': world.display_ok,
-                     'message': 'shown' if world.display_ok else 'screen offline',
-                     'rendered_lines': [f'{e.role}: {e.name}' for e in a.entries]}
-            if not world.display_ok:
-                raise ToolError('display service refused: screen offline', output=reply)
-            world.shown.append(a.model_dump())
-            return reply
-        stub.fetch_care_team, stub.show_display = fetch, show
-        DisplayTools.register(stub, box)
+    register_tools(box, STUBS[Robot(role)](world))
     return box
 
 

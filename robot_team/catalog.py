@@ -1,0 +1,601 @@
+"""The tool catalog: the one place where a tool's meaning lives.
+
+For every tool of the team this module declares, once:
+
+- its **name** (:class:`Tool`, :class:`ManagerTool`) and its **owner** (the only role that may call it);
+- its **input schema** (the pydantic model that validates a call and becomes the LLM schema;
+  the model's docstring is the tool's description unless one is given) and its **output
+  schema** (what a successful call returns: the ground truth a report carries);
+- **what its output proves** (:class:`Proof`): what a success claim of its task needs from it
+  (the false-completion guard, ``robot_team.grounding``), and how the run report keeps it as
+  evidence (``robot_team.report``);
+- its **role in the rubric** (:class:`RubricUse`: the key tool that starts a task, where the
+  HCW's location, the directory record or the care team come from);
+- and, per role (:class:`RoleDecl`), the task type it executes and the class that implements its
+  tools (bound to its node by ``robot_team.agents.robot_node``).
+
+Everything else derives from :data:`TOOLS` and :data:`ROLES`: ownership (:data:`TOOL_OWNERS`,
+:data:`TASK_OWNER`), the toolbox registrations (:func:`register_tools`), the LLM schemas, the
+report evidence (:data:`EVIDENCE_TOOLS`), the rubric's key tools (:data:`KEY_TOOLS`). No other
+module writes a tool's name or a role's name as a literal: they use these declarations.
+
+This module sits at the bottom layer (contracts): it imports only :mod:`robot_team.names`,
+:mod:`robot_team.reports` and pydantic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from robot_team.names import Robot
+from robot_team.reports import TaskType
+
+
+class Tool(str, Enum):
+    """The operational robots' tools (the value is the name the LLM and the record use)."""
+
+    LOCATE_STAFF = 'locate_staff'
+    PAGE_STAFF = 'page_staff'
+    ROOM_DOOR_POSE = 'room_door_pose'
+    PLAN_PATH = 'plan_path'
+    NAVIGATE_TO_POSE = 'navigate_to_pose'
+    READ_BADGE_SCAN = 'read_badge_scan'
+    LOOKUP_STAFF_BY_BADGE = 'lookup_staff_by_badge'
+    RECORD_CHECK_IN = 'record_check_in'
+    FETCH_CARE_TEAM = 'fetch_care_team'
+    SHOW_DISPLAY = 'show_display'
+
+
+class ManagerTool(str, Enum):
+    """The manager's only tools (they act through the supervisor; schemas in ``robot_team.llm.toolschema``)."""
+
+    DELEGATE_TASK = 'delegate_task'
+    ESCALATE_TO_SUPERVISOR = 'escalate_to_supervisor'
+    SUBMIT_REFLECTION = 'submit_reflection'
+
+
+class RubricUse(str, Enum):
+    """What the rubric (``robot_team.evaluation.rubric``) reads from a tool's output."""
+
+    LOCATION = 'location'     # where the HCW is (navigation: "HCW location" must be grounded in it)
+    IDENTITY = 'identity'     # the HCW's directory record (info collection: ID, name, specialty)
+    CARE_TEAM = 'care_team'   # the care team fetched (display: the layout is built from it)
+
+
+# --- Input schemas (validation and LLM schema; the docstring is the tool's description) ------
+
+class LocateStaffInput(BaseModel):
+    """Ask the RTLS where HCWs are and if they are free (hcw_ids first, then others of specialty)."""
+
+    hcw_ids: list[str] = Field(default_factory=list)
+    specialty: str = ''
+
+
+class PageStaffInput(BaseModel):
+    """Page an HCW and wait for the acknowledgement (none: the call fails)."""
+
+    hcw_id: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+    timeout_s: float = Field(30.0, gt=0, le=300, description='How long to wait for an answer, s.')
+
+
+class RoomInput(BaseModel):
+    """A room of the ED floor."""
+
+    room: str = Field(min_length=1)
+
+
+class PlanPathInput(BaseModel):
+    """Plan a route on the map, m (start: robot pose by default)."""
+
+    goal_x: float
+    goal_y: float
+    start_x: float | None = None
+    start_y: float | None = None
+
+
+class NavigateInput(BaseModel):
+    """Drive to a map pose with Nav2 (m, rad)."""
+
+    x: float
+    y: float
+    yaw: float = 0.0
+    timeout_s: float = Field(900.0, gt=0, description='Longest the goal may take, s.')
+
+
+class ReadBadgeScanInput(BaseModel):
+    """Read the latest badge scan at a room's door reader (waits for one)."""
+
+    room: str = Field(min_length=1)
+    timeout_s: float = Field(120.0, gt=0, le=900, description='How long to wait for a scan, s.')
+    max_age_s: float = Field(600.0, gt=0, description='Ignore scans older than this, s.')
+
+
+class BadgeInput(BaseModel):
+    """Look up a badge's HCW in the staff directory."""
+
+    badge_id: str = Field(min_length=1, description='As scanned')
+
+
+class CheckInInput(BaseModel):
+    """Record an HCW's check-in at a room (joins its care team)."""
+
+    room: str = Field(min_length=1)
+    hcw_id: str = Field(min_length=1)
+    badge_id: str = Field(min_length=1)
+
+
+class FetchCareTeamInput(BaseModel):
+    """Fetch a room's care team from the staff directory."""
+
+    room: str = Field(min_length=1)
+
+
+class DisplayEntryInput(BaseModel):
+    """One care-team member to show."""
+
+    role: str = Field(min_length=1)
+    hcw_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    specialty: str = ''
+
+
+class ShowDisplayInput(BaseModel):
+    """Show the care team on the room's shared screen."""
+
+    room: str = Field(min_length=1)
+    title: str = Field(min_length=1)
+    entries: list[DisplayEntryInput] = Field(min_length=1)
+    layout: str = Field(min_length=1, description='e.g. rows by role')
+
+
+# --- Output schemas (what a successful call returns; extra fields are allowed) ----------------
+
+class _Output(BaseModel):
+    model_config = ConfigDict(extra='allow')
+
+
+class StaffLocation(_Output):
+    """One HCW as the RTLS sees them (position in ``map``, m)."""
+
+    hcw_id: str
+    specialty: str = ''
+    area: str = ''
+    x: float
+    y: float
+    availability: str
+    detail: str = ''
+
+
+class LocateStaffOutput(_Output):
+    """The RTLS's answer: the HCWs found and the IDs it does not know."""
+
+    staff: list[StaffLocation]
+    unknown_ids: list[str] = Field(default_factory=list)
+
+
+class PageOutput(_Output):
+    """A page's fate: delivered, acknowledged, the HCW's reply and the sim s waited."""
+
+    hcw_id: str
+    delivered: bool
+    acknowledged: bool
+    reply: str = ''
+    response_time_s: float
+
+
+class PlanarPose(_Output):
+    """A pose in ``map`` (m, rad)."""
+
+    x: float
+    y: float
+    yaw: float
+
+
+class DoorPoseOutput(PlanarPose):
+    """The pose just inside a room's door (escort goal) and its corridor approach ``door``."""
+
+    room: str
+    door: PlanarPose
+
+
+class PathOutput(_Output):
+    """A planned route (``compute_path_to_pose``): length, a few waypoints, the areas crossed (m, ``map``)."""
+
+    start: list[float]
+    goal: list[float]
+    length_m: float
+    waypoints: list[list[float]]
+    areas: list[str]
+
+
+class NavGoalOutput(_Output):
+    """A Nav2 ``navigate_to_pose`` goal result (``error_code`` from nav2_msgs; distances m, duration sim s)."""
+
+    action: str
+    outcome: str
+    error_code: int
+    error_name: str
+    goal: list[float]
+    final_pose: list[float] | None = None
+    duration_s: float = 0.0
+
+
+class BadgeScanOutput(_Output):
+    """A badge scan at a door reader (stamp in sim s)."""
+
+    badge_id: str
+    reader_id: str
+    room: str
+    stamp_s: float
+
+
+class StaffRecordOutput(_Output):
+    """An HCW's staff directory record."""
+
+    hcw_id: str
+    badge_id: str
+    name: str
+    specialty: str
+    role: str
+
+
+class CheckInOutput(_Output):
+    """A check-in as written to the staff directory (stamp in sim s)."""
+
+    room: str
+    hcw_id: str
+    badge_id: str
+    stamp_s: float
+
+
+class CareTeamMember(_Output):
+    """One member of a room's care team."""
+
+    hcw_id: str
+    name: str
+    specialty: str = ''
+    role: str = ''
+
+
+class CareTeamOutput(_Output):
+    """A room's care team, from the staff directory."""
+
+    room: str
+    members: list[CareTeamMember]
+
+
+class DisplayReplyOutput(_Output):
+    """The display service's reply (``ed/display/show``)."""
+
+    service: str
+    success: bool
+    message: str = ''
+    rendered_lines: list[str] = Field(default_factory=list)
+
+
+# --- What an output proves -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Proof:
+    """What a successful call of one tool proves about its task, and what a success claim needs of it.
+
+    Attributes
+    ----------
+    text
+        What it proves, in words.
+    missing
+        Why a success claim fails when the proof is absent (no successful call, or ``flag`` false).
+    required
+        A success claim of its task needs a successful call.
+    flag
+        An output key that must be true in the last successful call (e.g. a page's ``acknowledged``).
+    last_must_succeed, not_last
+        The last call must be the successful one, else ``not_last`` is the reason (a later goal
+        that failed undoes an earlier success).
+    claim_keys
+        Keys of the report's ``data`` that must equal the same keys of the output.
+    goal_of, tolerance_m
+        This output is the pose the last successful call of ``goal_of`` must have reached (its
+        output's ``goal``), within ``tolerance_m`` m in x and y.
+    """
+
+    text: str
+    missing: str = ''
+    required: bool = False
+    flag: str = ''
+    last_must_succeed: bool = False
+    not_last: str = ''
+    claim_keys: tuple[str, ...] = ()
+    goal_of: 'Tool | None' = None
+    tolerance_m: float = 0.5
+
+
+@dataclass(frozen=True)
+class ToolDecl:
+    """One robot tool.
+
+    Attributes
+    ----------
+    tool
+        Its name (:class:`Tool`).
+    owner
+        The only robot that may call it (:class:`~robot_team.names.Robot`).
+    task_type
+        The task type it serves.
+    input_model, output_model
+        Its arguments' and its successful output's pydantic models.
+    description
+        What it does physically, for the LLM (default: the input model's docstring).
+    evidence
+        Whether its results are kept as ground-truth evidence in the run report.
+    report_key, many
+        Where the run report keeps it (default: the tool name) and whether every call is kept
+        (a list) rather than the last.
+    key
+        Whether it is the tool that starts its task (the rubric checks its owner called it).
+    proof
+        What its output proves for a success claim (None: nothing).
+    rubric
+        What the rubric reads from it (None: nothing beyond the above).
+    """
+
+    tool: Tool
+    owner: Robot
+    task_type: TaskType
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    description: str = ''
+    evidence: bool = False
+    report_key: str = ''
+    many: bool = False
+    key: bool = False
+    proof: Proof | None = None
+    rubric: RubricUse | None = None
+
+    @property
+    def name(self) -> str:
+        """The tool's name as the LLM, the toolbox and the record use it."""
+        return self.tool.value
+
+    @property
+    def text(self) -> str:
+        """The description given to the LLM."""
+        return self.description or (self.input_model.__doc__ or '').strip()
+
+    @property
+    def evidence_key(self) -> str:
+        """The key of its evidence in a task's ground truth (run report)."""
+        return self.report_key or self.name
+
+
+_NAV, _INFO, _DISP = Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY
+TOOLS: tuple[ToolDecl, ...] = (
+    ToolDecl(Tool.LOCATE_STAFF, _NAV, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
+             evidence=True, key=True, rubric=RubricUse.LOCATION),
+    ToolDecl(Tool.PAGE_STAFF, _NAV, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
+             proof=Proof('the HCW answered the page', missing='the HCW never acknowledged a page',
+                         flag='acknowledged')),
+    ToolDecl(Tool.ROOM_DOOR_POSE, _NAV, TaskType.NAVIGATION, RoomInput, DoorPoseOutput,
+             "Map pose inside a room's door (escort the HCW there) and its corridor approach ('door').",
+             proof=Proof("where the escort ends: the room's door", goal_of=Tool.NAVIGATE_TO_POSE)),
+    ToolDecl(Tool.PLAN_PATH, _NAV, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
+    ToolDecl(Tool.NAVIGATE_TO_POSE, _NAV, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
+             report_key='nav2_goals', many=True,
+             proof=Proof('the escort reached its goal (Nav2 goal result)', required=True,
+                         missing='no navigate_to_pose goal succeeded', last_must_succeed=True,
+                         not_last='the last navigate_to_pose goal did not succeed')),
+    ToolDecl(Tool.READ_BADGE_SCAN, _INFO, TaskType.INFO_COLLECTION, ReadBadgeScanInput, BadgeScanOutput,
+             evidence=True, key=True,
+             proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
+    ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, _INFO, TaskType.INFO_COLLECTION, BadgeInput, StaffRecordOutput,
+             evidence=True, rubric=RubricUse.IDENTITY,
+             proof=Proof("the scanned badge is this HCW's", required=True,
+                         missing='no badge was found in the staff directory',
+                         claim_keys=('hcw_id', 'name', 'specialty'))),
+    ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True),
+    ToolDecl(Tool.FETCH_CARE_TEAM, _DISP, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
+             evidence=True, key=True, rubric=RubricUse.CARE_TEAM),
+    ToolDecl(Tool.SHOW_DISPLAY, _DISP, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput, evidence=True,
+             proof=Proof('the room screen shows the layout', missing='the display service never accepted a layout',
+                         flag='success')),
+)
+"""Every operational robot's tools, in the order they are offered."""
+
+
+# --- Roles ------------------------------------------------------------------------------------
+
+def _navigation_truth(evidence: Mapping[str, Any]) -> str:
+    goals = evidence.get(TOOLS_BY_NAME[Tool.NAVIGATE_TO_POSE].evidence_key)
+    if goals:
+        return '; '.join(f"{Tool.NAVIGATE_TO_POSE.value} {(g.get('output') or {}).get('outcome', '?')} "
+                         f"(error {(g.get('output') or {}).get('error_code', '?')})" for g in goals)
+    page = evidence.get(Tool.PAGE_STAFF.value)
+    if page:
+        return f"page acknowledged: {(page.get('output') or {}).get('acknowledged')}"
+    return ''
+
+
+def _info_truth(evidence: Mapping[str, Any]) -> str:
+    scan_item, who_item = evidence.get(Tool.READ_BADGE_SCAN.value), evidence.get(Tool.LOOKUP_STAFF_BY_BADGE.value)
+    if not (scan_item or who_item):
+        return ''
+    scan, who = (scan_item or {}).get('output') or {}, (who_item or {}).get('output') or {}
+    return f"badge {scan.get('badge_id', '?')} -> {who.get('name', 'not found')}"
+
+
+def _display_truth(evidence: Mapping[str, Any]) -> str:
+    shown = evidence.get(Tool.SHOW_DISPLAY.value)
+    return f"display {'shown' if shown.get('ok') else 'refused'}" if shown else ''
+
+
+@dataclass(frozen=True)
+class RoleDecl:
+    """One operational robot role.
+
+    Attributes
+    ----------
+    robot
+        The role (its node name and namespace).
+    task_type
+        The only task type it executes (role alignment).
+    implementation
+        Dotted path ``module.Class`` of the class implementing its tools. The class has a
+        ``from_node(node, callback_group)`` classmethod (reads its node's parameters) and its
+        tools as methods marked with :func:`implements`.
+    truth
+        Its task's ground truth in a few words, from the condensed evidence (empty if none).
+    """
+
+    robot: Robot
+    task_type: TaskType
+    implementation: str
+    truth: Callable[[Mapping[str, Any]], str] = field(default=lambda _evidence: '')
+
+    def implementation_class(self) -> type:
+        """Import and return the class that implements this role's tools.
+
+        Raises
+        ------
+        ImportError, AttributeError
+            If :attr:`implementation` does not name an importable class.
+        """
+        module, _, name = self.implementation.rpartition('.')
+        return getattr(importlib.import_module(module), name)
+
+
+ROLES: tuple[RoleDecl, ...] = (
+    RoleDecl(Robot.NAVIGATION, TaskType.NAVIGATION, 'robot_team.tools.navigation.NavigationTools',
+             _navigation_truth),
+    RoleDecl(Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, 'robot_team.tools.info.InfoCollectionTools',
+             _info_truth),
+    RoleDecl(Robot.DISPLAY, TaskType.DISPLAY, 'robot_team.tools.display.DisplayTools', _display_truth),
+)
+"""The operational robots, in workflow order."""
+
+ROLES_BY_ROBOT: dict[str, RoleDecl] = {r.robot.value: r for r in ROLES}
+"""Robot role (value) -> its declaration."""
+
+ROLE_TASK: dict[str, TaskType] = {r.robot.value: r.task_type for r in ROLES}
+"""Operational robot role (value) -> the one task type it executes."""
+
+OPERATIONAL_ROBOTS: tuple[str, ...] = tuple(r.robot.value for r in ROLES)
+"""The operational robots' names, in workflow order (the robots a manager delegates to)."""
+
+TOOLS_BY_NAME: dict[str, ToolDecl] = {t.name: t for t in TOOLS}
+"""Tool name -> its declaration."""
+
+TOOL_OWNERS: dict[str, str] = {**{t.name: t.owner.value for t in TOOLS},
+                               **{tool.value: Robot.MANAGER.value for tool in ManagerTool}}
+"""Every tool of the team and the only role that owns it."""
+
+MANAGER_TOOLS: tuple[str, ...] = tuple(tool.value for tool in ManagerTool)
+"""The manager's only tools."""
+
+TASK_OWNER: dict[TaskType, str] = {**{r.task_type: r.robot.value for r in ROLES},
+                                   TaskType.REFLECTION: Robot.MANAGER.value}
+"""The only robot allowed to execute each task (role alignment); the manager writes the reflection."""
+
+EVIDENCE_TOOLS: dict[str, tuple[str, ...]] = {
+    r.task_type.value: tuple(t.name for t in TOOLS if t.task_type is r.task_type and t.evidence) for r in ROLES}
+"""Task type (value) -> the tools whose results a run report keeps as evidence."""
+
+KEY_TOOLS: dict[TaskType, tuple[str, ...]] = {
+    r.task_type: tuple(t.name for t in TOOLS if t.task_type is r.task_type and t.key) for r in ROLES}
+"""Task type -> the tool that starts the task (the data it works from); it must be called by the task's owner."""
+
+
+def tools_of(owner: 'Robot | str') -> list[ToolDecl]:
+    """Return the tools ``owner`` (a role or its name) owns, in declaration order (empty for an unknown owner)."""
+    value = owner.value if isinstance(owner, Robot) else owner
+    return [t for t in TOOLS if t.owner.value == value]
+
+
+def tools_for(task_type: TaskType) -> list[ToolDecl]:
+    """Return the tools that serve ``task_type``, in declaration order."""
+    return [t for t in TOOLS if t.task_type is task_type]
+
+
+def rubric_tool(use: RubricUse) -> str:
+    """Return the name of the tool the rubric reads for ``use``.
+
+    Raises
+    ------
+    KeyError
+        If no tool is declared for ``use``.
+    """
+    for decl in TOOLS:
+        if decl.rubric is use:
+            return decl.name
+    raise KeyError(f'no tool declared for rubric use {use.value!r}')
+
+
+def role_of(robot: 'Robot | str') -> RoleDecl:
+    """Return the declaration of operational role ``robot``.
+
+    Raises
+    ------
+    KeyError
+        If ``robot`` is not an operational robot (e.g. the manager).
+    """
+    value = robot.value if isinstance(robot, Robot) else robot
+    try:
+        return ROLES_BY_ROBOT[value]
+    except KeyError:
+        raise KeyError(f'{value!r} is not an operational robot (expected one of {", ".join(OPERATIONAL_ROBOTS)})') \
+            from None
+
+
+_TOOL_ATTR = '__robot_team_tool__'
+
+
+def implements(tool: Tool) -> Callable[[Callable], Callable]:
+    """Mark a method as the implementation of ``tool`` (found by :func:`register_tools`)."""
+    def mark(func: Callable) -> Callable:
+        setattr(func, _TOOL_ATTR, tool)
+        return func
+    return mark
+
+
+def implementations_of(implementation: Any) -> dict[Tool, Callable]:
+    """Return ``implementation``'s tool methods (marked with :func:`implements`), or the mapping itself.
+
+    ``implementation`` is an object whose methods are marked, or a mapping ``Tool -> callable``
+    (e.g. a test's stand-ins).
+    """
+    if isinstance(implementation, Mapping):
+        return {Tool(k): v for k, v in implementation.items()}
+    found: dict[Tool, Callable] = {}
+    for attr in dir(type(implementation)):
+        tool = getattr(getattr(type(implementation), attr, None), _TOOL_ATTR, None)
+        if tool is not None:
+            found[tool] = getattr(implementation, attr)
+    return found
+
+
+def register_tools(toolbox, implementation) -> None:
+    """Register every tool ``toolbox.owner`` owns, implemented by ``implementation``.
+
+    Parameters
+    ----------
+    toolbox
+        A :class:`~robot_team.tools.base.Toolbox` (anything with ``owner`` and ``register``).
+    implementation
+        See :func:`implementations_of`.
+
+    Raises
+    ------
+    AttributeError
+        If ``implementation`` lacks one of the owner's declared tools.
+    """
+    funcs = implementations_of(implementation)
+    for decl in tools_of(toolbox.owner):
+        if decl.tool not in funcs:
+            raise AttributeError(f'{type(implementation).__name__} implements no {decl.name!r} '
+                                 f'(declared for {decl.owner.value} in robot_team.catalog)')
+        toolbox.register(decl.name, decl.text, decl.input_model, funcs[decl.tool])
