@@ -36,8 +36,9 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
-from robot_team.brains.base import EscalationRecord, ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
+from robot_team.brains.base import ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
 from robot_team.core.manager import EscalationAnswer, ManagerCore, ReportAnswer
+from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel
 from robot_team.rosutil import ros_now_s, spin_node, submit_report, wait_for_server, wait_future
