@@ -19,6 +19,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, Field
 
 from robot_team.config import Deadlines
+from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, TaskReportModel, TaskStatus, TaskType
 from robot_team.catalog import TASK_OWNER
@@ -131,29 +132,11 @@ class DeadlineChange(BaseModel):
     deadline: Deadline
 
 
-class EscalationState(BaseModel):
-    """One escalation to a human and, once answered, the decision."""
-
-    escalation_id: str
-    task_id: str = ''
-    task_type: str = ''
-    raised_by: str
-    reason: str
-    options: list[str] = Field(default_factory=list)
-    opened_s: float = 0.0
-    status: Literal['open', 'resolved'] = 'open'
-    decision: str = ''
-    hcw_id: str = ''
-    note: str = ''
-    operator_id: str = ''
-    resolved_s: float | None = None
-
-
 class WorkflowState(BaseModel):
     """A read-only snapshot of the policy (a copy: changing it changes nothing)."""
 
     tasks: list[TaskState]
-    escalations: list[EscalationState]
+    escalations: list[EscalationRecord]
     deadlines: list[Deadline]
     patient_id: str = Field('', description='The patient whose arrival started the onboarding deadlines.')
     closed: bool = Field(description="Whether a human closed the episode with an 'abort' decision.")
@@ -163,7 +146,7 @@ class WorkflowState(BaseModel):
         """Return the task ``task_id``, if any."""
         return next((t for t in self.tasks if t.task_id == task_id), None)
 
-    def escalation(self, escalation_id: str) -> EscalationState | None:
+    def escalation(self, escalation_id: str) -> EscalationRecord | None:
         """Return the escalation ``escalation_id``, if any."""
         return next((e for e in self.escalations if e.escalation_id == escalation_id), None)
 
@@ -211,7 +194,7 @@ class WorkflowPolicy:
         self._lock = threading.RLock()
         self._tasks: dict[str, TaskState] = {}
         self._counters: dict[TaskType, int] = {t: 0 for t in WORKFLOW_ORDER}
-        self._escalations: dict[str, EscalationState] = {}
+        self._escalations: dict[str, EscalationRecord] = {}
         self._deadlines: list[Deadline] = []
         self._changes: list[DeadlineChange] = []
         self._closed_by = ''
@@ -313,7 +296,7 @@ class WorkflowPolicy:
             return refuse('reflection', f'the reflection is already {done[0].status} ({done[0].task_id}); '
                                         f'there is only one reflection per episode')
         why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.status, t.issue) for t in self._tasks.values()],
-                              {e.task_id for e in self._escalations.values() if e.status == 'resolved'},
+                              {e.task_id for e in self._escalations.values() if not e.is_open},
                               closed=bool(self._closed_by))
         return None if why is None else refuse('reflection', why)
 
@@ -450,7 +433,7 @@ class WorkflowPolicy:
             if not str(reason or '').strip():
                 raise ValueError('an escalation needs a reason the human can read')
             escalation_id = f'esc-{len(self._escalations) + 1}'
-            self._escalations[escalation_id] = EscalationState(
+            self._escalations[escalation_id] = EscalationRecord(
                 escalation_id=escalation_id, task_id=task_id or '',
                 task_type=task.task_type.value if task else '', raised_by=raised_by, reason=reason,
                 options=list(options or []), opened_s=now_s)
@@ -473,22 +456,22 @@ class WorkflowPolicy:
         with self._lock:
             escalation = self._escalations.get(escalation_id)
             if escalation is None:
-                open_ids = [e.escalation_id for e in self._escalations.values() if e.status == 'open']
+                open_ids = [e.escalation_id for e in self._escalations.values() if e.is_open]
                 return False, (f"no escalation '{escalation_id}'; open escalations: "
                                f"{', '.join(open_ids) or 'none'}")
-            if escalation.status != 'open':
+            if not escalation.is_open:
                 return False, (f"{escalation_id} is already resolved ({escalation.decision} by "
-                               f'{escalation.operator_id or "an unnamed operator"})')
+                               f'{escalation.decided_by or "an unnamed operator"})')
             if decision not in DECISIONS:
                 return False, f"unknown decision '{decision}'; expected one of {', '.join(DECISIONS)}"
             if decision == 'reassign' and not str(hcw_id or '').strip():
                 return False, "decision 'reassign' needs hcw_id: the HCW to assign instead"
-            escalation.status = 'resolved'
+            transition(escalation, LifecycleAction.RESOLVE)
             escalation.decision = decision
             escalation.hcw_id = str(hcw_id or '').strip()
             escalation.note = note or ''
-            escalation.operator_id = operator_id or ''
-            escalation.resolved_s = now_s
+            escalation.decided_by = operator_id or ''
+            escalation.closed_s = now_s
             self._start_decision(f'decision on {escalation_id}', now_s)
             about = f' on {escalation.task_id}' if escalation.task_id else ''
             if decision == 'abort':
@@ -499,7 +482,7 @@ class WorkflowPolicy:
                 return True, f'{escalation_id}{about}: reassign to HCW {escalation.hcw_id} accepted'
             return True, f'{escalation_id}{about}: retry accepted'
 
-    def restore_escalation(self, escalation: EscalationState) -> None:
+    def restore_escalation(self, escalation: EscalationRecord) -> None:
         """Take back an escalation a previous supervisor opened (restart from the escalation store).
 
         Its ID keeps its number (the next one opened follows it); a resolved ``abort`` closes
@@ -508,7 +491,7 @@ class WorkflowPolicy:
         """
         with self._lock:
             self._escalations[escalation.escalation_id] = escalation.model_copy(deep=True)
-            if escalation.status == 'resolved' and escalation.decision == 'abort' and not self._closed_by:
+            if not escalation.is_open and escalation.decision == 'abort' and not self._closed_by:
                 self._closed_by = escalation.escalation_id
 
     def postpone_deadlines(self, by_s: float) -> None:

@@ -17,12 +17,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from robot_team.brains.base import EscalationRecord, ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, TaskSpec
+from robot_team.brains.base import ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, TaskSpec
 from robot_team.config import Deadlines
 from robot_team.core.manager import ManagerCore, TaskDone
 from robot_team.reports import EscalationAnswer, ReportAnswer
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore
+from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.reports import TaskReportModel
 from robot_team.tools.base import Toolbox
@@ -30,7 +31,7 @@ from robot_team.catalog import Tool, register_tools
 from robot_team.errors import ToolError
 from robot_team.names import Robot
 from robot_team.tools.navigation import page_result
-from robot_team.workflow import Authorization, EscalationState, WorkflowPolicy
+from robot_team.workflow import Authorization, WorkflowPolicy
 
 STAFF = {
     '80': {'hcw_id': '80', 'badge_id': 'ED-0080', 'name': 'Dr. Amara Okafor', 'specialty': 'Physician',
@@ -275,7 +276,7 @@ class InMemoryTeam:
 
     # -- the supervisor's publications, and the human operator --
 
-    def _escalated(self, esc: EscalationState) -> None:
+    def _escalated(self, esc: EscalationRecord) -> None:
         self.manager.on_escalation(EscalationRecord(escalation_id=esc.escalation_id, task_id=esc.task_id,
                                                     task_type=esc.task_type, raised_by=esc.raised_by,
                                                     reason=esc.reason))
@@ -284,8 +285,8 @@ class InMemoryTeam:
             self.supervisor.resolve(esc.escalation_id, decision, hcw, 'Dr. Brennan covers ER-12', 'charge_nurse',
                                     self.t)
 
-    def _decided(self, esc: EscalationState) -> None:
-        self.manager.on_decision(esc.escalation_id, esc.decision, esc.hcw_id, esc.note, esc.operator_id)
+    def _decided(self, esc: EscalationRecord) -> None:
+        self.manager.on_decision(esc.escalation_id, esc.decision, esc.hcw_id, esc.note, esc.decided_by)
 
     def _directed(self, directive) -> None:
         if directive.directive == 'takeover':

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from robot_team.brains.base import (
-    EscalationRecord, FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec)
+    FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec)
+from robot_team.escalation_model import EscalationRecord
 from robot_team.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
@@ -718,7 +719,8 @@ def test_a_model_that_sends_one_call_per_reply_still_completes():
 
 
 def test_manager_is_offered_what_the_workflow_can_accept_and_a_call_to_another_is_refused_by_the_gate():
-    from robot_team.brains.base import EscalationRecord, ManagerObservation, PatientInfo
+    from robot_team.brains.base import ManagerObservation, PatientInfo
+    from robot_team.escalation_model import EscalationRecord
     from robot_team.llm.toolschema import manager_tool_names
     patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
 

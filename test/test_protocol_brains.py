@@ -1,9 +1,10 @@
 """The protocol brains' decisions, on scripted tool outputs (no ROS graph: pure logic)."""
 
 from robot_team.brains.base import (
-    Delegate, Escalate, EscalationRecord, Finish, ManagerObservation, PatientInfo, Reflect, TaskRecord, TaskSpec)
+    Delegate, Escalate, Finish, ManagerObservation, PatientInfo, Reflect, TaskRecord, TaskSpec)
 from robot_team.brains.protocol import (
     DisplayProtocolBrain, InfoCollectionProtocolBrain, ManagerProtocolBrain, NavigationProtocolBrain)
+from robot_team.escalation_model import EscalationRecord
 from robot_team.reports import TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 from robot_team.errors import ToolError

@@ -36,8 +36,9 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
-from robot_team.brains.base import EscalationRecord, ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
+from robot_team.brains.base import ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
 from robot_team.core.manager import ManagerCore
+from robot_team.escalation_model import EscalationRecord
 from robot_team.reports import EscalationAnswer, ReportAnswer
 from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.reports import OPERATIONAL_TASKS, ReportError, TaskReportModel

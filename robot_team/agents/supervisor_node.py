@@ -385,7 +385,7 @@ class SupervisorNode(Node):
         from robot_team.msg import HumanDecision
         self._decision_pub.publish(HumanDecision(
             stamp=self.get_clock().now().to_msg(), escalation_id=esc.escalation_id, decision=esc.decision,
-            hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.operator_id))
+            hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.decided_by))
 
     def _publish_report(self, report: TaskReportModel) -> None:
         self._report_pub.publish(report.to_msg())

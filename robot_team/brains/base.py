@@ -17,6 +17,7 @@ from typing import Annotated, Any, Callable, Literal, Union
 
 from pydantic import BaseModel, Field
 
+from robot_team.escalation_model import EscalationRecord
 from robot_team.reports import Reflection, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 
@@ -97,25 +98,6 @@ class TaskRecord(BaseModel):
     issue: str = ''
     summary: str = ''
     data: dict[str, Any] = Field(default_factory=dict)
-
-
-class EscalationRecord(BaseModel):
-    """An escalation and, once a human answered, the decision."""
-
-    escalation_id: str
-    task_id: str = ''
-    task_type: str = ''
-    raised_by: str = ''
-    reason: str = ''
-    decision: str = ''
-    hcw_id: str = ''
-    note: str = ''
-    operator_id: str = ''
-
-    @property
-    def resolved(self) -> bool:
-        """Whether a human has decided."""
-        return bool(self.decision)
 
 
 class FeedbackKind(str, Enum):

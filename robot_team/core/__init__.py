@@ -6,7 +6,7 @@ its tools): :class:`~robot_team.core.manager.ManagerCore` talks to the team thro
 reflection), :class:`~robot_team.core.robot.RobotCore` runs one task with the robot's toolbox
 and builds its grounded report, :class:`~robot_team.core.supervisor.SupervisorCore` gates
 delegations, records reports and runs deadlines. The ROS 2 nodes in ``robot_team.agents`` are
-thin wiring over these classes; offline harnesses (``robot_team.llm.harness``) wire the same
+thin wiring over these classes; the tests' in-memory team (``test/team_harness.py``) wires the same
 classes to each other in memory. Every decision is an event through an injected ``emit``
 (:meth:`robot_team.events.EventEmitter.emit`'s signature).
 """

@@ -32,9 +32,10 @@ from typing import Callable, Iterable, Protocol
 
 
 from robot_team.brains.base import (
-    Delegate, Escalate, EscalationRecord, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation,
-    PatientInfo, Reflect, SupervisorInstruction, TaskRecord, TaskSpec)
+    Delegate, Escalate, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation, PatientInfo, Reflect,
+    SupervisorInstruction, TaskRecord, TaskSpec)
 from robot_team.decisions import DecisionSource
+from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
 from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskStatus, TaskType
@@ -169,7 +170,9 @@ class ManagerCore:
             if record is None:
                 record = EscalationRecord(escalation_id=escalation_id)
                 obs.escalations.append(record)
-            record.decision, record.hcw_id, record.note, record.operator_id = decision, hcw_id, note, operator_id
+            if record.is_open:
+                transition(record, LifecycleAction.RESOLVE)
+            record.decision, record.hcw_id, record.note, record.decided_by = decision, hcw_id, note, operator_id
         self._emit(EventKind.OBSERVATION, f'human decision on {escalation_id}: {decision}', target=escalation_id,
                    cue='human_decision', decision=decision, hcw_id=hcw_id, operator_id=operator_id)
         with self._lock:

@@ -17,10 +17,11 @@ from typing import Callable
 
 from pydantic import BaseModel
 
+from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.reports import ReportError, TaskReportModel
-from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, EscalationState, WorkflowPolicy
+from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, WorkflowPolicy
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -54,7 +55,7 @@ class SupervisorCore:
     emit
         Event sink.
     publish_escalation, publish_decision
-        Called with the :class:`~robot_team.workflow.EscalationState` of each escalation opened
+        Called with the :class:`~robot_team.escalation_model.EscalationRecord` of each escalation opened
         and each human decision accepted (the node publishes them on ``team/escalations`` and
         ``team/human_decisions``).
     publish_report
@@ -69,8 +70,8 @@ class SupervisorCore:
     """
 
     def __init__(self, policy: WorkflowPolicy, emit: Emit,
-                 publish_escalation: Callable[[EscalationState], None],
-                 publish_decision: Callable[[EscalationState], None],
+                 publish_escalation: Callable[[EscalationRecord], None],
+                 publish_decision: Callable[[EscalationRecord], None],
                  publish_report: Callable[[TaskReportModel], None] | None = None,
                  publish_directive: Callable[[Directive], None] | None = None):
         self.policy = policy
@@ -78,7 +79,7 @@ class SupervisorCore:
         self._publish_escalation = publish_escalation
         self._publish_decision = publish_decision
         self._publish_report = publish_report or (lambda _report: None)
-        self.on_escalation_opened: Callable[[EscalationState], dict] | None = None
+        self.on_escalation_opened: Callable[[EscalationRecord], dict] | None = None
         """Called with each escalation before it is announced; returns more fields for its event
         (the escalation desk sets it: lifecycle, severity, deadline; ``robot_team.core.escalations``)."""
         self.on_hold_team: Callable[[str, str], None] | None = None
@@ -161,10 +162,10 @@ class SupervisorCore:
                        operator_id=operator_id)
             return False, message
         esc = self.policy.snapshot().escalation(escalation_id)
-        self._emit(EventKind.HUMAN_DECISION, f'{esc.operator_id or "an operator"} decided {esc.decision} on '
+        self._emit(EventKind.HUMAN_DECISION, f'{esc.decided_by or "an operator"} decided {esc.decision} on '
                    f'{esc.escalation_id}', target=esc.task_id, reason=esc.note, escalation_id=esc.escalation_id,
                    task_id=esc.task_id, decision=esc.decision, hcw_id=esc.hcw_id, note=esc.note,
-                   operator_id=esc.operator_id, closed=self.policy.closed, source='human')
+                   operator_id=esc.decided_by, closed=self.policy.closed, source='human')
         self._record_deadline_changes()
         self._publish_decision(esc)
         return True, message
