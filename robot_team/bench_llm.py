@@ -20,6 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from robot_team.agents.robot_node import RobotNode
+from robot_team.config import load_scenario
+from robot_team.llm.fakeserver import ScriptedServer
+from robot_team.llm.scripted import ideal_policies
+from robot_team.runner import Episode
+
 
 def run_once(kb: bool, domain_id: int | None = None) -> dict:
     """Run the onboarding transcript once through the team's ROS graph; return tokens, requests, overhead.
@@ -30,11 +36,6 @@ def run_once(kb: bool, domain_id: int | None = None) -> dict:
     ``llm_reply`` events of the record (as in ``report.json``); the bridge overhead from the
     robot brains of the nodes that ran.
     """
-    from robot_team.agents.robot_node import RobotNode
-    from robot_team.config import load_scenario
-    from robot_team.llm.fakeserver import ScriptedServer
-    from robot_team.llm.scripted import ideal_policies
-    from robot_team.runner import Episode
     domain_id = domain_id if domain_id is not None else int(os.environ.get('ROBOT_TEAM_BENCH_DOMAIN_ID', '99'))
     env = {'ROBOT_TEAM_LLM_API_KEY': 'bench', 'ROBOT_TEAM_LLM_MODEL': 'gpt-4o-mini',
            'ROBOT_TEAM_LLM_FALLBACK': 'fail', 'ROBOT_TEAM_LLM_TIMEOUT_S': '10'}

@@ -12,11 +12,19 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from robot_team.bench import bench_episodes
+from robot_team.bench_llm import main as bench_main
+from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
+from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
+from robot_team.llm.settings import LLMSettings
+from robot_team.report import truth_text
+from robot_team.runner import ensure_localhost_dds, run_episode
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
@@ -63,8 +71,6 @@ def run(
     bad input, 3 if the team did not start, 130/143 if interrupted by SIGINT/SIGTERM (the
     report and the record so far are written).
     """
-    from robot_team.config import ConfigError, load_scenario
-    from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
     try:
         loaded = load_scenario(scenario)
     except ConfigError as exc:
@@ -73,7 +79,6 @@ def run(
     options = {}
     if brain in ('openai', 'local'):
         # Realtime: sim time keeps running while a brain waits on the LLM, so run slower than protocol runs.
-        from robot_team.llm.settings import LLMSettings
         options = {'kb': kb}
         if llm_clock == 'realtime':
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
@@ -94,9 +99,7 @@ def run(
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
                        log_level='warn', namespace='/', llm_clock='realtime'):
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from robot_team.runner import run_episode
     if quiet:
         return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
                            real_time_factor=real_time_factor, brain_options=options, namespace=namespace,
@@ -174,7 +177,6 @@ def print_summary(report: dict) -> None:
 
 
 def _truth(task: dict) -> str:
-    from robot_team.report import truth_text
     return truth_text(task['evidence'])
 
 
@@ -188,7 +190,6 @@ def bench(
     out: Annotated[Optional[Path], typer.Option(help='Keep the runs here (default: a temp folder).')] = None,
 ) -> None:
     """Time ED episodes with the protocol brain: wall time (target < 10 s) and sim clock rate (>= 20x)."""
-    from robot_team.bench import bench_episodes
     modes = [False, True] if processes else [False]
     table = Table('mode', 'runs', 'median wall s', 'max wall s', 'median sim clock x', 'min sim clock x',
                   'sim s', 'outcomes as expected')
@@ -210,7 +211,6 @@ def bench_llm(
     as_json: Annotated[bool, typer.Option('--json', help='Machine-readable output.')] = False,
 ) -> None:
     """Count prompt tokens per onboarding run (with/without KB) and the bridge overhead per tool call."""
-    from robot_team.bench_llm import main as bench_main
     bench_main(['--json'] if as_json else [])
 
 
@@ -231,7 +231,6 @@ def resolve(
 @app.command()
 def scenarios() -> None:
     """List the shipped scenarios."""
-    from robot_team.config import load_scenario, scenario_names
     table = Table('scenario', 'expected outcome', 'description')
     for name in scenario_names():
         s = load_scenario(name)
@@ -248,7 +247,6 @@ app.add_typer(llm_app, name='llm')
 
 def main() -> int:
     """Entry point of ``robot-team``."""
-    from robot_team.runner import ensure_localhost_dds
     ensure_localhost_dds()
     app()
     return 0

@@ -233,3 +233,16 @@ def invalid_call(emit: Callable[..., Any] | None, caller: str, tool: str, catego
         return
     emit(EventKind.INVALID_CALL, f'{caller}: invalid {tool or "reply"} ({category})', target=tool or 'reply',
          reason=error, caller=caller, tool=tool, category=category, error=error, raw=(raw or '')[:RAW_CHARS], **data)
+
+
+def sequence_gaps(events: list[TeamEventModel]) -> dict[str, list[int]]:
+    """Return, per actor, the sequence numbers missing from ``events`` (empty: record complete)."""
+    seqs: dict[str, set[int]] = {}
+    for event in events:
+        seqs.setdefault(event.actor, set()).add(event.seq)
+    gaps = {}
+    for actor, got in seqs.items():
+        missing = sorted(set(range(1, max(got) + 1)) - got)
+        if missing:
+            gaps[actor] = missing
+    return gaps

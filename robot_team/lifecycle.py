@@ -21,6 +21,7 @@ Exit codes of ``robot-team run`` (:func:`exit_code`):
 
 from __future__ import annotations
 
+import inspect
 import signal
 import threading
 import time
@@ -108,7 +109,6 @@ def stop_nodes(nodes: Iterable, timeout_s: float = 5.0) -> list[str]:
 
 
 def _takes_timeout(method) -> bool:
-    import inspect
     try:
         return 'timeout_s' in inspect.signature(method).parameters
     except (TypeError, ValueError):

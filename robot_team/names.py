@@ -55,7 +55,7 @@ TEAM_HOLD = 'team/hold'
 INSTRUCTIONS = 'team/instructions'
 STAFF_BOARD = 'team/staff'
 SUPERVISOR_DIRECTIVES = 'team/supervisor/directives'   # robot_team/msg/SupervisorDirective (safe defaults)
-CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.lockstep)
+CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.llm.lockstep)
 
 # ED floor infrastructure (served by the hospital's systems, or their stand-in hospital_systems),
 # relative to the team namespace.

@@ -2,7 +2,7 @@
 
 The record is written as ``events.jsonl`` (one JSON event per line) and ``events.mcap`` (the
 ``robot_team/msg/TeamEvent`` messages, CDR-encoded, readable by ``ros2 bag`` and Foxglove).
-Per-actor sequence numbers let :func:`sequence_gaps` prove the record is complete.
+Per-actor sequence numbers let :func:`robot_team.events.sequence_gaps` prove the record is complete.
 """
 
 from __future__ import annotations
@@ -80,19 +80,6 @@ class TeamRecorder(Node):
                 if match is not None or remaining <= 0:
                     return match
                 self._changed.wait(min(remaining, 0.1))
-
-
-def sequence_gaps(events: list[TeamEventModel]) -> dict[str, list[int]]:
-    """Return, per actor, the sequence numbers missing from ``events`` (empty: record complete)."""
-    seqs: dict[str, set[int]] = {}
-    for event in events:
-        seqs.setdefault(event.actor, set()).add(event.seq)
-    gaps = {}
-    for actor, got in seqs.items():
-        missing = sorted(set(range(1, max(got) + 1)) - got)
-        if missing:
-            gaps[actor] = missing
-    return gaps
 
 
 def write_jsonl(events: list[TeamEventModel], path: Path) -> None:

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from robot_team.decisions import count_decisions, count_takeovers
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.recorder import sequence_gaps
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
+from robot_team.decisions import count_decisions, count_takeovers
+from robot_team.events import EventKind, TeamEventModel, sequence_gaps
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,

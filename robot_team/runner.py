@@ -262,11 +262,11 @@ class Episode:
                         'nodes_not_stopped': not_stopped, 'callbacks_finished': callbacks_finished,
                         'threads_left': left, 'llm_requests_in_flight': in_flight()}
 
-    # -- LLM endpoint and clock (robot_team.llm.factory, robot_team.llm.local, robot_team.lockstep) --
+    # -- LLM endpoint and clock (robot_team.llm.factory, robot_team.llm.local, robot_team.llm.lockstep) --
 
     def _check_llm(self) -> None:
         """Raise ConfigError for a bad LLM clock, or --brain openai without an endpoint (naming the local one)."""
-        from robot_team.lockstep import check_llm_clock
+        from robot_team.llm.lockstep import check_llm_clock
         try:
             check_llm_clock(self.llm_clock, 'LLM clock (--llm-clock)')
             if self.brain == 'openai':
@@ -517,7 +517,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     ``brain`` 'local' runs every brain on the built-in local endpoint (``local_llm``, a started
     :class:`robot_team.llm.local.LocalServer` to share across episodes; by default the run starts
     and stops its own). ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
-    (:mod:`robot_team.lockstep`); 'realtime' (default) does not.
+    (:mod:`robot_team.llm.lockstep`); 'realtime' (default) does not.
 
     Raises
     ------

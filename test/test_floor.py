@@ -16,7 +16,8 @@ import yaml
 from robot_team.config import ConfigError, load_scenario, share_dir
 from robot_team.floor import FloorError, FloorSpec, floor_path, load_floor, wall_segments
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
-from robot_team.sim.grid import OCCUPIED, OccupancyGrid, PlanningError
+from robot_team.sim.grid import OCCUPIED, PlanningError
+from robot_team.sim.planner import OccupancyGrid
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = ROOT / 'config' / 'floors' / 'ed_floor.yaml'

@@ -116,7 +116,7 @@ def test_a_robot_with_no_dock_is_named(tmp_path):
 @pytest.mark.parametrize('closed', [(), ('ER-12', 'Supply room')])
 def test_map_round_trip_equals_the_embedded_grid(tmp_path, closed):
     """Tolerance: cells within half a cell of a wall edge may differ; for this floor none does."""
-    from robot_team.sim.grid import OccupancyGrid
+    from robot_team.sim.planner import OccupancyGrid
     yaml_path = nav2.write_map(FLOOR, tmp_path / 'map.yaml', closed_doors=closed)
     data, info = nav2.load_map(yaml_path)
     grid = OccupancyGrid.from_world(FLOOR, nav2.MAP_RESOLUTION, PLATFORM.footprint_radius, closed_doors=closed)
@@ -143,7 +143,7 @@ def test_committed_map_is_read_by_pillow_as_the_floor():
 
 
 def test_map_disagreeing_with_the_world_is_found(tmp_path):
-    from robot_team.sim.grid import OccupancyGrid
+    from robot_team.sim.planner import OccupancyGrid
     data, info = nav2.load_map(nav2.write_map(FLOOR, tmp_path / 'map.yaml', closed_doors=['ER-3']))
     grid = OccupancyGrid.from_world(FLOOR, nav2.MAP_RESOLUTION, PLATFORM.footprint_radius)
     result = nav2.compare_to_grid(data, info, grid.data, grid.origin, grid.resolution, FLOOR.walls)

@@ -21,7 +21,7 @@ from robot_team.events import TeamEventModel, events_qos
 from robot_team.msg import BadgeScan, TeamEvent
 from robot_team.names import AMCL_POSE, BADGE_SCANS, LOCATE_STAFF, PAGE_STAFF, TEAM_EVENTS, robot_name
 from robot_team.sim.common import Polyline
-from robot_team.sim.grid import OccupancyGrid
+from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.node_common import stamp
 from robot_team.sim.world import load_world

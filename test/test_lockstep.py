@@ -1,7 +1,7 @@
 """The lockstep LLM clock: holds on team/clock_holds stop the simulator's /clock; a lost release expires.
 
-Unit tests of :class:`~robot_team.lockstep.HoldTracker`; then a real ROS graph: the simulator
-node (the clock source) in lockstep and a brain's :class:`~robot_team.lockstep.ClockHoldPublisher`
+Unit tests of :class:`~robot_team.llm.lockstep.HoldTracker`; then a real ROS graph: the simulator
+node (the clock source) in lockstep and a brain's :class:`~robot_team.llm.lockstep.ClockHoldPublisher`
 (the one :class:`~robot_team.llm.client.ChatClient` uses) on a private domain.
 """
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from robot_team.lockstep import HoldTracker, check_llm_clock
+from robot_team.llm.lockstep import HoldTracker, check_llm_clock
 
 
 class FakeWall:
@@ -70,7 +70,7 @@ def _graph(ros_context, executor, **params):
 
     from robot_team.config import load_scenario
     from robot_team.events import TeamEventModel, events_qos
-    from robot_team.lockstep import ClockHoldPublisher
+    from robot_team.llm.lockstep import ClockHoldPublisher
     from robot_team.msg import TeamEvent
     from robot_team.names import TEAM_EVENTS
     from robot_team.sim.motion_node import MotionSimNode

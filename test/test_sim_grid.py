@@ -5,7 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from robot_team.sim.grid import OCCUPIED, OccupancyGrid, PlanningError, densify, path_length
+from robot_team.sim.grid import OCCUPIED, PlanningError
+from robot_team.sim.planner import OccupancyGrid, densify, path_length
 from robot_team.sim.world import WorldError, load_world
 
 

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from robot_team.config import ConfigError, load_scenario
-from robot_team.recorder import read_jsonl, sequence_gaps
+from robot_team.events import sequence_gaps
+from robot_team.recorder import read_jsonl
 from robot_team.runner import run_episode
 
 REPORT_KEYS = {'scenario', 'outcome', 'tasks', 'escalations', 'sim_time_s', 'wall_time_s', 'reflection', 'events'}

@@ -99,7 +99,7 @@ class ManagerNode(Node):
         self.declare_parameter('service_timeout_s', 15.0)
         self.declare_parameter('kb', True)
         self.events = EventEmitter(self, 'manager')
-        if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.lockstep)
+        if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             from robot_team.llm.factory import clock_hold
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
             brain = make_manager_brain(self.get_parameter('brain').value, self.get_parameter('issue_handling').value,

@@ -115,7 +115,7 @@ class RobotNode(Node):
         self._stopping = False
         self._running_task = ''
         self._add_tools()
-        if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.lockstep)
+        if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             from robot_team.llm.factory import clock_hold
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
             brain = make_brain(role, self.get_parameter('brain').value, events=self.events,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launch.actions import (AppendEnvironmentVariable, EmitEvent, IncludeLaunchDescription, LogInfo,
-                            RegisterEventHandler)
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import AppendEnvironmentVariable, EmitEvent, IncludeLaunchDescription, LogInfo, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -31,7 +31,6 @@ def node_action(spec: NodeSpec) -> Node:
 
 def include_action(spec: IncludeSpec) -> IncludeLaunchDescription:
     """Return the IncludeLaunchDescription of ``spec`` (the package's share folder + path)."""
-    from ament_index_python.packages import get_package_share_directory
     source = PythonLaunchDescriptionSource(str(Path(get_package_share_directory(spec.package)) / spec.path))
     return IncludeLaunchDescription(source, launch_arguments=list(spec.arguments))
 

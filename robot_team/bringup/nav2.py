@@ -27,6 +27,7 @@ from typing import Iterable
 
 import numpy as np
 import yaml
+from PIL import Image, ImageDraw
 
 from robot_team import names
 from robot_team.bringup.gazebo import SCAN
@@ -246,7 +247,6 @@ def rasterize(floor: Floor, closed_doors: Iterable[str] = (), resolution: float 
     Walls and closed-door panels are filled polygons (occupied pixels ``0``), the rest free
     (``254``); a pixel is a wall if its centre lies inside a wall's footprint.
     """
-    from PIL import Image, ImageDraw
     info = map_info(floor, resolution)
     image = Image.new('L', (info.width, info.height), FREE_PIXEL)
     draw = ImageDraw.Draw(image)
@@ -298,7 +298,6 @@ def load_map(yaml_path: str | Path) -> tuple[np.ndarray, MapInfo]:
         If the YAML or the image cannot be read, a key is missing, or the mode is not
         ``trinary``/``scale``/``raw``; the message names the file.
     """
-    from PIL import Image
     yaml_path = Path(yaml_path)
     try:
         spec = yaml.safe_load(yaml_path.read_text(encoding='utf-8'))

@@ -16,16 +16,22 @@ source) and the hospital's systems (``hospital_systems``), which also run beside
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
 from robot_team import names
 from robot_team.bringup import files
 from robot_team.bringup.gazebo import SCAN_FRAME, TF, TF_STATIC
 from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_map, map_info, rasterize, write_map
 from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
-from robot_team.config import ConfigError
+from robot_team.config import ConfigError, load_scenario, share_dir
 from robot_team.floor import Floor, Wall, load_floor
+from robot_team.llm.settings import LLMSettings
+from robot_team.runner import TEAM, _node_parameters, prepare
+from robot_team.tools.localization import POSE_SOURCES
 
 PACKAGE = 'robot_team'
 SIM_CHOICES = ('embedded', 'gazebo')
@@ -126,7 +132,6 @@ def existing(path: str | Path, what: str) -> Path:
 
 def check_packages(packages) -> None:
     """Raise PlanError naming every package of ``packages`` the ament index does not know."""
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
     missing = []
     for package in packages:
         try:
@@ -183,14 +188,12 @@ def check_map_against_world(map_yaml: Path, world_file: Path, floor: Floor, clos
         If the map cannot be read, covers another extent, or disagrees with the world elsewhere;
         the message names both files and the first disagreeing cells (map frame, m).
     """
-    from dataclasses import replace
     try:
         data, info = load_map(map_yaml)
     except ConfigError as exc:
         raise PlanError(str(exc)) from exc
     walls = world_walls(world_file) + closed_door_panels(floor, closed_doors)
     image, expected_info = rasterize(replace(floor, walls=walls, rooms=floor.rooms), (), info.resolution)
-    import numpy as np
     expected = np.where(np.asarray(image)[::-1] < 128, 100, 0).astype(np.int8)
     result = compare_to_grid(data, info, expected, expected_info.origin, expected_info.resolution, walls)
     if not result['same_geometry']:
@@ -212,7 +215,6 @@ def _brain_options(brain: str, kb: bool) -> dict:
 
 def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, pose_source, operator=True,
                 robots=True, manager_side=True):
-    from robot_team.runner import _node_parameters
     nodes = []
     team_side = ([names.SUPERVISOR] + ([names.OPERATOR] if operator else []) + [names.Robot.MANAGER.value]
                  if manager_side else [])
@@ -252,8 +254,6 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     PlanError, ConfigError
         Bad argument, scenario, floor (robot without dock), missing file, map/world disagreement.
     """
-    from robot_team.config import load_scenario, share_dir
-    from robot_team.runner import prepare
     sim = choice('sim', sim, SIM_CHOICES)
     brain = choice('brain', brain, BRAIN_CHOICES)
     kb_on = flag('kb', kb)
@@ -282,12 +282,10 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     plan = Plan(paths={'out_dir': str(out), **paths})
     options = _brain_options(brain, kb_on)
     if brain in ('openai', 'local') and rtf is None:
-        from robot_team.llm.settings import LLMSettings
         rtf = LLMSettings().real_time_factor
     team_ns = '/'
     pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
     plan.first += _team_nodes(loaded, paths, brain, options, team_ns, True, pose_source)
-    from robot_team.runner import TEAM
     plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns,
                                ({'timeout_s': 60.0, 'nodes': [*TEAM, *HOSPITAL_SYSTEMS]},))
     plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
@@ -374,8 +372,6 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
     PlanError, ConfigError
         Unknown robot, bad namespace or flag, floor without the robot's dock, missing map/params.
     """
-    from robot_team.config import share_dir
-    from robot_team.tools.localization import POSE_SOURCES
     robot = choice('robot', robot, MOBILE_ROBOTS)
     brain = choice('brain', brain, BRAIN_CHOICES)
     pose_source = choice('pose_source', pose_source, POSE_SOURCES)
@@ -417,8 +413,6 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     PlanError, ConfigError
         Bad argument, scenario, floor or staff file.
     """
-    from robot_team.config import load_scenario
-    from robot_team.runner import prepare
     brain = choice('brain', brain, BRAIN_CHOICES)
     operator = choice('operator', operator, OPERATOR_CHOICES)
     try:

@@ -14,6 +14,15 @@ import threading
 import time
 from pathlib import Path
 
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+
+from robot_team.console.presenter import ConsolePresenter
+from robot_team.console.qt import QtCore, QtWidgets, exec_app
+from robot_team.console.ros_client import ConsoleClient
+from robot_team.console.widget import SupervisorConsoleWidget
+from robot_team.names import validate_namespace
+
 SETTLE_S = 0.5
 """After the supervisor is discovered, how long its transient-local history gets to arrive, wall s."""
 
@@ -45,17 +54,9 @@ def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_
     RuntimeError
         If the screenshot cannot be written.
     """
-    from robot_team.names import validate_namespace
     validate_namespace(namespace, 'team namespace')
     if screenshot is not None:
         os.environ.setdefault('QT_QPA_PLATFORM', 'offscreen')
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-
-    from robot_team.console.presenter import ConsolePresenter
-    from robot_team.console.qt import QtWidgets, exec_app
-    from robot_team.console.ros_client import ConsoleClient
-    from robot_team.console.widget import SupervisorConsoleWidget
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(['robot-team console'])
     context = rclpy.Context()
@@ -85,7 +86,6 @@ def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_
 
 def dispose(app, widget) -> None:
     """Stop and delete ``widget`` now, on the GUI thread (Qt must not meet it again at interpreter exit)."""
-    from robot_team.console.qt import QtCore
     widget.stop()
     widget.close()
     widget.deleteLater()

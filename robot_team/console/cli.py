@@ -15,6 +15,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from robot_team.human import (
+    acknowledge_escalation,
+    list_escalations,
+    raise_escalation,
+    resolve_escalation,
+    send_instruction,
+    watch_escalations,
+)
+
 console = Console()
 
 DomainId = Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')]
@@ -45,7 +54,6 @@ def list_command(domain_id: DomainId = None,
                  listen: Annotated[float, typer.Option(help='Seconds to listen.')] = 2.0,
                  namespace: Namespace = '/') -> None:
     """List the escalations of a running team, each in its latest state."""
-    from robot_team.human import list_escalations
     try:
         found = list_escalations(domain_id, listen, namespace)
     except ValueError as exc:
@@ -69,7 +77,6 @@ def watch_command(domain_id: DomainId = None, namespace: Namespace = '/',
                   duration: Annotated[Optional[float], typer.Option(help='Stop after this many seconds '
                                                                          '(default: until Ctrl-C).')] = None) -> None:
     """Print every escalation step of a running team as it happens (Ctrl-C to stop)."""
-    from robot_team.human import watch_escalations
 
     def show(esc: dict) -> None:
         when = datetime.datetime.now().strftime('%H:%M:%S')
@@ -98,7 +105,6 @@ def ack_command(escalation_id: Annotated[str, typer.Argument(help="e.g. 'esc-1'"
                 note: Annotated[str, typer.Option(help='Recorded with the acknowledgement.')] = '',
                 domain_id: DomainId = None, namespace: Namespace = '/') -> None:
     """Acknowledge an escalation ("I have it"): re-notification stops; it still expires unless resolved."""
-    from robot_team.human import acknowledge_escalation
     _answer(lambda: acknowledge_escalation(escalation_id, operator_id=operator_id, note=note, domain_id=domain_id,
                                            namespace=namespace))
 
@@ -114,7 +120,6 @@ def resolve_command(
     namespace: Namespace = '/',
 ) -> None:
     """Answer an escalation (calls team/supervisor/resolve_escalation in the team's namespace)."""
-    from robot_team.human import resolve_escalation
     _answer(lambda: resolve_escalation(escalation_id, decision, hcw_id=hcw_id, note=note, operator_id=operator_id,
                                        domain_id=domain_id, namespace=namespace))
 
@@ -132,7 +137,6 @@ def raise_command(
     namespace: Namespace = '/',
 ) -> None:
     """Raise an escalation yourself: a concern about a task, or stop-and-hold for the whole team."""
-    from robot_team.human import raise_escalation
     _answer(lambda: raise_escalation(reason, operator_id=operator_id, task_id=task_id, severity=severity,
                                      kind='stop_and_hold' if stop_and_hold else 'concern', domain_id=domain_id,
                                      namespace=namespace))
@@ -146,7 +150,6 @@ def instruct_command(
     namespace: Namespace = '/',
 ) -> None:
     """Send a free-text instruction to a running team (never bypasses the workflow gate or the guards)."""
-    from robot_team.human import send_instruction
     _answer(lambda: send_instruction(text, operator_id=operator_id, task_id=task_id, domain_id=domain_id,
                                      namespace=namespace))
 

@@ -30,16 +30,27 @@ import threading
 import traceback
 from typing import Callable, Iterable, Protocol
 
-
 from robot_team.brains.base import (
-    Delegate, Escalate, FeedbackKind, Finish, GuardFeedback, ManagerBrain, ManagerObservation, PatientInfo, Reflect,
-    SupervisorInstruction, TaskRecord, TaskSpec)
+    Delegate,
+    Escalate,
+    FeedbackKind,
+    Finish,
+    GuardFeedback,
+    ManagerBrain,
+    ManagerObservation,
+    PatientInfo,
+    Reflect,
+    SupervisorInstruction,
+    TaskRecord,
+    TaskSpec,
+)
+from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.decisions import DecisionSource
+from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
 from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskStatus, TaskType
-from robot_team.errors import ToolError
 from robot_team.workflow import Authorization
 
 Emit = Callable[..., object]
@@ -325,7 +336,6 @@ class ManagerCore:
                 if self._make_fallback is not None:
                     self.brain = self._make_fallback()
                 else:
-                    from robot_team.brains.protocol import ManagerProtocolBrain
                     self.brain = ManagerProtocolBrain()
                 self.taken_over = True
                 self._held_on = ''

@@ -11,6 +11,12 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from robot_team.config import ConfigError, load_scenario
+from robot_team.evaluation.judge import make_judge
+from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, run_trials, write_outputs
+from robot_team.lifecycle import exit_code
 
 console = Console()
 
@@ -39,17 +45,12 @@ def eval_command(
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
 ) -> None:
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from robot_team.config import ConfigError, load_scenario
-    from robot_team.evaluation.judge import make_judge
-    from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, run_trials, write_outputs
     conditions = condition or list(CONDITIONS)
     try:
         load_scenario(scenario)
         reflection_judge = make_judge(judge, judge_model)
         if llm_clock is not None:
-            from robot_team.lockstep import check_llm_clock
+            from robot_team.llm.lockstep import check_llm_clock
             check_llm_clock(llm_clock, '--llm-clock')
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown:
@@ -75,7 +76,6 @@ def eval_command(
                                  domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
                                  judge_name=judge, on_trial=on_trial, llm_clock=llm_clock)
         except TrialInterrupted as exc:
-            from robot_team.lifecycle import exit_code
             console.print(f'[red]interrupted:[/red] {exc} (finished trials are kept; run again to resume)')
             raise typer.Exit(exit_code({'outcome': 'interrupted', 'interrupted_by': exc.signal_name})) from exc
         except (ConfigError, RuntimeError, ValueError) as exc:

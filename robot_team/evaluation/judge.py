@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from openai import OpenAI
 from pydantic import BaseModel, Field, ValidationError
 
 JUDGE_INSTRUCTIONS = """You grade the reflection that the manager of a hospital emergency-department robot \
@@ -67,7 +68,6 @@ class LLMReflectionJudge:
         self.model = model or 'gpt-4o-2024-08-06'
         self._price = price
         if client is None:
-            from openai import OpenAI
             client = OpenAI(base_url=base_url, api_key=api_key or 'not-needed', timeout=timeout_s or 60.0,
                             max_retries=2)
         self._client = client

@@ -32,14 +32,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.reports import OPERATIONAL_TASKS, TaskType
-from robot_team.names import Robot
+from robot_team.brains.base import BrainReport
 from robot_team.catalog import KEY_TOOLS, TASK_OWNER, TOOL_OWNERS, RubricUse, rubric_tool
+from robot_team.decisions import count_decisions, count_takeovers, without_fallback
+from robot_team.events import EventKind, TeamEventModel
+from robot_team.grounding import contradictions
+from robot_team.names import Robot
+from robot_team.recorder import read_jsonl
+from robot_team.report import GUARD_KINDS
+from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
+from robot_team.tools.base import ToolResult
 
 MANAGER = Robot.MANAGER.value
 RUBRIC_POINTS = 17
@@ -376,10 +383,6 @@ def _failure_supported(task_type: TaskType, journal: list[dict], data: dict) -> 
     """Whether the tools' ground truth shows a problem (so a failure report is grounded)."""
     if any(not entry.get('ok') for entry in journal):
         return True
-    from robot_team.brains.base import BrainReport
-    from robot_team.grounding import contradictions
-    from robot_team.reports import TaskStatus
-    from robot_team.tools.base import ToolResult
     try:
         results = [ToolResult(tool=e.get('tool', ''), args=e.get('args') or {}, ok=bool(e.get('ok')),
                               output=e.get('output') or {}, error=e.get('error', '')) for e in journal]
@@ -796,7 +799,6 @@ def _view_records(events: list[TeamEventModel], view: str) -> tuple[_Record, _Re
     if view == 'floor':
         record = _Record(list(events))
         return record, record
-    from robot_team.decisions import without_fallback
     return (_Record(without_fallback(events, {MANAGER})),
             _Record(without_fallback(events, set(TASK_OWNER.values()))))
 
@@ -851,8 +853,6 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
 def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJudge | None = None,
               judge_name: str = 'structural') -> RunScore:
     """Score one run's event record in both views, with its LLM usage and guard counts."""
-    from robot_team.decisions import count_decisions, count_takeovers
-    from robot_team.report import GUARD_KINDS
     events = list(events)
     if judge is not None:   # one judgment per reflection, shared by both views
         verdicts: dict[str, tuple[float, str]] = {}
@@ -877,8 +877,5 @@ def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJ
 
 def score_run_dir(run_dir, *, judge: ReflectionJudge | None = None, judge_name: str = 'structural') -> RunScore:
     """Read ``run_dir/events.jsonl`` and score it (see :func:`score_run`)."""
-    from pathlib import Path
-
-    from robot_team.recorder import read_jsonl
     run_dir = Path(run_dir)
     return score_run(read_jsonl(run_dir / 'events.jsonl'), run=str(run_dir), judge=judge, judge_name=judge_name)

@@ -26,7 +26,16 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from robot_team.evaluation.rubric import (
-    METRIC_LABELS, PUBLISHED_REFERENCE, VIEWS, Metric, ReflectionJudge, RunScore, score_run_dir)
+    METRIC_LABELS,
+    PUBLISHED_REFERENCE,
+    VIEWS,
+    Metric,
+    ReflectionJudge,
+    RunScore,
+    score_run_dir,
+)
+from robot_team.llm.settings import LLMSettings
+from robot_team.runner import run_episode
 
 CONDITIONS: dict[str, dict] = {'baseline': {'kb': False}, 'kb': {'kb': True}}
 """Conditions of the published comparison and the brain options each passes (knowledge base off/on)."""
@@ -120,7 +129,6 @@ def default_real_time_factor(brain: str, llm_clock: str = 'realtime') -> float |
     if brain == 'protocol':
         return PROTOCOL_REAL_TIME_FACTOR
     if brain in LLM_BRAINS and llm_clock == 'realtime':
-        from robot_team.llm.settings import LLMSettings
         return LLMSettings().real_time_factor
     return None
 
@@ -173,7 +181,6 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     info = completed_trial(folder, spec)
     reused = info is not None
     if not reused:
-        from robot_team.runner import run_episode
         start = time.monotonic()
         result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, real_time_factor=real_time_factor,
                              on_event=on_event, brain_options=dict(CONDITIONS[condition]), llm_clock=llm_clock,

@@ -45,22 +45,39 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from robot_team.brains.base import (
-    BrainReport, Delegate, Escalate, FeedbackKind, Finish, ManagerAction, ManagerBrain, ManagerObservation,
-    ProgressFn, Reflect, RobotBrain, TaskSpec)
+    BrainReport,
+    Delegate,
+    Escalate,
+    FeedbackKind,
+    Finish,
+    ManagerAction,
+    ManagerBrain,
+    ManagerObservation,
+    ProgressFn,
+    Reflect,
+    RobotBrain,
+    TaskSpec,
+)
+from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
+from robot_team.catalog import TOOL_OWNERS
 from robot_team.decisions import DecisionSource
-from robot_team.events import EventKind
+from robot_team.errors import ToolAccessError
+from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.kb import kb_for, load_profiles
-from robot_team.events import category_of, invalid_call
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import (
-    MANAGER_TOOL_MODELS, DelegateTaskArgs, EscalateArgs, SubmitReflectionArgs, SubmitReport, manager_tools,
-    robot_tools)
+    MANAGER_TOOL_MODELS,
+    DelegateTaskArgs,
+    EscalateArgs,
+    SubmitReflectionArgs,
+    SubmitReport,
+    manager_tools,
+    robot_tools,
+)
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
-from robot_team.errors import ToolAccessError
-from robot_team.catalog import TOOL_OWNERS
 
 MAX_SAME_FAILURES: dict[str, int] = {'navigation': 1, 'info_collection': 2, 'display': 2}
 """Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again
@@ -309,7 +326,6 @@ class LLMRobotBrain(RobotBrain):
 
     def _endpoint_down(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn, exc: Exception) -> BrainReport:
         if self.settings.fallback == 'protocol':
-            from robot_team.brains.protocol import protocol_robot_brain
             self._source = 'fallback'
             self._emit(EventKind.BRAIN_ERROR, f'{self.role}: LLM unavailable, falling back to the protocol brain',
                        target=task.task_id, reason=str(exc), task_id=task.task_id, fallback='protocol',
@@ -324,7 +340,6 @@ class LLMRobotBrain(RobotBrain):
 
     def _taken_over(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
         """Run ``task`` with the protocol brain: the LLM left too many tasks without a valid report."""
-        from robot_team.brains.protocol import protocol_robot_brain
         self._source = 'fallback'
         if not self.taken_over:
             self.taken_over = True
@@ -536,7 +551,6 @@ class LLMManagerBrain(ManagerBrain):
         """Return the brain that stands in for the LLM (the node's protocol brain, else the default one)."""
         if self._make_fallback is not None:
             return self._make_fallback()
-        from robot_team.brains.protocol import ManagerProtocolBrain
         return ManagerProtocolBrain()
 
     def _non_compliant_reflection(self) -> list[ManagerAction]:

@@ -12,6 +12,9 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from robot_team.llm.local import MODEL, LocalModelError, LocalServer
+from robot_team.llm.settings import LLMSettings
+
 console = Console()
 llm_app = typer.Typer(help='The built-in local LLM (llama.cpp server with a small model shipped on PyPI).',
                       no_args_is_help=True, add_completion=False)
@@ -24,8 +27,6 @@ def serve(
         min=1, help="CPU threads (default: the LLM settings' local.threads).")] = None,
 ) -> None:
     """Start the local OpenAI-compatible endpoint on 127.0.0.1, print its base URL, serve until Ctrl-C."""
-    from robot_team.llm.local import MODEL, LocalModelError, LocalServer
-    from robot_team.llm.settings import LLMSettings
     local = LLMSettings().local.model_copy(update={'port': port, **({'threads': threads} if threads else {})})
     try:
         server = LocalServer(local).start()

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
+import openai
+
 from robot_team.events import EventKind
 from robot_team.llm import jsonschema_calls, record
 from robot_team.llm.inflight import RequestCancelled, Requests
@@ -172,7 +174,7 @@ class ChatClient:
         :meth:`cancel` interrupts.
     hold
         Called around each :meth:`chat` (its attempts and backoff): returns a context manager,
-        e.g. a sim-clock hold in lockstep (:mod:`robot_team.lockstep`). Default: none.
+        e.g. a sim-clock hold in lockstep (:mod:`robot_team.llm.lockstep`). Default: none.
 
     Attributes
     ----------
@@ -200,7 +202,6 @@ class ChatClient:
             self._requests.prepare()
 
     def _make_openai(self):
-        import openai
         r = self.resolved
         client = openai.AsyncOpenAI(
             api_key=r.api_key.get_secret_value() if r.api_key else 'not-needed',
@@ -384,7 +385,6 @@ def _parse(raw: dict, allow_empty: bool = False) -> tuple[dict, dict | None, str
 
 def _classify(exc: Exception) -> tuple[bool, str]:
     """Return (retryable, description) for an exception raised by a request."""
-    import openai
     if isinstance(exc, (LLMUnavailable, RequestCancelled)):
         return False, str(exc)
     if isinstance(exc, openai.APITimeoutError):

@@ -4,13 +4,17 @@ Brain kinds (the nodes' ``brain`` parameter): ``openai`` (any OpenAI-compatible 
 LLM settings: ``config/llm.yaml``, ``ROBOT_TEAM_LLM_*``, ``OPENAI_BASE_URL``/``OPENAI_API_KEY``)
 and ``local`` (the built-in local endpoint, :mod:`robot_team.llm.local`, whose URL the run gives
 each node as its ``llm_base_url`` parameter). With the ``lockstep`` LLM clock (parameter
-``llm_clock``) every request holds sim time (:mod:`robot_team.lockstep`).
+``llm_clock``) every request holds sim time (:mod:`robot_team.llm.lockstep`).
 """
 
 from __future__ import annotations
 
 from typing import Callable, ContextManager
 
+from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
+from robot_team.llm.client import ChatClient
+from robot_team.llm.local import local_settings
+from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.settings import LLMSettings
 
 LLM_BRAINS = ('openai', 'local')
@@ -48,7 +52,6 @@ def brain_settings(kind: str, base_url: str = '') -> LLMSettings:
         if not base_url:
             raise ValueError("brain 'local' needs the local endpoint's URL (parameter llm_base_url): run with "
                              '`robot-team run --brain local`, or start `robot-team llm serve` and pass its URL')
-        from robot_team.llm.local import local_settings
         return local_settings(base_url, settings)
     if kind != 'openai':
         raise ValueError(f"unknown LLM brain '{kind}': expected {' or '.join(LLM_BRAINS)}")
@@ -63,7 +66,6 @@ def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager
     ValueError
         If ``llm_clock`` is not an LLM clock mode.
     """
-    from robot_team.lockstep import ClockHoldPublisher, check_llm_clock
     if check_llm_clock(llm_clock, 'parameter llm_clock') == 'realtime':
         return None
     return ClockHoldPublisher(node, holder)
@@ -71,16 +73,12 @@ def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager
 
 def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None):
     """Return robot ``role``'s LLM brain of ``kind`` (see :func:`brain_settings`; ``hold`` from :func:`clock_hold`)."""
-    from robot_team.llm.brains import LLMRobotBrain
-    from robot_team.llm.client import ChatClient
     settings = brain_settings(kind, base_url)
     return LLMRobotBrain(role, settings, emit, kb=kb, client=ChatClient(settings, role, emit, hold=hold))
 
 
 def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None, fallback_brain=None):
     """Return the manager's LLM brain of ``kind`` (as :func:`llm_robot_brain`)."""
-    from robot_team.llm.brains import LLMManagerBrain
-    from robot_team.llm.client import ChatClient
     settings = brain_settings(kind, base_url)
     return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, 'manager', emit, hold=hold),
                            fallback_brain=fallback_brain)

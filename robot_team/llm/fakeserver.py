@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from robot_team.llm.tokens import count_completion, count_prompt
+
 Policy = Callable[[dict], dict]
 """A scripted model: request body (dict) -> reply message dict (see :func:`tool_calls` and :func:`text`)."""
 
@@ -207,7 +209,6 @@ class ScriptedServer:
             'choices': [{'index': 0, 'message': message,
                          'finish_reason': 'tool_calls' if message.get('tool_calls') else 'stop'}]}
         if self.usage == 'tiktoken':
-            from robot_team.llm.tokens import count_completion, count_prompt
             prompt = count_prompt(body.get('messages', []), body.get('tools'))
             completion = count_completion(message)
             reply['usage'] = {'prompt_tokens': prompt, 'completion_tokens': completion,

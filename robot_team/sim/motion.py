@@ -40,7 +40,8 @@ import numpy as np
 from robot_team import names
 from robot_team.config import ConfigError
 from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
-from robot_team.sim.grid import OccupancyGrid, PlanningError
+from robot_team.sim.grid import PlanningError
+from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.world import EdWorld, Pose2D
 
 MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much sim time

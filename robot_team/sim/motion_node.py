@@ -107,7 +107,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from robot_team import lockstep
+from robot_team.llm import lockstep
 from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind
 from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MAP_FRAME,
@@ -115,7 +115,8 @@ from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, COMPUTE_PATH_TO_POSE
                               ODOM_FRAME, robot_name)
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimInputError
-from robot_team.sim.grid import PlanningError, densify
+from robot_team.sim.grid import PlanningError
+from robot_team.sim.planner import densify
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
 from robot_team.sim.node_common import SimRecord, duration, pose2d, pose_msg, stamp, yaw_of
 from robot_team.sim.world import Pose2D, load_world
@@ -394,7 +395,7 @@ class MotionSimNode(Node):
         self._publish_map()
         self._next_state_t = 0.0
         self._last_wall: float | None = None
-        # The LLM clock: in lockstep, sim time holds while a brain waits on its LLM (robot_team.lockstep).
+        # The LLM clock: in lockstep, sim time holds while a brain waits on its LLM (robot_team.llm.lockstep).
         self.llm_clock = self.declare_parameter('llm_clock', 'realtime').value
         self._holds = lockstep.attach_clock_source(self, self.llm_clock, self._record.emitter.emit,
                                                    self._reentrant_group)

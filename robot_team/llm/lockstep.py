@@ -26,6 +26,11 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from robot_team.events import EventKind, reliable_qos
+from robot_team.llm.settings import LLMSettings
+from robot_team.msg import ClockHold
+from robot_team.names import CLOCK_HOLDS, team_name
+
 LLM_CLOCKS = ('realtime', 'lockstep')
 """The LLM clock modes; ``realtime`` is the default."""
 
@@ -148,7 +153,6 @@ class HoldTracker:
 
 def clock_holds_qos():
     """Return the QoS of ``team/clock_holds``: reliable, transient local (a late clock source gets the state)."""
-    from robot_team.events import reliable_qos
     return reliable_qos(depth=100)
 
 
@@ -166,9 +170,6 @@ class ClockHoldPublisher:
     """
 
     def __init__(self, node, holder: str, reason: str = 'llm_request'):
-        from robot_team.msg import ClockHold
-        from robot_team.names import CLOCK_HOLDS
-        from robot_team.names import team_name
         self._msg = ClockHold
         self._pub = node.create_publisher(ClockHold, team_name(node, CLOCK_HOLDS), clock_holds_qos())
         self.holder = holder
@@ -210,14 +211,9 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
     """
     check_llm_clock(llm_clock, 'parameter llm_clock')
     max_hold = float(node.declare_parameter('max_hold_s', DEFAULT_MAX_HOLD_S).value)
-    from robot_team.llm.settings import LLMSettings
     step = float(node.declare_parameter('hold_step_s', LLMSettings().lockstep_step_s).value)
     if llm_clock == 'realtime':
         return None
-    from robot_team.events import EventKind
-    from robot_team.msg import ClockHold
-    from robot_team.names import CLOCK_HOLDS
-    from robot_team.names import team_name
 
     def expired(hold_id: str, holder: str, age: float) -> None:
         if emit is not None:
