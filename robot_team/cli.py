@@ -24,7 +24,8 @@ from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
 from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
-from robot_team.runner import ensure_localhost_dds, run_episode
+from robot_team import runner
+from robot_team.runner import ensure_localhost_dds
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
@@ -101,7 +102,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                        log_level='warn', namespace='/', llm_clock='realtime'):
 
     if quiet:
-        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
+        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
                            real_time_factor=real_time_factor, brain_options=options, namespace=namespace,
                            llm_clock=llm_clock)
     steps = ['navigation', 'info_collection', 'display', 'reflection']
@@ -118,7 +119,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
             elif event.kind == 'reflection':
                 done = len(steps)
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
-        return run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
+        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
                            real_time_factor=real_time_factor, on_event=on_event, brain_options=options,
                            namespace=namespace, llm_clock=llm_clock)
 

@@ -98,7 +98,7 @@ def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.
 def submit_report(client, report, timeout_s: float):
     """Call ``team/supervisor/submit_report`` with ``report`` (a TaskReportModel) through ``client``.
 
-    Returns the supervisor's :class:`~robot_team.core.manager.ReportAnswer`.
+    Returns the supervisor's :class:`~robot_team.reports.ReportAnswer`.
 
     Raises
     ------

@@ -46,6 +46,7 @@ from robot_team.catalog import TASK_OWNER
 from robot_team.rosutil import ros_now_s, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.errors import ToolError
 from robot_team.catalog import MANAGER_TOOLS
+from robot_team.names import Robot
 from robot_team.workflow import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
@@ -93,19 +94,19 @@ class ManagerNode(Node):
     """
 
     def __init__(self, brain: ManagerBrain | None = None, *, context=None, parameter_overrides=None):
-        super().__init__('manager', context=context, parameter_overrides=parameter_overrides or [])
+        super().__init__(Robot.MANAGER.value, context=context, parameter_overrides=parameter_overrides or [])
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('issue_handling', 'propose_alternative')
         self.declare_parameter('service_timeout_s', 15.0)
         self.declare_parameter('kb', True)
-        self.events = EventEmitter(self, 'manager')
+        self.events = EventEmitter(self, Robot.MANAGER.value)
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             from robot_team.llm.factory import clock_hold
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
             brain = make_manager_brain(self.get_parameter('brain').value, self.get_parameter('issue_handling').value,
                                        events=self.events, kb=bool(self.get_parameter('kb').value),
                                        base_url=self.declare_parameter('llm_base_url', '').value,
-                                       hold=clock_hold(self, 'manager', llm_clock))
+                                       hold=clock_hold(self, Robot.MANAGER.value, llm_clock))
         self._first_brain = brain
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self._group = ReentrantCallbackGroup()
@@ -189,7 +190,7 @@ class ManagerNode(Node):
 
     def directive_callback(self, msg) -> None:
         """Carry out the supervisor's safe default for the manager: a takeover or a hold."""
-        if msg.target != 'manager':
+        if msg.target != Robot.MANAGER.value:
             return
         if msg.directive == msg.TAKEOVER:
             self.core.take_over(msg.escalation_id, msg.reason)
@@ -214,7 +215,7 @@ class ManagerNode(Node):
         from robot_team.srv import AuthorizeTask
         wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
         response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
-            task_type=task_type, robot=robot, reason=reason, requested_by='manager')), self._timeout,
+            task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value)), self._timeout,
             f'response of {names.AUTHORIZE_TASK}')
         try:
             rule = WorkflowRule(response.rule)
@@ -291,7 +292,7 @@ def main(args=None) -> int:
     """Run the manager (``ros2 run robot_team manager``)."""
     # Multi-threaded: report results, escalations and human decisions arrive while the brain
     # thread waits on service futures.
-    return spin_node('manager', ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
+    return spin_node(Robot.MANAGER.value, ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 if __name__ == '__main__':

@@ -14,10 +14,22 @@ from __future__ import annotations
 import math
 
 from robot_team.brains.base import (
-    BrainReport, Delegate, Escalate, Finish, ManagerAction, ManagerBrain, ManagerObservation,
-    ProgressFn, Reflect, RobotBrain, TaskRecord, TaskSpec)
-from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskOutcome, TaskStatus, TaskType
+    BrainReport,
+    Delegate,
+    Escalate,
+    Finish,
+    ManagerAction,
+    ManagerBrain,
+    ManagerObservation,
+    ProgressFn,
+    Reflect,
+    RobotBrain,
+    TaskRecord,
+    TaskSpec,
+)
 from robot_team.catalog import TASK_OWNER, Tool
+from robot_team.names import Robot
+from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 
 PAGE_TIMEOUT_S = 30.0
@@ -305,8 +317,8 @@ def protocol_robot_brain(role: str) -> RobotBrain:
     ValueError
         If ``role`` is not an operational robot.
     """
-    brains = {'navigation_robot': NavigationProtocolBrain, 'info_collection_robot': InfoCollectionProtocolBrain,
-              'display_robot': DisplayProtocolBrain}
+    brains = {Robot.NAVIGATION.value: NavigationProtocolBrain,
+              Robot.INFO_COLLECTION.value: InfoCollectionProtocolBrain, Robot.DISPLAY.value: DisplayProtocolBrain}
     if role not in brains:
         raise ValueError(f"no protocol brain for robot '{role}': expected one of {', '.join(brains)}")
     return brains[role]()

@@ -50,6 +50,7 @@ from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
+from robot_team.names import Robot
 from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization
 
@@ -65,7 +66,7 @@ _log = logging.getLogger(__name__)
 class ManagerPorts(Protocol):
     """The ROS side of the manager (the node's clients, or an offline harness).
 
-    Each call may raise :class:`~robot_team.tools.base.ToolError` when the other side cannot be
+    Each call may raise :class:`~robot_team.errors.ToolError` when the other side cannot be
     reached in time; the core records it and tells the brain.
     """
 
@@ -345,8 +346,9 @@ class ManagerCore:
             return False
         old.cancel()
         self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(old).__name__} for the rest of '
-                   f'the episode', target='manager', reason=reason, escalation_id=escalation_id, role='manager',
-                   previous=type(old).__name__, brain=type(self.brain).__name__, source=DecisionSource.FALLBACK.value)
+                   f'the episode', target=Robot.MANAGER.value, reason=reason, escalation_id=escalation_id,
+                   role=Robot.MANAGER.value, previous=type(old).__name__, brain=type(self.brain).__name__,
+                   source=DecisionSource.FALLBACK.value)
         self._update(f'The supervisor handed the manager\'s role to the protocol brain ({reason or escalation_id}).')
         return True
 
@@ -386,8 +388,8 @@ class ManagerCore:
         found = prefetched_results(act)
         if found:   # role misalignment: the manager did (part of) the robot's work
             self._emit(EventKind.WORKFLOW_VIOLATION, f'manager put results into a {act.task_type.value} '
-                       f'delegation to {act.robot}', target=act.robot, reason='role misalignment', who='manager',
-                       found=found, delegation=act.model_dump(mode='json'), source=source)
+                       f'delegation to {act.robot}', target=act.robot, reason='role misalignment',
+                       who=Robot.MANAGER.value, found=found, delegation=act.model_dump(mode='json'), source=source)
             act = strip_prefetched(act)
             self._feedback(FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried results ('
                            + '; '.join(found) + '); they were removed: the robot does its own work.')
@@ -442,7 +444,7 @@ class ManagerCore:
             obs.handled_failures.append(act.task_id)
             if not any(e.escalation_id == answer.escalation_id for e in obs.escalations):
                 obs.escalations.append(EscalationRecord(escalation_id=answer.escalation_id, task_id=act.task_id,
-                                                        raised_by='manager', reason=act.reason))
+                                                        raised_by=Robot.MANAGER.value, reason=act.reason))
         self._update('', change)
 
     def _reflect(self, act: Reflect, source: str) -> None:
@@ -461,7 +463,7 @@ class ManagerCore:
             self._feedback(FeedbackKind.REFLECTION_CONTRADICTS,
                            'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
             return
-        auth = self.ports.authorize(TaskType.REFLECTION.value, 'manager', 'all workflow steps are done')
+        auth = self.ports.authorize(TaskType.REFLECTION.value, Robot.MANAGER.value, 'all workflow steps are done')
         if not auth.approved:
             self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
                        rule=auth.rule.value, source=source)
@@ -470,7 +472,7 @@ class ManagerCore:
         self._emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id, task_id=auth.task_id,
                    source=source, **act.reflection.model_dump(mode='json'))
         # Close the reflection step at the supervisor like any other task.
-        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot='manager',
+        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot=Robot.MANAGER.value,
                                  status=TaskStatus.SUCCESS, summary='reflection written', stamp_s=self.ports.now(),
                                  data=act.reflection.model_dump(mode='json'))
         answer = self.ports.submit_report(report)

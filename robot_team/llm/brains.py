@@ -59,7 +59,7 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
-from robot_team.catalog import TOOL_OWNERS
+from robot_team.catalog import TOOL_OWNERS, ManagerTool
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -76,6 +76,7 @@ from robot_team.llm.toolschema import (
     manager_tools,
     robot_tools,
 )
+from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
 
@@ -118,9 +119,9 @@ def compact(value: Any, limit: int = 700) -> str:
     return text if len(text) <= limit else text[:limit] + '...(cut)'
 
 
-UNUSED_CONTEXT = {'navigation_robot': {'patient_id', 'presentation'},
-                  'info_collection_robot': {'patient_id', 'presentation', 'required_specialty'},
-                  'display_robot': {'patient_id', 'presentation', 'required_specialty'}}
+UNUSED_CONTEXT = {Robot.NAVIGATION.value: {'patient_id', 'presentation'},
+                  Robot.INFO_COLLECTION.value: {'patient_id', 'presentation', 'required_specialty'},
+                  Robot.DISPLAY.value: {'patient_id', 'presentation', 'required_specialty'}}
 """Task context keys a robot's decisions never use (its tools take the room and the HCW, not the
 patient; only the navigation robot looks for alternatives of the required specialty): not sent."""
 
@@ -385,7 +386,7 @@ class LLMManagerBrain(ManagerBrain):
                  client: ChatClient | None = None, fallback_brain: Callable[[], ManagerBrain] | None = None):
         self.settings = settings or LLMSettings()
         self._emit = emit or _noop
-        self.client = client or ChatClient(self.settings, 'manager', emit)
+        self.client = client or ChatClient(self.settings, Robot.MANAGER.value, emit)
         self.kb = kb
         self.messages: list[dict] = []
         self._turn_starts: list[int] = []
@@ -414,9 +415,9 @@ class LLMManagerBrain(ManagerBrain):
 
     def system_prompt(self, with_kb: bool = True) -> str:
         """Return the system prompt (profile, workflow rules, KB sections if enabled and ``with_kb``)."""
-        text = f"{load_profiles()['manager'].prompt()}\n{MANAGER_RULES}"
+        text = f"{load_profiles()[Robot.MANAGER.value].prompt()}\n{MANAGER_RULES}"
         if self.kb and with_kb:
-            text += '\nKnowledge base:\n' + kb_for('manager')
+            text += '\nKnowledge base:\n' + kb_for(Robot.MANAGER.value)
         return text
 
     # -- observation -> words --
@@ -535,13 +536,13 @@ class LLMManagerBrain(ManagerBrain):
         """
         self._unusable_decisions += 1
         self._emit(EventKind.BRAIN_ERROR, 'manager: no usable decision while only the manager could act',
-                   target='manager', reason=why, error=why, attempt=self._unusable_decisions)
+                   target=Robot.MANAGER.value, reason=why, error=why, attempt=self._unusable_decisions)
         after = self.settings.manager_takeover_after
         if not after or self._unusable_decisions < after:
             return []
         self._fallback = self._new_fallback()
         self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(self).__name__} for the rest of '
-                   'the episode', target='manager', role='manager', previous=type(self).__name__,
+                   'the episode', target=Robot.MANAGER.value, role=Robot.MANAGER.value, previous=type(self).__name__,
                    brain=type(self._fallback).__name__, source=DecisionSource.FALLBACK.value,
                    reason=f'{self._unusable_decisions} decision(s) with nothing usable while the team waited on '
                           f'the manager (manager_takeover_after: {after}): {why}')
@@ -557,7 +558,7 @@ class LLMManagerBrain(ManagerBrain):
         why = (f'non-compliance: the reflection was refused or invalid {self._bad_reflections} times '
                f'(limit {self.settings.max_report_retries + 1})')
         self._emit(EventKind.BRAIN_ERROR, 'manager: no valid reflection, episode ends as a failure',
-                   target='submit_reflection', reason=why, error=why)
+                   target=ManagerTool.SUBMIT_REFLECTION.value, reason=why, error=why)
         return [Finish(outcome='failure', reason=why)]
 
     @staticmethod
@@ -577,18 +578,18 @@ class LLMManagerBrain(ManagerBrain):
             why = (f"the manager does not own '{name}'" + (f' (owned by {owner})' if owner else ' (no such tool)')
                    + '; the manager delegates and never operates: use delegate_task')
             self._emit(EventKind.TOOL_REFUSED, f'refused manager calling {name}', target=name, reason=why,
-                       caller='manager', owner=owner, args=raw[:500], tool=name)
+                       caller=Robot.MANAGER.value, owner=owner, args=raw[:500], tool=name)
             return None, f'refused: {why}'
         try:
             args = MANAGER_TOOL_MODELS[name].model_validate_json(raw)
         except ValidationError as exc:
             why = explain_validation_error(exc)
-            if name == 'submit_reflection':
+            if name == ManagerTool.SUBMIT_REFLECTION.value:
                 self._bad_reflections += 1
                 self._emit(EventKind.REFLECTION_REJECTED, 'manager sent a reflection that does not validate',
                            target=name, reason=why, raw=raw[:500], attempt=self._bad_reflections)
             else:
-                invalid_call(self._emit, 'manager', name, category_of(exc), why, raw)
+                invalid_call(self._emit, Robot.MANAGER.value, name, category_of(exc), why, raw)
             return None, f'invalid arguments: {why}'
         try:
             if isinstance(args, DelegateTaskArgs):

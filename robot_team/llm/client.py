@@ -35,7 +35,7 @@ from typing import Any, Callable, ContextManager
 
 import openai
 
-from robot_team.events import EventKind
+from robot_team.events import EventKind, invalid_call
 from robot_team.llm import jsonschema_calls, record
 from robot_team.llm.inflight import RequestCancelled, Requests
 from robot_team.llm.settings import LLMSettings, ResolvedLLM
@@ -306,8 +306,8 @@ class ChatClient:
                         tool_calls=calls, source=source,
                         **record.reply_fields(message, finish, usage, written if schema_mode else None))
             if invalid:
-                record.invalid_call(self._emit, self.robot, '', 'invalid_reply', invalid, written or '',
-                                    finish_reason=finish, model=r.model)
+                invalid_call(self._emit, self.robot, '', 'invalid_reply', invalid, written or '',
+                             finish_reason=finish, model=r.model)
             return ChatResult(message, prompt, completion, counted, cost, latency, attempt, r.model)
         raise LLMUnavailable(f'{r.model} at {r.base_url or "api.openai.com"} gave no usable reply: {last_error}')
 

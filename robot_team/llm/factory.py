@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Callable, ContextManager
 
+from robot_team.catalog import OPERATIONAL_ROBOTS
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient
 from robot_team.llm.local import local_settings
 from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.settings import LLMSettings
+from robot_team.names import Robot
 
 LLM_BRAINS = ('openai', 'local')
 """Brain kinds backed by an LLM."""
@@ -31,7 +33,7 @@ class NoEndpointError(ValueError):
 
 def check_endpoint(settings: LLMSettings) -> None:
     """Raise :class:`NoEndpointError` unless every robot has an endpoint (a base URL, or a key for api.openai.com)."""
-    missing = [robot for robot in ('manager', 'navigation_robot', 'info_collection_robot', 'display_robot')
+    missing = [robot for robot in (Robot.MANAGER.value, *OPERATIONAL_ROBOTS)
                if not (settings.for_robot(robot).base_url or settings.for_robot(robot).api_key)]
     if missing:
         raise NoEndpointError(
@@ -80,5 +82,5 @@ def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_ur
 def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None, fallback_brain=None):
     """Return the manager's LLM brain of ``kind`` (as :func:`llm_robot_brain`)."""
     settings = brain_settings(kind, base_url)
-    return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, 'manager', emit, hold=hold),
+    return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, Robot.MANAGER.value, emit, hold=hold),
                            fallback_brain=fallback_brain)

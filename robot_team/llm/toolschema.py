@@ -21,9 +21,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
+from robot_team.catalog import TOOLS, ManagerTool
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.catalog import TOOLS
 from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
@@ -90,11 +90,11 @@ class SubmitReflectionArgs(Reflection):
 
 
 MANAGER_TOOL_MODELS: dict[str, type[BaseModel]] = {
-    'delegate_task': DelegateTaskArgs,
-    'escalate_to_supervisor': EscalateArgs,
-    'submit_reflection': SubmitReflectionArgs,
+    ManagerTool.DELEGATE_TASK.value: DelegateTaskArgs,
+    ManagerTool.ESCALATE_TO_SUPERVISOR.value: EscalateArgs,
+    ManagerTool.SUBMIT_REFLECTION.value: SubmitReflectionArgs,
 }
-"""The manager's only tools (names as in ``tools.catalog.MANAGER_TOOLS``)."""
+"""The manager's only tools (:class:`~robot_team.catalog.ManagerTool`)."""
 
 
 def _strip(node: Any, top: bool = True) -> Any:
@@ -185,15 +185,15 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
     """
     if obs is None:
         return list(MANAGER_TOOL_MODELS)
-    names = ['delegate_task']
+    names = [ManagerTool.DELEGATE_TASK.value]
     latest = [obs.latest(kind) for kind in OPERATIONAL_TASKS]
     if obs.feedback or any(t is not None and t.state == 'failure' for t in latest):
-        names.append('escalate_to_supervisor')
+        names.append(ManagerTool.ESCALATE_TO_SUPERVISOR.value)
     why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.state, t.issue) for t in obs.tasks],
                           {e.task_id for e in obs.escalations if e.resolved},
                           closed=any(e.decision == 'abort' for e in obs.escalations))
     if why is None:
-        names.append('submit_reflection')
+        names.append(ManagerTool.SUBMIT_REFLECTION.value)
     return names
 
 
