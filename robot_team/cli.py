@@ -25,6 +25,7 @@ from robot_team.llm.cli import llm_app
 from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
 from robot_team import runner
+from robot_team.reports import WORKFLOW_ORDER
 from robot_team.runner import ensure_localhost_dds
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
@@ -102,10 +103,10 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                        log_level='warn', namespace='/', llm_clock='realtime'):
 
     if quiet:
-        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
-                           real_time_factor=real_time_factor, brain_options=options, namespace=namespace,
-                           llm_clock=llm_clock)
-    steps = ['navigation', 'info_collection', 'display', 'reflection']
+        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+                                  log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
+                                  namespace=namespace, llm_clock=llm_clock)
+    steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
         bar = progress.add_task(f'{scenario.name}', total=len(steps), status='starting the team')
@@ -119,9 +120,9 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
             elif event.kind == 'reflection':
                 done = len(steps)
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
-        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id, log_level=log_level,
-                           real_time_factor=real_time_factor, on_event=on_event, brain_options=options,
-                           namespace=namespace, llm_clock=llm_clock)
+        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+                                  log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
+                                  brain_options=options, namespace=namespace, llm_clock=llm_clock)
 
 
 def print_summary(report: dict) -> None:
