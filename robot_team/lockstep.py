@@ -148,7 +148,7 @@ class HoldTracker:
 
 def clock_holds_qos():
     """Return the QoS of ``team/clock_holds``: reliable, transient local (a late clock source gets the state)."""
-    from robot_team.events import reliable_qos
+    from robot_team.rosmsgs import reliable_qos   # rclpy only when used: lockstep imports no rclpy
     return reliable_qos(depth=100)
 
 

@@ -38,9 +38,12 @@ from rclpy.node import Node
 from robot_team import names
 from robot_team.brains.base import EscalationRecord, ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
 from robot_team.core.manager import EscalationAnswer, ManagerCore, ReportAnswer
-from robot_team.events import EventEmitter, EventKind, reliable_qos
+from robot_team.events import EventKind
 from robot_team.reports import OPERATIONAL_TASKS, TASK_OWNER, ReportError, TaskReportModel
-from robot_team.rosutil import ros_now_s, spin_node, submit_report, wait_for_server, wait_future
+from robot_team.rosevents import EventEmitter
+from robot_team.rosmsgs import reliable_qos, report_from_msg
+from robot_team.rostime import now_s
+from robot_team.rosutil import spin_node, submit_report, wait_for_server, wait_future
 from robot_team.tools.base import ToolError
 from robot_team.tools.catalog import MANAGER_TOOLS
 from robot_team.workflow import Authorization, WorkflowRule
@@ -246,7 +249,7 @@ class ManagerNode(Node):
 
         def on_result(future):
             try:
-                done(TaskReportModel.from_msg(future.result().result.report), '')
+                done(report_from_msg(future.result().result.report), '')
             except ReportError as exc:
                 done(None, f'invalid report from {robot} on {task.task_id}: {exc}')
 
@@ -260,7 +263,7 @@ class ManagerNode(Node):
 
     def now(self) -> float:
         """Return ROS time, s (sim time under use_sim_time)."""
-        return ros_now_s(self)
+        return now_s(self)
 
     def stop(self, timeout_s: float = 5.0) -> bool:
         """End the brain thread (cancelling its LLM request in flight); return whether it ended in ``timeout_s``.

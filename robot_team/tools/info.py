@@ -12,7 +12,8 @@ import threading
 from pydantic import BaseModel, Field
 
 from robot_team import names
-from robot_team.rosutil import ros_now_s, team_name, wait_ros_time
+from robot_team.rostime import now_s, stamp_to_s
+from robot_team.rosutil import team_name, wait_ros_time
 from robot_team.tools.base import ToolError, Toolbox
 
 
@@ -78,7 +79,7 @@ class InfoCollectionTools:
 
     def _scan_callback(self, msg) -> None:
         scan = {'badge_id': msg.badge_id, 'reader_id': msg.reader_id, 'room': msg.room,
-                'stamp_s': msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                'stamp_s': stamp_to_s(msg.header.stamp),
                 'frame_id': msg.header.frame_id}
         with self._lock:
             self._scans.setdefault(msg.room, []).append(scan)
@@ -89,7 +90,7 @@ class InfoCollectionTools:
         register_tools(toolbox, self)
 
     def _latest(self, room: str, max_age_s: float) -> dict | None:
-        now = ros_now_s(self._node)
+        now = now_s(self._node)
         with self._lock:
             scans = [s for s in self._scans.get(room, []) if now - s['stamp_s'] <= max_age_s]
         return scans[-1] if scans else None
@@ -112,7 +113,7 @@ class InfoCollectionTools:
 
     def record_check_in(self, args: CheckInInput) -> dict:
         """Record the check-in; return what was written (an unknown HCW or a wrong badge is a ToolError)."""
-        stamp = ros_now_s(self._node)
+        stamp = now_s(self._node)
         with open_directory(self._staff_db) as directory:
             try:
                 directory.record_check_in(args.room, args.hcw_id, args.badge_id, stamp)
