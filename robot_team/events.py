@@ -1,29 +1,20 @@
 """The team's event record: every decision, tool call, report and escalation, timestamped.
 
-Each node owns one :class:`EventEmitter`; it stamps events with ROS time (sim time under
-``use_sim_time``) and wall time, numbers them per actor (``seq`` from 1, so a lost event shows
-as a gap) and publishes them on ``/team/events``. The recorder writes them with the run
-(``events.jsonl`` and ``events.mcap``); the evaluation scores runs from this record alone.
+This module holds the events as data (:class:`TeamEventModel`, :class:`EventKind`) and imports
+no rclpy: the core uses it. Each node owns one :class:`~robot_team.rosevents.EventEmitter`; it
+stamps events with ROS time (sim time under ``use_sim_time``) and wall time, numbers them per
+actor (``seq`` from 1, so a lost event shows as a gap) and publishes them on ``/team/events``
+(:mod:`robot_team.rosmsgs` converts them to and from ``robot_team/msg/TeamEvent``). The recorder
+writes them with the run (``events.jsonl`` and ``events.mcap``); the evaluation scores runs
+from this record alone.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
-import time
 from enum import Enum
 from typing import Any, Callable
 
-from builtin_interfaces.msg import Time
 from pydantic import BaseModel, Field, ValidationError
-from rclpy.exceptions import InvalidHandle
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-from robot_team.msg import TeamEvent
-from robot_team.names import TEAM_EVENTS, team_name
-
-_log = logging.getLogger(__name__)
 
 
 class EventKind(str, Enum):
@@ -90,109 +81,6 @@ class TeamEventModel(BaseModel):
     summary: str = ''
     reason: str = ''
     data: dict[str, Any] = Field(default_factory=dict)
-
-    def to_msg(self):
-        """Return this event as a ``robot_team/msg/TeamEvent``."""
-        sec = int(self.stamp_s)
-        return TeamEvent(
-            stamp=Time(sec=sec, nanosec=int(round((self.stamp_s - sec) * 1e9)) % 1_000_000_000),
-            wall_time=self.wall_time, seq=self.seq, actor=self.actor, kind=self.kind,
-            target=self.target, summary=self.summary, reason=self.reason,
-            data_json=json.dumps(self.data, default=str))
-
-    @classmethod
-    def from_msg(cls, msg) -> 'TeamEventModel':
-        """Convert a ``robot_team/msg/TeamEvent``; a malformed ``data_json`` is kept under ``data['raw']``."""
-        try:
-            data = json.loads(msg.data_json) if msg.data_json else {}
-            if not isinstance(data, dict):
-                data = {'value': data}
-        except json.JSONDecodeError as exc:
-            data = {'raw': msg.data_json, 'parse_error': str(exc)}
-        return cls(stamp_s=msg.stamp.sec + msg.stamp.nanosec * 1e-9, wall_time=msg.wall_time,
-                   seq=max(1, msg.seq), actor=msg.actor, kind=msg.kind, target=msg.target,
-                   summary=msg.summary, reason=msg.reason, data=data)
-
-
-def events_qos():
-    """Return the QoS of ``/team/events``: reliable, transient local, deep history.
-
-    Transient local with a deep history lets a recorder that joins late still receive every
-    event a node has published (no loss at start-up).
-    """
-    return QoSProfile(depth=5000, history=HistoryPolicy.KEEP_LAST,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
-def reliable_qos(depth: int = 100):
-    """Return a reliable, transient-local QoS for team topics that must not lose messages."""
-    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
-class EventEmitter:
-    """Publish a node's team events on ``team/events`` (in its team namespace) and log them.
-
-    Thread-safe: ``emit`` may be called from any callback or worker thread.
-
-    Parameters
-    ----------
-    node
-        The rclpy node that owns the publisher and whose clock stamps the events.
-    actor
-        Who emits (node name or robot namespace), e.g. ``'manager'``.
-    """
-
-    def __init__(self, node, actor: str):
-        self._node = node
-        self._actor = actor
-        self._lock = threading.Lock()
-        self._seq = 0
-        self._pub = node.create_publisher(TeamEvent, team_name(node, TEAM_EVENTS), events_qos())
-        self.history: list[TeamEventModel] = []
-
-    @property
-    def actor(self) -> str:
-        """Who emits these events."""
-        return self._actor
-
-    def emit(self, kind: 'EventKind | str', summary: str, /, *, target: str = '', reason: str = '',
-             **data: Any) -> TeamEventModel:
-        """Stamp, number, publish and log one event; return it.
-
-        ``kind`` and ``summary`` are positional-only, so a payload may carry its own ``summary``
-        key (e.g. a task report's) in ``data``.
-        """
-        kind_value = kind.value if isinstance(kind, EventKind) else str(kind)
-        with self._lock:
-            self._seq += 1
-            try:
-                now = self._node.get_clock().now().nanoseconds * 1e-9
-            except InvalidHandle:
-                now = 0.0
-            event = TeamEventModel(stamp_s=now, wall_time=time.time(), seq=self._seq,
-                                   actor=self._actor, kind=kind_value, target=target,
-                                   summary=summary, reason=reason, data=data)
-            self.history.append(event)
-            try:
-                self._pub.publish(event.to_msg())
-            except InvalidHandle:   # the node is gone (its episode ended): say so, never raise into the caller
-                _log.error('%s: event after its node was destroyed, not recorded: [%s] %s', self._actor,
-                           kind_value, summary)
-                return event
-        text = f'[{kind_value}] {summary}' + (f' (why: {reason})' if reason else '')
-        log = self._node.get_logger()
-        if kind_value in (EventKind.NODE_CRASHED.value, EventKind.INPUT_ERROR.value,
-                          EventKind.TOOL_REFUSED.value, EventKind.REPORT_REJECTED.value,
-                          EventKind.WORKFLOW_VIOLATION.value, EventKind.FALSE_COMPLETION.value,
-                          EventKind.DEADLINE_MISSED.value, EventKind.DELEGATION_REFUSED.value,
-                          EventKind.INVALID_CALL.value):
-            log.warning(text)
-        else:
-            log.info(text)
-        return event
 
 
 RAW_CHARS = 2000

@@ -14,7 +14,8 @@ import time
 from typing import Callable
 
 from robot_team import names
-from robot_team.events import reliable_qos
+from robot_team.rosmsgs import reliable_qos
+from robot_team.rostime import stamp_to_s
 
 
 def _context(domain_id: int | None):
@@ -32,11 +33,11 @@ def escalation_dict(msg) -> dict:
     return {'escalation_id': msg.escalation_id, 'task_id': msg.task_id, 'task_type': msg.task_type,
             'raised_by': msg.raised_by, 'reason': msg.reason, 'options': list(msg.options), 'kind': msg.kind,
             'severity': msg.severity, 'state': msg.state, 'proposal': msg.proposal,
-            'opened_s': msg.opened.sec + msg.opened.nanosec * 1e-9, 'opened_wall': msg.opened_wall,
-            'due_s': (msg.due.sec + msg.due.nanosec * 1e-9) or None, 'notifications': msg.notifications,
+            'opened_s': stamp_to_s(msg.opened), 'opened_wall': msg.opened_wall,
+            'due_s': stamp_to_s(msg.due) or None, 'notifications': msg.notifications,
             'acknowledged_by': msg.acknowledged_by, 'decision': msg.decision, 'hcw_id': msg.hcw_id,
             'operator_id': msg.decided_by, 'note': msg.note, 'holds_team': msg.holds_team,
-            'stamp_s': msg.stamp.sec + msg.stamp.nanosec * 1e-9}
+            'stamp_s': stamp_to_s(msg.stamp)}
 
 
 def _listen(domain_id: int | None, namespace: str, until: Callable[[float, bool], bool],

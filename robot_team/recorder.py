@@ -16,7 +16,9 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from robot_team import names
-from robot_team.events import TeamEventModel, events_qos
+from robot_team.events import TeamEventModel
+from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.rostime import s_to_time
 
 TEAM_EVENT_DEFINITION = """builtin_interfaces/Time stamp
 float64 wall_time
@@ -57,7 +59,7 @@ class TeamRecorder(Node):
 
     def event_callback(self, msg) -> None:
         """Store one event (and pass it to ``on_event``)."""
-        event = TeamEventModel.from_msg(msg)
+        event = event_from_msg(msg)
         with self._changed:
             self._events.append(event)
             self._changed.notify_all()
@@ -115,13 +117,14 @@ def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/eve
         writer = Writer(f)
         schema = writer.register_msgdef('robot_team/msg/TeamEvent', TEAM_EVENT_DEFINITION)
         for event in events:
-            stamp_ns = int(round(event.stamp_s * 1e9))
-            message = {'stamp': {'sec': stamp_ns // 1_000_000_000, 'nanosec': stamp_ns % 1_000_000_000},
+            stamp = s_to_time(event.stamp_s)
+            sec, nanosec = stamp.seconds_nanoseconds()
+            message = {'stamp': {'sec': sec, 'nanosec': nanosec},
                        'wall_time': event.wall_time, 'seq': event.seq, 'actor': event.actor,
                        'kind': event.kind, 'target': event.target, 'summary': event.summary,
                        'reason': event.reason, 'data_json': json.dumps(event.data, default=str)}
             writer.write_message(topic, schema, message, log_time=int(event.wall_time * 1e9),
-                                 publish_time=stamp_ns)
+                                 publish_time=stamp.nanoseconds)
         writer.finish()
 
 

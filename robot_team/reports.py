@@ -2,13 +2,12 @@
 
 Every robot report carries an explicit status and an issue field; a failure always names its
 issue. Reports travel as ``robot_team/msg/TaskReport`` (data and evidence as JSON strings) and
-are validated on receipt with :meth:`TaskReportModel.from_msg`, which raises
-:class:`ReportError` naming the offending field.
+are validated on receipt with :func:`robot_team.rosmsgs.report_from_msg`, which raises
+:class:`ReportError` naming the offending field. This module imports no rclpy: the core uses it.
 """
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from typing import Any
 
@@ -71,45 +70,6 @@ class TaskReportModel(BaseModel):
     def has_issue(self) -> bool:
         """Whether the report states an issue."""
         return bool(self.issue.strip())
-
-    def to_msg(self):
-        """Return this report as a ``robot_team/msg/TaskReport``."""
-        from builtin_interfaces.msg import Time
-        from robot_team.msg import TaskReport
-        sec = int(self.stamp_s)
-        return TaskReport(
-            stamp=Time(sec=sec, nanosec=int((self.stamp_s - sec) * 1e9)),
-            task_id=self.task_id, task_type=self.task_type.value, robot=self.robot,
-            status=self.status.value, issue=self.issue, summary=self.summary,
-            data_json=json.dumps(self.data, default=str),
-            evidence_json=json.dumps(self.evidence, default=str))
-
-    @classmethod
-    def from_msg(cls, msg) -> 'TaskReportModel':
-        """Validate a ``robot_team/msg/TaskReport``.
-
-        Raises
-        ------
-        ReportError
-            If a field is missing or malformed, or the JSON fields do not parse; the message
-            names the field and what was expected.
-        """
-        fields: dict[str, Any] = {}
-        for name in ('data_json', 'evidence_json'):
-            raw = getattr(msg, name)
-            try:
-                value = json.loads(raw) if raw else {}
-            except json.JSONDecodeError as exc:
-                raise ReportError(f'TaskReport.{name}: expected a JSON object, got {raw[:80]!r} ({exc})') from exc
-            if not isinstance(value, dict):
-                raise ReportError(f'TaskReport.{name}: expected a JSON object, got {type(value).__name__}')
-            fields[name[:-5]] = value
-        try:
-            return cls(task_id=msg.task_id, task_type=msg.task_type, robot=msg.robot,
-                       status=msg.status, issue=msg.issue, summary=msg.summary,
-                       stamp_s=msg.stamp.sec + msg.stamp.nanosec * 1e-9, **fields)
-        except ValidationError as exc:
-            raise ReportError(f'TaskReport rejected: {_explain(exc)}') from exc
 
 
 class TaskOutcome(BaseModel):

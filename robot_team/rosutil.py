@@ -17,6 +17,8 @@ from robot_team.config import ConfigError
 from robot_team.errors import ToolError
 from robot_team.names import SUBMIT_REPORT
 from robot_team.reports import ReportAnswer
+from robot_team.rosmsgs import report_to_msg
+from robot_team.rostime import now_s
 from robot_team.srv import SubmitReport
 
 
@@ -74,11 +76,6 @@ def wait_for_server(client, timeout_s: float, what: str) -> None:
         time.sleep(SERVER_POLL_S)
 
 
-def ros_now_s(node) -> float:
-    """Return ``node``'s ROS time (sim time under ``use_sim_time``) in seconds."""
-    return node.get_clock().now().nanoseconds * 1e-9
-
-
 def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.0,
                   poll_s: float = 0.005) -> bool:
     """Wait until ``condition()`` is true or ``timeout_s`` of ROS time passes.
@@ -86,10 +83,10 @@ def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.
     ROS time is sim time under ``use_sim_time``; ``wall_cap_s`` bounds the wall-clock wait
     in case the clock stops. Returns the final value of ``condition()``.
     """
-    start = ros_now_s(node)
+    start = now_s(node)
     wall_deadline = time.monotonic() + wall_cap_s
     while not condition():
-        if ros_now_s(node) - start >= timeout_s or time.monotonic() >= wall_deadline:
+        if now_s(node) - start >= timeout_s or time.monotonic() >= wall_deadline:
             return bool(condition())
         time.sleep(poll_s)
     return True
@@ -106,7 +103,7 @@ def submit_report(client, report, timeout_s: float):
         If the supervisor does not answer within ``timeout_s`` (wall s).
     """
     wait_for_server(client, timeout_s, f'service {SUBMIT_REPORT}')
-    response = wait_future(client.call_async(SubmitReport.Request(report=report.to_msg())), timeout_s,
+    response = wait_future(client.call_async(SubmitReport.Request(report=report_to_msg(report))), timeout_s,
                            f'response of {SUBMIT_REPORT}')
     return ReportAnswer(accepted=response.accepted, explanation=response.explanation)
 

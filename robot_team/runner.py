@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import Callable
 
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
-from robot_team.events import EventEmitter, EventKind, TeamEventModel
+from robot_team.events import EventKind, TeamEventModel
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.names import (HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot, clock_remap, join,
                               validate_namespace)
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
+from robot_team.rosevents import EventEmitter
+from robot_team.rostime import now_s
 
 LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
 """Wall seconds an episode under the lockstep LLM clock may spend beyond its sim limit's wall time
@@ -493,7 +495,7 @@ class Episode:
             found = recorder.wait_for(lambda e: e.kind == EventKind.EPISODE_FINISHED.value, 0.1)
             if found is not None:
                 return found
-            if recorder.get_clock().now().nanoseconds * 1e-9 > limit:
+            if now_s(recorder) > limit:
                 return None
             self._check_children()
             if Robot.MANAGER.value in self._crashed:

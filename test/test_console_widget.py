@@ -25,6 +25,7 @@ from robot_team import names  # noqa: E402
 from robot_team.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
 from robot_team.directory import StaffDirectory  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.rosmsgs import report_to_msg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get('ROBOT_TEAM_TEST_ARTIFACTS', ROOT / 'test-artifacts'))
@@ -64,7 +65,7 @@ def escalate(manager, options):
                 requested_by='manager')
     report = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot='navigation_robot',
                              status='failure', issue='HCW #80 unavailable: on an urgent call')
-    assert call(manager, SubmitReport, names.SUBMIT_REPORT, report=report.to_msg()).accepted
+    assert call(manager, SubmitReport, names.SUBMIT_REPORT, report=report_to_msg(report)).accepted
     esc = call(manager, RequestEscalation, names.REQUEST_ESCALATION, task_id=auth.task_id,
                reason='HCW #80 unavailable', options=options)
     assert esc.accepted

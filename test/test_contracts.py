@@ -5,6 +5,7 @@ from pydantic import ValidationError
 
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.reports import Reflection, ReportError, TaskOutcome, TaskReportModel, TaskStatus, TaskType
+from robot_team.rosmsgs import report_from_msg, report_to_msg
 
 
 def test_failure_report_must_name_issue():
@@ -16,19 +17,19 @@ def test_report_round_trips_through_msg():
     report = TaskReportModel(task_id='t1', task_type=TaskType.DISPLAY, robot='display_robot',
                              status=TaskStatus.SUCCESS, data={'layout': 'rows'}, evidence={'ok': True},
                              stamp_s=12.5)
-    back = TaskReportModel.from_msg(report.to_msg())
+    back = report_from_msg(report_to_msg(report))
     assert back == report
 
 
 def test_report_with_bad_json_is_rejected_naming_field():
-    msg = TaskReportModel(task_id='t1', task_type='display', robot='display_robot', status='success').to_msg()
+    msg = report_to_msg(TaskReportModel(task_id='t1', task_type='display', robot='display_robot', status='success'))
     msg.evidence_json = '{not json'
     with pytest.raises(ReportError, match='evidence_json'):
-        TaskReportModel.from_msg(msg)
+        report_from_msg(msg)
     msg.evidence_json = '{}'
     msg.status = 'done'
     with pytest.raises(ReportError, match='status'):
-        TaskReportModel.from_msg(msg)
+        report_from_msg(msg)
 
 
 def test_reflection_missing_parts():

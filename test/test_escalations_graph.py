@@ -23,8 +23,8 @@ from robot_team import names  # noqa: E402
 from robot_team.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
 from robot_team.core.escalations import EscalationPolicy, EscalationStore  # noqa: E402
 from robot_team.directory import StaffDirectory  # noqa: E402
-from robot_team.events import TeamEventModel, events_qos, reliable_qos  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.rosmsgs import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
 
 POLICY = EscalationPolicy(operators=['charge_nurse'], renotify_s=4.0,
                           deadlines_s={'critical': 20.0, 'high': 10.0, 'normal': 30.0})
@@ -56,7 +56,7 @@ class Team(Node):
         self.create_subscription(TeamHold, names.TEAM_HOLD, self.holds.append, reliable_qos(depth=1))
         self.create_subscription(Instruction, names.INSTRUCTIONS, self.instructions.append, reliable_qos())
         self.create_subscription(TeamEvent, names.TEAM_EVENTS,
-                                 lambda m: self.events.append(TeamEventModel.from_msg(m)), events_qos())
+                                 lambda m: self.events.append(event_from_msg(m)), events_qos())
 
         def locate(request, response):
             response.staff = [StaffLocation(hcw_id=h, availability=a, area=area, detail=d) for h, a, area, d in (
@@ -113,7 +113,7 @@ class Team(Node):
         assert auth.approved
         report = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot='navigation_robot',
                                  status='failure', issue='HCW #80 unavailable: on an urgent call')
-        assert self.call('submit', report=report.to_msg()).accepted
+        assert self.call('submit', report=report_to_msg(report)).accepted
         return auth.task_id
 
 

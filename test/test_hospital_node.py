@@ -17,13 +17,13 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
 from robot_team.config import load_scenario
-from robot_team.events import TeamEventModel, events_qos
 from robot_team.msg import BadgeScan, TeamEvent
 from robot_team.names import AMCL_POSE, BADGE_SCANS, LOCATE_STAFF, PAGE_STAFF, TEAM_EVENTS, robot_name
+from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.rostime import s_to_stamp
 from robot_team.sim.common import Polyline
 from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.hospital_node import HospitalSystemsNode
-from robot_team.sim.node_common import stamp
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff
 from robot_team.tools.localization import amcl_pose_qos
@@ -46,7 +46,7 @@ class FakeFloor:
         self.node.create_subscription(BadgeScan, BADGE_SCANS, self.scans.append,
                                       QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.node.create_subscription(TeamEvent, TEAM_EVENTS,
-                                      lambda m: self.events.append(TeamEventModel.from_msg(m)), events_qos())
+                                      lambda m: self.events.append(event_from_msg(m)), events_qos())
         self.t = 0.0
 
     def tick(self, pose=None):
@@ -54,10 +54,10 @@ class FakeFloor:
         self.t = round(self.t + STEP_S, 6)
         if pose is not None:
             msg = PoseWithCovarianceStamped()
-            msg.header.stamp, msg.header.frame_id = stamp(self.t), 'map'
+            msg.header.stamp, msg.header.frame_id = s_to_stamp(self.t), 'map'
             msg.pose.pose.position.x, msg.pose.pose.position.y = pose
             self.pose_pub.publish(msg)
-        self.clock_pub.publish(Clock(clock=stamp(self.t)))
+        self.clock_pub.publish(Clock(clock=s_to_stamp(self.t)))
         time.sleep(0.004)
 
     def sim(self, what):

@@ -13,7 +13,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from robot_team.bringup.episode import EpisodeRecorder
-from robot_team.events import EventEmitter, EventKind
+from robot_team.events import EventKind
+from robot_team.rosevents import EventEmitter
 
 
 def _recorder(ros_context, tmp_path, **params):

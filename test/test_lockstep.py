@@ -69,8 +69,8 @@ def _graph(ros_context, executor, **params):
     from rosgraph_msgs.msg import Clock
 
     from robot_team.config import load_scenario
-    from robot_team.events import TeamEventModel, events_qos
     from robot_team.llm.lockstep import ClockHoldPublisher
+    from robot_team.rosmsgs import event_from_msg, events_qos
     from robot_team.msg import TeamEvent
     from robot_team.names import TEAM_EVENTS
     from robot_team.sim.motion_node import MotionSimNode
@@ -80,7 +80,7 @@ def _graph(ros_context, executor, **params):
     brain = rclpy.create_node('brain_under_test', context=ros_context)
     clocks, events = [], []
     brain.create_subscription(Clock, '/clock', lambda m: clocks.append(m.clock.sec + m.clock.nanosec * 1e-9), 100)
-    brain.create_subscription(TeamEvent, TEAM_EVENTS, lambda m: events.append(TeamEventModel.from_msg(m)),
+    brain.create_subscription(TeamEvent, TEAM_EVENTS, lambda m: events.append(event_from_msg(m)),
                               events_qos())
     hold = ClockHoldPublisher(brain, 'manager')
     for node in (sim, brain):

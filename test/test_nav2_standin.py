@@ -28,9 +28,10 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 
 from robot_team.config import load_scenario
-from robot_team.events import TeamEventModel, events_qos
+from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
 from robot_team.names import NAV2_LIFECYCLE_NODES, TEAM_EVENTS
+from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for
 
@@ -63,7 +64,7 @@ class Navigator:
         self.team = rclpy.create_node('team_listener', context=context)
         self.events: list[TeamEventModel] = []
         self.team.create_subscription(TeamEvent, TEAM_EVENTS,
-                                      lambda m: self.events.append(TeamEventModel.from_msg(m)), events_qos())
+                                      lambda m: self.events.append(event_from_msg(m)), events_qos())
         self.clients = {
             'navigate_to_pose': ActionClient(self.node, NavigateToPose, 'navigate_to_pose'),
             'navigate_through_poses': ActionClient(self.node, NavigateThroughPoses, 'navigate_through_poses'),

@@ -10,6 +10,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from robot_team.config import OperatorAnswer  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.rosmsgs import report_to_msg  # noqa: E402
 from test_supervisor_node import GraphProbe, authorize  # noqa: E402
 
 SIM_TIME = [Parameter('use_sim_time', value=True)]
@@ -50,7 +51,7 @@ def test_operator_answers_after_its_delay_and_leaves_the_rest_to_humans(graph):
     assert authorize(probe, 'navigation', 'navigation_robot').approved
     failure = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                               status='failure', issue='door closed')
-    probe.submit(failure.to_msg())
+    probe.submit(report_to_msg(failure))
     assert wait_for(lambda: supervisor.snapshot().task('nav-1').status == 'failure')
     esc = escalate(probe, 'nav-1', 'ER-12 unreachable')
 

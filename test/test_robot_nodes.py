@@ -19,7 +19,7 @@ from robot_team.agents.robot_node import RobotNode
 from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.names import NAVIGATE_TO_POSE, robot_name
-from robot_team.reports import TaskReportModel
+from robot_team.rosmsgs import report_from_msg
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for
@@ -73,7 +73,7 @@ def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_when=None,
     def on_result(future):
         wrapped = future.result()
         outcome['status'] = wrapped.status
-        outcome['report'] = TaskReportModel.from_msg(wrapped.result.report)
+        outcome['report'] = report_from_msg(wrapped.result.report)
         done.set()
 
     def on_goal(future):

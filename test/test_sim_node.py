@@ -27,10 +27,11 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
 from robot_team.config import ConfigError, load_scenario
-from robot_team.events import TeamEventModel, events_qos
+from robot_team.events import TeamEventModel
 from robot_team.msg import BadgeScan, DisplayEntry, PatientArrival, TeamEvent
 from robot_team.names import (AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
                               PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_name)
+from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
@@ -61,7 +62,7 @@ class Graph:
         self.executor = executor
 
     def _record(self, msg):
-        self.events.append(TeamEventModel.from_msg(msg))
+        self.events.append(event_from_msg(msg))
 
     def close(self):
         nodes = (self.client, self.motion, self.hospital)

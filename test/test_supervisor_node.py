@@ -16,8 +16,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from robot_team import names  # noqa: E402
 from robot_team.config import load_scenario  # noqa: E402
-from robot_team.events import TeamEventModel, events_qos, reliable_qos  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.rosmsgs import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
 
 
 class GraphProbe(Node):
@@ -40,7 +40,7 @@ class GraphProbe(Node):
         self.create_subscription(Escalation, names.ESCALATIONS, self.escalations.append, reliable_qos())
         self.create_subscription(HumanDecision, names.HUMAN_DECISIONS, self.decisions.append, reliable_qos())
         self.create_subscription(TeamEvent, names.TEAM_EVENTS,
-                                 lambda m: self.events.append(TeamEventModel.from_msg(m)), events_qos())
+                                 lambda m: self.events.append(event_from_msg(m)), events_qos())
 
     def call(self, client, request):
         assert client.wait_for_service(timeout_sec=10.0), f'{client.srv_name} not available'
@@ -126,7 +126,7 @@ def test_gate_failure_deadline_escalation_and_decision(graph):
 
     failure = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                               status='failure', issue='HCW #80 did not answer the page', stamp_s=1.0)
-    answer = probe.submit(failure.to_msg())
+    answer = probe.submit(report_to_msg(failure))
     assert answer.accepted, answer.explanation
     assert wait_for(lambda: probe.find('deadline_started', task_id='nav-1', deadline='issue_handling'))
     assert supervisor.snapshot().task('nav-1').status == 'failure'
@@ -173,7 +173,7 @@ def test_manager_escalation_meets_the_deadline(graph):
     assert not unknown.accepted and "unknown task ID 'nav-9'" in unknown.message
     failure = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
                               status='failure', issue='door closed')
-    probe.submit(failure.to_msg())
+    probe.submit(report_to_msg(failure))
     assert wait_for(lambda: probe.find('deadline_started', task_id='nav-1', deadline='issue_handling'))
     answer = probe.call(probe.escalate, RequestEscalation.Request(task_id='nav-1', reason='ER-12 unreachable',
                                                                   options=['abort']))
@@ -188,15 +188,15 @@ def test_manager_escalation_meets_the_deadline(graph):
 def test_bad_reports_are_recorded_as_rejected(graph):
     supervisor, probe = graph
     assert authorize(probe, 'navigation', 'navigation_robot').approved
-    malformed = TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
-                                status='success').to_msg()
+    malformed = report_to_msg(TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
+                                              status='success'))
     malformed.status = 'done'
     assert not probe.submit(malformed).accepted
-    unknown = TaskReportModel(task_id='nav-5', task_type='navigation', robot='navigation_robot',
-                              status='success').to_msg()
+    unknown = report_to_msg(TaskReportModel(task_id='nav-5', task_type='navigation', robot='navigation_robot',
+                                            status='success'))
     assert not probe.submit(unknown).accepted
-    impostor = TaskReportModel(task_id='nav-1', task_type='navigation', robot='display_robot',
-                               status='success').to_msg()
+    impostor = report_to_msg(TaskReportModel(task_id='nav-1', task_type='navigation', robot='display_robot',
+                                             status='success'))
     impostor.evidence_json = json.dumps({'claimed': True})
     assert not probe.submit(impostor).accepted
     assert probe.recorded == []

@@ -37,16 +37,17 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.brains.base import ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
+from robot_team.catalog import MANAGER_TOOLS, TASK_OWNER
 from robot_team.core.manager import ManagerCore
-from robot_team.escalation_model import EscalationRecord
-from robot_team.reports import EscalationAnswer, ReportAnswer
-from robot_team.events import EventEmitter, EventKind, reliable_qos
-from robot_team.reports import OPERATIONAL_TASKS, ReportError, TaskReportModel
-from robot_team.catalog import TASK_OWNER
-from robot_team.rosutil import ros_now_s, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.errors import ToolError
-from robot_team.catalog import MANAGER_TOOLS
+from robot_team.escalation_model import EscalationRecord
+from robot_team.events import EventKind
 from robot_team.names import Robot
+from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
+from robot_team.rosevents import EventEmitter
+from robot_team.rosmsgs import reliable_qos, report_from_msg
+from robot_team.rostime import now_s
+from robot_team.rosutil import spin_node, submit_report, wait_for_server, wait_future
 from robot_team.workflow import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
@@ -250,7 +251,7 @@ class ManagerNode(Node):
 
         def on_result(future):
             try:
-                done(TaskReportModel.from_msg(future.result().result.report), '')
+                done(report_from_msg(future.result().result.report), '')
             except ReportError as exc:
                 done(None, f'invalid report from {robot} on {task.task_id}: {exc}')
 
@@ -264,7 +265,7 @@ class ManagerNode(Node):
 
     def now(self) -> float:
         """Return ROS time, s (sim time under use_sim_time)."""
-        return ros_now_s(self)
+        return now_s(self)
 
     def stop(self, timeout_s: float = 5.0) -> bool:
         """End the brain thread (cancelling its LLM request in flight); return whether it ended in ``timeout_s``.

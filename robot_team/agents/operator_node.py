@@ -16,8 +16,11 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
+from robot_team.events import EventKind
+from robot_team.rosevents import EventEmitter
+from robot_team.rosmsgs import reliable_qos
+from robot_team.rostime import now_s
 from robot_team.rosutil import spin_node
-from robot_team.events import EventEmitter, EventKind, reliable_qos
 
 ESCALATION_AWAITS_HUMAN = 'escalation_awaits_human'
 """Event kind: no scripted answer matches an escalation; it waits for a real human."""
@@ -105,7 +108,7 @@ class ScriptedOperatorNode(Node):
             return
         self._used.add(index)
         answer = self.script[index]
-        due_s = self._now() + answer.delay_s
+        due_s = now_s(self) + answer.delay_s
         self._pending.append({'escalation': msg, 'answer': answer, 'due_s': due_s})
         self.events.emit(OPERATOR_DECISION, f'will answer {msg.escalation_id} with {answer.decision} in '
                          f'{answer.delay_s:g} s', target=msg.escalation_id, reason=answer.note,
@@ -119,7 +122,7 @@ class ScriptedOperatorNode(Node):
         """Send every answer whose delay has passed (ROS time)."""
         if not self._pending:
             return
-        now = self._now()
+        now = now_s(self)
         due = [p for p in self._pending if now >= p['due_s']]
         if not due:
             return
@@ -159,9 +162,6 @@ class ScriptedOperatorNode(Node):
                          f'{answer.decision} on {escalation_id}', target=escalation_id, reason=message,
                          escalation_id=escalation_id, decision=answer.decision, accepted=accepted,
                          message=message)
-
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
 
 
 def main(args=None) -> int:

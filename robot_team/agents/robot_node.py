@@ -24,16 +24,18 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.brains.base import RobotBrain, TaskSpec
-from robot_team.core.robot import RobotCore
-from robot_team.catalog import ROLE_TASK
-from robot_team.events import EventEmitter, EventKind, reliable_qos
-from robot_team.reports import TaskReportModel
-from robot_team.rosutil import ros_now_s, spin_node, submit_report
-from robot_team.names import Robot, team_name
-from robot_team.tools.base import Toolbox
-from robot_team.catalog import role_of
+from robot_team.catalog import ROLE_TASK, role_of
 from robot_team.config import ConfigError
+from robot_team.core.robot import RobotCore
 from robot_team.errors import ToolError
+from robot_team.events import EventKind
+from robot_team.names import Robot, team_name
+from robot_team.reports import TaskReportModel
+from robot_team.rosevents import EventEmitter
+from robot_team.rosmsgs import reliable_qos, report_to_msg
+from robot_team.rostime import now_s
+from robot_team.rosutil import spin_node, submit_report
+from robot_team.tools.base import Toolbox
 
 
 def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
@@ -109,7 +111,7 @@ class RobotNode(Node):
         self.declare_parameter('service_timeout_s', 15.0)
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self.events = EventEmitter(self, role)
-        self.toolbox = Toolbox(role, self.events, clock=lambda: ros_now_s(self))
+        self.toolbox = Toolbox(role, self.events, clock=lambda: now_s(self))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._stopping = False
@@ -122,7 +124,7 @@ class RobotNode(Node):
                                kb=bool(self.get_parameter('kb').value),
                                base_url=self.declare_parameter('llm_base_url', '').value,
                                hold=clock_hold(self, role, llm_clock))
-        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: ros_now_s(self))
+        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self))
         from robot_team.action import ExecuteTask
         from robot_team.srv import SubmitReport
         self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),
@@ -213,7 +215,7 @@ class RobotNode(Node):
         else:
             goal_handle.succeed()
         result = ExecuteTask.Result()
-        result.report = report.to_msg()
+        result.report = report_to_msg(report)
         return result
 
     def _run(self, goal, goal_handle) -> TaskReportModel:

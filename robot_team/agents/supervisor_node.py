@@ -46,8 +46,11 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.config import ConfigError, Deadlines, Scenario, load_scenario
+from robot_team.events import EventKind
+from robot_team.rosevents import EventEmitter
+from robot_team.rosmsgs import reliable_qos, report_from_msg, report_to_msg
+from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
-from robot_team.events import EventEmitter, EventKind, reliable_qos
 from robot_team.core.escalations import (
     EscalationDesk, EscalationPolicy, EscalationStore, StaffCheck, load_escalation_policy)
 from robot_team.core.supervisor import SupervisorCore, parse_report
@@ -176,7 +179,7 @@ class SupervisorNode(Node):
         # Availability is for people deciding now: asked on the wall clock, whatever the sim's speed.
         self._staff_timer = self.create_timer(STAFF_REFRESH_S, self.staff_callback, callback_group=self._group,
                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
-        restored = self.desk.restore(self._now())
+        restored = self.desk.restore(now_s(self))
         self._publish_staff()
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
@@ -199,7 +202,7 @@ class SupervisorNode(Node):
     def authorize_callback(self, request, response):
         """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule."""
         auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
-                                   self._now())
+                                   now_s(self))
         response.approved = auth.approved
         response.task_id = auth.task_id
         response.rule = auth.rule.value
@@ -209,11 +212,11 @@ class SupervisorNode(Node):
     def submit_report_callback(self, request, response):
         """Validate and record a report (the one place reports are recorded); reject, never drop, a bad one."""
         msg = request.report
-        report = parse_report(lambda: TaskReportModel.from_msg(msg), lambda: _raw_report(msg), self.core)
+        report = parse_report(lambda: report_from_msg(msg), lambda: _raw_report(msg), self.core)
         if report is None:
             response.accepted, response.explanation = False, 'the report does not validate (see report_rejected)'
             return response
-        response.accepted, response.explanation = self.core.submit_report(report, self._now(), _raw_report(msg))
+        response.accepted, response.explanation = self.core.submit_report(report, now_s(self), _raw_report(msg))
         if response.accepted:
             self.get_logger().info(f'{report.task_id} ({report.task_type.value}) reported {report.status.value}'
                                    + (f': {report.issue}' if report.issue else ''))
@@ -222,44 +225,44 @@ class SupervisorNode(Node):
     def request_escalation_callback(self, request, response):
         """Open an escalation the manager asked for and publish it; refuse unknown tasks or no reason."""
         response.accepted, response.escalation_id, response.message = self.core.request_escalation(
-            request.task_id, request.reason, list(request.options), self._now())
+            request.task_id, request.reason, list(request.options), now_s(self))
         return response
 
     def resolve_escalation_callback(self, request, response):
         """Record a person's decision on an escalation and publish it; refuse (and record) bad ones."""
         answer = self.desk.resolve(request.escalation_id, request.decision, request.hcw_id, request.note,
-                                   request.operator_id, self._now())
+                                   request.operator_id, now_s(self))
         response.accepted, response.refusal, response.message = answer.accepted, answer.refusal.value, answer.message
         return response
 
     def acknowledge_escalation_callback(self, request, response):
         """Record that an authorised operator has an escalation; refuse (and record) anyone else."""
-        answer = self.desk.acknowledge(request.escalation_id, request.operator_id, request.note, self._now())
+        answer = self.desk.acknowledge(request.escalation_id, request.operator_id, request.note, now_s(self))
         response.accepted, response.refusal, response.message = answer.accepted, answer.refusal.value, answer.message
         return response
 
     def raise_escalation_callback(self, request, response):
         """Open a person's concern or stop-and-hold; refuse (and record) bad input."""
         answer = self.desk.raise_escalation(request.operator_id, request.kind, request.task_id, request.reason,
-                                            request.severity, self._now())
+                                            request.severity, now_s(self))
         response.accepted, response.escalation_id = answer.accepted, answer.escalation_id
         response.refusal, response.message = answer.refusal.value, answer.message
         return response
 
     def send_instruction_callback(self, request, response):
         """Publish an authorised person's instruction to the team; refuse (and record) bad input."""
-        answer = self.desk.instruct(request.operator_id, request.task_id, request.text, self._now())
+        answer = self.desk.instruct(request.operator_id, request.task_id, request.text, now_s(self))
         response.accepted, response.instruction_id = answer.accepted, answer.instruction_id
         response.refusal, response.message = answer.refusal.value, answer.message
         return response
 
     def arrival_callback(self, msg) -> None:
         """Start the onboarding's deadlines at the patient cue."""
-        self.core.on_patient_arrival(msg.patient_id, self._now())
+        self.core.on_patient_arrival(msg.patient_id, now_s(self))
 
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""
-        self.desk.tick(self._now())
+        self.desk.tick(now_s(self))
 
     def staff_callback(self) -> None:
         """Ask the RTLS where everyone is and whether they are available (answer in :meth:`_located`)."""
@@ -275,11 +278,11 @@ class SupervisorNode(Node):
         """Publish an escalation's lifecycle state on ``team/escalations``."""
         from robot_team.msg import Escalation
         self._escalation_pub.publish(Escalation(
-            stamp=_time(now_s), escalation_id=record.escalation_id, task_id=record.task_id,
+            stamp=s_to_stamp(now_s), escalation_id=record.escalation_id, task_id=record.task_id,
             task_type=record.task_type, raised_by=record.raised_by, reason=record.reason, options=record.options,
             kind=record.kind.value, severity=record.severity.value, state=record.state.value,
-            proposal=record.proposal, opened=_time(record.opened_s), opened_wall=record.opened_wall,
-            due=_time(record.due_s or 0.0), notifications=record.notifications,
+            proposal=record.proposal, opened=s_to_stamp(record.opened_s), opened_wall=record.opened_wall,
+            due=s_to_stamp(record.due_s or 0.0), notifications=record.notifications,
             acknowledged_by=record.acknowledged_by, decision=record.decision, hcw_id=record.hcw_id,
             decided_by=record.decided_by, note=record.note, holds_team=record.holds_team))
 
@@ -287,7 +290,7 @@ class SupervisorNode(Node):
         """Publish an accepted instruction on ``team/instructions``."""
         from robot_team.msg import Instruction
         self._instruction_pub.publish(Instruction(
-            stamp=_time(instruction.sim_s), instruction_id=instruction.instruction_id,
+            stamp=s_to_stamp(instruction.sim_s), instruction_id=instruction.instruction_id,
             operator_id=instruction.operator_id, task_id=instruction.task_id, text=instruction.text))
 
     def publish_hold(self, hold) -> None:
@@ -295,7 +298,7 @@ class SupervisorNode(Node):
         from robot_team.msg import TeamHold
         self._hold_pub.publish(TeamHold(stamp=self.get_clock().now().to_msg(), active=hold.active,
                                         escalation_ids=hold.escalation_ids, reason=hold.reason,
-                                        held_by=hold.held_by, since=_time(hold.since_s or 0.0)))
+                                        held_by=hold.held_by, since=s_to_stamp(hold.since_s or 0.0)))
 
     def stop_robots(self, reason: str) -> None:
         """Cancel every goal of every robot's task and Nav2 actions (zero goal ID: all goals)."""
@@ -331,14 +334,14 @@ class SupervisorNode(Node):
             return
         located = [{'hcw_id': s.hcw_id, 'area': s.area, 'availability': s.availability, 'detail': s.detail}
                    for s in future.result().staff]
-        if self.desk.staff.update(located, self._now()):
+        if self.desk.staff.update(located, now_s(self)):
             self._publish_staff()
 
     def _publish_staff(self) -> None:
         from robot_team.msg import StaffBoard, StaffMember
         staff = self.desk.staff
         self._staff_pub.publish(StaffBoard(
-            stamp=self.get_clock().now().to_msg(), availability_stamp=_time(staff.located_s or 0.0),
+            stamp=self.get_clock().now().to_msg(), availability_stamp=s_to_stamp(staff.located_s or 0.0),
             staff=[StaffMember(**entry.model_dump()) for entry in staff.entries()]))
 
     def _staff_check(self, staff_db: str) -> StaffCheck:
@@ -348,9 +351,6 @@ class SupervisorNode(Node):
         return StaffCheck(StaffDirectory(staff_db))
 
     # --- Helpers ------------------------------------------------------------------------------
-
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
 
     def _seconds(self, name: str, default: float) -> float:
         value = self.declare_parameter(name, float(default),
@@ -388,14 +388,7 @@ class SupervisorNode(Node):
             hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.decided_by))
 
     def _publish_report(self, report: TaskReportModel) -> None:
-        self._report_pub.publish(report.to_msg())
-
-
-def _time(seconds: float):
-    """Return ROS time ``seconds`` (s) as a ``builtin_interfaces/Time``."""
-    from builtin_interfaces.msg import Time
-    sec = int(seconds)
-    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+        self._report_pub.publish(report_to_msg(report))
 
 
 def _raw_report(msg) -> dict:
@@ -403,7 +396,10 @@ def _raw_report(msg) -> dict:
     fields = ('task_id', 'task_type', 'robot', 'status', 'issue', 'summary', 'data_json', 'evidence_json')
     raw = {name: getattr(msg, name) for name in fields}
     raw = {k: v if len(v) <= RAW_TEXT_LIMIT else v[:RAW_TEXT_LIMIT] + '...' for k, v in raw.items()}
-    raw['stamp_s'] = msg.stamp.sec + msg.stamp.nanosec * 1e-9
+    try:
+        raw['stamp_s'] = stamp_to_s(msg.stamp)
+    except ValueError:   # a stamp before 0: kept as received
+        raw['stamp_s'] = f'{msg.stamp.sec} s {msg.stamp.nanosec} ns'
     return raw
 
 

@@ -26,6 +26,9 @@ from pathlib import Path
 from robot_team import names
 from robot_team.events import EventKind
 from robot_team.recorder import TeamRecorder, write_record
+from robot_team.rosevents import EventEmitter
+from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.rostime import now_s
 from robot_team.runner import TEAM
 
 TEAM_NODES = tuple(TEAM)
@@ -57,7 +60,6 @@ class EpisodeRecorder(TeamRecorder):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        from robot_team.events import EventEmitter
         self.declare_parameter('scenario', 'onboarding')
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('time_limit_s', 0.0)
@@ -93,7 +95,7 @@ class EpisodeRecorder(TeamRecorder):
         if any(e.kind == EventKind.EPISODE_FINISHED.value for e in events):
             self.ending.set()
             return
-        if self.get_clock().now().nanoseconds * 1e-9 > self.time_limit_s:
+        if now_s(self) > self.time_limit_s:
             self._emitter.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
                                reason=f'no episode end within {self.time_limit_s:.0f} s of sim time', outcome='timeout')
             return      # finished at the next check, once the event is recorded
@@ -141,7 +143,6 @@ class TeamReady:
     def __init__(self):
         from rclpy.node import Node
 
-        from robot_team.events import TeamEventModel, events_qos
         from robot_team.msg import TeamEvent
         from robot_team.names import team_name
         self.node = Node('team_ready')
@@ -150,7 +151,7 @@ class TeamReady:
         self.started: set[str] = set()
         self.node.create_subscription(
             TeamEvent, team_name(self.node, names.TEAM_EVENTS),
-            lambda msg: self.started.add(TeamEventModel.from_msg(msg).actor)
+            lambda msg: self.started.add(event_from_msg(msg).actor)
             if msg.kind == EventKind.NODE_STARTED.value else None, events_qos())
 
 

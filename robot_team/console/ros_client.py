@@ -17,8 +17,9 @@ import json
 
 from robot_team import names
 from robot_team.console.presenter import ConsolePresenter, Done
-from robot_team.events import EventKind, events_qos, reliable_qos
+from robot_team.events import EventKind
 from robot_team.human import escalation_dict
+from robot_team.rosmsgs import events_qos, reliable_qos
 
 
 class ConsoleClient:

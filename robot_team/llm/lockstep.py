@@ -26,7 +26,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from robot_team.events import EventKind, reliable_qos
+from robot_team.events import EventKind
+from robot_team.rosmsgs import reliable_qos
 from robot_team.llm.settings import LLMSettings
 from robot_team.msg import ClockHold
 from robot_team.names import CLOCK_HOLDS, team_name

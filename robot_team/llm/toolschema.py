@@ -9,7 +9,7 @@ are compacted (no titles, no repeated model docstrings) to keep prompts short.
 
 Closed sets are enums, derived from their one declaration: a delegation's ``task_type`` (the
 operational tasks, ``reports.OPERATIONAL_TASKS``) and ``robot`` (the owners of the tool catalog,
-``tools.catalog.TOOLS``), an escalation's ``options`` (the human decisions,
+``robot_team.catalog.TOOLS``), an escalation's ``options`` (the human decisions,
 ``workflow.DECISIONS``), a report's ``status`` (``reports.TaskStatus``). A value outside one is
 a validation error naming the allowed values, recorded as an ``invalid_call`` (``closed_set``).
 """

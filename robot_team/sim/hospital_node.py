@@ -77,10 +77,11 @@ from robot_team.events import EventKind
 from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
 from robot_team.names import (AMCL_POSE, BADGE_SCANS, BASE_FRAME, DISPLAY_CONTENT, HOSPITAL_SYSTEMS, LOCATE_STAFF,
                               MAP_FRAME, ODOM, PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, robot_name)
+from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
-from robot_team.sim.node_common import SimRecord, pose2d, pose_msg, stamp
+from robot_team.sim.node_common import SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
 
@@ -125,7 +126,7 @@ class HospitalSystemsNode(Node):
         self._pose_group = MutuallyExclusiveCallbackGroup()     # the robots' pose subscriptions, in order
         # Time 0 of the engine: the simulation's start under use_sim_time, else the node's start.
         sim_time = bool(self.get_parameter('use_sim_time').value)
-        self._origin = 0.0 if sim_time else self._ros_now()
+        self._origin = 0.0 if sim_time else now_s(self)
         self._engine_t = 0.0   # the engine's time, readable without the lock (event stamps)
         self._record = SimRecord(self, lambda: self._origin + self._engine_t)
         name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
@@ -183,9 +184,6 @@ class HospitalSystemsNode(Node):
             scenario=scenario.name, staff=len(self.engine.staff_ids), robots=list(robots),
             pose_source=self.pose_source, use_sim_time=sim_time, update_period_s=self.update_period_s)
 
-    def _ros_now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
     def _watch_poses(self, robots, base_frame: str) -> dict:
         """Subscribe to each robot's pose (or prepare TF lookups); return the TF sources by robot."""
         sources = {}
@@ -229,14 +227,14 @@ class HospitalSystemsNode(Node):
 
     def _engine_time(self, header) -> float | None:
         """Return a message's stamp on the engine's clock (s since the node's origin); None if unstamped."""
-        t = header.stamp.sec + header.stamp.nanosec * 1e-9
+        t = stamp_to_s(header.stamp)
         return t - self._origin if t > 0 else None
 
     # --- time ----------------------------------------------------------------------------------
 
     def update_callback(self) -> None:
         """Advance HCWs, pages and readers to the current ROS time (at most every update_period_s); publish."""
-        now = self._ros_now() - self._origin
+        now = now_s(self) - self._origin
         with self._lock:
             if self._stopping or now - self._last_update < self.update_period_s - 1e-9:
                 return
@@ -261,11 +259,11 @@ class HospitalSystemsNode(Node):
                                      presentation=d['presentation'], esi_level=int(d['esi_level']),
                                      assigned_hcw_id=d['assigned_hcw_id'],
                                      required_specialty=d['required_specialty'])
-                msg.header.stamp, msg.header.frame_id = stamp(self._origin + event.t), MAP_FRAME
+                msg.header.stamp, msg.header.frame_id = s_to_stamp(self._origin + event.t), MAP_FRAME
                 self._arrival_pub.publish(msg)
             elif event.kind == 'badge_scan':
                 msg = BadgeScan(reader_id=d['reader_id'], room=d['room'], badge_id=d['badge_id'])
-                msg.header.stamp = stamp(self._origin + event.t)
+                msg.header.stamp = s_to_stamp(self._origin + event.t)
                 msg.header.frame_id = d['reader_id'].removesuffix('_door') + '_badge_reader'
                 self._scan_pub.publish(msg)
             elif event.kind == 'display_shown':

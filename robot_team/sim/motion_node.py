@@ -113,12 +113,13 @@ from robot_team.events import EventKind
 from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MAP_FRAME,
                               MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM,
                               ODOM_FRAME, robot_name)
+from robot_team.rostime import s_to_duration, s_to_stamp
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimInputError
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import densify
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
-from robot_team.sim.node_common import SimRecord, duration, pose2d, pose_msg, stamp, yaw_of
+from robot_team.sim.node_common import SimRecord, pose2d, pose_msg, yaw_of
 from robot_team.sim.world import Pose2D, load_world
 
 FEEDBACK_PERIOD_S = 0.5     # sim s between feedback messages of the driving actions
@@ -146,7 +147,7 @@ def _path_msg(points, final_yaw: float, t: float, spacing: float) -> Path:
     """
     dense = densify(points, spacing)
     msg = Path()
-    msg.header.stamp, msg.header.frame_id = stamp(t), MAP_FRAME
+    msg.header.stamp, msg.header.frame_id = s_to_stamp(t), MAP_FRAME
     for i, (x, y) in enumerate(dense):
         if i + 1 < len(dense):
             yaw = math.atan2(dense[i + 1][1] - y, dense[i + 1][0] - x)
@@ -226,8 +227,8 @@ def _parse_follow_path(request):
 
 def _nav_feedback(feedback, status: GoalStatus, t: float):
     feedback.current_pose = pose_msg(status.pose, t)
-    feedback.navigation_time = duration(status.navigation_time_s)
-    feedback.estimated_time_remaining = duration(status.eta_s)
+    feedback.navigation_time = s_to_duration(status.navigation_time_s)
+    feedback.estimated_time_remaining = s_to_duration(status.eta_s)
     feedback.number_of_recoveries = 0
     feedback.distance_remaining = float(status.distance_remaining)
     return feedback
@@ -456,7 +457,7 @@ class MotionSimNode(Node):
             if t >= self._next_state_t:
                 self._next_state_t = t + STATE_PERIOD_S
                 self._publish_odom(t)
-            self._clock_pub.publish(ClockMsg(clock=stamp(t)))
+            self._clock_pub.publish(ClockMsg(clock=s_to_stamp(t)))
             self._record.sim_events(events)
         with self._tick_cv:
             self._tick_cv.notify_all()
@@ -486,7 +487,7 @@ class MotionSimNode(Node):
         for robot in self.robots:
             speed, yaw_rate = self.engine.robot_velocity(robot)
             odom = Odometry()
-            odom.header.stamp = stamp(t)
+            odom.header.stamp = s_to_stamp(t)
             odom.header.frame_id = ODOM_FRAME
             odom.child_frame_id = f'{robot}/{BASE_FRAME}'
             odom.pose.pose = pose_msg(self.engine.robot_pose(robot), t).pose
@@ -498,7 +499,7 @@ class MotionSimNode(Node):
         """Publish each of the engine's localization reports on its robot's amcl_pose, stamped when it was made."""
         for robot, t, pose in self.engine.drain_localization():
             amcl = PoseWithCovarianceStamped()
-            amcl.header.stamp, amcl.header.frame_id = stamp(t), MAP_FRAME
+            amcl.header.stamp, amcl.header.frame_id = s_to_stamp(t), MAP_FRAME
             amcl.pose.pose = pose_msg(pose, t).pose
             amcl.pose.covariance[0] = amcl.pose.covariance[7] = AMCL_POSITION_VARIANCE
             amcl.pose.covariance[35] = AMCL_YAW_VARIANCE
@@ -676,7 +677,7 @@ class MotionSimNode(Node):
                                           start=[start.x, start.y, start.yaw] if start else None)
                 else:
                     result.path = _path_msg(path, goal.yaw, self.engine.t, self.engine.grid.resolution)
-                    result.planning_time = duration(time.perf_counter() - began)
+                    result.planning_time = s_to_duration(time.perf_counter() - began)
                 self._record.sim_events(self.engine.drain_events())
         else:
             with self._lock:

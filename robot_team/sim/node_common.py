@@ -1,4 +1,4 @@
-"""ROS helpers the simulator's two nodes share: stamps, poses, and the record of their events."""
+"""ROS helpers the simulator's two nodes share: poses and the record of their events (stamps: robot_team.rostime)."""
 
 from __future__ import annotations
 
@@ -6,32 +6,20 @@ import math
 from typing import Callable
 
 import rclpy.time
-from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import PoseStamped
 
-from robot_team.events import EventEmitter, EventKind
+from robot_team.events import EventKind
 from robot_team.names import MAP_FRAME
+from robot_team.rosevents import EventEmitter
+from robot_team.rostime import s_to_stamp, s_to_time
 from robot_team.sim.common import SimEvent, describe
 from robot_team.sim.world import Pose2D
-
-
-def stamp(t: float) -> Time:
-    """Return sim time ``t`` (s) as a ``builtin_interfaces/Time``."""
-    sec = int(math.floor(t))
-    return Time(sec=sec, nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
-
-
-def duration(seconds: float) -> Duration:
-    """Return ``seconds`` (negative: 0) as a ``builtin_interfaces/Duration``."""
-    seconds = max(seconds, 0.0)
-    sec = int(seconds)
-    return Duration(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
 
 
 def pose_msg(pose: Pose2D, t: float, frame: str = MAP_FRAME) -> PoseStamped:
     """Return a planar pose (m, rad) at sim time ``t`` as a ``geometry_msgs/PoseStamped`` in ``frame``."""
     msg = PoseStamped()
-    msg.header.stamp = stamp(t)
+    msg.header.stamp = s_to_stamp(t)
     msg.header.frame_id = frame
     msg.pose.position.x, msg.pose.position.y = float(pose.x), float(pose.y)
     msg.pose.orientation.z, msg.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
@@ -69,7 +57,7 @@ class _EngineClock:
         return self
 
     def now(self) -> rclpy.time.Time:
-        return rclpy.time.Time(nanoseconds=int(round(self._sim_time() * 1e9)))
+        return s_to_time(self._sim_time())
 
 
 class SimRecord:

@@ -18,7 +18,8 @@ from robot_team.directory import StaffDirectory
 from robot_team.errors import ToolError
 from robot_team.msg import BadgeScan
 from robot_team.names import team_name
-from robot_team.rosutil import ros_now_s, wait_ros_time
+from robot_team.rostime import now_s, stamp_to_s
+from robot_team.rosutil import wait_ros_time
 from robot_team.tools.base import Toolbox
 
 
@@ -58,7 +59,7 @@ class InfoCollectionTools:
 
     def _scan_callback(self, msg) -> None:
         scan = {'badge_id': msg.badge_id, 'reader_id': msg.reader_id, 'room': msg.room,
-                'stamp_s': msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                'stamp_s': stamp_to_s(msg.header.stamp),
                 'frame_id': msg.header.frame_id}
         with self._lock:
             self._scans.setdefault(msg.room, []).append(scan)
@@ -79,7 +80,7 @@ class InfoCollectionTools:
         register_tools(toolbox, self)
 
     def _latest(self, room: str, max_age_s: float) -> dict | None:
-        now = ros_now_s(self._node)
+        now = now_s(self._node)
         with self._lock:
             scans = [s for s in self._scans.get(room, []) if now - s['stamp_s'] <= max_age_s]
         return scans[-1] if scans else None
@@ -105,7 +106,7 @@ class InfoCollectionTools:
     @implements(Tool.RECORD_CHECK_IN)
     def check_in(self, args: CheckInInput) -> dict:
         """Record the check-in; return what was written (an unknown HCW or a wrong badge is a ToolError)."""
-        stamp = ros_now_s(self._node)
+        stamp = now_s(self._node)
         with open_directory(self._staff_db) as directory:
             try:
                 directory.check_in(args.room, args.hcw_id, args.badge_id, stamp)

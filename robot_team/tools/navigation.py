@@ -45,7 +45,8 @@ from robot_team.floor import load_floor
 from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.names import team_name
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
-from robot_team.rosutil import ros_now_s, wait_for_server, wait_future
+from robot_team.rostime import now_s
+from robot_team.rosutil import wait_for_server, wait_future
 from robot_team.srv import LocateStaff, PageStaff
 from robot_team.tools.base import Toolbox
 from robot_team.tools.localization import RobotPose
@@ -141,7 +142,7 @@ class NavigateToPoseClient:
         goal.pose.pose.position.x, goal.pose.pose.position.y = float(x), float(y)
         goal.pose.pose.orientation = yaw_to_quaternion(yaw)
         result = NavResult(outcome=NavOutcome.REJECTED, goal=(float(x), float(y), float(yaw)))
-        start = ros_now_s(self._node)
+        start = now_s(self._node)
         with self._lock:
             self._cancel_requested = False
 
@@ -162,7 +163,7 @@ class NavigateToPoseClient:
         done = threading.Event()
         result_future.add_done_callback(lambda _f: done.set())
         while not done.wait(0.01):
-            if ros_now_s(self._node) - start > timeout_s:
+            if now_s(self._node) - start > timeout_s:
                 self.cancel()
                 done.wait(5.0)
                 if not done.is_set():
@@ -175,7 +176,7 @@ class NavigateToPoseClient:
         status = wrapped.status
         result.error_code = int(wrapped.result.error_code)
         result.error_msg = wrapped.result.error_msg
-        result.duration_s = ros_now_s(self._node) - start
+        result.duration_s = now_s(self._node) - start
         result.outcome = {GoalStatus.STATUS_SUCCEEDED: NavOutcome.SUCCEEDED,
                           GoalStatus.STATUS_CANCELED: NavOutcome.CANCELED}.get(status, NavOutcome.ABORTED)
         return result
@@ -257,7 +258,7 @@ class BasicNavigatorClient:
         pose.pose.orientation = yaw_to_quaternion(yaw)
         result = NavResult(outcome=NavOutcome.REJECTED, goal=(float(x), float(y), float(yaw)))
         self._cancel.clear()
-        start = ros_now_s(self._node)
+        start = now_s(self._node)
         if nav.goToPose(pose) is None:
             result.error_code, result.error_msg = nav.getTaskError()
             return result
@@ -266,7 +267,7 @@ class BasicNavigatorClient:
             feedback = nav.getFeedback()
             if feedback is not None:
                 result.add_feedback(feedback)
-            timed_out = ros_now_s(self._node) - start > timeout_s
+            timed_out = now_s(self._node) - start > timeout_s
             if (self._cancel.is_set() or timed_out) and not cancelled:
                 nav.cancelTask()
                 cancelled = True
@@ -277,7 +278,7 @@ class BasicNavigatorClient:
                           TaskResult.CANCELED: NavOutcome.CANCELED}.get(outcome, NavOutcome.ABORTED)
         if result.error_code == 0:
             result.error_code, result.error_msg = nav.getTaskError()
-        result.duration_s = ros_now_s(self._node) - start
+        result.duration_s = now_s(self._node) - start
         return result
 
     def cancel(self) -> None:
