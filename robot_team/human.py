@@ -13,13 +13,17 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
 from robot_team import names
+from robot_team.msg import Escalation, HumanDecision
 from robot_team.rosmsgs import reliable_qos
 from robot_team.rostime import stamp_to_s
+from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
 
 
 def _context(domain_id: int | None):
-    import rclpy
     context = rclpy.Context()
     if domain_id is None:
         rclpy.init(context=context)
@@ -43,10 +47,6 @@ def escalation_dict(msg) -> dict:
 def _listen(domain_id: int | None, namespace: str, until: Callable[[float, bool], bool],
             on_escalation: Callable[[dict], None]) -> None:
     """Spin a console node on ``team/escalations`` and ``team/human_decisions`` until ``until(elapsed, settled)``."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
-    from robot_team.msg import Escalation, HumanDecision
     namespace = names.validate_namespace(namespace, 'team namespace')
     context = _context(domain_id)
     try:
@@ -137,9 +137,6 @@ def call_supervisor(srv_type, service: str, request, *, domain_id: int | None = 
     TimeoutError
         If the service is not available or does not answer within ``timeout_s`` (wall s).
     """
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
     namespace = names.validate_namespace(namespace, 'team namespace')
     context = _context(domain_id)
     try:
@@ -176,7 +173,6 @@ def resolve_escalation(escalation_id: str, decision: str, *, hcw_id: str = '', n
     TimeoutError
         If the supervisor's service is not available or does not answer within ``timeout_s``.
     """
-    from robot_team.srv import ResolveEscalation
     response = call_supervisor(ResolveEscalation, names.RESOLVE_ESCALATION, ResolveEscalation.Request(
         escalation_id=escalation_id, decision=decision, hcw_id=hcw_id, note=note, operator_id=operator_id),
         domain_id=domain_id, namespace=namespace, timeout_s=timeout_s)
@@ -186,7 +182,6 @@ def resolve_escalation(escalation_id: str, decision: str, *, hcw_id: str = '', n
 def acknowledge_escalation(escalation_id: str, *, operator_id: str, note: str = '', domain_id: int | None = None,
                            timeout_s: float = 10.0, namespace: str = '/') -> tuple[bool, str]:
     """Acknowledge an escalation ("I have it"); return ``(accepted, message)`` (errors as :func:`call_supervisor`)."""
-    from robot_team.srv import AcknowledgeEscalation
     response = call_supervisor(AcknowledgeEscalation, names.ACKNOWLEDGE_ESCALATION, AcknowledgeEscalation.Request(
         escalation_id=escalation_id, operator_id=operator_id, note=note), domain_id=domain_id, namespace=namespace,
         timeout_s=timeout_s)
@@ -197,7 +192,6 @@ def raise_escalation(reason: str, *, operator_id: str, kind: str = 'concern', ta
                      severity: str = '', domain_id: int | None = None, timeout_s: float = 10.0,
                      namespace: str = '/') -> tuple[bool, str, str]:
     """Raise a concern or a stop-and-hold; return ``(accepted, escalation_id, message)`` (errors as above)."""
-    from robot_team.srv import RaiseEscalation
     response = call_supervisor(RaiseEscalation, names.RAISE_ESCALATION, RaiseEscalation.Request(
         operator_id=operator_id, kind=kind, task_id=task_id, reason=reason, severity=severity),
         domain_id=domain_id, namespace=namespace, timeout_s=timeout_s)
@@ -207,7 +201,6 @@ def raise_escalation(reason: str, *, operator_id: str, kind: str = 'concern', ta
 def send_instruction(text: str, *, operator_id: str, task_id: str = '', domain_id: int | None = None,
                      timeout_s: float = 10.0, namespace: str = '/') -> tuple[bool, str, str]:
     """Send a free-text instruction to the team; return ``(accepted, instruction_id, message)`` (errors as above)."""
-    from robot_team.srv import SendInstruction
     response = call_supervisor(SendInstruction, names.SEND_INSTRUCTION, SendInstruction.Request(
         operator_id=operator_id, task_id=task_id, text=text), domain_id=domain_id, namespace=namespace,
         timeout_s=timeout_s)

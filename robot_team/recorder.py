@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import rclpy
+from mcap_ros2.writer import Writer
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from robot_team import names
 from robot_team.events import TeamEventModel
+from robot_team.msg import TeamEvent
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import s_to_time
 
@@ -49,7 +52,6 @@ class TeamRecorder(Node):
 
     def __init__(self, *, context=None, parameter_overrides=None, on_event=None):
         super().__init__(names.RECORDER, context=context, parameter_overrides=parameter_overrides or [])
-        from robot_team.msg import TeamEvent
         self.declare_parameter('out_dir', '')
         self._events: list[TeamEventModel] = []
         self._lock = threading.Lock()
@@ -73,7 +75,6 @@ class TeamRecorder(Node):
 
     def wait_for(self, predicate, timeout_s: float) -> TeamEventModel | None:
         """Wait up to ``timeout_s`` wall seconds for an event matching ``predicate``; return it."""
-        import time
         deadline = time.monotonic() + timeout_s
         with self._changed:
             while True:
@@ -112,7 +113,6 @@ def read_jsonl(path: Path) -> list[TeamEventModel]:
 
 def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/events') -> None:
     """Write the events as ``robot_team/msg/TeamEvent`` messages on ``topic`` (absolute) to an MCAP file."""
-    from mcap_ros2.writer import Writer
     with open(path, 'wb') as f:
         writer = Writer(f)
         schema = writer.register_msgdef('robot_team/msg/TeamEvent', TEAM_EVENT_DEFINITION)

@@ -32,15 +32,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+
+import robot_team
+from robot_team.agents.manager_node import ManagerNode
+from robot_team.agents.operator_node import ScriptedOperatorNode
+from robot_team.agents.robot_node import RobotNode
+from robot_team.agents.supervisor_node import SupervisorNode
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
+from robot_team.directory import StaffDirectory
 from robot_team.events import EventKind, TeamEventModel
+from robot_team.floor import load_floor
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
-from robot_team.names import (HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot, clock_remap, join,
-                              validate_namespace)
+from robot_team.llm.factory import check_endpoint
+from robot_team.llm.inflight import in_flight
+from robot_team.llm.local import LocalServer
+from robot_team.llm.lockstep import check_llm_clock
+from robot_team.llm.settings import LLMSettings
+from robot_team.names import (
+    HOSPITAL_SYSTEMS,
+    MOTION_SIM,
+    OPERATOR,
+    SUPERVISOR,
+    Robot,
+    clock_remap,
+    join,
+    validate_namespace,
+)
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
 from robot_team.rosevents import EventEmitter
 from robot_team.rostime import now_s
+from robot_team.sim.hospital_node import HospitalSystemsNode
+from robot_team.sim.motion_node import MotionSimNode
 
 LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
 """Wall seconds an episode under the lockstep LLM clock may spend beyond its sim limit's wall time
@@ -80,8 +107,6 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
         If the floor or staff file cannot be used, or the scenario names a room the floor lacks
         (the message names the file and the problem).
     """
-    from robot_team.directory import StaffDirectory
-    from robot_team.floor import load_floor
     out_dir.mkdir(parents=True, exist_ok=True)
     floor = load_floor(scenario.floor_path)
     for room in [scenario.patient.room, *scenario.blocked_doors]:
@@ -160,9 +185,6 @@ class Episode:
 
     def run(self) -> RunResult:
         """Run the episode to its end (or time limit) and write the record and report."""
-        import rclpy
-        from rclpy.executors import MultiThreadedExecutor
-        from rclpy.parameter import Parameter
         ensure_localhost_dds()
         wall_start = time.monotonic()
         try:
@@ -244,7 +266,6 @@ class Episode:
         The team's work stops first, while the executor spins (what it records on its way out
         reaches the record), then the node processes, the executor, the nodes, the context.
         """
-        from robot_team.llm.inflight import in_flight
         not_stopped = stop_nodes(nodes)
         self._stop_processes()
         self._stop_local_llm()
@@ -268,12 +289,9 @@ class Episode:
 
     def _check_llm(self) -> None:
         """Raise ConfigError for a bad LLM clock, or --brain openai without an endpoint (naming the local one)."""
-        from robot_team.llm.lockstep import check_llm_clock
         try:
             check_llm_clock(self.llm_clock, 'LLM clock (--llm-clock)')
             if self.brain == 'openai':
-                from robot_team.llm.factory import check_endpoint
-                from robot_team.llm.settings import LLMSettings
                 check_endpoint(LLMSettings())
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
@@ -285,7 +303,6 @@ class Episode:
         if self.brain != 'local':
             return
         if self.local_llm is None:
-            from robot_team.llm.local import LocalServer
             self.local_llm = LocalServer().start()
         self.brain_options['llm_base_url'] = self.local_llm.base_url
 
@@ -298,7 +315,6 @@ class Episode:
         expired = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_hold_expired']
         out: dict = {'llm_clock': {'mode': self.llm_clock, 'holds_expired': len(expired)}}
         if self.llm_clock == 'lockstep':
-            from robot_team.llm.settings import LLMSettings
             out['llm_clock']['step_s'] = LLMSettings().lockstep_step_s   # as the clock source read it
         if self.local_llm is not None:
             out['local_llm'] = {'model': self.local_llm.model, 'base_url': self.local_llm.base_url,
@@ -342,12 +358,6 @@ class Episode:
     # -- in-process --
 
     def _make_nodes(self, context, paths: dict) -> list:
-        from rclpy.parameter import Parameter
-
-        from robot_team.agents.manager_node import ManagerNode
-        from robot_team.agents.operator_node import ScriptedOperatorNode
-        from robot_team.agents.robot_node import RobotNode
-        from robot_team.agents.supervisor_node import SupervisorNode
 
         def overrides(name):
             params = _node_parameters(name, self.scenario, paths, self.brain, self.brain_options)
@@ -358,8 +368,6 @@ class Episode:
         for role in (Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY):
             nodes.append(RobotNode(role.value, context=context, parameter_overrides=overrides(role.value)))
         nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Robot.MANAGER.value)))
-        from robot_team.sim.hospital_node import HospitalSystemsNode
-        from robot_team.sim.motion_node import MotionSimNode
         sim = {name: [Parameter(k, value=v) for k, v in self._sim_parameters(name, paths).items() if k != 'scenario']
                for name in SIM_NODES}
         nodes.append(HospitalSystemsNode(self.scenario, context=context, parameter_overrides=sim[HOSPITAL_SYSTEMS]))
@@ -384,12 +392,10 @@ class Episode:
         With one process per node, the parameter client is made now, so that DDS discovers
         ``motion_sim``'s parameter services while the team starts.
         """
-        from rclpy.parameter import Parameter
         paused = [Parameter('paused', value=False)]
         motion = next((n for n in self.nodes if n.get_name() == MOTION_SIM), None)
         if motion is not None:
             return lambda: motion.set_parameters(paused)
-        from rclpy.parameter_client import AsyncParameterClient
         client = AsyncParameterClient(recorder, MOTION_SIM)   # its service clients live with the recorder
 
         def resume() -> None:
@@ -420,7 +426,6 @@ class Episode:
             self._start_process(name, [sys.executable, '-m', sim_modules[name]], self._sim_parameters(name, paths))
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
-        import robot_team
         args = list(argv) + ['--ros-args', '--log-level', self.log_level, *self._namespace_args(name)]
         for key, value in params.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)

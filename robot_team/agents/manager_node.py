@@ -36,18 +36,23 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
+from robot_team.action import ExecuteTask
 from robot_team.brains.base import ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
+from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.catalog import MANAGER_TOOLS, TASK_OWNER
 from robot_team.core.manager import ManagerCore
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
+from robot_team.llm.factory import clock_hold, llm_manager_brain
+from robot_team.msg import Escalation, HumanDecision, Instruction, PatientArrival, SupervisorDirective, TeamHold
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg
 from robot_team.rostime import now_s
 from robot_team.rosutil import spin_node, submit_report, wait_for_server, wait_future
+from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
 from robot_team.workflow import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
@@ -67,11 +72,8 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *
         If the kind is unknown.
     """
     if kind == 'protocol':
-        from robot_team.brains.protocol import ManagerProtocolBrain
         return ManagerProtocolBrain(issue_handling=issue_handling)
     if kind in ('openai', 'local'):
-        from robot_team.brains.protocol import ManagerProtocolBrain
-        from robot_team.llm.factory import llm_manager_brain
         return llm_manager_brain(kind, emit=events.emit if events is not None else None, kb=kb, base_url=base_url,
                                  hold=hold, fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
     raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol', 'openai' or 'local'")
@@ -102,7 +104,6 @@ class ManagerNode(Node):
         self.declare_parameter('kb', True)
         self.events = EventEmitter(self, Robot.MANAGER.value)
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
-            from robot_team.llm.factory import clock_hold
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
             brain = make_manager_brain(self.get_parameter('brain').value, self.get_parameter('issue_handling').value,
                                        events=self.events, kb=bool(self.get_parameter('kb').value),
@@ -113,10 +114,6 @@ class ManagerNode(Node):
         self._group = ReentrantCallbackGroup()
         self._stop = threading.Event()
 
-        from robot_team.action import ExecuteTask
-        from robot_team.msg import (
-            Escalation, HumanDecision, Instruction, PatientArrival, SupervisorDirective, TeamHold)
-        from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
         qos = reliable_qos()
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
         self._escalate = self.create_client(RequestEscalation, names.REQUEST_ESCALATION,
@@ -127,7 +124,6 @@ class ManagerNode(Node):
         issue_handling = self.get_parameter('issue_handling').value
 
         def protocol_brain() -> ManagerBrain:   # the brain that takes over on a supervisor's directive
-            from robot_team.brains.protocol import ManagerProtocolBrain
             return ManagerProtocolBrain(issue_handling=issue_handling)
         self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain)
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, qos,
@@ -213,7 +209,6 @@ class ManagerNode(Node):
             If the supervisor does not answer within ``service_timeout_s``, or answers with a
             rule this manager does not know.
         """
-        from robot_team.srv import AuthorizeTask
         wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
         response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
             task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value)), self._timeout,
@@ -228,7 +223,6 @@ class ManagerNode(Node):
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask ``team/supervisor/request_escalation`` (raises ToolError on timeout)."""
-        from robot_team.srv import RequestEscalation
         wait_for_server(self._escalate, self._timeout, f'service {names.REQUEST_ESCALATION}')
         response = wait_future(self._escalate.call_async(RequestEscalation.Request(
             task_id=task_id, reason=reason, options=options)), self._timeout,
@@ -242,7 +236,6 @@ class ManagerNode(Node):
 
     def send_task(self, robot: str, task: TaskSpec, done) -> None:
         """Send an ExecuteTask goal to ``<robot>/execute_task``; ``done(report, error)`` when it ends."""
-        from robot_team.action import ExecuteTask
         client = self._robots[robot]
         wait_for_server(client, self._timeout, f'action server of {robot}')
         goal = ExecuteTask.Goal(task_id=task.task_id, task_type=task.task_type.value, room=task.room,

@@ -9,7 +9,6 @@ Service Caller); the operator only records that it is waiting.
 
 from __future__ import annotations
 
-
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -17,10 +16,12 @@ from rclpy.node import Node
 from robot_team import names
 from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
 from robot_team.events import EventKind
+from robot_team.msg import Escalation
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos
 from robot_team.rostime import now_s
 from robot_team.rosutil import spin_node
+from robot_team.srv import ResolveEscalation
 
 ESCALATION_AWAITS_HUMAN = 'escalation_awaits_human'
 """Event kind: no scripted answer matches an escalation; it waits for a real human."""
@@ -81,8 +82,6 @@ class ScriptedOperatorNode(Node):
         self._pending: list[dict] = []      # {'escalation': msg, 'answer': OperatorAnswer, 'due_s': float}
         self._waiting_logged: set[str] = set()
 
-        from robot_team.msg import Escalation
-        from robot_team.srv import ResolveEscalation
         self._group = MutuallyExclusiveCallbackGroup()
         self._client = self.create_client(ResolveEscalation, names.RESOLVE_ESCALATION,
                                           callback_group=self._group)
@@ -139,7 +138,6 @@ class ScriptedOperatorNode(Node):
             self._send(item['escalation'], item['answer'])
 
     def _send(self, escalation, answer: OperatorAnswer) -> None:
-        from robot_team.srv import ResolveEscalation
         request = ResolveEscalation.Request(escalation_id=escalation.escalation_id,
                                             decision=answer.decision, hcw_id=answer.hcw_id, note=answer.note,
                                             operator_id=names.OPERATOR)

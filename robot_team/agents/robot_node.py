@@ -15,6 +15,8 @@ stops first, then releases the brain.
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -23,18 +25,23 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
+from robot_team.action import ExecuteTask
 from robot_team.brains.base import RobotBrain, TaskSpec
+from robot_team.brains.protocol import protocol_robot_brain
 from robot_team.catalog import ROLE_TASK, role_of
 from robot_team.config import ConfigError
 from robot_team.core.robot import RobotCore
 from robot_team.errors import ToolError
 from robot_team.events import EventKind
+from robot_team.llm.factory import clock_hold, llm_robot_brain
+from robot_team.msg import TeamHold
 from robot_team.names import Robot, team_name
 from robot_team.reports import TaskReportModel
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_to_msg
 from robot_team.rostime import now_s
 from robot_team.rosutil import spin_node, submit_report
+from robot_team.srv import SubmitReport
 from robot_team.tools.base import Toolbox
 
 
@@ -54,10 +61,8 @@ def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url:
         If the kind is unknown.
     """
     if brain == 'protocol':
-        from robot_team.brains.protocol import protocol_robot_brain
         return protocol_robot_brain(role)
     if brain in ('openai', 'local'):
-        from robot_team.llm.factory import llm_robot_brain
         return llm_robot_brain(role, brain, emit=events.emit if events is not None else None, kb=kb,
                                base_url=base_url, hold=hold)
     raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol', 'openai' or 'local'")
@@ -118,18 +123,14 @@ class RobotNode(Node):
         self._running_task = ''
         self._add_tools()
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
-            from robot_team.llm.factory import clock_hold
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
             brain = make_brain(role, self.get_parameter('brain').value, events=self.events,
                                kb=bool(self.get_parameter('kb').value),
                                base_url=self.declare_parameter('llm_base_url', '').value,
                                hold=clock_hold(self, role, llm_clock))
         self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self))
-        from robot_team.action import ExecuteTask
-        from robot_team.srv import SubmitReport
         self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),
                                           callback_group=self._group)
-        from robot_team.msg import TeamHold
         self._held_by = ''   # escalation IDs holding the team ('' when not held)
         self.create_subscription(TeamHold, team_name(self, names.TEAM_HOLD), self.hold_callback,
                                  reliable_qos(depth=1), callback_group=self._group)
@@ -202,7 +203,6 @@ class RobotNode(Node):
 
     def execute_callback(self, goal_handle):
         """Run the brain on the task, verify its claim, publish and return the report."""
-        from robot_team.action import ExecuteTask
         goal = goal_handle.request
         with self._busy:
             self._running_task = goal.task_id
@@ -219,8 +219,6 @@ class RobotNode(Node):
         return result
 
     def _run(self, goal, goal_handle) -> TaskReportModel:
-        import json
-        from robot_team.action import ExecuteTask
         try:
             context = json.loads(goal.context_json) if goal.context_json else {}
         except json.JSONDecodeError:
@@ -296,7 +294,6 @@ def main_display(args=None) -> int:
 
 def main(args=None) -> int:
     """Run the robot named by the first command-line argument (``python -m ... ROLE``)."""
-    import sys
     argv = sys.argv if args is None else args
     user = [a for a in argv[1:] if not a.startswith('-')][:1]
     if not user or user[0] not in ROLE_TASK:

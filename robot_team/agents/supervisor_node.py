@@ -38,6 +38,7 @@ supervisor takes up the open ones.
 
 from __future__ import annotations
 
+from action_msgs.srv import CancelGoal
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
@@ -46,15 +47,42 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.config import ConfigError, Deadlines, Scenario, load_scenario
+from robot_team.core.escalations import (
+    EscalationDesk,
+    EscalationPolicy,
+    EscalationStore,
+    StaffCheck,
+    load_escalation_policy,
+)
+from robot_team.core.supervisor import SupervisorCore, parse_report
+from robot_team.directory import StaffDirectory
 from robot_team.events import EventKind
+from robot_team.msg import (
+    Escalation,
+    HumanDecision,
+    Instruction,
+    PatientArrival,
+    StaffBoard,
+    StaffMember,
+    SupervisorDirective,
+    TaskReport,
+    TeamHold,
+)
+from robot_team.reports import TaskReportModel
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg, report_to_msg
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
-from robot_team.core.escalations import (
-    EscalationDesk, EscalationPolicy, EscalationStore, StaffCheck, load_escalation_policy)
-from robot_team.core.supervisor import SupervisorCore, parse_report
-from robot_team.reports import TaskReportModel
+from robot_team.srv import (
+    AcknowledgeEscalation,
+    AuthorizeTask,
+    LocateStaff,
+    RaiseEscalation,
+    RequestEscalation,
+    ResolveEscalation,
+    SendInstruction,
+    SubmitReport,
+)
 from robot_team.workflow import WorkflowPolicy, WorkflowState
 
 DEADLINE_CHECK_PERIOD_S = 0.5
@@ -132,14 +160,7 @@ class SupervisorNode(Node):
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'supervisor cannot start', reason=str(exc))
             raise
-        from action_msgs.srv import CancelGoal
 
-        from robot_team.msg import (
-            Escalation, HumanDecision, Instruction, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
-            TeamHold)
-        from robot_team.srv import (
-            AcknowledgeEscalation, AuthorizeTask, LocateStaff, RaiseEscalation, RequestEscalation,
-            ResolveEscalation, SendInstruction, SubmitReport)
         self._group = MutuallyExclusiveCallbackGroup()
         self._escalation_pub = self.create_publisher(Escalation, names.ESCALATIONS, reliable_qos())
         self._decision_pub = self.create_publisher(HumanDecision, names.HUMAN_DECISIONS, reliable_qos())
@@ -266,7 +287,6 @@ class SupervisorNode(Node):
 
     def staff_callback(self) -> None:
         """Ask the RTLS where everyone is and whether they are available (answer in :meth:`_located`)."""
-        from robot_team.srv import LocateStaff
         if self._rtls_pending or not self._rtls.service_is_ready():
             return
         self._rtls_pending = True
@@ -276,7 +296,6 @@ class SupervisorNode(Node):
 
     def publish_escalation(self, record, now_s: float) -> None:
         """Publish an escalation's lifecycle state on ``team/escalations``."""
-        from robot_team.msg import Escalation
         self._escalation_pub.publish(Escalation(
             stamp=s_to_stamp(now_s), escalation_id=record.escalation_id, task_id=record.task_id,
             task_type=record.task_type, raised_by=record.raised_by, reason=record.reason, options=record.options,
@@ -288,21 +307,18 @@ class SupervisorNode(Node):
 
     def publish_instruction(self, instruction) -> None:
         """Publish an accepted instruction on ``team/instructions``."""
-        from robot_team.msg import Instruction
         self._instruction_pub.publish(Instruction(
             stamp=s_to_stamp(instruction.sim_s), instruction_id=instruction.instruction_id,
             operator_id=instruction.operator_id, task_id=instruction.task_id, text=instruction.text))
 
     def publish_hold(self, hold) -> None:
         """Publish the team hold on ``team/hold``."""
-        from robot_team.msg import TeamHold
         self._hold_pub.publish(TeamHold(stamp=self.get_clock().now().to_msg(), active=hold.active,
                                         escalation_ids=hold.escalation_ids, reason=hold.reason,
                                         held_by=hold.held_by, since=s_to_stamp(hold.since_s or 0.0)))
 
     def stop_robots(self, reason: str) -> None:
         """Cancel every goal of every robot's task and Nav2 actions (zero goal ID: all goals)."""
-        from action_msgs.srv import CancelGoal
         for action, client in self._cancel_clients.items():
             if not client.service_is_ready():
                 self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
@@ -338,7 +354,6 @@ class SupervisorNode(Node):
             self._publish_staff()
 
     def _publish_staff(self) -> None:
-        from robot_team.msg import StaffBoard, StaffMember
         staff = self.desk.staff
         self._staff_pub.publish(StaffBoard(
             stamp=self.get_clock().now().to_msg(), availability_stamp=s_to_stamp(staff.located_s or 0.0),
@@ -347,7 +362,6 @@ class SupervisorNode(Node):
     def _staff_check(self, staff_db: str) -> StaffCheck:
         if not staff_db:
             return StaffCheck()
-        from robot_team.directory import StaffDirectory
         return StaffCheck(StaffDirectory(staff_db))
 
     # --- Helpers ------------------------------------------------------------------------------
@@ -375,14 +389,12 @@ class SupervisorNode(Node):
         return value
 
     def _publish_directive(self, directive) -> None:
-        from robot_team.msg import SupervisorDirective
         self._directive_pub.publish(SupervisorDirective(
             stamp=self.get_clock().now().to_msg(), directive_id=directive.directive_id, directive=directive.directive,
             target=directive.target, escalation_id=directive.escalation_id, deadline=directive.deadline,
             reason=directive.reason))
 
     def _publish_decision(self, esc) -> None:
-        from robot_team.msg import HumanDecision
         self._decision_pub.publish(HumanDecision(
             stamp=self.get_clock().now().to_msg(), escalation_id=esc.escalation_id, decision=esc.decision,
             hcw_id=esc.hcw_id, note=esc.note, operator_id=esc.decided_by))

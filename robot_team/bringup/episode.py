@@ -23,9 +23,17 @@ import threading
 import time
 from pathlib import Path
 
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+
 from robot_team import names
+from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind
+from robot_team.msg import TeamEvent
+from robot_team.names import team_name
 from robot_team.recorder import TeamRecorder, write_record
+from robot_team.report import build_report
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s
@@ -81,7 +89,6 @@ class EpisodeRecorder(TeamRecorder):
 
     @staticmethod
     def _load_scenario(text: str):
-        from robot_team.config import Scenario, load_scenario
         path = Path(text)
         if path.suffix == '.json':
             return Scenario.model_validate_json(path.read_text(encoding='utf-8'))
@@ -116,7 +123,6 @@ class EpisodeRecorder(TeamRecorder):
 
     def finish(self) -> dict:
         """Write ``events.jsonl``, ``events.mcap`` and ``report.json`` into ``out_dir`` (once); return the report."""
-        from robot_team.report import build_report
         with self._done:
             if self.report is not None:
                 return self.report
@@ -141,10 +147,7 @@ class TeamReady:
     """
 
     def __init__(self):
-        from rclpy.node import Node
 
-        from robot_team.msg import TeamEvent
-        from robot_team.names import team_name
         self.node = Node('team_ready')
         self.expected = set(self.node.declare_parameter('nodes', list(TEAM_NODES)).value)
         self.timeout_s = float(self.node.declare_parameter('timeout_s', 60.0).value)
@@ -157,7 +160,6 @@ class TeamReady:
 
 def main_team_ready(args=None) -> int:
     """Exit 0 once every team node has started, 1 (naming the missing ones) after ``timeout_s``."""
-    import rclpy
     rclpy.init(args=args)
     gate = TeamReady()
     deadline = time.monotonic() + gate.timeout_s
@@ -179,10 +181,6 @@ def main_team_ready(args=None) -> int:
 
 def main_recorder(args=None) -> int:
     """Record the episode until it ends (or Ctrl-C), write the record and report.json, exit 0."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-
-    from robot_team.config import ConfigError
     rclpy.init(args=args)
     try:
         node = EpisodeRecorder()

@@ -164,7 +164,7 @@ def console_command(
 ) -> None:
     """Open the supervisor console (the rqt plugin's widget) against a running team."""
     try:
-        from robot_team.console.app import run_console
+        from robot_team.console.app import run_console  # optional: needs Qt (PySide6 or rqt's binding)
         code = run_console(domain_id=domain_id, namespace=namespace, operator_id=operator_id, screenshot=screenshot,
                            timeout_s=timeout)
     except (ImportError, TimeoutError, RuntimeError, ValueError) as exc:

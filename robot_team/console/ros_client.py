@@ -19,7 +19,9 @@ from robot_team import names
 from robot_team.console.presenter import ConsolePresenter, Done
 from robot_team.events import EventKind
 from robot_team.human import escalation_dict
+from robot_team.msg import Escalation, StaffBoard, TaskReport, TeamEvent, TeamHold
 from robot_team.rosmsgs import events_qos, reliable_qos
+from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
 
 
 class ConsoleClient:
@@ -42,8 +44,6 @@ class ConsoleClient:
     """
 
     def __init__(self, node, presenter: ConsolePresenter, team_namespace: str = '/'):
-        from robot_team.msg import Escalation, StaffBoard, TaskReport, TeamEvent, TeamHold
-        from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
         self.node = node
         self.presenter = presenter
         self.namespace = names.validate_namespace(team_namespace, 'team namespace')

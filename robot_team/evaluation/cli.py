@@ -17,6 +17,7 @@ from robot_team.config import ConfigError, load_scenario
 from robot_team.evaluation.judge import make_judge
 from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, run_trials, write_outputs
 from robot_team.lifecycle import exit_code
+from robot_team.llm.lockstep import check_llm_clock
 
 console = Console()
 
@@ -50,7 +51,6 @@ def eval_command(
         load_scenario(scenario)
         reflection_judge = make_judge(judge, judge_model)
         if llm_clock is not None:
-            from robot_team.llm.lockstep import check_llm_clock
             check_llm_clock(llm_clock, '--llm-clock')
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown:

@@ -17,6 +17,8 @@ import json
 from openai import OpenAI
 from pydantic import BaseModel, Field, ValidationError
 
+from robot_team.llm.settings import LLMSettings
+
 JUDGE_INSTRUCTIONS = """You grade the reflection that the manager of a hospital emergency-department robot \
 team wrote at the end of one patient-onboarding episode (navigation: escort the health-care worker to the \
 room; info collection: identify them by badge; display: show the care team). Use the rubric:
@@ -56,7 +58,6 @@ class LLMReflectionJudge:
                  timeout_s: float | None = None, client=None):
         price = None
         try:
-            from robot_team.llm.settings import LLMSettings
             resolved = LLMSettings().for_robot('judge')
             price = resolved.price
             model = model or resolved.model

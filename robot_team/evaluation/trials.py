@@ -34,6 +34,7 @@ from robot_team.evaluation.rubric import (
     RunScore,
     score_run_dir,
 )
+from robot_team.llm.local import LocalServer
 from robot_team.llm.settings import LLMSettings
 from robot_team.runner import run_episode
 
@@ -261,7 +262,6 @@ def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, .
                     on_trial(condition, k, None)
                 if brain == 'local' and local is None and completed_trial(
                         trial_dir(out, condition, k), _trial_spec(scenario, brain, condition, llm_clock)) is None:
-                    from robot_team.llm.local import LocalServer
                     local = LocalServer().start()
                 result = run_trial(scenario, Path(out), condition, k, brain=brain, domain_id=domain_id,
                                    real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,

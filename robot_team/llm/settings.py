@@ -17,6 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
+from robot_team.config import share_dir
+
 
 class ModelPrice(BaseModel):
     """List price of one model, USD per million tokens."""
@@ -96,7 +98,6 @@ def _config_file() -> Path | None:
     if explicit:
         return Path(explicit)
     try:
-        from robot_team.config import share_dir
         path = share_dir() / 'config' / 'llm.yaml'
     except Exception:  # noqa: BLE001 - no data folder: defaults only
         return None

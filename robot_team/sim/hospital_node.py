@@ -75,8 +75,20 @@ from robot_team import names
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventKind
 from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
-from robot_team.names import (AMCL_POSE, BADGE_SCANS, BASE_FRAME, DISPLAY_CONTENT, HOSPITAL_SYSTEMS, LOCATE_STAFF,
-                              MAP_FRAME, ODOM, PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, robot_name)
+from robot_team.names import (
+    AMCL_POSE,
+    BADGE_SCANS,
+    BASE_FRAME,
+    DISPLAY_CONTENT,
+    HOSPITAL_SYSTEMS,
+    LOCATE_STAFF,
+    MAP_FRAME,
+    ODOM,
+    PAGE_STAFF,
+    PATIENT_ARRIVALS,
+    SHOW_DISPLAY,
+    robot_name,
+)
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimEvent, SimInputError
@@ -84,6 +96,7 @@ from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.node_common import SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
+from robot_team.tools.localization import RobotPose, amcl_pose_qos
 
 POSE_SOURCES = ('amcl_pose', 'odom', 'tf')
 MAX_PAGE_WAIT_S = 3600.0    # s: cap on PageStaff.timeout_s
@@ -188,7 +201,6 @@ class HospitalSystemsNode(Node):
         """Subscribe to each robot's pose (or prepare TF lookups); return the TF sources by robot."""
         sources = {}
         if self.pose_source == 'tf':
-            from robot_team.tools.localization import RobotPose
             try:
                 sources = {r: RobotPose(self, source='tf', base_frame=f'{r}/{base_frame}') for r in robots}
             except ValueError as exc:
@@ -196,7 +208,6 @@ class HospitalSystemsNode(Node):
         if self.pose_source == 'amcl_pose':
             # As BasicNavigator subscribes: the latest pose only. A node that falls behind (a sim clock
             # at 40x brings a pose every 12 ms) skips poses rather than lag; the engine bridges the gaps.
-            from robot_team.tools.localization import amcl_pose_qos
             for r in robots:
                 self.create_subscription(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE),
                                          lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose),
