@@ -9,6 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from robot_team.catalog import TOOLS, TOOLS_BY_NAME
 from robot_team.config import ConfigError, load_scenario
 from robot_team.events import sequence_gaps
 from robot_team.recorder import read_jsonl
@@ -48,6 +49,11 @@ def test_onboarding_published_case(domain_id, tmp_path):
     assert len(read_jsonl(tmp_path / 'events.jsonl')) == report['events']['count'] == len(result.events)
     assert (tmp_path / 'events.mcap').stat().st_size > 0
     assert report['sim_time_s'] > report['wall_time_s']
+    # Every successful tool output on the record matches the output schema its catalog entry declares.
+    results = [e for e in result.events if e.kind == 'tool_result' and e.data.get('ok')]
+    assert {e.target for e in results} == {t.name for t in TOOLS}
+    for event in results:
+        TOOLS_BY_NAME[event.target].output_model.model_validate(event.data['output'])
 
 
 @pytest.mark.parametrize('scenario', ['all_available', 'no_path', 'unknown_badge'])

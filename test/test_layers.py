@@ -1,0 +1,192 @@
+"""The architecture as code: layers with no cycle, imports at module top, one declaration of each name.
+
+- the import-linter contracts of ``setup.cfg`` (layers, independent nodes, a core without rclpy)
+  hold, and fail on an upward import;
+- no import cycle among ``robot_team`` modules, counting every import (also inside functions);
+- an import inside a function only for an optional dependency, at most 15 in all;
+- no tool or role name written as a literal outside ``robot_team.catalog`` and ``robot_team.names``;
+- no hand-written ROS stamp conversion outside ``robot_team.rostime``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from robot_team.catalog import ROLES, TOOLS, ManagerTool, register_tools
+from robot_team.names import Robot
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / 'robot_team'
+OPTIONAL = ('PySide6', 'python_qt_binding', 'xllamacpp', 'matplotlib', 'launch', 'launch_ros',
+            'nav2_simple_commander', 'tf2_ros', 'ament_index_python', 'robot_team.console.app')
+"""What a function may import: optional dependencies (and the console's Qt app, which needs one)."""
+
+
+def _sources() -> list[tuple[str, ast.Module]]:
+    found = []
+    for path in sorted(PACKAGE.rglob('*.py')):
+        module = '.'.join(path.relative_to(ROOT).with_suffix('').parts)
+        found.append((module.removesuffix('.__init__'), ast.parse(path.read_text(), str(path))))
+    return found
+
+
+def _lint_imports(config: Path) -> subprocess.CompletedProcess:
+    exe = shutil.which('lint-imports', path=str(Path(sys.executable).parent)) or shutil.which('lint-imports')
+    if exe is None:
+        pytest.skip('import-linter is not installed (scripts/setup.sh --dev installs it)')
+    return subprocess.run([exe, '--config', str(config), '--no-cache'], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_import_linter_contracts_hold():
+    run = _lint_imports(ROOT / 'setup.cfg')
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert 'BROKEN' not in run.stdout and run.stdout.count('KEPT') == 3
+
+
+def test_an_upward_import_breaks_the_layers(tmp_path):
+    # A copy of the package where a contract module imports the runner: the contract must fail.
+    copy = tmp_path / 'robot_team'
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns('__pycache__'))
+    names = copy / 'names.py'
+    names.write_text(names.read_text() + '\nfrom robot_team import runner  # noqa: E402,F401\n')
+    config = tmp_path / 'setup.cfg'
+    config.write_text((ROOT / 'setup.cfg').read_text())
+    exe = shutil.which('lint-imports', path=str(Path(sys.executable).parent)) or shutil.which('lint-imports')
+    if exe is None:
+        pytest.skip('import-linter is not installed')
+    run = subprocess.run([exe, '--config', str(config), '--no-cache'], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env={'PYTHONPATH': str(tmp_path), 'PATH': '/usr/bin:/bin'})
+    assert run.returncode != 0 and 'BROKEN' in run.stdout
+    assert 'robot_team.names -> robot_team.runner' in run.stdout
+
+
+def _imports(tree: ast.Module, module: str, inside_functions: bool | None = None):
+    """Yield ``(import node, imported module names, inside a function)`` for every import of ``tree``."""
+    package = module if (PACKAGE / Path(*module.split('.')[1:]) / '__init__.py').exists() else module.rpartition('.')[0]
+
+    def walk(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                yield child, [a.name for a in child.names], in_function
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ''
+                if child.level:
+                    parts = package.split('.')[:len(package.split('.')) - child.level + 1]
+                    base = '.'.join(parts + ([base] if base else []))
+                yield child, [base] + [f'{base}.{a.name}' for a in child.names], in_function
+            yield from walk(child, nested)
+    yield from walk(tree, False)
+
+
+def test_no_import_cycle_counting_every_import():
+    sources = _sources()
+    modules = {m for m, _ in sources}
+
+    def resolve(name):
+        while name and name not in modules:
+            name = name.rpartition('.')[0]
+        return name
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, tree in sources:
+        for _node, names, _inside in _imports(tree, module):
+            for name in names:
+                target = resolve(name) if name.startswith('robot_team.') else ''
+                if target and target not in (module, 'robot_team'):
+                    graph[module].add(target)
+    # Tarjan's strongly connected components: any with more than one module is a cycle.
+    index, low, stack, on_stack, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_imports_inside_functions_are_only_optional_dependencies():
+    inside = [(module, node.lineno, names[0]) for module, tree in _sources()
+              for node, names, in_function in _imports(tree, module) if in_function]
+    not_optional = [i for i in inside if not any(i[2] == o or i[2].startswith(o + '.') for o in OPTIONAL)]
+    assert not_optional == []
+    assert len(inside) <= 15
+    assert len([i for i in inside if i[2].startswith('robot_team')]) <= 15
+
+
+def _string_literals(tree: ast.Module):
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node
+
+
+def test_tool_and_role_names_are_declared_once():
+    declared = {t.name for t in TOOLS} | {t.value for t in ManagerTool} | {r.value for r in Robot}
+    written = [f'{module}:{node.lineno}: {node.value!r}' for module, tree in _sources()
+               if module not in ('robot_team.catalog', 'robot_team.names')
+               for node in _string_literals(tree) if node.value in declared]
+    assert written == []
+
+
+def test_every_role_has_its_implementation_class_with_every_declared_tool():
+    for role in ROLES:
+        cls = role.implementation_class()
+        assert callable(getattr(cls, 'from_node')) and hasattr(cls, 'started_data') and callable(cls.cancel)
+
+        class Box:
+            owner = role.robot.value
+
+            def __init__(self):
+                self.registered: list[str] = []
+
+            def register(self, name, description, model, func):
+                self.registered.append(name)
+        box = Box()
+        register_tools(box, cls.__new__(cls))    # every declared tool has its method
+        assert box.registered == [t.name for t in TOOLS if t.owner is role.robot]
+
+
+def test_no_hand_written_stamp_conversion():
+    pattern = re.compile(r'nanosec\s*\*\s*1e-9|nanoseconds\s*\*\s*1e-9|\*\s*1e9\)|\.sec\s*\+')
+    found = [f'{p.relative_to(ROOT)}:{k}' for p in PACKAGE.rglob('*.py') if p.name != 'rostime.py'
+             for k, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)
+             and 'wall_time' not in line]
+    assert found == []
+
+
+def test_test_scaffolding_is_out_of_the_product_package():
+    assert not (PACKAGE / 'llm' / 'harness.py').exists()
+    for module, tree in _sources():
+        for _node, names, _inside in _imports(tree, module):
+            assert not any(n.startswith(('team_harness', 'test')) for n in names), module
