@@ -6,7 +6,7 @@ per robot runs in the robot's ROS namespace and maps them to the robot's relativ
 (:mod:`robot_team.names`), as a Nav2 robot has them::
 
     ROS (relative, in <team>/<robot>)   direction   Gazebo
-    cmd_vel      geometry_msgs/Twist     ROS -> GZ   /model/<robot>/cmd_vel       (DiffDrive)
+    cmd_vel      geometry_msgs/TwistStamped ROS -> GZ /model/<robot>/cmd_vel      (DiffDrive; gz.msgs.Twist)
     odom         nav_msgs/Odometry       GZ -> ROS   /model/<robot>/odometry      (DiffDrive)
     tf           tf2_msgs/TFMessage      GZ -> ROS   /model/<robot>/tf            (odom -> base_link)
     scan         sensor_msgs/LaserScan   GZ -> ROS   /model/<robot>/scan          (gpu_lidar, frame base_scan)
@@ -28,7 +28,12 @@ from robot_team import names
 from robot_team.bringup.platform import DISPLAY_ROBOT, PLATFORM, SCREEN, BasePlatform
 
 SCAN = 'scan'                 # sensor_msgs/LaserScan, relative to the robot's namespace
-CMD_VEL = 'cmd_vel'           # geometry_msgs/Twist, relative to the robot's namespace (Nav2's output)
+CMD_VEL = 'cmd_vel'           # CMD_VEL_TYPE, relative to the robot's namespace (Nav2's output)
+CMD_VEL_STAMPED = True
+"""Nav2 publishes ``cmd_vel`` as ``geometry_msgs/msg/TwistStamped``: every Nav2 server that publishes
+velocity gets ``enable_stamped_cmd_vel`` set to this (Kilted's default; Jazzy's is false), so that
+one configuration publishes the same type on both, and the bridge carries that type."""
+CMD_VEL_TYPE = 'geometry_msgs/msg/TwistStamped' if CMD_VEL_STAMPED else 'geometry_msgs/msg/Twist'
 JOINT_STATES = 'joint_states'  # sensor_msgs/JointState
 TF = 'tf'                     # tf2_msgs/TFMessage: the robot's own TF tree (/tf remapped to tf)
 TF_STATIC = 'tf_static'
@@ -229,7 +234,7 @@ class BridgeEntry:
 def robot_bridge(robot: str) -> list[BridgeEntry]:
     """Return the bridge entries of ``robot`` (ROS names relative to its namespace; see the module docstring)."""
     return [
-        BridgeEntry(CMD_VEL, gz_topic(robot, CMD_VEL), 'geometry_msgs/msg/Twist', 'gz.msgs.Twist', 'ROS_TO_GZ'),
+        BridgeEntry(CMD_VEL, gz_topic(robot, CMD_VEL), CMD_VEL_TYPE, 'gz.msgs.Twist', 'ROS_TO_GZ'),
         BridgeEntry(names.ODOM, gz_topic(robot, 'odometry'), 'nav_msgs/msg/Odometry', 'gz.msgs.Odometry',
                     'GZ_TO_ROS'),
         BridgeEntry(TF, gz_topic(robot, TF), 'tf2_msgs/msg/TFMessage', 'gz.msgs.Pose_V', 'GZ_TO_ROS'),

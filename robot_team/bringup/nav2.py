@@ -30,7 +30,7 @@ import yaml
 from PIL import Image, ImageDraw
 
 from robot_team import names
-from robot_team.bringup.gazebo import SCAN
+from robot_team.bringup.gazebo import CMD_VEL_STAMPED, SCAN
 from robot_team.bringup.platform import PLATFORM, BasePlatform
 from robot_team.config import ConfigError
 from robot_team.floor import Floor, Wall
@@ -56,12 +56,21 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
     lidar = p.lidar
     inflation = round(p.footprint_radius + INFLATION_MARGIN, 3)
     frames = {'global_frame': names.MAP_FRAME, 'robot_base_frame': names.BASE_FRAME}
-    scan_source = {'topic': SCAN, 'data_type': 'LaserScan', 'clearing': True, 'marking': True,
-                   'max_obstacle_height': 2.0, 'raytrace_max_range': min(lidar.max_range, 6.0),
-                   'raytrace_min_range': 0.0, 'obstacle_max_range': min(lidar.max_range, 5.5),
-                   'obstacle_min_range': 0.0}
-    inflation_layer = {'plugin': 'nav2_costmap_2d::InflationLayer', 'cost_scaling_factor': 3.0,
-                       'inflation_radius': inflation}
+
+    # Fresh dicts per costmap (functions, not shared objects): a shared object is written as a YAML
+    # anchor + alias, which rcl's params parser rejects ("Will not support aliasing").
+    def scan_source() -> dict:
+        return {'topic': SCAN, 'data_type': 'LaserScan', 'clearing': True, 'marking': True,
+                'max_obstacle_height': 2.0, 'raytrace_max_range': min(lidar.max_range, 6.0),
+                'raytrace_min_range': 0.0, 'obstacle_max_range': min(lidar.max_range, 5.5),
+                'obstacle_min_range': 0.0}
+
+    def inflation_layer() -> dict:
+        return {'plugin': 'nav2_costmap_2d::InflationLayer', 'cost_scaling_factor': 3.0,
+                'inflation_radius': inflation}
+    # Every server that publishes velocity says which type (Jazzy's default is Twist, Kilted's
+    # TwistStamped); the bridge carries the same type (gazebo.CMD_VEL_TYPE).
+    stamped = {'enable_stamped_cmd_vel': CMD_VEL_STAMPED}
     error_codes = ['compute_path', 'follow_path', 'smoother', 'spin', 'backup', 'drive_on_heading',
                    'wait', 'nav_to_pose', 'nav_thru_poses', 'route', 'dock_robot', 'undock_robot',
                    'assisted_teleop']
@@ -86,15 +95,16 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
         'map_server': node({'topic_name': names.MAP, 'frame_id': names.MAP_FRAME}),
         'bt_navigator': node({
             **frames, 'odom_topic': names.ODOM, 'bt_loop_duration': 10, 'default_server_timeout': 20,
-            'wait_for_service_timeout': 1000, 'filter_duration': 0.3,
+            'wait_for_service_timeout': 1000,
             'navigators': [names.NAVIGATE_TO_POSE, names.NAVIGATE_THROUGH_POSES],
             names.NAVIGATE_TO_POSE: {'plugin': 'nav2_bt_navigator::NavigateToPoseNavigator'},
             names.NAVIGATE_THROUGH_POSES: {'plugin': 'nav2_bt_navigator::NavigateThroughPosesNavigator'},
-            # Jazzy reads error_code_names, Kilted error_code_name_prefixes; each ignores the other.
-            'error_code_names': [f'{name}_error_code' for name in ('compute_path', 'follow_path')],
+            # Kilted reads error_code_name_prefixes and refuses to start when error_code_names is set
+            # (bt_navigator declares every override); Jazzy ignores the prefixes and uses its default
+            # error_code_names, compute_path_error_code and follow_path_error_code: what we would set.
             'error_code_name_prefixes': error_codes}),
         'controller_server': node({
-            'controller_frequency': 20.0, 'costmap_update_timeout': 0.3, 'min_x_velocity_threshold': 0.001,
+            **stamped, 'controller_frequency': 20.0, 'costmap_update_timeout': 0.3, 'min_x_velocity_threshold': 0.001,
             'min_y_velocity_threshold': 0.5, 'min_theta_velocity_threshold': 0.001, 'failure_tolerance': 0.3,
             'odom_topic': names.ODOM,
             'progress_checker_plugins': ['progress_checker'], 'goal_checker_plugins': ['general_goal_checker'],
@@ -120,8 +130,8 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
             'robot_radius': p.footprint_radius, 'always_send_full_costmap': True,
             'plugins': ['obstacle_layer', 'inflation_layer'],
             'obstacle_layer': {'plugin': 'nav2_costmap_2d::ObstacleLayer', 'enabled': True,
-                               'observation_sources': SCAN, SCAN: scan_source},
-            'inflation_layer': inflation_layer})},
+                               'observation_sources': SCAN, SCAN: scan_source()},
+            'inflation_layer': inflation_layer()})},
         'global_costmap': {'global_costmap': node({
             **frames, 'update_frequency': 1.0, 'publish_frequency': 1.0, 'resolution': MAP_RESOLUTION,
             'robot_radius': p.footprint_radius, 'track_unknown_space': True, 'always_send_full_costmap': True,
@@ -129,8 +139,8 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
             'static_layer': {'plugin': 'nav2_costmap_2d::StaticLayer', 'map_topic': names.MAP,
                              'map_subscribe_transient_local': True},
             'obstacle_layer': {'plugin': 'nav2_costmap_2d::ObstacleLayer', 'enabled': True,
-                               'observation_sources': SCAN, SCAN: scan_source},
-            'inflation_layer': inflation_layer})},
+                               'observation_sources': SCAN, SCAN: scan_source()},
+            'inflation_layer': inflation_layer()})},
         'planner_server': node({
             'expected_planner_frequency': 20.0, 'costmap_update_timeout': 1.0,
             'planner_plugins': [names.PLANNER_ID],
@@ -143,7 +153,7 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
         'behavior_server': node({
             'local_costmap_topic': 'local_costmap/costmap_raw', 'global_costmap_topic': 'global_costmap/costmap_raw',
             'local_footprint_topic': 'local_costmap/published_footprint',
-            'global_footprint_topic': 'global_costmap/published_footprint', 'cycle_frequency': 10.0,
+            'global_footprint_topic': 'global_costmap/published_footprint', 'cycle_frequency': 10.0, **stamped,
             'behavior_plugins': ['spin', 'backup', 'drive_on_heading', 'assisted_teleop', 'wait'],
             'spin': {'plugin': 'nav2_behaviors::Spin'}, 'backup': {'plugin': 'nav2_behaviors::BackUp'},
             'drive_on_heading': {'plugin': 'nav2_behaviors::DriveOnHeading'},
@@ -156,13 +166,13 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
             'wait_at_waypoint': {'plugin': 'nav2_waypoint_follower::WaitAtWaypoint', 'enabled': True,
                                  'waypoint_pause_duration': 200}}),
         'velocity_smoother': node({
-            'smoothing_frequency': 20.0, 'scale_velocities': False, 'feedback': 'OPEN_LOOP',
+            **stamped, 'smoothing_frequency': 20.0, 'scale_velocities': False, 'feedback': 'OPEN_LOOP',
             'max_velocity': [p.max_speed, 0.0, p.max_yaw_rate], 'min_velocity': [-p.max_speed, 0.0, -p.max_yaw_rate],
             'max_accel': [p.max_accel, 0.0, p.max_yaw_accel], 'max_decel': [-p.max_accel, 0.0, -p.max_yaw_accel],
             'odom_topic': names.ODOM, 'odom_duration': 0.1, 'deadband_velocity': [0.0, 0.0, 0.0],
             'velocity_timeout': 1.0}),
         'collision_monitor': node({
-            'base_frame_id': names.BASE_FRAME, 'odom_frame_id': names.ODOM_FRAME,
+            **stamped, 'base_frame_id': names.BASE_FRAME, 'odom_frame_id': names.ODOM_FRAME,
             'cmd_vel_in_topic': 'cmd_vel_smoothed', 'cmd_vel_out_topic': 'cmd_vel',
             'state_topic': 'collision_monitor_state', 'transform_tolerance': 0.2, 'source_timeout': 1.0,
             'base_shift_correction': True, 'stop_pub_timeout': 2.0, 'polygons': ['FootprintApproach'],
@@ -171,9 +181,10 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
                                   'time_before_collision': 1.2, 'simulation_time_step': 0.1, 'min_points': 6,
                                   'visualize': False, 'enabled': True},
             'observation_sources': [SCAN],
-            SCAN: {'type': 'scan', 'topic': SCAN, 'min_height': 0.0, 'max_height': 2.0, 'enabled': True}}),
+            # min_height/max_height are pointcloud sources' parameters only.
+            SCAN: {'type': 'scan', 'topic': SCAN, 'enabled': True}}),
         'docking_server': node({
-            'controller_frequency': 50.0, 'initial_perception_timeout': 5.0, 'wait_charge_timeout': 5.0,
+            **stamped, 'controller_frequency': 50.0, 'initial_perception_timeout': 5.0, 'wait_charge_timeout': 5.0,
             'dock_approach_timeout': 30.0, 'undock_linear_tolerance': 0.05, 'undock_angular_tolerance': 0.1,
             'max_retries': 3, 'base_frame': names.BASE_FRAME, 'fixed_frame': names.ODOM_FRAME,
             'dock_prestaging_tolerance': 0.5, 'dock_plugins': ['simple_charging_dock'],
@@ -187,7 +198,7 @@ def nav2_params(floor: Floor, robot: str, platform: BasePlatform = PLATFORM) -> 
             'controller': {'k_phi': 3.0, 'k_delta': 2.0, 'v_linear_min': 0.15, 'v_linear_max': 0.15,
                            'use_collision_detection': True, 'costmap_topic': 'local_costmap/costmap_raw',
                            'footprint_topic': 'local_costmap/published_footprint', 'transform_tolerance': 0.1,
-                           'projection_time': 5.0, 'simulation_step': 0.1, 'dock_collision_threshold': 0.3}}),
+                           'projection_time': 5.0, 'simulation_time_step': 0.1, 'dock_collision_threshold': 0.3}}),
         'route_server': node({'boundary_radius_to_achieve_node': 1.0, 'radius_to_achieve_node': 2.0,
                               'smooth_corners': True}),
     }
@@ -197,7 +208,16 @@ def params_yaml(floor: Floor, robot: str, source: str = 'config/floors/ed_floor.
     """Return :func:`nav2_params` as the YAML text of ``config/nav2/<robot>.yaml``."""
     header = (f'# Nav2 parameters of {robot}, for nav2_bringup bringup_launch.py namespace:=<team>/{robot}.\n'
               f'# Generated by scripts/gen_gazebo_nav2.py from {source} and robot_team/bringup: do not edit.\n')
-    return header + yaml.safe_dump(nav2_params(floor, robot), sort_keys=False, default_flow_style=None, width=110)
+    return header + yaml.dump(nav2_params(floor, robot), Dumper=_NoAliasDumper, sort_keys=False,
+                              default_flow_style=None, width=110)
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """A SafeDumper that writes repeated objects in full: rcl's params parser rejects YAML aliases."""
+
+    def ignore_aliases(self, data) -> bool:
+        """Never write an anchor or an alias."""
+        return True
 
 
 # --- the map ---------------------------------------------------------------------------------

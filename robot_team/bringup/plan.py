@@ -309,9 +309,8 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     plan.paths['map'] = str(map_file)
     plan.packages = GAZEBO_PACKAGES
     plan.environment['GZ_SIM_RESOURCE_PATH'] = str(share / 'models')
-    gz_args = f"-r {'' if gui else '-s '}{loaded.world_path}"
     plan.first.append(IncludeSpec('ros_gz_sim', 'launch/gz_sim.launch.py',
-                                  (('gz_args', gz_args), ('on_exit_shutdown', 'true'))))
+                                  (('gz_args', gz_sim_args(loaded.world_path, gui)), ('on_exit_shutdown', 'true'))))
     plan.first.append(NodeSpec('ros_gz_bridge', 'parameter_bridge', 'clock_bridge', team_ns,
                                ({'config_file': str(share / files.bridge_path('clock'))},)))
     for room in loaded.blocked_doors:
@@ -324,6 +323,16 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
         plan.first += gazebo_robot(robot, floor, share, team_ns, map_file)
     plan.after_team += hospital
     return plan
+
+
+def gz_sim_args(world: str | Path, gui: bool) -> str:
+    """Return the ``gz sim`` command line arguments (ros_gz_sim's ``gz_args``) for ``world``.
+
+    Always running (``-r``). Without the GUI the server runs alone (``-s``) and renders offscreen
+    (``--headless-rendering``, gz-sim 8 and newer): without it the gpu_lidar renders nothing on a
+    machine with no display, and Nav2 gets no scan.
+    """
+    return f"-r {'' if gui else '-s --headless-rendering '}{world}"
 
 
 def door_sdf(panel: Wall, floor: Floor) -> str:
