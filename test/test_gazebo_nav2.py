@@ -2,13 +2,19 @@
 
 What a real counterpart checks here: Debian's libsdformat 12 loads every SDFormat file (compiled
 checker, test/sdformat_check.cc); Pillow reads the PGM map; the map is read with map_server's
-rules and compared cell by cell with the embedded simulator's grid. Expected ROS names come from
+rules and compared cell by cell with the embedded simulator's grid; every Nav2 params file loads
+through rcl's params parser (rclpy.init --params-file, in a child process); every Nav2 parameter
+is one that navigation2's jazzy and kilted servers declare (test/data/nav2_declared_params.json,
+extracted from their sources by scripts/nav2_declared_params.py); the bridge's cmd_vel type is
+what the configured Nav2 publishes on each distribution. Expected ROS names come from
 robot_team.names (and the bringup modules' relative names), never from a second list.
 """
 
 import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +23,7 @@ import yaml
 
 from robot_team import names
 from robot_team.bringup import files, gazebo, nav2
+from robot_team.bringup.plan import IncludeSpec, plan_floor
 from robot_team.bringup.platform import DISPLAY_ROBOT, MOBILE_ROBOTS, PLATFORM
 from robot_team.floor import FloorError, load_floor
 
@@ -223,3 +230,124 @@ def test_platform_matches_the_embedded_simulator():
     assert defaults['robot_radius'] == PLATFORM.footprint_radius
     assert defaults['max_speed'] == PLATFORM.max_speed
     assert defaults['resolution'] == nav2.MAP_RESOLUTION
+
+
+# --- as the real programs read them: rcl's params parser, Nav2's declared parameters ---------------
+
+NAV2_PARAMS_FILES = [ROOT / files.nav2_params_path(r) for r in MOBILE_ROBOTS]
+"""Every params file the project hands to a ROS node (``--params-file``; launch_ros writes the
+NodeSpec dicts itself)."""
+DECLARED = json.loads((ROOT / 'test' / 'data' / 'nav2_declared_params.json').read_text())
+DISTRIBUTIONS = ('jazzy', 'kilted')
+VELOCITY_SERVERS = ('controller_server', 'velocity_smoother', 'collision_monitor', 'behavior_server',
+                    'docking_server')
+"""The Nav2 servers that publish velocity (nav2_util::TwistPublisher in navigation2's sources)."""
+DISTRIBUTION_SPECIFIC = {
+    # Kilted reads it; Jazzy ignores it (and uses its default error_code_names, the same codes).
+    # Kilted's bt_navigator refuses to start when error_code_names is set, so that one is never set.
+    ('bt_navigator', 'error_code_name_prefixes'): 'kilted',
+}
+"""The allow-list: parameters that only one distribution declares, each with the one that reads it."""
+
+RCL_LOAD = 'import sys, rclpy; rclpy.init(args=["--ros-args", "--params-file", sys.argv[1]]); rclpy.shutdown()'
+
+
+def _rcl_load(path, cwd):
+    pytest.importorskip('rclpy')
+    return subprocess.run([sys.executable, '-c', RCL_LOAD, str(path)], capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+@pytest.mark.parametrize('path', NAV2_PARAMS_FILES, ids=lambda p: p.name)
+def test_every_params_file_loads_through_rcl(path, tmp_path):
+    """rcl's own params parser (what every ROS node runs on --params-file) accepts the file."""
+    result = _rcl_load(path, tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_rcl_rejects_yaml_aliases(tmp_path):
+    """The check above bites: rcl refuses what PyYAML writes for a shared object."""
+    shared = {'x': 1.0}
+    bad = tmp_path / 'aliased.yaml'
+    bad.write_text(yaml.safe_dump({'a': {'ros__parameters': {'p': shared, 'q': shared}}}))
+    assert '*id001' in bad.read_text()
+    result = _rcl_load(bad, tmp_path)
+    assert result.returncode != 0 and 'aliasing' in result.stderr
+
+
+def _nodes(params):
+    """Return node name -> its parameters, flattened to dotted names (costmaps are nested one level)."""
+    out = {}
+    for name, body in params.items():
+        body = body if 'ros__parameters' in body else body[name]
+        out[name] = dict(_walk(body['ros__parameters']))
+    return {node: {'.'.join(path): value for path, value in flat.items()} for node, flat in out.items()}
+
+
+def _declares(patterns, name):
+    """Return whether ``name`` matches one of the table's patterns ('*': one or more dotted segments)."""
+    return any(re.fullmatch('.+'.join(re.escape(part) for part in pattern.split('*')), name) for pattern in patterns)
+
+
+def test_declared_table_is_from_navigation2_jazzy_and_kilted():
+    assert set(DECLARED['distributions']) == set(DISTRIBUTIONS)
+    for table in DECLARED['distributions'].values():
+        assert len(table['commit']) == 40 and table['nodes']
+    # The extraction sees what it should: a renamed parameter and Kilted's new one.
+    kilted, jazzy = (DECLARED['distributions'][d]['nodes'] for d in ('kilted', 'jazzy'))
+    assert 'controller.simulation_time_step' in kilted['docking_server']['declared']
+    assert 'error_code_name_prefixes' in kilted['bt_navigator']['declared']
+    assert 'error_code_names' in jazzy['bt_navigator']['declared']
+    assert 'error_code_names' not in kilted['bt_navigator']['declared']
+
+
+@pytest.mark.parametrize('robot', MOBILE_ROBOTS)
+def test_every_nav2_parameter_is_declared_by_jazzy_and_kilted(robot):
+    nodes = _nodes(_yaml(files.nav2_params_path(robot)))
+    missing = []
+    for node, params in nodes.items():
+        for name in params:
+            readers = [d for d in DISTRIBUTIONS
+                       if _declares(DECLARED['distributions'][d]['nodes'][node]['declared'], name)]
+            expected = [DISTRIBUTION_SPECIFIC[node, name]] if (node, name) in DISTRIBUTION_SPECIFIC \
+                else list(DISTRIBUTIONS)
+            if readers != expected:
+                missing.append(f'{node}: {name} (declared by {readers or "none"}, expected {expected})')
+    assert not missing, '\n'.join(missing)
+    # Kilted's bt_navigator throws when it is set.
+    assert 'error_code_names' not in nodes['bt_navigator']
+
+
+@pytest.mark.parametrize('distribution', DISTRIBUTIONS)
+def test_bridge_cmd_vel_type_is_what_the_configured_nav2_publishes(distribution):
+    """Every velocity server publishes one type (explicit, or the distribution's default); the bridge carries it."""
+    default = DECLARED['distributions'][distribution]['enable_stamped_cmd_vel_default']
+    for robot in MOBILE_ROBOTS:
+        nodes = _nodes(_yaml(files.nav2_params_path(robot)))
+        stamped = {nodes[server].get('enable_stamped_cmd_vel', default) for server in VELOCITY_SERVERS}
+        assert len(stamped) == 1, f'{robot} on {distribution}: servers disagree on enable_stamped_cmd_vel'
+        assert all('enable_stamped_cmd_vel' in nodes[server] for server in VELOCITY_SERVERS), \
+            'set it explicitly: Jazzy and Kilted default to different types'
+        # The velocity smoother and collision monitor chain ends on the robot's cmd_vel.
+        assert nodes['collision_monitor']['cmd_vel_out_topic'] == gazebo.CMD_VEL
+        expected = 'geometry_msgs/msg/TwistStamped' if stamped.pop() else 'geometry_msgs/msg/Twist'
+        (entry,) = [e for e in _yaml(files.bridge_path(robot)) if e['ros_topic_name'] == gazebo.CMD_VEL]
+        assert (entry['ros_type_name'], entry['gz_type_name'], entry['direction']) == \
+            (expected, 'gz.msgs.Twist', 'ROS_TO_GZ')
+
+
+def test_collision_monitor_heights_only_on_pointcloud_sources():
+    for robot in MOBILE_ROBOTS:
+        monitor = _yaml(files.nav2_params_path(robot))['collision_monitor']['ros__parameters']
+        for source in monitor['observation_sources']:
+            if monitor[source]['type'] != 'pointcloud':
+                assert not {'min_height', 'max_height'} & set(monitor[source]), (robot, source)
+
+
+@pytest.mark.parametrize('gz_gui, expected', [('true', ['-r']), ('false', ['-r', '-s', '--headless-rendering'])])
+def test_gz_sim_command_line_for_each_gz_gui(tmp_path, gz_gui, expected):
+    """Without the GUI gz sim renders offscreen (the gpu_lidar needs it where there is no display)."""
+    plan = plan_floor(sim='gazebo', gz_gui=gz_gui, out_dir=str(tmp_path))
+    (sim,) = [s for s in plan.first if isinstance(s, IncludeSpec) and s.package == 'ros_gz_sim']
+    gz_args = dict(sim.arguments)['gz_args'].split()
+    assert gz_args[:-1] == expected and gz_args[-1].endswith(files.world_path(FLOOR.name))
