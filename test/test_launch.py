@@ -39,15 +39,21 @@ RUNNER = textwrap.dedent('''
 
 
 def _env(domain_id):
-    prefix = sys.prefix
-    return dict(os.environ, AMENT_PREFIX_PATH=prefix + (os.pathsep + os.environ['AMENT_PREFIX_PATH']
-                                                        if os.environ.get('AMENT_PREFIX_PATH') else ''),
-                ROS_DOMAIN_ID=str(domain_id), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED='1')
+    """This checkout first, then the PYTHONPATH of a sourced ROS 2 install (where launch lives there)."""
+    def prepend(first, variable):
+        return os.pathsep.join(filter(None, [first, os.environ.get(variable)]))
+    return dict(os.environ, AMENT_PREFIX_PATH=prepend(sys.prefix, 'AMENT_PREFIX_PATH'),
+                ROS_DOMAIN_ID=str(domain_id), PYTHONPATH=prepend(str(ROOT), 'PYTHONPATH'), PYTHONUNBUFFERED='1')
 
 
-def _launch(name, args, domain_id, timeout):
+def _launch(name, args, domain_id, timeout, cwd):
+    """Run the launch file as ``ros2 launch`` does, in a child process started outside the checkout.
+
+    ``python -c`` puts its working directory first on sys.path; in the repository root our
+    ``launch/`` folder would be found there, so the child runs in ``cwd`` (a test's tmp_path).
+    """
     return subprocess.run([sys.executable, '-c', RUNNER, str(LAUNCH / name), *args], env=_env(domain_id),
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def _load(name):
@@ -95,7 +101,7 @@ def test_opaque_functions_return_real_actions(tmp_path, name, opaque):
 
 @pytest.mark.timeout(120)
 def test_bad_argument_stops_before_anything_starts(tmp_path, domain_id):
-    result = _launch('ed_floor.launch.py', ['sim:=webots', f'out_dir:={tmp_path}'], domain_id, 90)
+    result = _launch('ed_floor.launch.py', ['sim:=webots', f'out_dir:={tmp_path}'], domain_id, 90, tmp_path)
     text = result.stdout + result.stderr
     assert result.returncode != 0
     assert 'sim' in text and 'webots' in text and 'embedded' in text
@@ -105,7 +111,7 @@ def test_bad_argument_stops_before_anything_starts(tmp_path, domain_id):
 @pytest.mark.timeout(300)
 def test_ed_floor_embedded_completes_onboarding_and_ends_by_itself(tmp_path, domain_id):
     result = _launch('ed_floor.launch.py', ['sim:=embedded', 'scenario:=onboarding', f'out_dir:={tmp_path}'],
-                     domain_id, 240)
+                     domain_id, 240, tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     report = json.loads((tmp_path / 'report.json').read_text())
     assert report['outcome'] == 'success' and report['outcome_as_expected'], report
