@@ -576,7 +576,7 @@ class LLMManagerBrain(ManagerBrain):
         if name not in MANAGER_TOOL_MODELS:
             owner = TOOL_OWNERS.get(name)
             why = (f"the manager does not own '{name}'" + (f' (owned by {owner})' if owner else ' (no such tool)')
-                   + '; the manager delegates and never operates: use delegate_task')
+                   + f'; the manager delegates and never operates: use {ManagerTool.DELEGATE_TASK.value}')
             self._emit(EventKind.TOOL_REFUSED, f'refused manager calling {name}', target=name, reason=why,
                        caller=Robot.MANAGER.value, owner=owner, args=raw[:500], tool=name)
             return None, f'refused: {why}'

@@ -3,7 +3,7 @@
 A robot is offered the tools of its :class:`~robot_team.tools.base.Toolbox` (name, description
 and the JSON schema of each tool's pydantic input model) plus ``submit_report`` (its claim,
 :class:`SubmitReport`, a :class:`~robot_team.brains.base.BrainReport`). The manager's tools are
-``delegate_task``, ``escalate_to_supervisor`` and ``submit_reflection``, nothing else, each
+the three :class:`~robot_team.catalog.ManagerTool` tools, nothing else, each
 offered when the workflow can accept it (:func:`manager_tool_names`). Schemas
 are compacted (no titles, no repeated model docstrings) to keep prompts short.
 
@@ -27,7 +27,7 @@ from robot_team.tools.base import Toolbox
 from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
-"""The task types a manager may delegate (the closed set of ``delegate_task.task_type``)."""
+"""The task types a manager may delegate (the closed set of the delegation's ``task_type``)."""
 
 OperationalRobot = Literal[tuple(dict.fromkeys(t.owner for t in TOOLS))]
 """The robots a manager may delegate to: the owners of the tool catalog, in declaration order."""
@@ -173,10 +173,10 @@ def robot_tools(toolbox: Toolbox) -> list[dict]:
 def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
     """Return the manager tools the workflow can accept in the state ``obs`` (all without ``obs``).
 
-    - ``delegate_task``: always;
-    - ``escalate_to_supervisor``: when the latest task of an operational type failed, or a guard
+    - ``ManagerTool.DELEGATE_TASK``: always;
+    - ``ManagerTool.ESCALATE_TO_SUPERVISOR``: when the latest task of an operational type failed, or a guard
       refused something since the last decision;
-    - ``submit_reflection``: when no task runs and either the latest task of every operational
+    - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
       type succeeded, a human decided ``abort``, or the last operational task failed and a human
       decided on an escalation about it (:func:`~robot_team.workflow.reflection_wait`, the gate's rule 8).
 
