@@ -59,6 +59,10 @@ class ManagerTool(str, Enum):
     SUBMIT_REFLECTION = 'submit_reflection'
 
 
+REPORT_TOOL = 'submit_report'
+"""Every operational robot's last tool: its report (schema ``robot_team.llm.toolschema.SubmitReport``)."""
+
+
 class RubricUse(str, Enum):
     """What the rubric (``robot_team.evaluation.rubric``) reads from a tool's output."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_team.catalog import ROLES, TOOLS, ManagerTool, register_tools
+from robot_team.catalog import REPORT_TOOL, ROLES, TOOLS, ManagerTool, register_tools
 from robot_team.names import Robot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,7 +152,7 @@ def _string_literals(tree: ast.Module):
 
 
 def test_tool_and_role_names_are_declared_once():
-    declared = {t.name for t in TOOLS} | {t.value for t in ManagerTool} | {r.value for r in Robot}
+    declared = {t.name for t in TOOLS} | {t.value for t in ManagerTool} | {r.value for r in Robot} | {REPORT_TOOL}
     written = [f'{module}:{node.lineno}: {node.value!r}' for module, tree in _sources()
                if module not in ('robot_team.catalog', 'robot_team.names')
                for node in _string_literals(tree) if node.value in declared]

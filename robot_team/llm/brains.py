@@ -59,7 +59,7 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
-from robot_team.catalog import TOOL_OWNERS, ManagerTool
+from robot_team.catalog import REPORT_TOOL, TOOL_OWNERS, ManagerTool
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -243,10 +243,10 @@ class LLMRobotBrain(RobotBrain):
             report, failed, answers = None, [], {}
             outputs: dict[int, Any] = {}   # call number in the reply (from 1) -> output, for $N references
             names = {n: c['function']['name'] for n, c in enumerate(reply.tool_calls, 1)}
-            calls = sorted(enumerate(reply.tool_calls, 1), key=lambda nc: nc[1]['function']['name'] == 'submit_report')
+            calls = sorted(enumerate(reply.tool_calls, 1), key=lambda nc: nc[1]['function']['name'] == REPORT_TOOL)
             for n, call in calls:   # the robot's tools first, then its report (same turn allowed)
                 name, raw_args = call['function']['name'], call['function']['arguments']
-                if name != 'submit_report':
+                if name != REPORT_TOOL:
                     if failed:   # calls run in order; after a failure the rest of the turn is skipped
                         answers[call['id']] = compact({'ok': False, 'skipped': f'{failed[0]} failed'})
                         failed.append(name)

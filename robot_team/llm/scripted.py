@@ -13,7 +13,7 @@ import json
 import re
 
 from robot_team.brains.protocol import ROLE_ORDER
-from robot_team.catalog import TASK_OWNER, ManagerTool, Tool
+from robot_team.catalog import REPORT_TOOL, TASK_OWNER, ManagerTool, Tool
 from robot_team.llm.fakeserver import text, tool_calls
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, TaskType
@@ -61,7 +61,7 @@ def report(status: str, issue: str = '', summary: str = '', **data) -> dict:
 
 def report_call(status: str, issue: str = '', summary: str = '', **data) -> tuple[str, dict]:
     """Return a submit_report call ``(name, arguments)`` to combine with other calls."""
-    return 'submit_report', {'status': status, 'issue': issue, 'summary': summary, 'data': data}
+    return REPORT_TOOL, {'status': status, 'issue': issue, 'summary': summary, 'data': data}
 
 
 def navigation(body: dict) -> dict:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
-from robot_team.catalog import TOOLS, ManagerTool
+from robot_team.catalog import REPORT_TOOL, TOOLS, ManagerTool
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
 from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
@@ -166,7 +166,7 @@ def function_schema(name: str, description: str, model: type[BaseModel]) -> dict
 def robot_tools(toolbox: Toolbox) -> list[dict]:
     """Return the tool definitions of ``toolbox``'s robot: its own tools, then ``submit_report``."""
     tools = [function_schema(s.name, s.description, s.input_model) for s in toolbox.specs()]
-    tools.append(function_schema('submit_report', SubmitReport.__doc__, SubmitReport))
+    tools.append(function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport))
     return tools
 
 
