@@ -63,6 +63,13 @@ REPORT_TOOL = 'submit_report'
 """Every operational robot's last tool: its report (schema ``robot_team.llm.toolschema.SubmitReport``)."""
 
 
+class ClosedSet(str, Enum):
+    """Where the state closes a tool argument to a few values (an enum in a constrained request)."""
+
+    ROOMS = 'rooms'          # the rooms of the floor description (a tool refuses any other)
+    TASK_HCW = 'task_hcw'    # the HCW the task names
+
+
 class RubricUse(str, Enum):
     """What the rubric (``robot_team.evaluation.rubric``) reads from a tool's output."""
 
@@ -347,6 +354,11 @@ class ToolDecl:
         What its output proves for a success claim (None: nothing).
     rubric
         What the rubric reads from it (None: nothing beyond the above).
+    once
+        Its evidence is complete once it succeeded: a constrained request no longer offers it in
+        the same task (``False``: it may serve several times, e.g. one goal after another).
+    closed
+        ``(argument, ClosedSet)``: arguments the state closes (enums in a constrained request).
     """
 
     tool: Tool
@@ -361,6 +373,8 @@ class ToolDecl:
     key: bool = False
     proof: Proof | None = None
     rubric: RubricUse | None = None
+    once: bool = True
+    closed: tuple[tuple[str, ClosedSet], ...] = ()
 
     @property
     def name(self) -> str:
@@ -383,29 +397,33 @@ TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl(Tool.LOCATE_STAFF, _NAV, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
              evidence=True, key=True, rubric=RubricUse.LOCATION),
     ToolDecl(Tool.PAGE_STAFF, _NAV, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
+             closed=(('hcw_id', ClosedSet.TASK_HCW),),
              proof=Proof('the HCW answered the page', missing='the HCW never acknowledged a page',
                          flag='acknowledged')),
     ToolDecl(Tool.ROOM_DOOR_POSE, _NAV, TaskType.NAVIGATION, RoomInput, DoorPoseOutput,
              "Map pose inside a room's door (escort the HCW there) and its corridor approach ('door').",
+             closed=(('room', ClosedSet.ROOMS),),
              proof=Proof("where the escort ends: the room's door", goal_of=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PLAN_PATH, _NAV, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
     ToolDecl(Tool.NAVIGATE_TO_POSE, _NAV, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
-             report_key='nav2_goals', many=True,
+             report_key='nav2_goals', many=True, once=False,
              proof=Proof('the escort reached its goal (Nav2 goal result)', required=True,
                          missing='no navigate_to_pose goal succeeded', last_must_succeed=True,
                          not_last='the last navigate_to_pose goal did not succeed')),
     ToolDecl(Tool.READ_BADGE_SCAN, _INFO, TaskType.INFO_COLLECTION, ReadBadgeScanInput, BadgeScanOutput,
-             evidence=True, key=True,
+             evidence=True, key=True, closed=(('room', ClosedSet.ROOMS),),
              proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
     ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, _INFO, TaskType.INFO_COLLECTION, BadgeInput, StaffRecordOutput,
              evidence=True, rubric=RubricUse.IDENTITY,
              proof=Proof("the scanned badge is this HCW's", required=True,
                          missing='no badge was found in the staff directory',
                          claim_keys=('hcw_id', 'name', 'specialty'))),
-    ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True),
+    ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True,
+             closed=(('room', ClosedSet.ROOMS),)),
     ToolDecl(Tool.FETCH_CARE_TEAM, _DISP, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
-             evidence=True, key=True, rubric=RubricUse.CARE_TEAM),
+             evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.ROOMS),)),
     ToolDecl(Tool.SHOW_DISPLAY, _DISP, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput, evidence=True,
+             closed=(('room', ClosedSet.ROOMS),),
              proof=Proof('the room screen shows the layout', missing='the display service never accepted a layout',
                          flag='success')),
 )

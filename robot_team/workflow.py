@@ -169,8 +169,9 @@ class WorkflowPolicy:
     4. after a human's ``abort`` only the reflection may start;
     5. every earlier operational task type's latest task must have succeeded;
     6. no second task of a type while one of that type runs;
-    7. repeating a type whose latest task succeeded needs a reason (a failed type is retried
-       freely: recovery);
+    7. a type whose latest task succeeded is repeated only to recover a later step that failed
+       (e.g. the HCW left before the badge scan), and with a reason; otherwise the workflow moves
+       on (a failed type is retried freely: recovery);
     8. the reflection needs no task running and either all three operational tasks succeeded,
        the episode closed by ``abort``, or the latest operational task failed and an escalation
        about it was resolved; once a reflection runs or succeeded, no second one.
@@ -268,25 +269,14 @@ class WorkflowPolicy:
                                     f"operational tasks: only the reflection may start")
         if kind is TaskType.REFLECTION:
             return self._check_reflection(refuse)
-        for earlier in OPERATIONAL_TASKS[:OPERATIONAL_TASKS.index(kind)]:
-            latest = self._latest(earlier)
-            if latest is None:
-                return refuse('order', f'{kind.value} must wait: {earlier.value} has not been delegated yet '
-                                       f'(workflow: {_order()}); delegate {earlier.value} first')
-            if latest.status == 'running':
-                return refuse('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} is still '
-                                       f'running; wait for its report')
-            if latest.status == 'failure':
-                return refuse('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} failed '
-                                       f'({latest.issue}); recover {earlier.value} first (retry, reassign or '
-                                       f'escalate)')
+        outlines = [TaskOutline(t.task_id, t.task_type, t.status, t.issue, t.robot) for t in self._tasks.values()]
+        refusal = delegation_refusal(kind, outlines)
+        if refusal is not None:
+            return refuse(*refusal)
         latest = self._latest(kind)
-        if latest is not None and latest.status == 'running':
-            return refuse('running', f'{kind.value} {latest.task_id} is still running on {latest.robot}; '
-                                     f'wait for its report before delegating {kind.value} again')
         if latest is not None and latest.status == 'success' and not reason.strip():
             return refuse('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}); to repeat '
-                                           f'it, give a reason')
+                                           f'it (a later step failed), give a reason')
         return None
 
     def _check_reflection(self, refuse) -> Authorization | None:
@@ -548,12 +538,50 @@ def _text(value) -> str:
 
 
 class TaskOutline(NamedTuple):
-    """What :func:`reflection_wait` needs of a task (status: 'running', 'success' or 'failure')."""
+    """A task as :func:`reflection_wait` and :func:`delegation_refusal` see it (status: running, success, failure)."""
 
     task_id: str
     task_type: TaskType
     status: str
     issue: str
+    robot: str = ''
+
+
+def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, str] | None:
+    """Return ``(rule, explanation)`` if the gate refuses delegating operational task ``kind`` now, else ``None``.
+
+    The gate's order and running rules (:class:`WorkflowPolicy`) over ``tasks`` (every task, in
+    authorization order): each earlier task type of the workflow must have succeeded last, and
+    ``kind`` must not be running. Shared by the supervisor's gate and the manager's LLM bridge
+    (which offers only the task types this accepts: guards at decode time).
+    """
+    def latest_of(task_type: TaskType) -> TaskOutline | None:
+        return next((t for t in reversed(tasks) if t.task_type is task_type), None)
+    for earlier in OPERATIONAL_TASKS[:OPERATIONAL_TASKS.index(kind)]:
+        latest = latest_of(earlier)
+        if latest is None:
+            return ('order', f'{kind.value} must wait: {earlier.value} has not been delegated yet '
+                             f'(workflow: {_order()}); delegate {earlier.value} first')
+        if latest.status == 'running':
+            return ('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} is still '
+                             f'running; wait for its report')
+        if latest.status == 'failure':
+            return ('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} failed '
+                             f'({latest.issue}); recover {earlier.value} first (retry, reassign or '
+                             f'escalate)')
+    latest = latest_of(kind)
+    if latest is not None and latest.status == 'running':
+        return ('running', f'{kind.value} {latest.task_id} is still running on {latest.robot}; '
+                           f'wait for its report before delegating {kind.value} again')
+    if latest is not None and latest.status == 'success':
+        later = [latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:]]
+        if not any(t is not None and t.status == 'failure' for t in later):
+            following = next((k.value for k, t in zip(OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:], later)
+                              if t is None or t.status != 'success'), 'the reflection')
+            return ('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}) and no later step failed: '
+                                     f'the workflow moves on to {following}; repeat {kind.value} only to recover '
+                                     f'a later step that failed, with a reason')
+    return None
 
 
 def reflection_wait(tasks: list[TaskOutline], resolved_about: set[str], *, closed: bool) -> str | None:

@@ -137,14 +137,20 @@ def test_well_behaved_team_completes_onboarding():
     for guard in ('tool_refused', 'false_completion', 'workflow_violation', 'delegation_refused'):
         assert not kinds(r, guard), guard
     assert result.world.checked_in == ['90'] and result.world.shown[0]['entries'][0]['hcw_id'] == '90'
-    # every robot saw exactly its own tools; the manager only its own, each when the workflow can accept it
-    manager_offers = []
+    # every robot saw only its own tools (all of them at a task's first request, then those whose
+    # evidence the task still lacks: constrained decoding) and its report; the manager only its own,
+    # each when the workflow can accept it
+    manager_offers, first = [], set()
     for robot, body in server.requests:
         offered = {t['function']['name'] for t in body['tools']}
         if robot == 'manager':
             manager_offers.append(offered)
         else:
-            assert offered == {n for n, o in TOOL_OWNERS.items() if o == robot} | {'submit_report'}
+            own = {n for n, o in TOOL_OWNERS.items() if o == robot} | {'submit_report'}
+            assert 'submit_report' in offered and offered <= own
+            if robot not in first:
+                first.add(robot)
+                assert offered == own
     assert manager_offers == [{'delegate_task'}, {'delegate_task', 'escalate_to_supervisor'}, {'delegate_task'},
                               {'delegate_task'}, {'delegate_task', 'submit_reflection'}]
     # the info-collection robot sent its dependent calls as one plan ($1.badge_id): one request

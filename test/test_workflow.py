@@ -96,8 +96,11 @@ def test_no_second_task_of_a_type_while_one_runs(policy):
     assert not auth.approved and auth.rule == 'running' and 'nav-1 is still running' in auth.explanation
 
 
-def test_repeating_a_success_needs_a_reason(policy):
+def test_repeating_a_success_recovers_a_later_failure_and_needs_a_reason(policy):
     run(policy, 'navigation')
+    auth = ask(policy, 'navigation', reason='again')
+    assert not auth.approved and auth.rule == 'repeat_reason' and 'moves on to info_collection' in auth.explanation
+    run(policy, 'info_collection', 'failure')      # e.g. the HCW left before the badge scan
     auth = ask(policy, 'navigation')
     assert not auth.approved and auth.rule == 'repeat_reason' and 'give a reason' in auth.explanation
     assert not ask(policy, 'navigation', reason='   ').approved
@@ -113,6 +116,7 @@ def test_failed_type_may_be_retried_without_reason(policy):
 
 def test_latest_task_of_earlier_type_counts(policy):
     run(policy, 'navigation')
+    run(policy, 'info_collection', 'failure')
     run(policy, 'navigation', 'failure', reason='escort again')
     auth = ask(policy, 'info_collection')
     assert not auth.approved and 'nav-2 failed' in auth.explanation

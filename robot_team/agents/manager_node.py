@@ -45,7 +45,8 @@ from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.llm.factory import clock_hold, llm_manager_brain
-from robot_team.msg import Escalation, HumanDecision, Instruction, PatientArrival, SupervisorDirective, TeamHold
+from robot_team.msg import (
+    Escalation, HumanDecision, Instruction, PatientArrival, StaffBoard, SupervisorDirective, TeamHold)
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
 from robot_team.rosevents import EventEmitter
@@ -138,6 +139,8 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self.create_subscription(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, self.directive_callback, qos,
                                  callback_group=self._group)
+        self.create_subscription(StaffBoard, names.STAFF_BOARD, self.staff_callback, reliable_qos(depth=1),
+                                 callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
         self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(brain).__name__}',
@@ -180,6 +183,10 @@ class ManagerNode(Node):
         """Pass a person's instruction to the core (a flagged, advisory observation)."""
         self.core.on_instruction(SupervisorInstruction(instruction_id=msg.instruction_id, operator_id=msg.operator_id,
                                                        task_id=msg.task_id, text=msg.text))
+
+    def staff_callback(self, msg) -> None:
+        """Know the staff directory's HCW IDs (``team/staff``), for the HCWs a delegation may name."""
+        self.core.on_staff([member.hcw_id for member in msg.staff])
 
     def hold_callback(self, msg) -> None:
         """Pause the core while the supervisor holds the team; resume on release."""

@@ -143,6 +143,8 @@ class ManagerObservation(BaseModel):
         default_factory=list, description="People's instructions (advisory; the gate and guards still apply).")
     handled_failures: list[str] = Field(
         default_factory=list, description='IDs of failed tasks the manager already acted upon.')
+    staff_ids: list[str] = Field(
+        default_factory=list, description="The staff directory's HCW IDs (team/staff; empty until known).")
 
     def latest(self, task_type: TaskType) -> TaskRecord | None:
         """Return the most recent task of ``task_type``, if any."""

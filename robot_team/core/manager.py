@@ -196,6 +196,11 @@ class ManagerCore:
                        cue='hold_released', escalation_id=escalation_id, decision=decision)
         self._update(f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
 
+    def on_staff(self, hcw_ids: list[str]) -> None:
+        """Know the staff directory's HCW IDs (``team/staff``); not news by itself (no decision is asked)."""
+        with self._lock:
+            self._obs.staff_ids = list(dict.fromkeys(hcw_ids))
+
     def on_instruction(self, instruction: SupervisorInstruction) -> None:
         """Record a person's instruction as a flagged observation (advisory: the gate and guards still apply)."""
         with self._lock:

@@ -21,7 +21,7 @@ request.
 new cues, task updates and guard feedback as one user message and turns the model's tool
 calls into Delegate / Escalate / Reflect actions (Finish is bookkeeping, once the reflection
 was accepted). It is offered the tools the workflow can accept now
-(:func:`~robot_team.llm.toolschema.manager_tools`); a call to one not offered is still handled,
+(:func:`~robot_team.llm.decoding.manager_offer`: guards at decode time); a call to one not offered is still handled,
 so the supervisor's gate refuses it with its explanation. A call to any other tool (an
 operational tool such as ``navigate_to_pose``) is refused, recorded as ``tool_refused`` and
 the refusal goes back to the model. A reflection that does not validate or is refused
@@ -64,6 +64,7 @@ from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
+from robot_team.llm.decoding import manager_offer, refused_hcws, robot_offer
 from robot_team.llm.kb import kb_for, load_profiles
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
@@ -73,18 +74,10 @@ from robot_team.llm.toolschema import (
     EscalateArgs,
     SubmitReflectionArgs,
     SubmitReport,
-    manager_tools,
-    robot_tools,
 )
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
-
-MAX_SAME_FAILURES: dict[str, int] = {'navigation': 1, 'info_collection': 2, 'display': 2}
-"""Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again
-unless a human decided ``retry``. A navigation failure is handled by another HCW or an escalation,
-never by the same HCW again (the published issue-handling metric, Bai, Ding, Taylor, Table II); a
-robot's failed info collection or display may be tried once more with the same HCW."""
 
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})
 """Guard feedback that counts as an invalid reflection (towards ``max_report_retries``)."""
@@ -214,7 +207,7 @@ class LLMRobotBrain(RobotBrain):
             return self._taken_over(task, tools, progress)
         self.client.reset()
         budget_end = time.monotonic() + self.settings.task_budget_s
-        schemas = robot_tools(tools)
+        variants = self.client.resolved.tool_calls == 'json_schema'
         spec = task.model_dump(mode='json', exclude={'task_type'})
         spec['context'] = {k: v for k, v in spec['context'].items() if k not in UNUSED_CONTEXT.get(self.role, ())}
         task_msg = {'role': 'user', 'content': 'Task: ' + compact(spec)}
@@ -228,7 +221,8 @@ class LLMRobotBrain(RobotBrain):
                                            f'{self.settings.task_budget_s:g} s (wall) of LLM time')
             system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
             try:
-                reply = self.client.chat([system, *messages], schemas)
+                offer = robot_offer(tools, task, self.settings.decoding, variants)
+                reply = self.client.chat([system, *messages], offer.tools, offered=offer.record())
             except LLMCancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled while the LLM was answering')
             except LLMUnavailable as exc:
@@ -493,11 +487,12 @@ class LLMManagerBrain(ManagerBrain):
         self._started = True
         self._turn_starts.append(len(self.messages))
         self.messages.append({'role': 'user', 'content': update})
-        tools = manager_tools(observation)
+        offer = manager_offer(observation, observation.staff_ids, self.settings.decoding,
+                              self.client.resolved.tool_calls == 'json_schema')
         nudged = False
         for _ in range(self.settings.max_steps):
             try:
-                reply = self.client.chat(self._window(), tools)
+                reply = self.client.chat(self._window(), offer.tools, offered=offer.record())
             except LLMCancelled:
                 return []
             except LLMUnavailable as exc:
@@ -628,13 +623,10 @@ class LLMManagerBrain(ManagerBrain):
         human's ``retry`` on the last one allows it again; anything else must change the HCW or
         escalate.
         """
-        failed = [t for t in obs.tasks if t.task_type.value == args.task_type and t.state == 'failure'
-                  and t.hcw_id == args.hcw_id]
-        if len(failed) < MAX_SAME_FAILURES[args.task_type]:
+        if args.hcw_id not in refused_hcws(args.task_type, obs):
             return []
-        if any(e.task_id == failed[-1].task_id and e.decision == 'retry' for e in obs.escalations):
-            return []
-        return [t.task_id for t in failed]
+        return [t.task_id for t in obs.tasks if t.task_type.value == args.task_type and t.state == 'failure'
+                and t.hcw_id == args.hcw_id]
 
     @staticmethod
     def _delegate(args: DelegateTaskArgs, obs: ManagerObservation) -> Delegate:

@@ -222,8 +222,11 @@ class ChatClient:
         self._requests.close()
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *,
-             tool_choice: str | None = None) -> ChatResult:
+             tool_choice: str | None = None, offered: dict | None = None) -> ChatResult:
         """Send ``messages`` (and ``tools``, OpenAI function schemas) and return the reply.
+
+        ``offered`` (:meth:`robot_team.llm.decoding.Offer.record`) is recorded in each
+        ``llm_request`` event: what the model chose from.
 
         Raises
         ------
@@ -232,15 +235,16 @@ class ChatClient:
             non-retryable error came back (e.g. 400, 401), or a replay has no recording left.
         """
         with self._hold():
-            return self._chat(messages, tools, tool_choice)
+            return self._chat(messages, tools, tool_choice, offered)
 
-    def _chat(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None) -> ChatResult:
+    def _chat(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
+              offered: dict | None = None) -> ChatResult:
         r = self.resolved
         schema_mode = bool(tools) and r.tool_calls == 'json_schema'
         request: dict[str, Any] = {'model': r.model, 'temperature': r.temperature, 'max_tokens': r.max_tokens}
         if schema_mode:
             request['messages'] = jsonschema_calls.convert_messages(messages, tools)
-            request['response_format'] = jsonschema_calls.response_format(tools)
+            request['response_format'] = jsonschema_calls.response_format(tools, r.calls_per_request)
         else:
             request['messages'] = messages
             if tools:
@@ -251,12 +255,13 @@ class ChatClient:
                            request.get('response_format'))
         estimate = count_prompt(request['messages'], request.get('tools'))
         base = {'robot': self.robot, 'model': r.model, 'n_messages': len(messages), 'n_tools': len(tools or [])}
+        offer = {} if offered is None else {'offered': offered}
         last_error = ''
         for attempt in range(1, r.max_retries + 2):
             if self._requests.cancelled:
                 raise LLMCancelled(f'{self.robot}: LLM requests cancelled (last error: {last_error or "none"})')
             self._event(EventKind.LLM_REQUEST, f'{self.robot} asks {r.model} ({len(messages)} messages)',
-                        **base, attempt=attempt, prompt_tokens=estimate, completion_tokens=0, cost_usd=0.0,
+                        **base, **offer, attempt=attempt, prompt_tokens=estimate, completion_tokens=0, cost_usd=0.0,
                         latency_s=0.0, tool_calls=[], tool_call_mode=r.tool_calls if tools else None,
                         **self._record.request_fields(request))
             start = time.perf_counter()

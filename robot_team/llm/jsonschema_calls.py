@@ -52,11 +52,12 @@ def _strict(node: Any) -> Any:
     return out
 
 
-def response_schema(tools: list[dict]) -> dict:
+def response_schema(tools: list[dict], max_calls: int | None = None) -> dict:
     """Return the strict JSON schema of a reply calling any of ``tools`` (OpenAI tool definitions).
 
     Shape: ``{"tool_calls": [{"name": ..., "arguments": {...}}, ...]}``; each item matches exactly
-    one tool (its name as a one-value enum, its parameters closed).
+    one tool (its name as a one-value enum, its parameters closed); at most ``max_calls`` items
+    (``None``: any number).
     """
     variants = []
     for tool in tools:
@@ -66,14 +67,17 @@ def response_schema(tools: list[dict]) -> dict:
                                                           'arguments': params},
                          'required': ['name', 'arguments'], 'additionalProperties': False})
     item = variants[0] if len(variants) == 1 else {'anyOf': variants}
-    return {'type': 'object', 'properties': {'tool_calls': {'type': 'array', 'items': item}},
+    calls: dict = {'type': 'array', 'items': item}
+    if max_calls is not None:
+        calls['maxItems'] = max_calls
+    return {'type': 'object', 'properties': {'tool_calls': calls},
             'required': ['tool_calls'], 'additionalProperties': False}
 
 
-def response_format(tools: list[dict]) -> dict:
-    """Return the request's ``response_format`` for ``tools`` (OpenAI structured outputs, strict)."""
+def response_format(tools: list[dict], max_calls: int | None = None) -> dict:
+    """Return the request's ``response_format`` for ``tools`` (strict structured outputs, :func:`response_schema`)."""
     return {'type': 'json_schema', 'json_schema': {'name': SCHEMA_NAME, 'strict': True,
-                                                   'schema': response_schema(tools)}}
+                                                   'schema': response_schema(tools, max_calls)}}
 
 
 def type_text(schema: dict) -> str:
@@ -102,8 +106,9 @@ def tools_text(tools: list[dict]) -> str:
     for tool in tools:
         fn = tool['function']
         params = fn.get('parameters') or {'type': 'object', 'properties': {}}
-        lines.append(f"- {fn['name']} {type_text({**params, 'type': 'object'}) if params.get('properties') else '{}'}"
-                     f": {fn.get('description', '')}")
+        signature = type_text({**params, 'type': 'object'}) if params.get('properties') else \
+            type_text(params) if params.get('anyOf') else '{}'
+        lines.append(f"- {fn['name']} {signature}: {fn.get('description', '')}")
     return '\n'.join(lines)
 
 

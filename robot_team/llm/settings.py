@@ -43,6 +43,9 @@ class ModelOptions(BaseModel):
     tool_calls: ToolCallMode | None = Field(None, description="'native' or 'json_schema' (models whose chat "
                                             'template does not produce tool calls).')
     max_tokens: int | None = Field(None, ge=1, description='Most completion tokens per request (always sent).')
+    calls_per_request: int | None = Field(None, ge=1, description='json_schema mode: most tool calls per reply '
+                                          '(1: one decision per request, for a model that does not plan with '
+                                          '$N references); none: no limit.')
 
 
 class RobotOverride(BaseModel):
@@ -72,6 +75,7 @@ class ResolvedLLM(BaseModel):
     price: ModelPrice
     tool_calls: ToolCallMode = 'native'
     max_tokens: int = 512
+    calls_per_request: int | None = None
 
 
 class LocalServerSettings(BaseModel):
@@ -143,6 +147,9 @@ class LLMSettings(BaseSettings):
                                  'divided by the sim speed: 600 / 5).')
     history_turns: int = Field(1, ge=1, description='Manager: past turns sent per request (the record is '
                                'restated in every turn).')
+    decoding: Literal['constrained', 'free'] = Field(
+        'constrained', description="'constrained': each request offers only what the guards accept now "
+        "(robot_team.llm.decoding); 'free': the full schemas (the published free-running team).")
     tool_calls: ToolCallMode = Field('native', description="Default tool-call mode: 'native' or 'json_schema' "
                                      '(a model listed in model_options, or a robot override, may differ).')
     max_tokens: int = Field(512, ge=1, description='Default most completion tokens per request (always sent).')
@@ -199,6 +206,7 @@ class LLMSettings(BaseSettings):
         return ResolvedLLM(
             tool_calls=over.tool_calls or options.tool_calls or self.tool_calls,
             max_tokens=over.max_tokens or options.max_tokens or self.max_tokens,
+            calls_per_request=options.calls_per_request,
             robot=robot, model=model,
             temperature=self.temperature if over.temperature is None else over.temperature,
             base_url=over.base_url or self.base_url, api_key=over.api_key or self.api_key,

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from robot_team.catalog import TOOL_OWNERS
+from robot_team.catalog import TOOL_OWNERS, ClosedSet
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.reports import explain_validation_error
@@ -74,6 +74,10 @@ class Toolbox:
     -----
     Thread-safe; tool functions run in the caller's thread. A tool function returns a dict
     (JSON-ready) or a pydantic model and raises :class:`ToolError` on failure.
+
+    A call that already succeeded in the same task with the same (validated) arguments is not
+    run again: it fails, naming the earlier call, with that call's output (an ``invalid_call`` of
+    category ``repeated_call``); a constrained LLM request does not offer it (the same rule).
     """
 
     def __init__(self, owner: str, events=None, clock: Callable[[], float] | None = None):
@@ -86,6 +90,8 @@ class Toolbox:
         self._lock = threading.Lock()
         self.decision_source: Callable[[], str] | None = None
         """Returns who decides the calls now (``robot_team.decisions.DecisionSource``), recorded with each."""
+        self.closed_sets: dict[ClosedSet, list[str]] = {}
+        """Values the deployment closes arguments to (e.g. the floor's rooms), for constrained LLM requests."""
 
     def cancel(self, task_id: str) -> None:
         """Refuse every further call made for ``task_id`` (the task was cancelled)."""
@@ -159,8 +165,15 @@ class Toolbox:
         result = ToolResult(tool=name, args=args, ok=False, stamp_s=self._clock())
         with self._lock:
             cancelled = task_id in self._cancelled
+        earlier = None if cancelled else self.repeated(spec, args, task_id)
         if cancelled:
             result.error = f'task {task_id} was cancelled; {name} not run'
+        elif earlier is not None:
+            result.error = (f'{name} already succeeded in {task_id} with the same arguments (at '
+                            f'{earlier.stamp_s:.1f} s); not run again: use that result')
+            result.output = dict(earlier.output)
+            invalid_call(self._events.emit if self._events is not None else None, caller, name, 'repeated_call',
+                         result.error, json.dumps(args, default=str), task_id=task_id)
         else:
             invalid = self._run(spec, args, result)
             if invalid is not None:   # arguments that do not validate: an invalid call on the record
@@ -172,6 +185,21 @@ class Toolbox:
         self._emit(EventKind.TOOL_RESULT, f"{name} {'succeeded' if result.ok else 'failed'}", name,
                    result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error)
         return result
+
+    def repeated(self, spec: ToolSpec, args: dict, task_id: str) -> ToolResult | None:
+        """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated ``args``, if any."""
+        try:
+            wanted = spec.input_model.model_validate(args).model_dump()
+        except ValidationError:
+            return None
+        for earlier in self.journal(task_id):
+            if earlier.tool == spec.name and earlier.ok:
+                try:
+                    if spec.input_model.model_validate(earlier.args).model_dump() == wanted:
+                        return earlier
+                except ValidationError:
+                    continue
+        return None
 
     @staticmethod
     def _run(spec: ToolSpec, args: dict, result: ToolResult) -> ValidationError | None:

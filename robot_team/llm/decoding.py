@@ -1,0 +1,288 @@
+"""Guards at decode time: each request offers only what the team's guards would accept now.
+
+With ``decoding: constrained`` (the default) every request's tools are derived from the current
+state and from the same declarations the guards enforce, so a small model cannot write what a
+guard would refuse anyway (in ``json_schema`` mode the schema constrains decoding itself; in
+native mode it is what the model is shown). ``decoding: free`` offers today's full schemas, as
+the published free-running team had.
+
+**The line: narrow only by what a guard would refuse.** Every choice a guard would accept stays
+open to the model.
+
+- A robot is offered the tools whose evidence its task still lacks (a tool the catalog marks
+  ``once`` is withdrawn after it succeeded: the Toolbox refuses the same successful call again),
+  plus ``submit_report``. Arguments the state closes become enums (:class:`~robot_team.catalog.ClosedSet`:
+  the floor's rooms, which any other room a tool refuses; the HCW the task names). A success
+  report is offered only once the catalog's proofs hold (the false-completion guard turns any
+  other success claim into a failure), with the keys it must agree on fixed to the tools' output
+  (``Proof.claim_keys``); a failure report needs its issue. Status, issue, summary and every
+  other field stay the model's.
+- The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts
+  now (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from
+  the staff directory less those a rule refuses (the same HCW after failed attempts, unless a
+  human decided ``retry``); ``escalate_to_supervisor`` with the human decisions as options and
+  ``submit_reflection`` when the gate's reflection rule holds (:func:`~robot_team.llm.toolschema.manager_tool_names`).
+  Which HCW of which specialty, reassigning or escalating, and the reflection's content stay the
+  model's.
+
+Each request records its :class:`Offer` (``offered`` in the ``llm_request`` event): the tools and
+the values of every closed argument, and :attr:`Offer.choices`, the number of distinct
+(tool, closed values) choices, which the evaluation averages per decision.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal
+
+from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
+from robot_team.catalog import (
+    REPORT_TOOL, ROLE_TASK, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, role_of, tools_for)
+from robot_team.grounding import contradictions
+from robot_team.llm.toolschema import (
+    MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
+from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
+from robot_team.tools.base import Toolbox, ToolResult
+from robot_team.workflow import TaskOutline, delegation_refusal
+
+Decoding = Literal['constrained', 'free']
+"""``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""
+
+DECODINGS: tuple[str, ...] = ('constrained', 'free')
+
+MAX_SAME_FAILURES: dict[str, int] = {TaskType.NAVIGATION.value: 1, TaskType.INFO_COLLECTION.value: 2,
+                                     TaskType.DISPLAY.value: 2}
+"""Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again
+unless a human decided ``retry``. A navigation failure is handled by another HCW or an escalation,
+never by the same HCW again (the published issue-handling metric, Bai, Ding, Taylor, Table II); a
+robot's failed info collection or display may be tried once more with the same HCW."""
+
+
+@dataclass
+class Offer:
+    """What one request offers the model: tool definitions, and the closed values of their arguments.
+
+    Attributes
+    ----------
+    tools
+        The OpenAI tool definitions sent (native ``tools``, or the ``json_schema`` union).
+    enums
+        ``'<tool>.<argument>'`` -> the values offered for that argument.
+    decoding
+        ``'constrained'`` or ``'free'``.
+    """
+
+    tools: list[dict]
+    enums: dict[str, list[Any]] = field(default_factory=dict)
+    decoding: str = 'constrained'
+
+    @property
+    def names(self) -> list[str]:
+        """The offered tool names, in order."""
+        return [t['function']['name'] for t in self.tools]
+
+    @property
+    def choices(self) -> int:
+        """Distinct choices: per tool, the product of the sizes of its closed arguments' value sets."""
+        total = 0
+        for name in self.names:
+            sizes = [len(v) for k, v in self.enums.items() if k.split('.', 1)[0] == name]
+            total += math.prod(sizes) if sizes else 1
+        return total
+
+    def record(self) -> dict:
+        """Return the offered set as recorded in an ``llm_request`` event."""
+        return {'decoding': self.decoding, 'tools': self.names, 'enums': self.enums, 'choices': self.choices}
+
+
+def _enums_of(name: str, schema: Any, path: str = '') -> dict[str, list[Any]]:
+    """Return every enum of a parameters schema as ``'<name>.<path>'`` -> values."""
+    found: dict[str, list[Any]] = {}
+    if isinstance(schema, dict):
+        if 'enum' in schema and path:
+            found[f'{name}.{path}'] = list(schema['enum'])
+        if 'const' in schema and path:
+            found[f'{name}.{path}'] = [schema['const']]
+        for key, value in (schema.get('properties') or {}).items():
+            found.update(_enums_of(name, value, f'{path}.{key}' if path else key))
+        for key in ('items',):
+            if key in schema:
+                found.update(_enums_of(name, schema[key], f'{path}[]' if path else '[]'))
+        for variant in schema.get('anyOf') or []:
+            for k, v in _enums_of(name, variant, path).items():
+                found[k] = list(dict.fromkeys([*found.get(k, []), *v]))
+    return found
+
+
+def _offer(tools: list[dict], decoding: str) -> Offer:
+    enums: dict[str, list[Any]] = {}
+    for tool in tools:
+        enums.update(_enums_of(tool['function']['name'], tool['function'].get('parameters') or {}))
+    return Offer(tools=tools, enums=enums, decoding=decoding)
+
+
+def _close(schema: dict, argument: str, values: list[str]) -> None:
+    """Make ``argument`` of a parameters ``schema`` an enum of ``values`` (nothing if it has none)."""
+    prop = (schema.get('properties') or {}).get(argument)
+    if prop is not None and values:
+        prop.clear()
+        prop.update({'type': 'string', 'enum': list(dict.fromkeys(values))})
+
+
+def _closed_values(closed: ClosedSet, task: TaskSpec, toolbox: Toolbox) -> list[str]:
+    if closed is ClosedSet.TASK_HCW:
+        return [task.hcw_id] if task.hcw_id else []
+    return list(toolbox.closed_sets.get(closed, []))
+
+
+def _proven_claim(task_type: TaskType, journal: list[ToolResult]) -> tuple[BrainReport, dict[str, Any]]:
+    """Return a success claim holding the values the proofs fix (``claim_keys``), and those values."""
+    fixed: dict[str, Any] = {}
+    for decl in tools_for(task_type):
+        if decl.proof is None or not decl.proof.claim_keys:
+            continue
+        ok = next((r for r in reversed(journal) if r.tool == decl.name and r.ok), None)
+        if ok is not None:
+            fixed.update({k: ok.output.get(k) for k in decl.proof.claim_keys if ok.output.get(k) is not None})
+    return BrainReport(status=TaskStatus.SUCCESS, data=dict(fixed)), fixed
+
+
+def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool = True) -> dict:
+    """Return the ``submit_report`` definition the false-completion guard would accept now.
+
+    A success variant only when the catalog's proofs hold for ``journal``
+    (:func:`~robot_team.grounding.contradictions` of a success claim), its ``data`` fixing the
+    keys the proofs compare with the tools' output; a failure variant always (its issue required).
+    Without ``variants`` (native tool calls: a function's parameters must be one object) only the
+    status is closed.
+    """
+    tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
+    params = tool['function']['parameters']
+    claim, fixed = _proven_claim(task_type, journal)
+    if not variants:
+        statuses = [TaskStatus.FAILURE.value] if contradictions(task_type, claim, journal) else \
+            [TaskStatus.SUCCESS.value, TaskStatus.FAILURE.value]
+        params['properties']['status'] = {'type': 'string', 'enum': statuses}
+        return tool
+    failure = copy.deepcopy(params)
+    failure['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.FAILURE.value]}
+    failure['properties']['issue'] = {'type': 'string', 'minLength': 1, 'description': 'What went wrong'}
+    failure['required'] = sorted({*failure.get('required', []), 'status', 'issue'})
+    if contradictions(task_type, claim, journal):
+        tool['function']['parameters'] = failure
+        return tool
+    success = copy.deepcopy(params)
+    success['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.SUCCESS.value]}
+    if fixed:
+        success['properties']['data'] = {
+            'type': 'object', 'additionalProperties': True, 'required': sorted(fixed),
+            'properties': {k: {'type': 'string', 'enum': [str(v)]} for k, v in fixed.items()}}
+        success['required'] = sorted({*success.get('required', []), 'status', 'data'})
+    tool['function']['parameters'] = {'anyOf': [success, failure]}
+    return tool
+
+
+def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained', variants: bool = True) -> Offer:
+    """Return what ``toolbox``'s robot is offered for its next request on ``task`` (see the module docstring).
+
+    ``variants``: alternatives as ``anyOf`` (``json_schema`` mode); native tool calls get one object each.
+
+    Raises
+    ------
+    KeyError
+        If the toolbox's owner is not an operational robot.
+    """
+    if decoding == 'free':
+        return _offer(robot_tools(toolbox), decoding)
+    task_type = ROLE_TASK[role_of(toolbox.owner).robot.value]
+    journal = toolbox.journal(task.task_id)
+    done = {r.tool for r in journal if r.ok}
+    tools = []
+    for spec in toolbox.specs():
+        decl = TOOLS_BY_NAME.get(spec.name)
+        if decl is not None and decl.once and spec.name in done:
+            continue
+        tool = function_schema(spec.name, spec.description, spec.input_model)
+        for argument, closed in (decl.closed if decl is not None else ()):
+            _close(tool['function']['parameters'], argument, _closed_values(closed, task, toolbox))
+        tools.append(tool)
+    tools.append(report_tool(task_type, journal, variants))
+    return _offer(tools, decoding)
+
+
+def refused_hcws(task_type: str, obs: ManagerObservation) -> set[str]:
+    """Return the HCW IDs a delegation of ``task_type`` may not name now (the manager's repeat rule).
+
+    An HCW whose attempts of ``task_type`` failed :data:`MAX_SAME_FAILURES` times, unless a human
+    decided ``retry`` on the last of them.
+    """
+    refused = set()
+    for hcw in {t.hcw_id for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure'}:
+        failed = [t for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure' and t.hcw_id == hcw]
+        if len(failed) < MAX_SAME_FAILURES.get(task_type, 1):
+            continue
+        if any(e.task_id == failed[-1].task_id and e.decision == 'retry' for e in obs.escalations):
+            continue
+        refused.add(hcw)
+    return refused
+
+
+def delegable(obs: ManagerObservation) -> list[TaskType]:
+    """Return the operational task types the supervisor's gate would authorise now (its order and running rules)."""
+    if any(e.decision == 'abort' for e in obs.escalations):
+        return []
+    outlines = [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot) for t in obs.tasks]
+    return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None]
+
+
+def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff: Iterable[str]) -> dict:
+    variant = copy.deepcopy(base)
+    props = variant['properties']
+    props['task_type'] = {'type': 'string', 'enum': [kind.value]}
+    props['robot'] = {'type': 'string', 'enum': [TASK_OWNER[kind]]}
+    allowed = [h for h in staff if h not in refused_hcws(kind.value, obs)]
+    if allowed:
+        props['hcw_id'] = {'type': 'string', 'enum': allowed,
+                           'description': props.get('hcw_id', {}).get('description', '')}
+    failed = [t.task_id for t in obs.tasks if t.task_type is kind and t.state == 'failure']
+    if failed and 'handles_task_id' in props:
+        props['handles_task_id'] = {'type': 'string', 'enum': ['', *failed]}
+    return variant
+
+
+def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: str = 'constrained',
+                  variants: bool = True) -> Offer:
+    """Return what the manager is offered for its next request in state ``obs`` (see the module docstring).
+
+    ``staff`` are the staff directory's HCW IDs (empty: HCW IDs stay open). ``variants``: one
+    ``delegate_task`` alternative per task type as ``anyOf`` (``json_schema`` mode); native tool
+    calls get one object whose enums are the union.
+    """
+    names = manager_tool_names(obs)
+    tools = [function_schema(n, MANAGER_TOOL_MODELS[n].__doc__, MANAGER_TOOL_MODELS[n]) for n in names]
+    if decoding == 'free':
+        return _offer(tools, decoding)
+    staff = list(dict.fromkeys(staff))
+    out = []
+    for tool in tools:
+        if tool['function']['name'] == ManagerTool.DELEGATE_TASK.value:
+            kinds = delegable(obs)
+            if not kinds:
+                continue
+            base = tool['function']['parameters']
+            options = [_delegate_variant(base, kind, obs, staff) for kind in kinds]
+            if len(options) == 1:
+                tool['function']['parameters'] = options[0]
+            elif variants:
+                tool['function']['parameters'] = {'anyOf': options}
+            else:
+                merged = copy.deepcopy(options[0])
+                for key in ('task_type', 'robot', 'hcw_id', 'handles_task_id'):
+                    values = [v for o in options for v in o['properties'].get(key, {}).get('enum', [])]
+                    if values and all('enum' in o['properties'].get(key, {}) for o in options):
+                        merged['properties'][key]['enum'] = list(dict.fromkeys(values))
+                tool['function']['parameters'] = merged
+        out.append(tool)
+    return _offer(out, decoding)

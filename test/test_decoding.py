@@ -1,0 +1,149 @@
+"""Guards at decode time: what a constrained request offers follows the guards' own rules.
+
+Each offer is checked against the guard it mirrors: a tool withdrawn after it succeeded is a call
+the Toolbox refuses when repeated; a success report appears only once grounding accepts one; a
+delegation offers only the task types the supervisor's gate authorises and the HCWs the manager's
+repeat rule allows. ``decoding: free`` offers the full schemas.
+"""
+
+from team_harness import World, build_toolbox
+
+from robot_team.brains.base import ManagerObservation, PatientInfo, TaskRecord, TaskSpec
+from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
+from robot_team.escalation_model import EscalationRecord
+from robot_team.llm.decoding import delegable, manager_offer, robot_offer
+from robot_team.llm.jsonschema_calls import response_schema, tools_text
+from robot_team.llm.toolschema import robot_tools
+from robot_team.names import Robot
+from robot_team.reports import TaskReportModel, TaskType
+from robot_team.workflow import WorkflowPolicy
+
+ROOMS = ['ER-12', 'ER-3', 'Staff lounge']
+
+
+def nav_task(hcw='90'):
+    return TaskSpec(task_id='nav-1', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id=hcw)
+
+
+def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_enums():
+    box = build_toolbox(Robot.NAVIGATION.value, World())
+    box.closed_sets[ClosedSet.ROOMS] = ROOMS
+    task = nav_task()
+    first = robot_offer(box, task)
+    assert first.names == [*(t['function']['name'] for t in robot_tools(box))]
+    assert first.enums[f'{Tool.ROOM_DOOR_POSE.value}.room'] == ROOMS
+    assert first.enums[f'{Tool.PAGE_STAFF.value}.hcw_id'] == ['90']
+    assert first.enums['submit_report.status'] == ['failure']          # nothing proven yet: no success claim
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=1.0, y=2.0).ok
+    after = robot_offer(box, task)
+    assert Tool.LOCATE_STAFF.value not in after.names and Tool.ROOM_DOOR_POSE.value not in after.names
+    assert Tool.NAVIGATE_TO_POSE.value in after.names                   # one goal after another
+    assert after.choices < first.choices
+    # the page and the goal at the door are proven: a success report is offered
+    assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='ER-12 needs you').ok
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
+    assert robot_offer(box, task).enums['submit_report.status'] == ['success', 'failure']
+    free = robot_offer(box, task, decoding='free')
+    assert free.names == [t['function']['name'] for t in robot_tools(box)] and free.decoding == 'free'
+
+
+def test_the_same_successful_call_is_refused_by_the_toolbox_with_its_result():
+    events = []
+
+    class Events:
+        def emit(self, kind, summary, **data):
+            events.append((getattr(kind, 'value', kind), data))
+    box = build_toolbox(Robot.INFO_COLLECTION.value, World())
+    box._events = Events()
+    first = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
+    again = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12', timeout_s=120.0)
+    assert first.ok and not again.ok and 'already succeeded in info-1' in again.error
+    assert again.output == first.output
+    assert any(kind == 'invalid_call' and d.get('category') == 'repeated_call' for kind, d in events)
+    assert box.call(Tool.READ_BADGE_SCAN.value, task_id='info-2', room='ER-12').ok   # another task: runs
+
+
+def test_a_success_report_fixes_the_values_the_proofs_compare():
+    box = build_toolbox(Robot.INFO_COLLECTION.value, World())
+    task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
+    scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
+    assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
+    offer = robot_offer(box, task)
+    report = next(t for t in offer.tools if t['function']['name'] == 'submit_report')
+    success, failure = report['function']['parameters']['anyOf']
+    assert success['properties']['data']['properties']['name']['enum'] == ['Dr. Lucas Brennan']
+    assert set(success['properties']['data']['required']) == {'hcw_id', 'name', 'specialty'}
+    assert failure['properties']['issue']['minLength'] == 1
+    schema = response_schema(offer.tools)                       # the json_schema union takes the variants
+    assert len(schema['properties']['tool_calls']['items']['anyOf']) == len(offer.tools)
+    assert 'Dr. Lucas Brennan' in tools_text(offer.tools)       # and the model reads them
+    native = robot_offer(box, task, variants=False)             # native tools: one object per function
+    assert 'anyOf' not in next(t for t in native.tools if t['function']['name'] == 'submit_report')['function'][
+        'parameters']
+
+
+def observation(*tasks, escalations=()):
+    return ManagerObservation(
+        patient=PatientInfo(patient_id='P-1', room='ER-12', assigned_hcw_id='80'),
+        tasks=list(tasks), escalations=list(escalations), staff_ids=['80', '90', '41'])
+
+
+def delegate_params(offer):
+    tool = next(t for t in offer.tools if t['function']['name'] == ManagerTool.DELEGATE_TASK.value)
+    return tool['function']['parameters']
+
+
+def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the_rules_allow():
+    start = manager_offer(observation(), ['80', '90', '41'])
+    params = delegate_params(start)
+    assert params['properties']['task_type']['enum'] == ['navigation']
+    assert params['properties']['robot']['enum'] == [Robot.NAVIGATION.value]
+    assert params['properties']['hcw_id']['enum'] == ['80', '90', '41']
+    failed = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value,
+                        hcw_id='80', state='failure', issue='HCW #80 unavailable')
+    after = delegate_params(manager_offer(observation(failed), ['80', '90', '41']))
+    assert after['properties']['hcw_id']['enum'] == ['90', '41']         # not #80 again after its failure
+    retry = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='retry')
+    again = delegate_params(manager_offer(observation(failed, escalations=[retry]), ['80', '90', '41']))
+    assert again['properties']['hcw_id']['enum'] == ['80', '90', '41']   # a human's retry allows it
+    running = failed.model_copy(update={'state': 'running'})
+    assert ManagerTool.DELEGATE_TASK.value not in manager_offer(observation(running), ['80']).names
+    done = failed.model_copy(update={'state': 'success', 'hcw_id': '90'})
+    moves_on = delegate_params(manager_offer(observation(done), ['80', '90', '41']))
+    assert moves_on['properties']['task_type']['enum'] == ['info_collection']   # the workflow moves on
+    info_failed = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+                             hcw_id='90', state='failure', issue='no badge scan')
+    both = delegate_params(manager_offer(observation(done, info_failed), ['80', '90', '41']))
+    assert {v['properties']['task_type']['enum'][0] for v in both['anyOf']} == {'navigation', 'info_collection'}
+    abort = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='abort')
+    closed = manager_offer(observation(failed, escalations=[abort]), ['80'])
+    assert ManagerTool.DELEGATE_TASK.value not in closed.names
+
+
+def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():
+    # A record of navigation failing, then every step succeeding: at each state, a task type is
+    # offered exactly when the supervisor's gate (replaying the same record) approves it.
+    plan = [('navigation', 'failure'), ('navigation', 'success'), ('info_collection', 'success'),
+            ('display', 'success')]
+    tasks = []
+    for step, (kind, state) in enumerate(plan):
+        offered = {k.value for k in delegable(observation(*tasks))}
+        for probe in ('navigation', 'info_collection', 'display'):
+            approved = WorkflowPolicy()
+            for t in tasks:
+                auth = approved.authorize(t.task_type.value, t.robot, 'replay', Robot.MANAGER.value, 0.0)
+                approved.record_report(TaskReportModel(task_id=auth.task_id, task_type=t.task_type, robot=t.robot,
+                                                       status=t.state, issue='x' if t.state == 'failure' else ''),
+                                       1.0)
+            decision = approved.authorize(probe, TASK_OWNER[TaskType(probe)], 'next', Robot.MANAGER.value, 2.0)
+            assert decision.approved == (probe in offered), (probe, tasks)
+        assert kind in offered
+        tasks.append(TaskRecord(task_id=f'{kind}-{step}', task_type=TaskType(kind), robot=TASK_OWNER[TaskType(kind)],
+                                state=state))
+
+
+def test_free_decoding_offers_the_full_schemas():
+    free = manager_offer(observation(), ['80'], decoding='free')
+    assert 'enum' not in delegate_params(free)['properties']['hcw_id']
