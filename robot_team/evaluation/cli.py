@@ -1,4 +1,4 @@
-"""``robot-team eval``: run the published evaluation (trials x conditions), score it, write the tables.
+"""``robot-team eval``: run the published evaluation (scenarios x conditions x trials), score it, write the tables.
 
 Thin: parse options, call :func:`robot_team.evaluation.trials.run_trials` and
 :func:`~robot_team.evaluation.trials.write_outputs`, show progress and the summary.
@@ -13,13 +13,38 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from robot_team.config import ConfigError, load_scenario
+from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.evaluation.judge import make_judge
 from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, run_trials, write_outputs
 from robot_team.lifecycle import exit_code
+from robot_team.llm.local import MODEL_HELP, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock
 
 console = Console()
+
+
+def expand_scenarios(values: list[str] | None) -> list[str]:
+    """Return the scenarios ``--scenario`` names: repeated and/or comma-separated, ``all`` for every shipped one.
+
+    Default (none given): ``onboarding``. Duplicates are dropped, the order kept. Each is loaded
+    to check it.
+
+    Raises
+    ------
+    ConfigError
+        If a scenario cannot be loaded (unknown name, bad YAML).
+    """
+    chosen: list[str] = []
+    for value in values or ['onboarding']:
+        for item in (part.strip() for part in value.split(',')):
+            if item:
+                chosen.extend(scenario_names() if item == 'all' else [item])
+    chosen = list(dict.fromkeys(chosen))
+    if not chosen:
+        raise ConfigError('--scenario: no scenario given')
+    for name in chosen:
+        load_scenario(name)
+    return chosen
 
 
 def eval_command(
@@ -31,8 +56,12 @@ def eval_command(
                                             'local model, one endpoint for all trials).')] = 'protocol',
     llm_clock: Annotated[Optional[str], typer.Option(help="LLM brains: 'lockstep' (default: sim time holds while a "
                                                           "brain waits on its LLM) or 'realtime'.")] = None,
-    scenario: Annotated[str, typer.Option(help='Scenario name or YAML path.')] = 'onboarding',
-    out: Annotated[Path, typer.Option(help='Evaluation folder: DIR/<condition>/trial-<k>/ and the tables.')]
+    scenario: Annotated[Optional[list[str]], typer.Option(
+        '--scenario', help="Scenario name or YAML path; repeat it or give a comma list for several, 'all' for "
+                           'every scenario `robot-team scenarios` lists (default: onboarding).')] = None,
+    model: Annotated[Optional[str], typer.Option(help=MODEL_HELP)] = None,
+    out: Annotated[Path, typer.Option(help='Evaluation folder: DIR/<condition>/trial-<k>/ for one scenario, '
+                                           'DIR/<scenario>/<condition>/trial-<k>/ for several, and the tables.')]
     = Path('runs/eval'),
     judge: Annotated[str, typer.Option(help="Reflection judge: 'structural' (no LLM) or 'llm'.")] = 'structural',
     judge_model: Annotated[Optional[str], typer.Option(help='Model of the LLM judge (default: LLM settings).')]
@@ -45,10 +74,17 @@ def eval_command(
                                                                    'realtime).')] = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
 ) -> None:
-    """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR."""
+    """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR.
+
+    Exit code 2 for bad input (unknown scenario, condition, model or one not installed).
+    """
     conditions = condition or list(CONDITIONS)
     try:
-        load_scenario(scenario)
+        scenarios = expand_scenarios(scenario)
+        if model is not None and brain != 'local':
+            raise ValueError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
+        if brain == 'local':
+            check_model(resolve_model(model))
         reflection_judge = make_judge(judge, judge_model)
         if llm_clock is not None:
             check_llm_clock(llm_clock, '--llm-clock')
@@ -58,7 +94,7 @@ def eval_command(
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(2) from exc
-    total = len(dict.fromkeys(conditions)) * trials
+    total = len(scenarios) * len(dict.fromkeys(conditions)) * trials
     with Progress(TextColumn('[bold]{task.description}'), BarColumn(), MofNCompleteColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console,
                   disable=quiet) as progress:
@@ -72,9 +108,10 @@ def eval_command(
                 progress.update(bar, advance=1, status=f"{'reused' if result.reused else score.outcome}: "
                                 f'{score.attempted.points:g}/{score.floor.points:g} of {score.attempted.max_points:g}')
         try:
-            summary = run_trials(scenario, out, conditions=conditions, trials=trials, brain=brain,
+            summary = run_trials(scenarios if len(scenarios) > 1 else scenarios[0], out, conditions=conditions,
+                                 trials=trials, brain=brain,
                                  domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
-                                 judge_name=judge, on_trial=on_trial, llm_clock=llm_clock)
+                                 judge_name=judge, on_trial=on_trial, llm_clock=llm_clock, model=model)
         except TrialInterrupted as exc:
             console.print(f'[red]interrupted:[/red] {exc} (finished trials are kept; run again to resume)')
             raise typer.Exit(exit_code({'outcome': 'interrupted', 'interrupted_by': exc.signal_name})) from exc
@@ -83,7 +120,8 @@ def eval_command(
             raise typer.Exit(1) from exc
     paths = write_outputs(summary, out)
     for c in summary.conditions:
-        console.print(f"[bold]{c.condition}[/bold]: {c.runs} runs, success rate attempted "
+        console.print(f"[bold]{c.scenario} {c.condition}[/bold]: {c.runs} runs, {c.as_expected} with the expected "
+                      f"outcome ({c.expected_outcome}), success rate attempted "
                       f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%, "
                       f'cost per run USD {c.cost_per_run_usd:.4f}')
     if reflection_judge is not None and reflection_judge.errors:

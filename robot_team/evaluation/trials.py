@@ -1,18 +1,21 @@
-"""Run the published evaluation as trials over conditions, score them, aggregate and write the tables.
+"""Run the published evaluation as trials over scenarios and conditions, score them, aggregate and write the tables.
 
 Layout of an evaluation folder ``DIR``::
 
     DIR/<condition>/trial-<k>/   one episode (report.json, events.jsonl, ...) plus trial.json
-                                 (what ran) and score.json (its rubric score)
+                                 (what ran) and score.json (its rubric score): one scenario
+    DIR/<scenario>/<condition>/trial-<k>/   the same, when several scenarios are evaluated
     DIR/eval.json                everything: per-run scores with every cell, means, the reference
     DIR/runs.csv                 one row per run; DIR/cells.csv one row per cell and view
-    DIR/metrics.csv              metric means per condition and view, with the published means
+    DIR/metrics.csv              metric means per scenario, condition and view, with the published means
     DIR/summary.md               tables shaped like the published Tables III and IV
     DIR/summary.png              success rate and metric means per condition vs. the published
 
-A trial whose ``trial.json`` matches what is asked (scenario, brain, condition) is reused, not
-rerun, so an interrupted evaluation resumes where it stopped. Reused trials are rescored from
-their event record (the record is the only input of scoring).
+Trials run per (scenario, condition); each run's outcome is compared with its scenario's expected
+outcome (``success`` when the scenario names none), as ``robot-team run``'s exit code does.
+A trial whose ``trial.json`` matches what is asked (scenario, brain, condition, and the model for
+brain 'local') is reused, not rerun, so an interrupted evaluation resumes where it stopped.
+Reused trials are rescored from their event record (the record is the only input of scoring).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from robot_team.evaluation.rubric import (
     RunScore,
     score_run_dir,
 )
-from robot_team.llm.local import LocalServer
+from robot_team.config import load_scenario
+from robot_team.llm.local import LocalServer, resolve_model
 from robot_team.llm.settings import LLMSettings
 from robot_team.runner import run_episode
 
@@ -54,7 +58,7 @@ class TrialInterrupted(RuntimeError):
 
 
 class TrialResult(BaseModel):
-    """One trial: where it ran, whether it was reused, its score."""
+    """One trial: its scenario, where it ran, whether it was reused, its score and expected outcome."""
 
     condition: str
     trial: int
@@ -62,13 +66,24 @@ class TrialResult(BaseModel):
     reused: bool
     wall_time_s: float
     score: RunScore
+    scenario: str = Field('', description="The scenario's name.")
+    expected_outcome: str = Field('success', description="The scenario's expected outcome ('success' if it "
+                                  'names none).')
+
+    @property
+    def as_expected(self) -> bool:
+        """Whether the run's outcome is its scenario's expected one."""
+        return self.score.outcome == self.expected_outcome
 
 
 class ConditionSummary(BaseModel):
-    """Means of one condition over its trials."""
+    """Means of one condition of one scenario over its trials."""
 
     condition: str
     runs: int
+    scenario: str = ''
+    expected_outcome: str = 'success'
+    as_expected: int = Field(0, description="Runs whose outcome is the scenario's expected one.")
     success_rate: dict[str, float] = Field(description='Per view: total points / total applicable points.')
     points_mean: dict[str, float]
     max_points_mean: float
@@ -87,9 +102,11 @@ class ConditionSummary(BaseModel):
 
 
 class EvalSummary(BaseModel):
-    """An evaluation: what ran, every trial, the means per condition, the published reference."""
+    """An evaluation: what ran, every trial, the means per scenario and condition, the published reference."""
 
-    scenario: str
+    scenario: str = Field(description="The scenarios' names, comma-separated.")
+    scenarios: list[str] = Field(default_factory=list)
+    model: str | None = Field(None, description="Brain 'local': the model the endpoint served.")
     brain: str
     trials: int
     judge: str
@@ -134,15 +151,22 @@ def default_real_time_factor(brain: str, llm_clock: str = 'realtime') -> float |
     return None
 
 
-def trial_dir(out: Path, condition: str, trial: int) -> Path:
-    """Return the folder of trial ``trial`` (from 1) of ``condition``."""
-    return Path(out) / condition / f'trial-{trial}'
+def trial_dir(out: Path, condition: str, trial: int, scenario: str = '') -> Path:
+    """Return the folder of trial ``trial`` (from 1) of ``condition``, under ``scenario`` when given.
+
+    ``DIR/<condition>/trial-<k>`` for an evaluation of one scenario (``scenario`` ''),
+    ``DIR/<scenario>/<condition>/trial-<k>`` for several.
+    """
+    return Path(out) / scenario / condition / f'trial-{trial}'
 
 
-def _trial_spec(scenario: str, brain: str, condition: str, llm_clock: str = 'realtime') -> dict:
+def _trial_spec(scenario: str, brain: str, condition: str, llm_clock: str = 'realtime',
+                model: str | None = None) -> dict:
     spec = {'scenario': scenario, 'brain': brain, 'condition': condition, 'brain_options': CONDITIONS[condition]}
     if brain in LLM_BRAINS:
         spec['llm_clock'] = llm_clock
+    if brain == 'local' and model:
+        spec['model'] = model
     return spec
 
 
@@ -160,14 +184,20 @@ def completed_trial(folder: Path, spec: dict) -> dict | None:
 def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: str = 'protocol',
               domain_id: int | None = None, real_time_factor: float | None = None,
               judge: ReflectionJudge | None = None, judge_name: str = 'structural',
-              on_event: Callable | None = None, llm_clock: str | None = None, local_llm=None) -> TrialResult:
+              on_event: Callable | None = None, llm_clock: str | None = None, local_llm=None,
+              model: str | None = None, per_scenario: bool = False) -> TrialResult:
     """Run (or reuse) one trial and score it.
 
     ``llm_clock`` defaults to :func:`default_llm_clock`; ``local_llm``: a started local endpoint
-    shared by the trials of ``brain`` 'local' (see :func:`robot_team.runner.run_episode`).
+    shared by the trials of ``brain`` 'local' (see :func:`robot_team.runner.run_episode`);
+    ``model``: the name of the model it serves (recorded in ``trial.json``; a trial of another
+    model is not reused). ``per_scenario`` puts the trial under ``DIR/<scenario name>/``
+    (:func:`trial_dir`).
 
     Raises
     ------
+    ConfigError
+        If the scenario cannot be loaded.
     ValueError
         If ``condition`` is unknown.
     TrialInterrupted
@@ -176,9 +206,10 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     """
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition '{condition}': expected one of {', '.join(CONDITIONS)}")
-    folder = trial_dir(out, condition, trial)
+    loaded = load_scenario(scenario)
+    folder = trial_dir(out, condition, trial, loaded.name if per_scenario else '')
     llm_clock = llm_clock or default_llm_clock(brain)
-    spec = _trial_spec(scenario, brain, condition, llm_clock)
+    spec = _trial_spec(scenario, brain, condition, llm_clock, model)
     info = completed_trial(folder, spec)
     reused = info is not None
     if not reused:
@@ -192,16 +223,17 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
         (folder / TRIAL_FILE).write_text(json.dumps(info, indent=2))
         if interrupted:
             name = result.report.get('interrupted_by') or 'SIGINT'
-            raise TrialInterrupted(f'{condition} trial {trial} interrupted by {name}', name)
+            raise TrialInterrupted(f'{loaded.name} {condition} trial {trial} interrupted by {name}', name)
     score = score_run_dir(folder, judge=judge, judge_name=judge_name)
-    score.run = f'{condition}/trial-{trial}'
+    score.run = f"{f'{loaded.name}/' if per_scenario else ''}{condition}/trial-{trial}"
     (folder / 'score.json').write_text(score.model_dump_json(indent=2))
     return TrialResult(condition=condition, trial=trial, out_dir=str(folder), reused=reused,
-                       wall_time_s=float(info.get('wall_time_s', 0.0)), score=score)
+                       wall_time_s=float(info.get('wall_time_s', 0.0)), score=score, scenario=loaded.name,
+                       expected_outcome=loaded.expected_outcome or 'success')
 
 
-def summarize(condition: str, runs: list[TrialResult]) -> ConditionSummary:
-    """Return the means of ``condition`` over ``runs`` (cells pooled across runs for metric means)."""
+def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> ConditionSummary:
+    """Return the means of ``condition`` (of ``scenario``) over ``runs`` (cells pooled across runs for metric means)."""
     n = max(len(runs), 1)
     rates, points, means = {}, {}, {}
     for view in VIEWS:
@@ -217,7 +249,9 @@ def summarize(condition: str, runs: list[TrialResult]) -> ConditionSummary:
     for r in runs:
         outcomes[r.score.outcome] = outcomes.get(r.score.outcome, 0) + 1
     return ConditionSummary(
-        condition=condition, runs=len(runs), success_rate=rates, points_mean=points,
+        condition=condition, runs=len(runs), scenario=scenario,
+        expected_outcome=runs[0].expected_outcome if runs else 'success',
+        as_expected=sum(r.as_expected for r in runs), success_rate=rates, points_mean=points,
         max_points_mean=sum(r.score.attempted.max_points for r in runs) / n,
         cost_per_run_usd=sum(r.score.usage.cost_usd for r in runs) / n,
         prompt_tokens_per_run=sum(r.score.usage.prompt_tokens for r in runs) / n,
@@ -229,51 +263,73 @@ def summarize(condition: str, runs: list[TrialResult]) -> ConditionSummary:
         takeovers_per_run=sum(r.score.takeovers for r in runs) / n)
 
 
-def run_trials(scenario: str, out: Path, *, conditions: list[str] | tuple[str, ...] = ('baseline', 'kb'),
+def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
+               conditions: list[str] | tuple[str, ...] = ('baseline', 'kb'),
                trials: int = 5, brain: str = 'protocol', domain_id: int | None = None,
                real_time_factor: float | None = None, judge: ReflectionJudge | None = None,
                judge_name: str = 'structural',
                on_trial: Callable[[str, int, TrialResult | None], None] | None = None,
-               on_event: Callable | None = None, llm_clock: str | None = None) -> EvalSummary:
-    """Run ``trials`` trials of each condition (sequentially, reusing finished ones), score and aggregate.
+               on_event: Callable | None = None, llm_clock: str | None = None,
+               model: str | None = None) -> EvalSummary:
+    """Run ``trials`` trials of each (scenario, condition) (sequentially, reusing finished ones), score, aggregate.
 
-    ``on_trial(condition, k, None)`` is called before a trial, ``on_trial(condition, k, result)``
-    after it. Writes nothing but the trials' folders: see :func:`write_outputs`.
+    ``scenario``: one scenario (name or YAML path; trials in ``DIR/<condition>/``) or several
+    (trials in ``DIR/<scenario name>/<condition>/``). ``model`` (brain 'local'): the endpoint's
+    model, a shipped model's name or alias or a ``.gguf`` path (default: the LLM settings'
+    ``local.model``). ``on_trial(label, k, None)`` is called before a trial, ``on_trial(label, k,
+    result)`` after it, ``label`` being the condition, or ``<scenario>/<condition>`` for several
+    scenarios. Writes nothing but the trials' folders: see :func:`write_outputs`.
 
     Raises
     ------
     ValueError
-        If a condition is unknown or ``trials`` is below 1.
+        If a condition is unknown, ``trials`` is below 1, no scenario is given, or (brain 'local')
+        the model is unknown (:class:`robot_team.llm.local.ModelChoiceError`).
+    ConfigError
+        If a scenario cannot be loaded.
     """
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
     if trials < 1:
         raise ValueError(f'trials must be at least 1, got {trials}')
+    scenarios = list(dict.fromkeys([scenario] if isinstance(scenario, str) else scenario))
+    if not scenarios:
+        raise ValueError('no scenario to evaluate')
+    names = {s: load_scenario(s).name for s in scenarios}
+    per_scenario = len(scenarios) > 1
     start = time.monotonic()
     llm_clock = llm_clock or default_llm_clock(brain)
     real_time_factor = real_time_factor or default_real_time_factor(brain, llm_clock)
+    served = resolve_model(model).name if brain == 'local' else None
     results: list[TrialResult] = []
     local = None   # brain 'local': one endpoint for every trial (started at the first trial that runs)
     try:
-        for condition in dict.fromkeys(conditions):
-            for k in range(1, trials + 1):
-                if on_trial is not None:
-                    on_trial(condition, k, None)
-                if brain == 'local' and local is None and completed_trial(
-                        trial_dir(out, condition, k), _trial_spec(scenario, brain, condition, llm_clock)) is None:
-                    local = LocalServer().start()
-                result = run_trial(scenario, Path(out), condition, k, brain=brain, domain_id=domain_id,
-                                   real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
-                                   on_event=on_event, llm_clock=llm_clock, local_llm=local)
-                results.append(result)
-                if on_trial is not None:
-                    on_trial(condition, k, result)
+        for s in scenarios:
+            folder_name = names[s] if per_scenario else ''
+            for condition in dict.fromkeys(conditions):
+                label = f'{names[s]}/{condition}' if per_scenario else condition
+                for k in range(1, trials + 1):
+                    if on_trial is not None:
+                        on_trial(label, k, None)
+                    if brain == 'local' and local is None and completed_trial(
+                            trial_dir(out, condition, k, folder_name),
+                            _trial_spec(s, brain, condition, llm_clock, served)) is None:
+                        local = LocalServer(model=model).start()
+                    result = run_trial(s, Path(out), condition, k, brain=brain, domain_id=domain_id,
+                                       real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
+                                       on_event=on_event, llm_clock=llm_clock, local_llm=local, model=served,
+                                       per_scenario=per_scenario)
+                    results.append(result)
+                    if on_trial is not None:
+                        on_trial(label, k, result)
     finally:
         if local is not None:
             local.stop()
-    summaries = [summarize(c, [r for r in results if r.condition == c]) for c in dict.fromkeys(conditions)]
-    return EvalSummary(scenario=scenario, brain=brain, trials=trials, judge=judge_name, conditions=summaries,
+    summaries = [summarize(c, [r for r in results if r.condition == c and r.scenario == names[s]], names[s])
+                 for s in scenarios for c in dict.fromkeys(conditions)]
+    return EvalSummary(scenario=', '.join(names[s] for s in scenarios), scenarios=[names[s] for s in scenarios],
+                       model=served, brain=brain, trials=trials, judge=judge_name, conditions=summaries,
                        runs=results, wall_time_s=round(time.monotonic() - start, 3))
 
 
@@ -287,32 +343,41 @@ def _num(value: float | None, digits: int = 3) -> str:
     return '-' if value is None else f'{value:.{digits}f}'
 
 
+def _label(summary: EvalSummary, c: ConditionSummary) -> str:
+    """Return a condition's label, prefixed with its scenario when the evaluation has several."""
+    label = CONDITION_LABELS.get(c.condition, c.condition)
+    return f'{c.scenario}: {label}' if len(summary.scenarios) > 1 else label
+
+
 def markdown(summary: EvalSummary) -> str:
-    """Return the evaluation as Markdown tables shaped like the published Tables III and IV."""
+    """Return the evaluation as Markdown tables shaped like the published Tables III and IV (a row per scenario)."""
     ref = summary.reference
     model = ref['model']
-    lines = [f'# Evaluation: {summary.scenario}, brain {summary.brain}, {summary.trials} trial(s) per condition',
-             '', f'Reflection judge: {summary.judge}. Attempted: what the brains tried (refused attempts count '
-             'against); floor: what happened after the guards.', '',
+    served = f', model {summary.model}' if summary.model else ''
+    lines = [f'# Evaluation: {summary.scenario}, brain {summary.brain}{served}, {summary.trials} trial(s) per '
+             'condition', '', f'Reflection judge: {summary.judge}. Attempted: what the brains tried (refused attempts '
+             "count against); floor: what happened after the guards. As expected: runs whose outcome is the scenario's "
+             'expected one.', '',
              '## Success rate and cost per run (cf. Table III)', '',
-             '| Condition | Runs | Success rate (attempted) | Success rate (floor) | Points (attempted/floor) '
-             '| Cost per run (USD) | Prompt tokens per run | Completion tokens per run '
+             '| Scenario | Condition | Runs | As expected | Success rate (attempted) | Success rate (floor) '
+             '| Points (attempted/floor) | Cost per run (USD) | Prompt tokens per run | Completion tokens per run '
              '| Fallback decisions per run | Takeovers per run |',
-             '|---|---|---|---|---|---|---|---|---|---|']
+             '|---|---|---|---|---|---|---|---|---|---|---|---|']
     for c in summary.conditions:
         label = CONDITION_LABELS.get(c.condition, c.condition)
-        lines.append(f"| {label} | {c.runs} | {_pct(c.success_rate['attempted'])} | {_pct(c.success_rate['floor'])} "
+        lines.append(f"| {c.scenario} | {label} | {c.runs} | {c.as_expected}/{c.runs} ({c.expected_outcome}) "
+                     f"| {_pct(c.success_rate['attempted'])} | {_pct(c.success_rate['floor'])} "
                      f"| {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f} of {c.max_points_mean:g} "
                      f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f} '
                      f'| {c.completion_tokens_per_run:.0f} | {c.fallback_decisions_per_run:.1f} '
                      f'| {c.takeovers_per_run:.1f} |')
     for condition in ('baseline', 'kb'):
-        lines.append(f"| Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} "
+        lines.append(f"| - | Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} | - "
                      f"| {_pct(ref['success_rate'][condition])} | - | - "
                      f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - | - | - |")
     header = ['Metric']
     for c in summary.conditions:
-        label = CONDITION_LABELS.get(c.condition, c.condition)
+        label = _label(summary, c)
         header += [f'{label} (attempted)', f'{label} (floor)']
     header += [f'Published, {CONDITION_LABELS["baseline"]}', f'Published, {CONDITION_LABELS["kb"]}']
     lines += ['', '## Metric means (cf. Table IV)', '', '| ' + ' | '.join(header) + ' |',
@@ -325,11 +390,12 @@ def markdown(summary: EvalSummary) -> str:
         lines.append('| ' + ' | '.join(row) + ' |')
     lines += ['', '## Runs', '', 'Decisions by source: llm (the LLM), fallback (the protocol brain in its place: '
               'endpoint down, or a takeover after a stall; the attempted view leaves these out), human.', '',
-              '| Run | Outcome | Points (attempted/floor) | LLM decisions | Fallback decisions | Takeovers '
-              '| Human decisions |', '|---|---|---|---|---|---|---|']
+              '| Scenario | Run | Outcome | Expected | Points (attempted/floor) | LLM decisions | Fallback decisions '
+              '| Takeovers | Human decisions |', '|---|---|---|---|---|---|---|---|---|']
     for r in summary.runs:
         s, d = r.score, r.score.decisions
-        lines.append(f'| {r.condition}/trial-{r.trial} | {s.outcome} | {s.attempted.points:g} / {s.floor.points:g} '
+        lines.append(f'| {r.scenario} | {r.condition}/trial-{r.trial} | {s.outcome} | {r.expected_outcome} '
+                     f'| {s.attempted.points:g} / {s.floor.points:g} '
                      f"of {s.attempted.max_points:g} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} "
                      f"| {d.get('human', 0)} |")
     lines += ['', f"Reference: {ref['source']}; {model}, {ref['runs_per_condition']} hand-scored runs per "
@@ -346,7 +412,7 @@ def plot(summary: EvalSummary, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={'width_ratios': [1, 2.4]})
     labels, attempted, floor = [], [], []
     for c in summary.conditions:
-        labels.append(CONDITION_LABELS.get(c.condition, c.condition))
+        labels.append(_label(summary, c).replace(': ', '\n'))
         attempted.append(100 * c.success_rate['attempted'])
         floor.append(100 * c.success_rate['floor'])
     xs = list(range(len(labels)))
@@ -362,7 +428,7 @@ def plot(summary: EvalSummary, path: Path) -> None:
     left.set_ylim(0, 105)
     left.set_title('Success rate (points / 17)')
     left.legend(fontsize=8)
-    series = [(f'{CONDITION_LABELS.get(c.condition, c.condition)} (attempted)', c.metric_means['attempted'])
+    series = [(f'{_label(summary, c)} (attempted)', c.metric_means['attempted'])
               for c in summary.conditions]
     series += [(f'Published {CONDITION_LABELS[c]}', ref['metric_means'][c]) for c in ('baseline', 'kb')]
     width = 0.8 / len(series)
@@ -390,13 +456,15 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
     paths['eval.json'].write_text(summary.model_dump_json(indent=2))
     with open(paths['runs.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
-        writer.writerow(['condition', 'trial', 'outcome', 'points_attempted', 'points_floor', 'max_points',
+        writer.writerow(['scenario', 'condition', 'trial', 'outcome', 'expected_outcome', 'as_expected',
+                         'points_attempted', 'points_floor', 'max_points',
                          'success_rate_attempted', 'success_rate_floor', 'cost_usd', 'prompt_tokens',
                          'completion_tokens', 'llm_requests', 'llm_decisions', 'fallback_decisions', 'takeovers',
                          'human_decisions', 'wall_time_s', 'reused', 'out_dir'])
         for r in summary.runs:
             s = r.score
-            writer.writerow([r.condition, r.trial, s.outcome, s.attempted.points, s.floor.points,
+            writer.writerow([r.scenario, r.condition, r.trial, s.outcome, r.expected_outcome, r.as_expected,
+                             s.attempted.points, s.floor.points,
                              s.attempted.max_points, round(s.attempted.success_rate, 4),
                              round(s.floor.success_rate, 4), round(s.usage.cost_usd, 6), s.usage.prompt_tokens,
                              s.usage.completion_tokens, s.usage.requests, s.decisions.get('llm', 0),
@@ -404,32 +472,33 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
                              r.wall_time_s, r.reused, r.out_dir])
     with open(paths['cells.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
-        writer.writerow(['condition', 'trial', 'view', 'metric', 'task', 'score', 'reason'])
+        writer.writerow(['scenario', 'condition', 'trial', 'view', 'metric', 'task', 'score', 'reason'])
         for r in summary.runs:
             for view in VIEWS:
                 for cell in r.score.view(view).cells:
-                    writer.writerow([r.condition, r.trial, view, cell.metric.value,
+                    writer.writerow([r.scenario, r.condition, r.trial, view, cell.metric.value,
                                      cell.task.value if cell.task else 'run',
                                      'N/A' if cell.score is None else cell.score, cell.reason])
     ref = summary.reference
     with open(paths['metrics.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
-        writer.writerow(['source', 'condition', 'view', 'metric', 'mean'])
+        writer.writerow(['source', 'condition', 'view', 'metric', 'mean', 'scenario'])   # scenario last: as before
         for c in summary.conditions:
             for view in VIEWS:
                 for metric in Metric:
                     writer.writerow(['this evaluation', c.condition, view, metric.value,
-                                     _num(c.metric_means[view][metric.value], 4)])
-                writer.writerow(['this evaluation', c.condition, view, 'success_rate', round(c.success_rate[view], 4)])
-            writer.writerow(['this evaluation', c.condition, '', 'cost_per_run_usd', round(c.cost_per_run_usd, 6)])
+                                     _num(c.metric_means[view][metric.value], 4), c.scenario])
+                writer.writerow(['this evaluation', c.condition, view, 'success_rate', round(c.success_rate[view], 4),
+                                 c.scenario])
+            writer.writerow(['this evaluation', c.condition, '', 'cost_per_run_usd', round(c.cost_per_run_usd, 6),
+                             c.scenario])
         for condition in ('baseline', 'kb'):
+            published = f"published ({ref['model']})"
             for metric in Metric:
-                writer.writerow([f"published ({ref['model']})", condition, 'hand-scored', metric.value,
+                writer.writerow([published, condition, 'hand-scored', metric.value,
                                  ref['metric_means'][condition][metric.value]])
-            writer.writerow([f"published ({ref['model']})", condition, 'hand-scored', 'success_rate',
-                             ref['success_rate'][condition]])
-            writer.writerow([f"published ({ref['model']})", condition, '', 'cost_per_run_usd',
-                             ref['cost_per_run_usd'][condition]])
+            writer.writerow([published, condition, 'hand-scored', 'success_rate', ref['success_rate'][condition]])
+            writer.writerow([published, condition, '', 'cost_per_run_usd', ref['cost_per_run_usd'][condition]])
     paths['summary.md'].write_text(markdown(summary))
     plot(summary, paths['summary.png'])
     return {name: str(path) for name, path in paths.items()}

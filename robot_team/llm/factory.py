@@ -3,8 +3,8 @@
 Brain kinds (the nodes' ``brain`` parameter): ``openai`` (any OpenAI-compatible endpoint from the
 LLM settings: ``config/llm.yaml``, ``ROBOT_TEAM_LLM_*``, ``OPENAI_BASE_URL``/``OPENAI_API_KEY``)
 and ``local`` (the built-in local endpoint, :mod:`robot_team.llm.local`, whose URL the run gives
-each node as its ``llm_base_url`` parameter). With the ``lockstep`` LLM clock (parameter
-``llm_clock``) every request holds sim time (:mod:`robot_team.llm.lockstep`).
+each node as its ``llm_base_url`` parameter, and the model it serves as ``llm_model``). With the
+``lockstep`` LLM clock (parameter ``llm_clock``) every request holds sim time (:mod:`robot_team.llm.lockstep`).
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ def check_endpoint(settings: LLMSettings) -> None:
             f'OPENAI_API_KEY, or base_url/api_key in config/llm.yaml or ROBOT_TEAM_LLM_BASE_URL); ' + LOCAL_HINT)
 
 
-def brain_settings(kind: str, base_url: str = '') -> LLMSettings:
+def brain_settings(kind: str, base_url: str = '', model: str = '') -> LLMSettings:
     """Return the LLM settings of brain ``kind`` (``base_url``: the node's ``llm_base_url`` parameter, may be '').
+
+    ``model`` (the node's ``llm_model`` parameter, may be ''): for ``local``, the name the local
+    endpoint serves (default: the configured ``local.model``'s); ignored for ``openai``.
 
     Raises
     ------
@@ -54,7 +57,7 @@ def brain_settings(kind: str, base_url: str = '') -> LLMSettings:
         if not base_url:
             raise ValueError("brain 'local' needs the local endpoint's URL (parameter llm_base_url): run with "
                              '`robot-team run --brain local`, or start `robot-team llm serve` and pass its URL')
-        return local_settings(base_url, settings)
+        return local_settings(base_url, settings, model)
     if kind != 'openai':
         raise ValueError(f"unknown LLM brain '{kind}': expected {' or '.join(LLM_BRAINS)}")
     return settings.model_copy(update={'base_url': base_url}) if base_url else settings
@@ -73,14 +76,16 @@ def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager
     return ClockHoldPublisher(node, holder)
 
 
-def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None):
+def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None,
+                    model: str = ''):
     """Return robot ``role``'s LLM brain of ``kind`` (see :func:`brain_settings`; ``hold`` from :func:`clock_hold`)."""
-    settings = brain_settings(kind, base_url)
+    settings = brain_settings(kind, base_url, model)
     return LLMRobotBrain(role, settings, emit, kb=kb, client=ChatClient(settings, role, emit, hold=hold))
 
 
-def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None, fallback_brain=None):
+def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None, fallback_brain=None,
+                      model: str = ''):
     """Return the manager's LLM brain of ``kind`` (as :func:`llm_robot_brain`)."""
-    settings = brain_settings(kind, base_url)
+    settings = brain_settings(kind, base_url, model)
     return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, Robot.MANAGER.value, emit, hold=hold),
                            fallback_brain=fallback_brain)

@@ -95,6 +95,10 @@ class LocalServerSettings(BaseModel):
     max_steps: int = Field(6, ge=1, description='Most requests per robot task (or manager decision) with the '
                            'local model: a small model that repeats itself reports failure sooner.')
     timeout_s: float = Field(300.0, gt=0, description='Per-request timeout, wall s (a CPU model is slow).')
+    model: str = Field('qwen2.5-coder-0.5b-instruct-q4_k_m', min_length=1, description=(
+        "The model it serves: a shipped model's name or alias (robot_team.llm.local.MODELS: "
+        "'qwen2.5-coder-0.5b-instruct-q4_k_m' or '0.5b', 'qwen2.5-coder-1.5b-instruct-q4_k_m' or '1.5b'), "
+        'or a path to a .gguf file.'))
 
 
 def _config_file() -> Path | None:
