@@ -221,7 +221,8 @@ class LLMRobotBrain(RobotBrain):
                                            f'{self.settings.task_budget_s:g} s (wall) of LLM time')
             system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
             try:
-                offer = robot_offer(tools, task, self.settings.decoding, variants)
+                offer = robot_offer(tools, task, self.settings.decoding, variants,
+                                    last=step == self.settings.max_steps - 1)
                 reply = self.client.chat([system, *messages], offer.tools, offered=offer.record())
             except LLMCancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled while the LLM was answering')

@@ -184,10 +184,13 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     return tool
 
 
-def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained', variants: bool = True) -> Offer:
+def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained', variants: bool = True,
+                last: bool = False) -> Offer:
     """Return what ``toolbox``'s robot is offered for its next request on ``task`` (see the module docstring).
 
     ``variants``: alternatives as ``anyOf`` (``json_schema`` mode); native tool calls get one object each.
+    ``last``: the task's last request (``max_steps``): only ``submit_report`` is offered, since a
+    task left without a valid report is not accepted (the robot is taken over).
 
     Raises
     ------
@@ -200,7 +203,7 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
     journal = toolbox.journal(task.task_id)
     done = {r.tool for r in journal if r.ok}
     tools = []
-    for spec in toolbox.specs():
+    for spec in ([] if last else toolbox.specs()):
         decl = TOOLS_BY_NAME.get(spec.name)
         if decl is not None and decl.once and spec.name in done:
             continue
@@ -252,6 +255,42 @@ def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff
     return variant
 
 
+def reflection_tool(obs: ManagerObservation) -> dict:
+    """Return the ``submit_reflection`` definition the reflection guards would accept now.
+
+    One outcome per operational task type, in workflow order (the completeness check), each with
+    its owner and the status the record gives it (the contradiction check: ``success`` only if a
+    task of that type succeeded, never ``failure`` when the latest one succeeded); non-empty
+    summaries, recovery attempts and at least one lesson. The content stays the model's.
+    """
+    name = ManagerTool.SUBMIT_REFLECTION.value
+    tool = function_schema(name, MANAGER_TOOL_MODELS[name].__doc__, MANAGER_TOOL_MODELS[name])
+    params = tool['function']['parameters']
+    outcomes = []
+    for kind in OPERATIONAL_TASKS:
+        of_type = [t for t in obs.tasks if t.task_type is kind]
+        if of_type and of_type[-1].state == 'success':
+            statuses = [TaskStatus.SUCCESS.value]
+        elif any(t.state == 'success' for t in of_type):
+            statuses = [TaskStatus.SUCCESS.value, TaskStatus.FAILURE.value]
+        else:
+            statuses = [TaskStatus.FAILURE.value]
+        outcomes.append({'type': 'object', 'properties': {
+            'task_type': {'type': 'string', 'enum': [kind.value]},
+            'status': {'type': 'string', 'enum': statuses},
+            'robot': {'type': 'string', 'enum': [TASK_OWNER[kind]]},
+            'summary': {'type': 'string', 'minLength': 1}},
+            'required': ['task_type', 'status', 'robot', 'summary']})
+    text = {'type': 'string', 'minLength': 1}
+    params['properties']['task_outcomes'] = {'type': 'array', 'prefixItems': outcomes,
+                                             'minItems': len(outcomes), 'maxItems': len(outcomes)}
+    params['properties']['recovery_attempts'] = {'type': 'array', 'items': text}
+    params['properties']['lessons_learned'] = {'type': 'array', 'items': text, 'minItems': 1}
+    params['required'] = sorted({*params.get('required', []), 'task_outcomes', 'recovery_attempts',
+                                 'lessons_learned'})
+    return tool
+
+
 def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: str = 'constrained',
                   variants: bool = True) -> Offer:
     """Return what the manager is offered for its next request in state ``obs`` (see the module docstring).
@@ -267,6 +306,8 @@ def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: 
     staff = list(dict.fromkeys(staff))
     out = []
     for tool in tools:
+        if tool['function']['name'] == ManagerTool.SUBMIT_REFLECTION.value and variants:
+            tool = reflection_tool(obs)
         if tool['function']['name'] == ManagerTool.DELEGATE_TASK.value:
             kinds = delegable(obs)
             if not kinds:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from robot_team.catalog import TOOL_OWNERS, ClosedSet
+from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.reports import explain_validation_error
@@ -50,6 +51,8 @@ class ToolResult:
     error: str = ''
     stamp_s: float = 0.0
     wall_duration_s: float = 0.0
+    repeat_of: float | None = None
+    """Stamp (s) of the earlier identical successful call whose result this is (not run again)."""
 
     def as_dict(self) -> dict:
         """Return this result as a JSON-ready dict."""
@@ -76,8 +79,9 @@ class Toolbox:
     (JSON-ready) or a pydantic model and raises :class:`ToolError` on failure.
 
     A call that already succeeded in the same task with the same (validated) arguments is not
-    run again: it fails, naming the earlier call, with that call's output (an ``invalid_call`` of
-    category ``repeated_call``); a constrained LLM request does not offer it (the same rule).
+    run again: the earlier result is returned (``repeat_of``: its stamp), and a model's repeat is
+    an ``invalid_call`` of category ``repeated_call``; a constrained LLM request does not offer it
+    (the same rule).
     """
 
     def __init__(self, owner: str, events=None, clock: Callable[[], float] | None = None):
@@ -168,12 +172,14 @@ class Toolbox:
         earlier = None if cancelled else self.repeated(spec, args, task_id)
         if cancelled:
             result.error = f'task {task_id} was cancelled; {name} not run'
-        elif earlier is not None:
-            result.error = (f'{name} already succeeded in {task_id} with the same arguments (at '
-                            f'{earlier.stamp_s:.1f} s); not run again: use that result')
-            result.output = dict(earlier.output)
-            invalid_call(self._events.emit if self._events is not None else None, caller, name, 'repeated_call',
-                         result.error, json.dumps(args, default=str), task_id=task_id)
+        elif earlier is not None:   # not run again: the earlier result, flagged as a repeat
+            result.ok, result.output = True, dict(earlier.output)
+            result.repeat_of = earlier.stamp_s
+            if self.decision_source is None or self.decision_source() == DecisionSource.LLM.value:
+                invalid_call(self._events.emit if self._events is not None else None, caller, name, 'repeated_call',
+                             f'{name} already succeeded in {task_id} with the same arguments (at '
+                             f'{earlier.stamp_s:.1f} s); not run again, its result returned',
+                             json.dumps(args, default=str), task_id=task_id)
         else:
             invalid = self._run(spec, args, result)
             if invalid is not None:   # arguments that do not validate: an invalid call on the record
@@ -182,8 +188,9 @@ class Toolbox:
         result.wall_duration_s = time.perf_counter() - start
         with self._lock:
             self._journal.setdefault(task_id, []).append(result)
+        repeat = {} if result.repeat_of is None else {'repeat_of': result.repeat_of}
         self._emit(EventKind.TOOL_RESULT, f"{name} {'succeeded' if result.ok else 'failed'}", name,
-                   result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error)
+                   result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error, **repeat)
         return result
 
     def repeated(self, spec: ToolSpec, args: dict, task_id: str) -> ToolResult | None:

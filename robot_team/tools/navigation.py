@@ -338,7 +338,9 @@ def page_result(output: dict) -> dict:
     """Return a page's ``output`` if the HCW acknowledged it; raise otherwise.
 
     ``output`` has ``hcw_id``, ``delivered``, ``acknowledged``, ``reply`` and
-    ``response_time_s`` (sim s waited). A page is the tool's way to get the HCW's answer, so no
+    ``response_time_s`` (sim s waited), and after no acknowledgement ``available``: the HCWs of the
+    same specialty the RTLS finds available (named in the error, so the failure can be acted on:
+    another HCW). A page is the tool's way to get the HCW's answer, so no
     acknowledgement is a failed call (later calls of the same plan, such as driving to the
     HCW, do not run); the output stays in the journal as evidence.
 
@@ -350,8 +352,12 @@ def page_result(output: dict) -> dict:
     if not output.get('delivered'):
         raise ToolError(f"page to HCW #{output.get('hcw_id')} not delivered", output=output)
     if not output.get('acknowledged'):
+        available = output.get('available') or []
+        alternatives = ('; available of the same specialty (RTLS): '
+                        + ', '.join(f"#{a['hcw_id']} ({a.get('area') or '?'})" for a in available)) if available \
+            else ''
         raise ToolError(f"HCW #{output.get('hcw_id')} did not acknowledge the page within "
-                        f"{output.get('response_time_s', 0):g} s", output=output)
+                        f"{output.get('response_time_s', 0):g} s{alternatives}", output=output)
     return output
 
 
@@ -435,9 +441,24 @@ class NavigationTools:
         request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message,
                                     robot=self._node.get_name(), timeout_s=args.timeout_s)
         response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
-        return page_result({'hcw_id': args.hcw_id, 'delivered': response.delivered,
-                            'acknowledged': response.acknowledged, 'reply': response.reply,
-                            'response_time_s': round(response.response_time_s, 2)})
+        output = {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
+                  'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
+        if not response.acknowledged:
+            output['available'] = self._available_like(args.hcw_id)
+        return page_result(output)
+
+    def _available_like(self, hcw_id: str) -> list[dict]:
+        """Return the HCWs of ``hcw_id``'s specialty the RTLS finds available (``hcw_id``, ``area``); [] if none."""
+        try:
+            staff = self.locate(LocateStaffInput(hcw_ids=[hcw_id]))['staff']
+            specialty = next((s['specialty'] for s in staff if s['hcw_id'] == hcw_id), '')
+            if not specialty:
+                return []
+            others = self.locate(LocateStaffInput(specialty=specialty))['staff']
+        except ToolError:
+            return []
+        return [{'hcw_id': s['hcw_id'], 'area': s['area']} for s in others
+                if s['hcw_id'] != hcw_id and s['availability'] == 'available']
 
     @implements(Tool.ROOM_DOOR_POSE)
     def door_pose(self, args: RoomInput) -> dict:
