@@ -88,7 +88,7 @@ class LocateStaffInput(BaseModel):
 
 
 class PageStaffInput(BaseModel):
-    """Page an HCW and wait for the acknowledgement (none: the call fails)."""
+    """Page the task's HCW and wait for the acknowledgement (needed before escorting; none: the call fails)."""
 
     hcw_id: str = Field(min_length=1)
     message: str = Field(min_length=1)
@@ -111,7 +111,7 @@ class PlanPathInput(BaseModel):
 
 
 class NavigateInput(BaseModel):
-    """Drive to a map pose with Nav2 (m, rad)."""
+    """Drive to a map pose with Nav2 (m, rad): to the HCW, then to the room's door pose (the escort)."""
 
     x: float
     y: float
@@ -359,6 +359,8 @@ class ToolDecl:
         the same task (``False``: it may serve several times, e.g. one goal after another).
     closed
         ``(argument, ClosedSet)``: arguments the state closes (enums in a constrained request).
+    usage
+        How a task uses it, for the worked example of the knowledge base (default: its description).
     """
 
     tool: Tool
@@ -375,6 +377,7 @@ class ToolDecl:
     rubric: RubricUse | None = None
     once: bool = True
     closed: tuple[tuple[str, ClosedSet], ...] = ()
+    usage: str = ''
 
     @property
     def name(self) -> str:
@@ -407,6 +410,8 @@ TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl(Tool.PLAN_PATH, _NAV, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
     ToolDecl(Tool.NAVIGATE_TO_POSE, _NAV, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
              report_key='nav2_goals', many=True, once=False,
+             usage="drive to the HCW (x, y from locate_staff), then escort them to the room (x, y, yaw from "
+                   "room_door_pose)",
              proof=Proof('the escort reached its goal (Nav2 goal result)', required=True,
                          missing='no navigate_to_pose goal succeeded', last_must_succeed=True,
                          not_last='the last navigate_to_pose goal did not succeed')),

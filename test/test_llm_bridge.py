@@ -152,7 +152,7 @@ def test_well_behaved_team_completes_onboarding():
                 first.add(robot)
                 assert offered == own
     assert manager_offers == [{'delegate_task'}, {'delegate_task', 'escalate_to_supervisor'}, {'delegate_task'},
-                              {'delegate_task'}, {'delegate_task', 'submit_reflection'}]
+                              {'delegate_task'}, {'submit_reflection'}]   # all done: the workflow moves on
     # the info-collection robot sent its dependent calls as one plan ($1.badge_id): one request
     assert [robot for robot, _ in server.requests].count('info_collection_robot') == 1
     lookup = next(e for e in kinds(r, 'tool_call') if e['target'] == 'lookup_staff_by_badge')

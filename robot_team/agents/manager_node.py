@@ -60,13 +60,14 @@ ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
 
 
 def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *, events=None,
-                       kb: bool = True, base_url: str = '', hold=None, model: str = '') -> ManagerBrain:
+                       kb: bool = True, base_url: str = '', hold=None, model: str = '',
+                       decoding: str = '') -> ManagerBrain:
     """Return the manager brain of kind ``kind`` ('protocol', 'openai' or 'local').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests, replies and refused
     tool calls; ``kb`` gives an LLM brain its knowledge-base sections; ``base_url`` (the
-    ``llm_base_url`` parameter), ``model`` (``llm_model``: the local endpoint's model) and ``hold``
-    (lockstep clock) as in :mod:`robot_team.llm.factory`.
+    ``llm_base_url`` parameter), ``model`` (``llm_model``: the local endpoint's model), ``decoding``
+    (``llm_decoding``) and ``hold`` (lockstep clock) as in :mod:`robot_team.llm.factory`.
 
     Raises
     ------
@@ -77,7 +78,7 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *
         return ManagerProtocolBrain(issue_handling=issue_handling)
     if kind in ('openai', 'local'):
         return llm_manager_brain(kind, emit=events.emit if events is not None else None, kb=kb, base_url=base_url,
-                                 hold=hold, model=model,
+                                 hold=hold, model=model, decoding=decoding,
                                  fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
     raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol', 'openai' or 'local'")
 
@@ -112,6 +113,7 @@ class ManagerNode(Node):
                                        events=self.events, kb=bool(self.get_parameter('kb').value),
                                        base_url=self.declare_parameter('llm_base_url', '').value,
                                        model=self.declare_parameter('llm_model', '').value,
+                                       decoding=self.declare_parameter('llm_decoding', '').value,
                                        hold=clock_hold(self, Robot.MANAGER.value, llm_clock))
         self._first_brain = brain
         self._timeout = float(self.get_parameter('service_timeout_s').value)

@@ -47,14 +47,14 @@ from robot_team.tools.base import Toolbox
 
 
 def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
-               hold=None, model: str = '') -> RobotBrain:
+               hold=None, model: str = '', decoding: str = '') -> RobotBrain:
     """Return robot ``role``'s brain of kind ``brain`` ('protocol', 'openai' or 'local').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests and replies; ``kb``
     gives an LLM brain its knowledge-base sections. LLM settings come from
     :class:`robot_team.llm.settings.LLMSettings` (environment and ``config/llm.yaml``);
     ``base_url`` (the ``llm_base_url`` parameter), ``model`` (``llm_model``: the local endpoint's
-    model) and ``hold`` (lockstep clock) as in :mod:`robot_team.llm.factory`.
+    model), ``decoding`` (``llm_decoding``) and ``hold`` (lockstep clock) as in :mod:`robot_team.llm.factory`.
 
     Raises
     ------
@@ -65,7 +65,7 @@ def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url:
         return protocol_robot_brain(role)
     if brain in ('openai', 'local'):
         return llm_robot_brain(role, brain, emit=events.emit if events is not None else None, kb=kb,
-                               base_url=base_url, hold=hold, model=model)
+                               base_url=base_url, hold=hold, model=model, decoding=decoding)
     raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol', 'openai' or 'local'")
 
 
@@ -134,6 +134,7 @@ class RobotNode(Node):
                                kb=bool(self.get_parameter('kb').value),
                                base_url=self.declare_parameter('llm_base_url', '').value,
                                model=self.declare_parameter('llm_model', '').value,
+                               decoding=self.declare_parameter('llm_decoding', '').value,
                                hold=clock_hold(self, role, llm_clock))
         self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self))
         self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),

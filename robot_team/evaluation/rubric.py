@@ -179,6 +179,13 @@ class LLMUsage(BaseModel):
     cost_usd: float = 0.0
     models: list[str] = Field(default_factory=list)
     cost_by_robot: dict[str, float] = Field(default_factory=dict)
+    decisions_offered: int = Field(0, description='Requests that recorded what they offered (robot_team.llm.decoding).')
+    choices_offered: int = Field(0, description='Choices offered, summed over those requests.')
+
+    @property
+    def choices_per_decision(self) -> float | None:
+        """Mean number of choices a model was offered per decision (None: no request recorded its offer)."""
+        return self.choices_offered / self.decisions_offered if self.decisions_offered else None
 
 
 class RunScore(BaseModel):
@@ -833,6 +840,10 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
     for event in events:
         if event.kind == EventKind.LLM_REQUEST.value:
             usage.requests += 1
+            offered = event.data.get('offered')
+            if isinstance(offered, dict) and event.data.get('attempt', 1) == 1:
+                usage.decisions_offered += 1
+                usage.choices_offered += int(offered.get('choices') or 0)
         elif event.kind == EventKind.LLM_ERROR.value:
             usage.errors += 1
         elif event.kind == EventKind.LLM_REPLY.value:

@@ -42,10 +42,15 @@ from robot_team.llm.local import LocalServer, resolve_model
 from robot_team.llm.settings import LLMSettings
 from robot_team.runner import run_episode
 
-CONDITIONS: dict[str, dict] = {'baseline': {'kb': False}, 'kb': {'kb': True}}
-"""Conditions of the published comparison and the brain options each passes (knowledge base off/on)."""
+CONDITIONS: dict[str, dict] = {'baseline': {'kb': False}, 'kb': {'kb': True},
+                               'baseline-free': {'kb': False, 'llm_decoding': 'free'},
+                               'kb-free': {'kb': True, 'llm_decoding': 'free'}}
+"""Conditions and the brain options each passes: the published comparison (knowledge base off/on), with
+constrained decoding (LLM settings default, ``robot_team.llm.decoding``), and the same with ``free``
+decoding (the full schemas, as the published free-running team had)."""
 
-CONDITION_LABELS = {'baseline': 'Baseline (no KB)', 'kb': 'With KB'}
+CONDITION_LABELS = {'baseline': 'Baseline (no KB)', 'kb': 'With KB',
+                    'baseline-free': 'Baseline (no KB), free decoding', 'kb-free': 'With KB, free decoding'}
 TRIAL_FILE = 'trial.json'
 
 
@@ -99,6 +104,7 @@ class ConditionSummary(BaseModel):
     fallback_decisions_per_run: float = Field(0.0, description='Decisions the protocol brain made in the '
                                               "LLM's place (endpoint down, takeover), per run.")
     takeovers_per_run: float = 0.0
+    choices_per_decision: float | None = None
 
 
 class EvalSummary(BaseModel):
@@ -260,7 +266,8 @@ def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> Co
         metric_means=means, outcomes=outcomes, wall_time_per_run_s=sum(r.wall_time_s for r in runs) / n,
         llm_decisions_per_run=sum(r.score.decisions.get('llm', 0) for r in runs) / n,
         fallback_decisions_per_run=sum(r.score.decisions.get('fallback', 0) for r in runs) / n,
-        takeovers_per_run=sum(r.score.takeovers for r in runs) / n)
+        takeovers_per_run=sum(r.score.takeovers for r in runs) / n,
+        choices_per_decision=_mean([r.score.usage.choices_per_decision for r in runs]))
 
 
 def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
@@ -339,6 +346,12 @@ def _pct(value: float | None) -> str:
     return '-' if value is None else f'{100 * value:.2f}%'
 
 
+def _mean(values: list[float | None]) -> float | None:
+    """Return the mean of the values that are not None (None if none is)."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
 def _num(value: float | None, digits: int = 3) -> str:
     return '-' if value is None else f'{value:.{digits}f}'
 
@@ -361,8 +374,8 @@ def markdown(summary: EvalSummary) -> str:
              '## Success rate and cost per run (cf. Table III)', '',
              '| Scenario | Condition | Runs | As expected | Success rate (attempted) | Success rate (floor) '
              '| Points (attempted/floor) | Cost per run (USD) | Prompt tokens per run | Completion tokens per run '
-             '| Fallback decisions per run | Takeovers per run |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|']
+             '| Fallback decisions per run | Takeovers per run | Choices per decision | Wall s per run |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for c in summary.conditions:
         label = CONDITION_LABELS.get(c.condition, c.condition)
         lines.append(f"| {c.scenario} | {label} | {c.runs} | {c.as_expected}/{c.runs} ({c.expected_outcome}) "
@@ -370,11 +383,11 @@ def markdown(summary: EvalSummary) -> str:
                      f"| {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f} of {c.max_points_mean:g} "
                      f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f} '
                      f'| {c.completion_tokens_per_run:.0f} | {c.fallback_decisions_per_run:.1f} '
-                     f'| {c.takeovers_per_run:.1f} |')
+                     f'| {c.takeovers_per_run:.1f} | {_num(c.choices_per_decision, 1)} | {c.wall_time_per_run_s:.0f} |')
     for condition in ('baseline', 'kb'):
         lines.append(f"| - | Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} | - "
                      f"| {_pct(ref['success_rate'][condition])} | - | - "
-                     f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - | - | - |")
+                     f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - | - | - | - | - |")
     header = ['Metric']
     for c in summary.conditions:
         label = _label(summary, c)

@@ -313,6 +313,9 @@ class LLMRobotBrain(RobotBrain):
             work, ok = result.wall_duration_s, result.ok
             content = tool_result_text(result.output, args) if result.ok \
                 else compact({'ok': False, 'error': result.error, 'result': _without_echo(result.output, args)})
+            if result.repeat_of is not None:   # not run again: say so, so the next step changes
+                content = (f'Already done in this task with these arguments (not run again); take the next step '
+                           f'or {REPORT_TOOL}. Result: {content}')
         except ToolAccessError as exc:
             content = compact({'ok': False, 'refused': str(exc)})
         except TypeError as exc:

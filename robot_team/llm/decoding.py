@@ -250,7 +250,7 @@ def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff
         props['hcw_id'] = {'type': 'string', 'enum': allowed,
                            'description': props.get('hcw_id', {}).get('description', '')}
     failed = [t.task_id for t in obs.tasks if t.task_type is kind and t.state == 'failure']
-    if failed and 'handles_task_id' in props:
+    if 'handles_task_id' in props:   # a failed task of the record, or none
         props['handles_task_id'] = {'type': 'string', 'enum': ['', *failed]}
     return variant
 

@@ -14,6 +14,7 @@ from typing import Callable, ContextManager
 from robot_team.catalog import OPERATIONAL_ROBOTS
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient
+from robot_team.llm.decoding import DECODINGS
 from robot_team.llm.local import local_settings
 from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.settings import LLMSettings
@@ -41,11 +42,13 @@ def check_endpoint(settings: LLMSettings) -> None:
             f'OPENAI_API_KEY, or base_url/api_key in config/llm.yaml or ROBOT_TEAM_LLM_BASE_URL); ' + LOCAL_HINT)
 
 
-def brain_settings(kind: str, base_url: str = '', model: str = '') -> LLMSettings:
+def brain_settings(kind: str, base_url: str = '', model: str = '', decoding: str = '') -> LLMSettings:
     """Return the LLM settings of brain ``kind`` (``base_url``: the node's ``llm_base_url`` parameter, may be '').
 
     ``model`` (the node's ``llm_model`` parameter, may be ''): for ``local``, the name the local
     endpoint serves (default: the configured ``local.model``'s); ignored for ``openai``.
+    ``decoding`` (the node's ``llm_decoding`` parameter: ``constrained`` or ``free``; '' keeps the
+    settings' value, :mod:`robot_team.llm.decoding`).
 
     Raises
     ------
@@ -53,6 +56,8 @@ def brain_settings(kind: str, base_url: str = '', model: str = '') -> LLMSetting
         If ``kind`` is ``local`` and no ``base_url`` is given, or ``kind`` is not an LLM brain.
     """
     settings = LLMSettings()
+    if decoding:
+        settings = settings.model_copy(update={'decoding': check_decoding(decoding)})
     if kind == 'local':
         if not base_url:
             raise ValueError("brain 'local' needs the local endpoint's URL (parameter llm_base_url): run with "
@@ -61,6 +66,19 @@ def brain_settings(kind: str, base_url: str = '', model: str = '') -> LLMSetting
     if kind != 'openai':
         raise ValueError(f"unknown LLM brain '{kind}': expected {' or '.join(LLM_BRAINS)}")
     return settings.model_copy(update={'base_url': base_url}) if base_url else settings
+
+
+def check_decoding(decoding: str) -> str:
+    """Return ``decoding`` if it is a decoding mode (``constrained``, ``free``).
+
+    Raises
+    ------
+    ValueError
+        If it is not, naming the parameter and the modes.
+    """
+    if decoding not in DECODINGS:
+        raise ValueError(f"parameter llm_decoding is '{decoding}': expected one of {', '.join(DECODINGS)}")
+    return decoding
 
 
 def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager] | None:
@@ -77,15 +95,15 @@ def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager
 
 
 def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None,
-                    model: str = ''):
+                    model: str = '', decoding: str = ''):
     """Return robot ``role``'s LLM brain of ``kind`` (see :func:`brain_settings`; ``hold`` from :func:`clock_hold`)."""
-    settings = brain_settings(kind, base_url, model)
+    settings = brain_settings(kind, base_url, model, decoding)
     return LLMRobotBrain(role, settings, emit, kb=kb, client=ChatClient(settings, role, emit, hold=hold))
 
 
 def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None, fallback_brain=None,
-                      model: str = ''):
+                      model: str = '', decoding: str = ''):
     """Return the manager's LLM brain of ``kind`` (as :func:`llm_robot_brain`)."""
-    settings = brain_settings(kind, base_url, model)
+    settings = brain_settings(kind, base_url, model, decoding)
     return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, Robot.MANAGER.value, emit, hold=hold),
                            fallback_brain=fallback_brain)

@@ -14,7 +14,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from robot_team.catalog import REPORT_TOOL, ROLES_BY_ROBOT, TASK_OWNER, ManagerTool, tools_of
 from robot_team.config import ConfigError, load_yaml, share_dir
+from robot_team.names import Robot
+from robot_team.reports import OPERATIONAL_TASKS
 
 _FOR = re.compile(r'^<!--\s*for:\s*(.*?)\s*-->\s*$')
 
@@ -68,11 +71,40 @@ def parse_kb(text: str) -> list[tuple[str, set[str], str]]:
 
 @functools.lru_cache(maxsize=16)
 def kb_for(robot: str, folder: str | None = None) -> str:
-    """Return the KB sections meant for ``robot`` (or ``all``), as compact Markdown ('' if none)."""
+    """Return the KB sections meant for ``robot`` (or ``all``) as compact Markdown, then its worked example."""
     root = Path(folder) if folder else share_dir() / 'config' / 'kb'
     parts = []
     for file in sorted(root.glob('*.md')):
         for title, audience, body in parse_kb(file.read_text(encoding='utf-8')):
             if robot in audience or 'all' in audience:
                 parts.append(f'{title}:\n{body}')
+    example = worked_example(robot)
+    if example:
+        parts.append(example)
     return '\n'.join(parts)
+
+
+def worked_example(robot: str) -> str:
+    """Return ``robot``'s worked example, generated from the catalog and the workflow ('' for an unknown robot).
+
+    An operational robot: its tools in the catalog's order, one call per reply, then the report,
+    with what a success report needs (the catalog's proofs). The manager: the workflow's task
+    types in order with their owners, what to do after a failure, then the reflection.
+    """
+    if robot == Robot.MANAGER.value:
+        steps = [f'{ManagerTool.DELEGATE_TASK.value} {{task_type: {kind.value}, robot: {TASK_OWNER[kind]}, '
+                 f'hcw_id: {"the assigned HCW" if kind is OPERATIONAL_TASKS[0] else "the escorted HCW"}}}, '
+                 f'then wait for its report' for kind in OPERATIONAL_TASKS]
+        steps.append(f'after a failure report: {ManagerTool.DELEGATE_TASK.value} the same task type with another '
+                     f'available HCW (handles_task_id: the failed task) or {ManagerTool.ESCALATE_TO_SUPERVISOR.value}')
+        steps.append(f'when every task succeeded (or a human decided): {ManagerTool.SUBMIT_REFLECTION.value} with '
+                     f'one outcome per task type, as the record says')
+    elif robot in ROLES_BY_ROBOT:
+        decls = tools_of(robot)
+        steps = [f'{d.name}: {d.usage or d.text}' for d in decls]
+        proofs = '; '.join(d.proof.text for d in decls if d.proof is not None)
+        steps.append(f'{REPORT_TOOL} success only when {proofs}, with data from the results; otherwise '
+                     f'{REPORT_TOOL} failure naming the issue (e.g. the error of the call that failed)')
+    else:
+        return ''
+    return 'Worked example, one call per reply:\n' + '\n'.join(f'{i}. {step}' for i, step in enumerate(steps, 1))
