@@ -314,6 +314,10 @@ class Proof:
     goal_of, tolerance_m
         This output is the pose the last successful call of ``goal_of`` must have reached (its
         output's ``goal``), within ``tolerance_m`` m in x and y.
+    visited_by, visit_tolerance_m
+        The paged HCW's position in this output (its ``staff`` entry, ``map`` frame) must have been
+        the goal of an earlier successful call of ``visited_by``, within ``visit_tolerance_m`` m in
+        x and y: the escort picked the HCW up.
     """
 
     text: str
@@ -325,6 +329,8 @@ class Proof:
     claim_keys: tuple[str, ...] = ()
     goal_of: 'Tool | None' = None
     tolerance_m: float = 0.5
+    visited_by: 'Tool | None' = None
+    visit_tolerance_m: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -398,7 +404,9 @@ class ToolDecl:
 _NAV, _INFO, _DISP = Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY
 TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl(Tool.LOCATE_STAFF, _NAV, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
-             evidence=True, key=True, rubric=RubricUse.LOCATION),
+             evidence=True, key=True, rubric=RubricUse.LOCATION,
+             proof=Proof('where the HCW is, to pick them up', required=True,
+                         missing="the HCW's location was never looked up", visited_by=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PAGE_STAFF, _NAV, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
              closed=(('hcw_id', ClosedSet.TASK_HCW),),
              proof=Proof('the HCW answered the page', missing='the HCW never acknowledged a page',

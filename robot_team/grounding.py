@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from robot_team.brains.base import BrainReport
 from robot_team.reports import TaskStatus, TaskType
-from robot_team.catalog import ToolDecl, tools_for
+from robot_team.catalog import Tool, ToolDecl, tools_for
 from robot_team.tools.base import ToolResult
 
 
@@ -38,6 +38,15 @@ def _proof_problems(decl: ToolDecl, claim: BrainReport, journal: list[ToolResult
             if str(claim.data.get(key, '')) != str(ok.output.get(key, '')):
                 problems.append(f"reported {key} {claim.data.get(key)!r} differs from the directory's "
                                 f'{ok.output.get(key)!r}')
+    if proof.visited_by is not None and ok is not None:
+        page = _last_ok(journal, Tool.PAGE_STAFF.value)
+        hcw = (page.output.get('hcw_id') if page is not None else '') or str(claim.data.get('hcw_id', ''))
+        where = next((s for s in ok.output.get('staff', []) if s.get('hcw_id') == hcw), None)
+        goals = [r.output.get('goal', [None, None]) for r in journal if r.tool == proof.visited_by.value and r.ok]
+        if where is not None and not any(
+                g[0] is not None and abs(g[0] - where['x']) <= proof.visit_tolerance_m
+                and abs(g[1] - where['y']) <= proof.visit_tolerance_m for g in goals):
+            problems.append(f"no goal reached HCW #{hcw} at ({where['x']}, {where['y']}): the HCW was not picked up")
     if proof.goal_of is not None and ok is not None:
         reached = _last_ok(journal, proof.goal_of.value)
         if reached is not None:

@@ -41,8 +41,12 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
     assert Tool.LOCATE_STAFF.value not in after.names and Tool.ROOM_DOOR_POSE.value not in after.names
     assert Tool.NAVIGATE_TO_POSE.value in after.names                   # one goal after another
     assert after.choices < first.choices
-    # the page and the goal at the door are proven: a success report is offered
+    # paged and at the door, but the HCW was never picked up: still no success report
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='ER-12 needs you').ok
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
+    assert robot_offer(box, task).enums['submit_report.status'] == ['failure']
+    # to the HCW (where locate_staff found #90), then the escort to the door: a success report is offered
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
     assert robot_offer(box, task).enums['submit_report.status'] == ['success', 'failure']
     free = robot_offer(box, task, decoding='free')

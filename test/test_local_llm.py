@@ -226,10 +226,11 @@ def test_llm_serve_prints_its_loopback_url_answers_and_stops_on_sigint(tmp_path)
 @needs_local
 @pytest.mark.timeout(2400)
 def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, domain_id, monkeypatch):
-    """One onboarding episode on the built-in local endpoint, json_schema mode, lockstep clock.
+    """One onboarding episode on the built-in local endpoint, json_schema mode, constrained decoding, lockstep clock.
 
     It must end with a defined outcome before its limit, every exchange must be in the record
-    with its reply, and the rubric must score it. Wall time is printed (measured: see README).
+    with its reply and the set it offered, and the rubric must score it. Wall time is printed
+    (measured: see README).
     """
     from robot_team.config import load_scenario
     from robot_team.evaluation.rubric import score_run_dir
@@ -276,6 +277,15 @@ def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, dom
     for e in events:
         if e.kind == 'invalid_call':
             assert e.reason and e.data['category']
+    # constrained decoding (the default): every request records what it offered, and that is what it sent
+    requests = [e for e in events if e.kind == 'llm_request']
+    for e, x in zip(requests, rebuilt):
+        offered = e.data['offered']
+        assert offered['decoding'] == 'constrained' and offered['tools'] and offered['choices'] >= len(offered['tools'])
+        sent = x['params']['response_format']['json_schema']['schema']['properties']['tool_calls']
+        assert sent['maxItems'] == 1                                   # one decision per request
+        items = sent['items'].get('anyOf', [sent['items']])
+        assert [i['properties']['name']['enum'][0] for i in items] == offered['tools']
     # the rubric scores it, in both views
     score = score_run_dir(tmp_path / 'run')
     assert score.attempted.max_points in (16, 17) and score.floor.max_points == score.attempted.max_points

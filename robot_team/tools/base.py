@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from robot_team.catalog import TOOL_OWNERS, ClosedSet
+from robot_team.catalog import TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -78,10 +78,10 @@ class Toolbox:
     Thread-safe; tool functions run in the caller's thread. A tool function returns a dict
     (JSON-ready) or a pydantic model and raises :class:`ToolError` on failure.
 
-    A call that already succeeded in the same task with the same (validated) arguments is not
-    run again: the earlier result is returned (``repeat_of``: its stamp), and a model's repeat is
-    an ``invalid_call`` of category ``repeated_call``; a constrained LLM request does not offer it
-    (the same rule).
+    A call of a ``once`` tool (catalog) that already succeeded in the same task with the same
+    (validated) arguments is not run again: the earlier result is returned (``repeat_of``: its
+    stamp), and a model's repeat is an ``invalid_call`` of category ``repeated_call``; a
+    constrained LLM request does not offer the tool again (the same rule).
     """
 
     def __init__(self, owner: str, events=None, clock: Callable[[], float] | None = None):
@@ -194,7 +194,14 @@ class Toolbox:
         return result
 
     def repeated(self, spec: ToolSpec, args: dict, task_id: str) -> ToolResult | None:
-        """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated ``args``, if any."""
+        """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated ``args``, if any.
+
+        Only for a tool the catalog marks ``once`` (its evidence is complete once it succeeded); a
+        physical action such as a Nav2 goal runs again (the robot may have moved since).
+        """
+        decl = TOOLS_BY_NAME.get(spec.name)
+        if decl is not None and not decl.once:
+            return None
         try:
             wanted = spec.input_model.model_validate(args).model_dump()
         except ValidationError:
