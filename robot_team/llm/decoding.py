@@ -155,22 +155,26 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     A success variant only when the catalog's proofs hold for ``journal``
     (:func:`~robot_team.grounding.contradictions` of a success claim), its ``data`` fixing the
     keys the proofs compare with the tools' output; a failure variant always (its issue required).
+    While a success is not provable, the description says what it still needs.
     Without ``variants`` (native tool calls: a function's parameters must be one object) only the
     status is closed.
     """
     tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
     params = tool['function']['parameters']
     claim, fixed = _proven_claim(task_type, journal)
+    missing = contradictions(task_type, claim, journal)
+    if missing:   # say what a success still needs, so the next step can be chosen (or the failure reported)
+        needs = '; '.join(missing)
+        tool['function']['description'] = f"{tool['function']['description']} Success not provable yet: {needs}."
     if not variants:
-        statuses = [TaskStatus.FAILURE.value] if contradictions(task_type, claim, journal) else \
-            [TaskStatus.SUCCESS.value, TaskStatus.FAILURE.value]
+        statuses = [TaskStatus.FAILURE.value] if missing else [TaskStatus.SUCCESS.value, TaskStatus.FAILURE.value]
         params['properties']['status'] = {'type': 'string', 'enum': statuses}
         return tool
     failure = copy.deepcopy(params)
     failure['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.FAILURE.value]}
     failure['properties']['issue'] = {'type': 'string', 'minLength': 1, 'description': 'What went wrong'}
     failure['required'] = sorted({*failure.get('required', []), 'status', 'issue'})
-    if contradictions(task_type, claim, journal):
+    if missing:
         tool['function']['parameters'] = failure
         return tool
     success = copy.deepcopy(params)
