@@ -34,7 +34,9 @@ What is simulated
   ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
   (``hcw_arrived``).
 * Badge readers: an HCW entering a reader's radius scans their badge once per entry (the badge
-  ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
+  ID is the scenario's ``badge_overrides`` entry, if any, else the directory's); an HCW who
+  arrives in a room without a scan at its door (the walk, sampled at the update period, jumped
+  past the reader's zone) badges at that room's reader on arrival: one does not get in otherwise.
 * Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``).
 * Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
 
@@ -147,6 +149,7 @@ class _Hcw:
     entering_room: str = ''
     blocked_room: str = ''        # a room the HCW could not enter (not tried again while the robot stands)
     inside_readers: set[str] = field(default_factory=set)
+    scanned_room: str = ''        # the room of the HCW's latest badge scan
 
 
 def _field(entry: Any, key: str) -> str:
@@ -594,6 +597,12 @@ class HospitalEngine:
         hcw.x, hcw.y = x, y
 
     def _arrive(self, hcw: _Hcw, room: str) -> None:
+        # Entering a room means passing its door: badge at its reader if the walk (sampled at the update
+        # period) jumped past the reader's zone without a scan.
+        if hcw.scanned_room != room:
+            for reader in self._readers:
+                if reader.room == room:
+                    self._scan(hcw, reader)
         hcw.state, hcw.entering_room = 'arrived', room
         self._log.emit('hcw_arrived', hcw_id=hcw.member.hcw_id, room=room, robot=hcw.robot, x=hcw.x, y=hcw.y)
 
@@ -635,6 +644,10 @@ class HospitalEngine:
         inside = self._readers_at(hcw.x, hcw.y)
         for reader in self._readers:
             if reader.reader_id in inside and reader.reader_id not in hcw.inside_readers:
-                self._log.emit('badge_scan', reader_id=reader.reader_id, room=reader.room, badge_id=hcw.badge_id,
-                               hcw_id=hcw.member.hcw_id, x=hcw.x, y=hcw.y)
+                self._scan(hcw, reader)
         hcw.inside_readers = inside
+
+    def _scan(self, hcw: _Hcw, reader) -> None:
+        self._log.emit('badge_scan', reader_id=reader.reader_id, room=reader.room, badge_id=hcw.badge_id,
+                       hcw_id=hcw.member.hcw_id, x=hcw.x, y=hcw.y)
+        hcw.scanned_room = reader.room
