@@ -39,7 +39,7 @@ from typing import Any, Iterable, Literal
 
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
-    REPORT_TOOL, ROLE_TASK, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, role_of, tools_for)
+    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, role_of, tools_for)
 from robot_team.grounding import contradictions
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
@@ -203,7 +203,7 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
     """
     if decoding == 'free':
         return _offer(robot_tools(toolbox), decoding)
-    task_type = ROLE_TASK[role_of(toolbox.owner).robot.value]
+    task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     done = {r.tool for r in journal if r.ok}
     tools = []
@@ -225,15 +225,13 @@ def refused_hcws(task_type: str, obs: ManagerObservation) -> set[str]:
     An HCW whose attempts of ``task_type`` failed :data:`MAX_SAME_FAILURES` times, unless a human
     decided ``retry`` on the last of them.
     """
-    refused = set()
-    for hcw in {t.hcw_id for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure'}:
-        failed = [t for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure' and t.hcw_id == hcw]
-        if len(failed) < MAX_SAME_FAILURES.get(task_type, 1):
-            continue
-        if any(e.task_id == failed[-1].task_id and e.decision == 'retry' for e in obs.escalations):
-            continue
-        refused.add(hcw)
-    return refused
+    failed_by_hcw: dict[str, list[str]] = {}
+    for t in obs.tasks:
+        if t.task_type.value == task_type and t.state == 'failure':
+            failed_by_hcw.setdefault(t.hcw_id, []).append(t.task_id)
+    retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
+    return {hcw for hcw, failed in failed_by_hcw.items()
+            if len(failed) >= MAX_SAME_FAILURES.get(task_type, 1) and failed[-1] not in retried}
 
 
 def delegable(obs: ManagerObservation) -> list[TaskType]:
