@@ -224,6 +224,7 @@ def test_paused_clock_waits_for_its_subscribers_then_resumes(graph_factory):
     assert graph.motion.sim_time == 0.0 and not graph.sim_events('clock_started')
     graph.motion.set_parameters([Parameter('paused', value=False)])
     assert wait_for(lambda: graph.motion.sim_time > 5.0, 5.0)
+    assert wait_for(lambda: graph.sim_events('clock_started'), 5.0)    # the event comes over DDS
     (started,) = graph.sim_events('clock_started')
     assert 0 < started.data['subscribers'] < 20
     shortfall = [e for e in graph.events if e.kind == 'input_error' and e.target == '/clock']
