@@ -17,6 +17,7 @@ from rich.table import Table
 
 from robot_team.bench import bench_episodes
 from robot_team.bench_llm import main as bench_main
+from robot_team.clock_sync import check_clock_mode
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
@@ -46,8 +47,13 @@ def run(
                                             "'local' (the built-in local model on 127.0.0.1, started and stopped "
                                             'by the run).')]
     = 'protocol',
-    llm_clock: Annotated[str, typer.Option(help="LLM brains: 'realtime' (sim time runs while a brain waits on its "
-                                                "LLM) or 'lockstep' (sim time holds, as a paused Gazebo).")]
+    clock: Annotated[str, typer.Option(help="'follow': sim time advances as fast as every node of the team keeps "
+                                            'up (the same decisions under any load; holds while a brain waits on '
+                                            "its LLM); 'wall': at --real-time-factor x wall time, as Gazebo (demos, "
+                                            'physical robots).')] = 'follow',
+    llm_clock: Annotated[str, typer.Option(help="LLM brains on the wall clock: 'realtime' (sim time runs while a "
+                                                "brain waits on its LLM) or 'lockstep' (sim time holds, as a paused "
+                                                'Gazebo).')]
     = 'realtime',
     kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: give each robot its knowledge-base '
                                                           'sections (config/kb).')] = True,
@@ -58,9 +64,10 @@ def run(
                                             help='One process per node (as ros2 launch), or all in one.')] = False,
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graph (default: env or 0).')]
     = None,
-    real_time_factor: Annotated[Optional[float], typer.Option(help="Sim seconds per wall second (default: "
-                                                                   "the scenario's; with --brain openai, "
-                                                                   "config/llm.yaml's real_time_factor, 5).")]
+    real_time_factor: Annotated[Optional[float], typer.Option(help="Wall clock: sim seconds per wall second "
+                                                                   "(default: the scenario's; LLM brains in "
+                                                                   "realtime: config/llm.yaml's real_time_factor, "
+                                                                   '5). Follow clock: the most (default: no cap).')]
     = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
     namespace: Annotated[str, typer.Option(help="Run the whole team under this ROS namespace (robots in "
@@ -77,20 +84,21 @@ def run(
     """
     try:
         loaded = load_scenario(scenario)
+        check_clock_mode(clock, '--clock')
         if model is not None and brain != 'local':
             raise ConfigError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
-    except ConfigError as exc:
+    except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     options = {}
     if brain in ('openai', 'local'):
         # Realtime: sim time keeps running while a brain waits on the LLM, so run slower than protocol runs.
         options = {'kb': kb}
-        if llm_clock == 'realtime':
+        if llm_clock == 'realtime' and clock == 'wall':
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level, namespace, llm_clock, model)
+                                    log_level, namespace, llm_clock, model, clock)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -104,12 +112,12 @@ def run(
 
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
-                       log_level='warn', namespace='/', llm_clock='realtime', model=None):
+                       log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow'):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
-                                  namespace=namespace, llm_clock=llm_clock, local_model=model)
+                                  namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -127,7 +135,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
-                                  local_model=model)
+                                  local_model=model, clock=clock)
 
 
 def print_summary(report: dict) -> None:

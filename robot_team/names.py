@@ -56,6 +56,7 @@ INSTRUCTIONS = 'team/instructions'
 STAFF_BOARD = 'team/staff'
 SUPERVISOR_DIRECTIVES = 'team/supervisor/directives'   # robot_team/msg/SupervisorDirective (safe defaults)
 CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.llm.lockstep)
+CLOCK_ACKS = 'team/clock_acks'     # robot_team/msg/ClockAck: the follow clock (robot_team.clock_sync, rosclock)
 
 # ED floor infrastructure (served by the hospital's systems, or their stand-in hospital_systems),
 # relative to the team namespace.

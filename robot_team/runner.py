@@ -42,6 +42,7 @@ from robot_team.agents.manager_node import ManagerNode
 from robot_team.agents.operator_node import ScriptedOperatorNode
 from robot_team.agents.robot_node import RobotNode
 from robot_team.agents.supervisor_node import SupervisorNode
+from robot_team.clock_sync import DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.events import EventKind, TeamEventModel
@@ -160,10 +161,12 @@ class Episode:
                  domain_id: int | None = None, real_time_factor: float | None = None,
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
                  log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
-                 local_model: str | None = None):
+                 local_model: str | None = None, clock: str = 'follow'):
         self.scenario = scenario
         self.local_model = local_model
-        self.llm_clock = llm_clock
+        self.clock = check_clock_mode(clock, 'clock (--clock)')
+        # The follow clock holds while a brain waits on its LLM: the brains announce their waits.
+        self.llm_clock = 'lockstep' if clock == 'follow' else llm_clock
         # --brain local: the embedded endpoint (robot_team.llm.local.LocalServer); one given is not stopped here
         self.local_llm, self._own_local_llm = local_llm, local_llm is None
         self.namespace_error = ''
@@ -177,7 +180,8 @@ class Episode:
         self.brain = brain
         self.processes = processes
         self.domain_id = domain_id if domain_id is not None else int(os.environ.get('ROS_DOMAIN_ID', '0'))
-        self.real_time_factor = real_time_factor or scenario.real_time_factor
+        # wall: the pace (default the scenario's); follow: a cap (default none, 0).
+        self.real_time_factor = real_time_factor or (0.0 if clock == 'follow' else scenario.real_time_factor)
         self.on_event = on_event
         self._children: dict[str, subprocess.Popen] = {}
         self._interrupt: Interrupt | None = None
@@ -321,7 +325,12 @@ class Episode:
     def _llm_report(self, events: list[TeamEventModel]) -> dict:
         """Return the report's LLM clock (mode, expired holds) and, for ``--brain local``, the local endpoint."""
         expired = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_hold_expired']
-        out: dict = {'llm_clock': {'mode': self.llm_clock, 'holds_expired': len(expired)}}
+        lost = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_follower_lost']
+        out: dict = {'llm_clock': {'mode': self.llm_clock, 'holds_expired': len(expired)},
+                     'clock': {'mode': self.clock, 'real_time_factor': self.real_time_factor,
+                               'followers_lost': sorted({e.data.get('follower', '') for e in lost})}}
+        if self.clock == 'follow':
+            out['clock']['max_step_size'] = DEFAULT_MAX_STEP_SIZE_S
         if self.llm_clock == 'lockstep':
             out['llm_clock']['step_s'] = LLMSettings().lockstep_step_s   # as the clock source read it
         if self.local_llm is not None:
@@ -392,7 +401,7 @@ class Episode:
         if name == HOSPITAL_SYSTEMS:
             return {'scenario': paths['scenario'], 'use_sim_time': True}
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
-                'min_clock_subscribers': len(TEAM) + 2, 'llm_clock': self.llm_clock}
+                'min_clock_subscribers': len(TEAM) + 2, 'llm_clock': self.llm_clock, 'clock_mode': self.clock}
 
     def _clock_resumer(self, recorder) -> Callable[[], object]:
         """Return a function that unpauses ``motion_sim`` (sets its ``paused`` parameter false): sim time starts.
@@ -503,7 +512,9 @@ class Episode:
         # lockstep: sim time stands still while brains wait on their LLM, so wall time is not bounded
         # by the sim limit; each hold is (max_hold_s), and this bounds the whole episode.
         held = LOCKSTEP_WALL_ALLOWANCE_S if self.llm_clock == 'lockstep' else 0.0
-        wall_deadline = time.monotonic() + limit / self.real_time_factor * 3.0 + 60.0 + held
+        # follow: sim time runs as fast as the team keeps up; assume at least real time (else the cap's pace).
+        pace = self.real_time_factor if self.real_time_factor > 0 else 1.0
+        wall_deadline = time.monotonic() + limit / pace * 3.0 + 60.0 + held
         while time.monotonic() < wall_deadline and not interrupt.is_set():
             found = recorder.wait_for(lambda e: e.kind == EventKind.EPISODE_FINISHED.value, 0.1)
             if found is not None:
@@ -520,7 +531,8 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 domain_id: int | None = None, real_time_factor: float | None = None,
                 on_event: Callable[[TeamEventModel], None] | None = None,
                 brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/',
-                llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None) -> RunResult:
+                llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None,
+                clock: str = 'follow') -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -533,8 +545,11 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     :class:`robot_team.llm.local.LocalServer` to share across episodes; by default the run starts
     and stops its own, serving ``local_model``: a shipped model's name or alias, or a path to a
     ``.gguf``, default the LLM settings' ``local.model``; see :func:`robot_team.llm.local.resolve_model`).
+    ``clock`` 'follow' (default) advances sim time as fast as every node of the team keeps up
+    (:mod:`robot_team.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
+    scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap).
     ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
-    (:mod:`robot_team.llm.lockstep`); 'realtime' (default) does not.
+    (:mod:`robot_team.llm.lockstep`); 'realtime' (default) does not (the follow clock always holds).
 
     Raises
     ------
@@ -549,4 +564,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
                    log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
-                   local_model=local_model).run()
+                   local_model=local_model, clock=clock).run()

@@ -49,6 +49,7 @@ from robot_team.msg import (
     Escalation, HumanDecision, Instruction, PatientArrival, StaffBoard, SupervisorDirective, TeamHold)
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
+from robot_team.rosclock import follow_clock
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg
 from robot_team.rostime import now_s
@@ -148,6 +149,7 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
+        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(brain).__name__}',
                          brain=type(brain).__name__, tools=list(MANAGER_TOOLS))
 

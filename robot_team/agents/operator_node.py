@@ -17,6 +17,7 @@ from robot_team import names
 from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
 from robot_team.events import EventKind
 from robot_team.msg import Escalation
+from robot_team.rosclock import follow_clock
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos
 from robot_team.rostime import now_s
@@ -89,6 +90,7 @@ class ScriptedOperatorNode(Node):
                                  callback_group=self._group)
         # On the node's clock: ROS time, i.e. sim time under use_sim_time.
         self._timer = self.create_timer(POLL_PERIOD_S, self.answer_callback, callback_group=self._group)
+        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self.events.emit(EventKind.NODE_STARTED, f'scripted operator ready with {len(self.script)} answer(s)',
                          script=[a.model_dump() for a in self.script])
 

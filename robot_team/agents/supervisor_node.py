@@ -69,6 +69,7 @@ from robot_team.msg import (
     TeamHold,
 )
 from robot_team.reports import TaskReportModel
+from robot_team.rosclock import follow_clock
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg, report_to_msg
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
@@ -202,6 +203,7 @@ class SupervisorNode(Node):
                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         restored = self.desk.restore(now_s(self))
         self._publish_staff()
+        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
                          issue_handling_deadline_s=deadlines.issue_handling_s,

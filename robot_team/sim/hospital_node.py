@@ -89,6 +89,7 @@ from robot_team.names import (
     SHOW_DISPLAY,
     robot_name,
 )
+from robot_team.rosclock import follow_clock
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimEvent, SimInputError
@@ -191,6 +192,7 @@ class HospitalSystemsNode(Node):
         else:
             self._timer = self.create_timer(self.update_period_s, self.update_callback,
                                             callback_group=self._update_group)
+        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
             f"{len(self.engine.staff_ids)} HCWs, robots seen through {self.pose_source}",

@@ -1,10 +1,10 @@
 """Robot motion as a ROS 2 node (``motion_sim``): the embedded stand-in for Gazebo and Nav2.
 
 A thin facade over :class:`~robot_team.sim.motion.MotionEngine`. It serves, per robot, what a
-robot running Nav2 in Gazebo has, and it is the clock source: a wall-clock timer steps the engine
-and publishes ``/clock``, advancing sim time by ``real_time_factor`` x the wall time elapsed
-(:meth:`MotionSimNode.tick_callback`). Other nodes run with ``use_sim_time:=true``. It knows
-nothing of HCWs, pages, badges or displays: those are the hospital's systems
+robot running Nav2 in Gazebo has, and it is the clock source: it steps the engine and publishes
+``/clock``, advancing sim time by ``real_time_factor`` x the wall time elapsed, or as fast as the
+team keeps up (parameter ``clock_mode``; :meth:`MotionSimNode.tick_callback`). Other nodes run
+with ``use_sim_time:=true``. It knows nothing of HCWs, pages, badges or displays: those are the hospital's systems
 (``hospital_systems``, :mod:`robot_team.sim.hospital_node`), which see the robots only through
 the poses published here.
 
@@ -58,10 +58,20 @@ Parameters
     doors (``blocked_doors``), and the default real-time factor.
 ``robots`` (string array, default the robots with a base)
     The robots to simulate; each needs a dock in the floor description.
-``real_time_factor`` (float, default the scenario's)
-    Sim seconds per wall second.
+``clock_mode`` (str, default ``wall``)
+    ``wall``: sim time runs at ``real_time_factor`` x wall time (Gazebo's real-time factor).
+    ``follow``: sim time steps by ``max_step_size`` once every node that follows the clock
+    acknowledged the current time on ``team/clock_acks`` (:mod:`robot_team.clock_sync`; the
+    default of unattended runs, ``eval`` and ``bench``); it holds while a brain waits on its LLM
+    (lockstep, whatever ``llm_clock`` says). A follower that stays behind for
+    ``follower_timeout_s`` (wall s, default 10) stops counting (``sim`` event
+    ``clock_follower_lost``).
+``real_time_factor`` (float, default the scenario's in ``wall``, 0 in ``follow``)
+    Sim seconds per wall second; in ``follow`` an upper bound (0: none).
+``max_step_size`` (float, sim s, default 0.25)
+    The follow clock's step.
 ``tick_hz`` (float, default 100)
-    Clock ticks per wall second.
+    Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement).
 ``paused`` (bool, default false; may be set while running)
     Hold sim time (``/clock`` keeps being published, unchanged), as Gazebo's pause does. A
     launcher starts the node paused next to the team and resumes it once every node is up.
@@ -110,10 +120,14 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from robot_team.llm import lockstep
 from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind
-from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MAP_FRAME,
-                              MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM,
-                              ODOM_FRAME, robot_name)
-from robot_team.rostime import s_to_duration, s_to_stamp
+from robot_team.clock_sync import (DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, FollowGate, RateCap,
+                                   check_clock_mode)
+from robot_team.msg import ClockAck
+from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, CLOCK_ACKS, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP,
+                              MAP_FRAME, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE,
+                              ODOM, ODOM_FRAME, robot_name)
+from robot_team.rosclock import clock_acks_qos
+from robot_team.rostime import s_to_duration, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimInputError
 from robot_team.sim.grid import PlanningError
@@ -130,6 +144,7 @@ AMCL_POSITION_VARIANCE = 0.05 ** 2   # m^2: covariance reported on amcl_pose (th
 AMCL_YAW_VARIANCE = 0.02 ** 2        # rad^2
 GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
 MAX_TICK_WALL_S = 0.5       # a stalled tick advances sim time by at most this much wall time
+FOLLOW_RESEND_S = 0.1       # follow clock: wall s without a step after which the current time is sent again
 
 
 def _frame_problem(frame_id: str) -> str:
@@ -337,13 +352,25 @@ class MotionSimNode(Node):
             world = load_world(scenario.floor_path)
             # Numbers may come as integers from the command line (-p tick_hz:=50): type them loosely.
             number = ParameterDescriptor(dynamic_typing=True)
-            self.real_time_factor = self._number('real_time_factor', scenario.real_time_factor, number)
+            self.clock_mode = str(self.declare_parameter('clock_mode', 'wall').value)
+            try:
+                check_clock_mode(self.clock_mode, 'parameter clock_mode')
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            follow = self.clock_mode == 'follow'
+            self.real_time_factor = self._number('real_time_factor', 0.0 if follow else scenario.real_time_factor,
+                                                 number)
             self.tick_hz = self._number('tick_hz', 100.0, number)
+            self.max_step_size = self._number('max_step_size', DEFAULT_MAX_STEP_SIZE_S, number)
+            self.follower_timeout_s = self._number('follower_timeout_s', DEFAULT_FOLLOWER_TIMEOUT_S, number)
             self.clock_start_timeout_s = self._number('clock_start_timeout_s', 30.0, number)
             self.min_clock_subscribers = int(self._number('min_clock_subscribers', 0, number))
-            if not (self.real_time_factor > 0 and self.tick_hz > 0):
-                raise ConfigError(f'parameters real_time_factor ({self.real_time_factor}) and tick_hz '
-                                  f'({self.tick_hz}) must be positive')
+            if not ((self.real_time_factor >= 0 if follow else self.real_time_factor > 0) and self.tick_hz > 0
+                    and self.max_step_size > 0 and self.follower_timeout_s > 0):
+                raise ConfigError(f'parameters real_time_factor ({self.real_time_factor}; 0 for no cap with '
+                                  f'clock_mode follow), tick_hz ({self.tick_hz}), max_step_size '
+                                  f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
+                                  'must be positive')
             self._paused = bool(self.declare_parameter('paused', False).value)
             self.robots = tuple(self.declare_parameter('robots', list(BASE_ROBOTS)).value)
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors)
@@ -398,18 +425,28 @@ class MotionSimNode(Node):
         self._last_wall: float | None = None
         # The LLM clock: in lockstep, sim time holds while a brain waits on its LLM (robot_team.llm.lockstep).
         self.llm_clock = self.declare_parameter('llm_clock', 'realtime').value
+        if self.clock_mode == 'follow':
+            # Sim time cannot run on while a brain waits on its LLM: the follow clock always holds.
+            self.llm_clock = 'lockstep'
         self._holds = lockstep.attach_clock_source(self, self.llm_clock, self._record.emitter.emit,
                                                    self._reentrant_group)
+        self._gate = self._cap = None
+        self._last_publish_wall = 0.0
+        if self.clock_mode == 'follow':
+            self._gate = FollowGate(self.follower_timeout_s)
+            self._cap = RateCap(self.real_time_factor, self.max_step_size)
+            self.create_subscription(ClockAck, CLOCK_ACKS, self._ack_callback, clock_acks_qos(),
+                                     callback_group=self._reentrant_group)
         # The node is the clock source: its timer must run on wall time, never on sim time.
         self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
                                         callback_group=self._tick_group,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"motion simulator ready: scenario '{scenario.name}', world '{world.name}', "
-            f"robots {', '.join(self.robots)}, real-time factor {self.real_time_factor:g}"
-            + (', paused' if self._paused else ''),
+            f"robots {', '.join(self.robots)}, {self.clock_description()}" + (', paused' if self._paused else ''),
             scenario=scenario.name, world=str(world.path), robots=list(self.robots),
             real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, paused=self._paused,
+            clock_mode=self.clock_mode, max_step_size=self.max_step_size,
             min_clock_subscribers=self.min_clock_subscribers, llm_clock=self.llm_clock,
             blocked_doors=list(scenario.blocked_doors))
 
@@ -439,28 +476,87 @@ class MotionSimNode(Node):
         with self._lock:
             return self.engine.t
 
+    def clock_description(self) -> str:
+        """Return the clock's mode in words, e.g. ``'follow clock, steps of 0.25 s, no speed cap'``."""
+        if self.clock_mode == 'wall':
+            return f'wall clock, real-time factor {self.real_time_factor:g}'
+        cap = f'at most {self.real_time_factor:g}x' if self.real_time_factor > 0 else 'no speed cap'
+        return f'follow clock, steps of {self.max_step_size:g} s, {cap}'
+
     def tick_callback(self) -> None:
-        """Advance the simulation by real_time_factor x the wall time since the last tick; publish /clock."""
+        """Advance the simulation one tick and publish ``/clock`` (see :mod:`robot_team.clock_sync`).
+
+        ``wall``: by real_time_factor x the wall time since the last tick. ``follow``: one step
+        if every follower caught up (steps also follow each acknowledgement); the current time
+        again if none came for a while (a lost message must not stall the team).
+        """
         now = time.monotonic()
+        if self._gate is not None:
+            if not self._follow_step() and now - self._last_publish_wall > FOLLOW_RESEND_S:
+                self._advance(0.0)
+            return
         if self._holds is not None and self._holds.held():   # lockstep: a brain waits on its LLM
             self._last_wall = now
             return
         last = self._last_wall if self._last_wall is not None else now - 1.0 / self.tick_hz
         wall_dt, self._last_wall = min(now - last, MAX_TICK_WALL_S), now
+        held_for = self._holds.take_step() if self._holds is not None else 0.0
+        self._advance(wall_dt * self.real_time_factor + held_for)
+
+    def _ack_callback(self, msg: ClockAck) -> None:
+        """Record a follower's acknowledgement; step the follow clock if it was the last one awaited."""
+        self._gate.ack(msg.node, stamp_to_s(msg.clock))
+        self._follow_step()
+
+    def _follow_step(self) -> bool:
+        """Step the follow clock once if every follower caught up, no hold is active and the cap allows.
+
+        Returns whether sim time advanced.
+        """
+        if self._holds is not None and self._holds.held():   # a brain waits on its LLM
+            return False
+        with self._lock:
+            if self._stopping:
+                return False
+            ready, lost = self._gate.ready(self.engine.t)
+            for name, behind in lost:
+                self._record.emitter.emit(
+                    EventKind.SIM, f'{name} stopped following the clock ({behind:.1f} wall s behind): sim time goes '
+                    'on without it', target=name, what='clock_follower_lost', follower=name,
+                    behind_s=round(behind, 3))
+            for name in self._gate.returned():
+                self._record.emitter.emit(EventKind.SIM, f'{name} follows the clock again', target=name,
+                                          what='clock_follower_back', follower=name)
+            if not ready or not self._clock_runs():    # (paused, or waiting for the subscribers)
+                return False
+            step = self.max_step_size + (self._holds.take_step() if self._holds is not None else 0.0)
+            if not self._cap.allows(self.engine.t, step):
+                return False
+            self._advance_locked(step)
+        with self._tick_cv:
+            self._tick_cv.notify_all()
+        return True
+
+    def _advance(self, step: float) -> None:
+        """Advance sim time by ``step`` s (none while the clock may not run); publish; wake the goals."""
         with self._lock:
             if self._stopping:
                 return
-            step = wall_dt * self.real_time_factor + (self._holds.take_step() if self._holds is not None else 0.0)
-            events = self.engine.step(step if self._clock_runs() else 0.0)
-            t = self._sim_t = self.engine.t
-            self._publish_localization()   # the robots' poses first: a node woken by /clock finds them there
-            if t >= self._next_state_t:
-                self._next_state_t = t + STATE_PERIOD_S
-                self._publish_odom(t)
-            self._clock_pub.publish(ClockMsg(clock=s_to_stamp(t)))
-            self._record.sim_events(events)
+            self._advance_locked(step if self._clock_runs() else 0.0)
         with self._tick_cv:
             self._tick_cv.notify_all()
+
+    def _advance_locked(self, step: float) -> None:
+        """Step the engine by ``step`` sim s and publish poses, odometry, ``/clock`` and events (lock held)."""
+        events = self.engine.step(step)
+        t = self._sim_t = self.engine.t
+        self._publish_localization()   # the robots' poses first: a node woken by /clock finds them there
+        if t >= self._next_state_t:
+            self._next_state_t = t + STATE_PERIOD_S
+            self._publish_odom(t)
+        self._clock_pub.publish(ClockMsg(clock=s_to_stamp(t)))
+        self._last_publish_wall = time.monotonic()
+        self._record.sim_events(events)
 
     def _clock_runs(self) -> bool:
         """Return whether sim time may advance now (lock held): not paused, every subscriber there."""
@@ -479,7 +575,8 @@ class MotionSimNode(Node):
             self._clock_started = True
             self._record.emitter.emit(EventKind.SIM, f'sim time started ({subscribers} /clock subscribers)',
                                       what='clock_started', subscribers=subscribers,
-                                      real_time_factor=self.real_time_factor)
+                                      real_time_factor=self.real_time_factor, clock_mode=self.clock_mode,
+                                      followers=self._gate.followers if self._gate is not None else [])
         return True
 
     def _publish_odom(self, t: float) -> None:

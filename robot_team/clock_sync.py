@@ -1,0 +1,173 @@
+"""Sim time that follows the team: the clock source's rules, without ROS.
+
+Two clock modes (:data:`CLOCK_MODES`) for the simulator's clock source (``motion_sim``):
+
+``wall``
+    Sim time advances by ``real_time_factor`` x the wall time elapsed, whatever the nodes manage
+    (Gazebo's real-time factor). For demos, and for a team mixed with physical robots. On a loaded
+    host the team's nodes fall behind sim time and the outcome depends on the load.
+``follow`` (the default of unattended runs, ``eval`` and ``bench``)
+    Conservative synchronisation: sim time advances in steps of ``max_step_size`` sim seconds
+    (Gazebo's name for its physics step), and the source publishes the next step only once every
+    node that follows the clock has acknowledged the current one (each acknowledges each ``/clock``
+    value it processed on ``team/clock_acks``, :mod:`robot_team.rosclock`). Every node thus sees
+    every sim time in order, and sim time never runs ahead of the slowest node by more than one
+    step: the same decisions under any load, as fast as the team keeps up. A positive
+    ``real_time_factor`` caps the speed (0: no cap). The lockstep LLM hold
+    (:mod:`robot_team.llm.lockstep`) is one more condition of the step: sim time stands while a
+    brain waits on its LLM.
+
+A follower that stops acknowledging (a node that died or hangs) cannot freeze the team: after
+``follower_timeout_s`` wall seconds behind, it no longer counts (:meth:`FollowGate.ready` reports
+it as lost, the node records it); its next acknowledgement makes it count again.
+
+:class:`FollowGate` is the clock source's bookkeeping; :class:`RateCap` its optional speed cap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+CLOCK_MODES = ('follow', 'wall')
+"""The clock source's modes (see the module)."""
+
+DEFAULT_MAX_STEP_SIZE_S = 0.5
+"""Sim seconds per step of the ``follow`` clock: the team sees sim time in steps this long (about the
+step a 40x wall clock makes at 100 ticks per second, which the team's timers and deadlines were
+written for; deadlines are tens of seconds)."""
+
+DEFAULT_FOLLOWER_TIMEOUT_S = 10.0
+"""Wall seconds a follower may hold the clock back before it no longer counts (a node that died).
+Longer than a loaded host's scheduling delays (twenty teams on two cores: under a second)."""
+
+
+def check_clock_mode(value: str, what: str = 'clock_mode') -> str:
+    """Return ``value`` if it is a clock mode.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the modes, otherwise.
+    """
+    if value not in CLOCK_MODES:
+        raise ValueError(f"{what} {value!r} is not a clock mode: expected {' or '.join(CLOCK_MODES)}")
+    return value
+
+
+@dataclass
+class _Follower:
+    acked_s: float       # the latest sim time it acknowledged, s
+    wall: float          # when that acknowledgement arrived (monotonic wall s)
+    lost: bool = False
+
+
+class FollowGate:
+    """Which nodes follow the clock, how far each has caught up, and whether the clock may step.
+
+    Parameters
+    ----------
+    follower_timeout_s
+        Wall seconds a follower may stay behind before it no longer counts.
+    wall
+        Monotonic wall clock, s (tests may pass their own).
+
+    Thread-safe: :meth:`ack` runs in a subscription callback, :meth:`ready` in the clock's step.
+
+    Raises
+    ------
+    ValueError
+        If ``follower_timeout_s`` is not positive.
+    """
+
+    def __init__(self, follower_timeout_s: float = DEFAULT_FOLLOWER_TIMEOUT_S,
+                 wall: Callable[[], float] = time.monotonic):
+        if not follower_timeout_s > 0:
+            raise ValueError(f'follower_timeout_s must be positive, got {follower_timeout_s}')
+        self.follower_timeout_s = float(follower_timeout_s)
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._followers: dict[str, _Follower] = {}
+        self._returned: list[str] = []
+
+    def ack(self, follower: str, t: float) -> None:
+        """Record that ``follower`` (a node's fully qualified name) processed sim time ``t`` (s)."""
+        with self._lock:
+            entry = self._followers.get(follower)
+            if entry is None:
+                self._followers[follower] = _Follower(float(t), self._wall())
+                return
+            if t >= entry.acked_s:
+                entry.acked_s, entry.wall = float(t), self._wall()
+                if entry.lost:
+                    entry.lost = False
+                    self._returned.append(follower)
+
+    def ready(self, t: float) -> tuple[bool, list[tuple[str, float]]]:
+        """Return whether every counting follower acknowledged sim time ``t`` (s), and who was lost now.
+
+        The list holds ``(follower, wall seconds behind)`` for each follower that stopped counting
+        at this call (behind ``t`` for over ``follower_timeout_s``).
+        """
+        lost = []
+        with self._lock:
+            now = self._wall()
+            ready = True
+            for name, entry in self._followers.items():
+                if entry.lost or entry.acked_s >= t - 1e-9:
+                    continue
+                behind = now - entry.wall
+                if behind > self.follower_timeout_s:
+                    entry.lost = True
+                    lost.append((name, behind))
+                else:
+                    ready = False
+        return ready, lost
+
+    def returned(self) -> list[str]:
+        """Return and forget the followers that acknowledged again after they were lost."""
+        with self._lock:
+            out, self._returned = self._returned, []
+        return out
+
+    @property
+    def followers(self) -> list[str]:
+        """The followers that count now (sorted)."""
+        with self._lock:
+            return sorted(name for name, entry in self._followers.items() if not entry.lost)
+
+
+class RateCap:
+    """An upper bound on sim seconds per wall second for the ``follow`` clock.
+
+    Parameters
+    ----------
+    real_time_factor
+        Sim seconds per wall second at most; 0 (or less) for no cap.
+    burst_s
+        Sim seconds the allowance may run ahead of the clock (one step: no burst after a pause).
+    wall
+        Monotonic wall clock, s.
+    """
+
+    def __init__(self, real_time_factor: float, burst_s: float, wall: Callable[[], float] = time.monotonic):
+        self.real_time_factor = float(real_time_factor)
+        self.burst_s = float(burst_s)
+        self._wall = wall
+        self._last: float | None = None
+        self._allowed = 0.0
+
+    def allows(self, t: float, step: float) -> bool:
+        """Return whether the clock may step from ``t`` to ``t + step`` (sim s) now; consume it if so."""
+        if self.real_time_factor <= 0:
+            return True
+        now = self._wall()
+        if self._last is not None:
+            self._allowed = min(self._allowed + (now - self._last) * self.real_time_factor, step + self.burst_s)
+        self._last = now
+        if self._allowed + 1e-9 >= step:
+            self._allowed -= step
+            return True
+        return False

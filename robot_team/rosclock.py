@@ -1,0 +1,64 @@
+"""A node's side of the follow clock: acknowledge each ``/clock`` value once it is processed.
+
+Every team node on sim time (``use_sim_time:=true``) calls :func:`follow_clock` once it is built.
+Each time the node's time source takes a new ``/clock`` value (rclpy's clock jump callback, run
+inside the time source's ``/clock`` callback, after the jump callbacks the node registered
+before), it publishes a ``robot_team/msg/ClockAck`` (the node's fully qualified name and the
+value) on ``team/clock_acks``. The time source's callback belongs to the node's default callback
+group: an acknowledgement waits for the work the node had queued there, so a node that falls
+behind holds the clock back. The clock source's rules are in :mod:`robot_team.clock_sync`; a
+source in ``wall`` mode (or Gazebo) ignores the acknowledgements.
+"""
+
+from __future__ import annotations
+
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from robot_team.msg import ClockAck
+from robot_team.names import CLOCK_ACKS, team_name
+
+
+def clock_acks_qos() -> QoSProfile:
+    """Return the QoS of ``team/clock_acks``: reliable, volatile (the source re-sends a value it waits on)."""
+    return QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class ClockFollower:
+    """Acknowledge every forward step of ``node``'s ROS time on ``team/clock_acks``.
+
+    Parameters
+    ----------
+    node
+        An rclpy node on sim time. Robot nodes must have their ``team_namespace`` attribute set.
+    """
+
+    def __init__(self, node):
+        self.node_name = node.get_fully_qualified_name()
+        self.acks = 0
+        self._clock = node.get_clock()
+        self._pub = node.create_publisher(ClockAck, team_name(node, CLOCK_ACKS), clock_acks_qos())
+        self._jump = self._clock.create_jump_callback(
+            JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None, on_clock_change=False),
+            post_callback=self._on_jump)
+        self.ack()
+
+    def _on_jump(self, _jump) -> None:
+        self.ack()
+
+    def ack(self) -> None:
+        """Publish the node's current ROS time as processed (also sent again by the clock source's resend)."""
+        self._pub.publish(ClockAck(node=self.node_name, clock=self._clock.now().to_msg()))
+        self.acks += 1
+
+    def close(self) -> None:
+        """Stop acknowledging (before the node is destroyed)."""
+        self._jump.unregister()
+
+
+def follow_clock(node) -> ClockFollower | None:
+    """Make ``node`` follow its team's clock when it runs on sim time; return the follower (None otherwise)."""
+    if not node.get_parameter('use_sim_time').value:
+        return None
+    return ClockFollower(node)
