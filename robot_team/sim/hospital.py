@@ -33,10 +33,15 @@ What is simulated
   area), the HCW walks through the door into that room (``hcw_entering``, then
   ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
   (``hcw_arrived``).
-* Badge readers: an HCW entering a reader's radius scans their badge once per entry (the badge
-  ID is the scenario's ``badge_overrides`` entry, if any, else the directory's); an HCW who
-  arrives in a room without a scan at its door (the walk, sampled at the update period, jumped
-  past the reader's zone) badges at that room's reader on arrival: one does not get in otherwise.
+* Badge readers: an HCW whose way enters a reader's zone (its radius) scans their badge once per
+  entry (the badge ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
+  The test is on the segments walked between two updates, not on the positions reached: a step
+  that passes through a zone scans there (at the step's closest point to the reader) even when
+  it starts and ends outside it, however long the step; zones passed in one step scan in the
+  order passed; a step that comes no closer than the radius does not scan. An HCW who arrives in
+  a room without a scan at its door (their way in kept farther than the radius from the reader,
+  e.g. through the far side of a wide gap) badges at that room's reader on arrival: one does not
+  get in otherwise. Either way, one scan per entry.
 * Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``).
 * Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
 
@@ -57,7 +62,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from robot_team.config import ConfigError, Scenario, StaffMember, StaffSeed
-from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError
+from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError, segment_near
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError
 
@@ -550,10 +555,7 @@ class HospitalEngine:
         for hcw in self._hcws.values():
             if hcw.state in ('idle', 'arrived'):
                 continue            # standing: no move, no new reader range (and no work, at every tick)
-            before = (hcw.x, hcw.y)
             self._move_hcw(hcw, h)
-            if (hcw.x, hcw.y) != before:
-                self._check_readers(hcw)
 
     def _acknowledge(self, page: Page) -> None:
         h = self._hcws[page.hcw_id]
@@ -587,18 +589,20 @@ class HospitalEngine:
                 self._arrive(hcw, hcw.entering_room)
 
     def _walk(self, hcw: _Hcw, h: float, target_s: float) -> None:
-        """Walk an HCW along their trail towards arc length ``target_s`` at ``hcw_speed``."""
+        """Walk an HCW along their trail towards arc length ``target_s`` at ``hcw_speed``; badge on the way."""
         if target_s <= hcw.s:
             return
-        hcw.s = min(target_s, hcw.s + self.hcw_speed * h)
-        x, y = hcw.trail.at(hcw.s)
+        start, hcw.s = hcw.s, min(target_s, hcw.s + self.hcw_speed * h)
+        way = [(hcw.x, hcw.y), *hcw.trail.between(start, hcw.s)[1:]]
+        x, y = way[-1]
         if math.hypot(x - hcw.x, y - hcw.y) > 1e-6:
             hcw.yaw = math.atan2(y - hcw.y, x - hcw.x)
         hcw.x, hcw.y = x, y
+        self._check_readers(hcw, way)
 
     def _arrive(self, hcw: _Hcw, room: str) -> None:
-        # Entering a room means passing its door: badge at its reader if the walk (sampled at the update
-        # period) jumped past the reader's zone without a scan.
+        # Entering a room means passing its door: badge at its reader if the way in stayed outside the
+        # reader's zone (through the far side of the door gap). The walk there was already checked.
         if hcw.scanned_room != room:
             for reader in self._readers:
                 if reader.room == room:
@@ -635,19 +639,30 @@ class HospitalEngine:
         self._log.emit('hcw_entering', hcw_id=hcw.member.hcw_id, room=room.name, robot=hcw.robot)
 
     def _readers_at(self, x: float, y: float) -> set[str]:
-        if not self._readers:
-            return set()
-        inside = np.hypot(*(self._reader_xy - (x, y)).T) <= self._reader_radius
+        """Return the IDs of the readers whose zone holds the point (``x``, ``y``) (m)."""
+        inside, _, _ = segment_near((x, y), (x, y), self._reader_xy, self._reader_radius)
         return {self._readers[i].reader_id for i in np.flatnonzero(inside)}
 
-    def _check_readers(self, hcw: _Hcw) -> None:
-        inside = self._readers_at(hcw.x, hcw.y)
-        for reader in self._readers:
-            if reader.reader_id in inside and reader.reader_id not in hcw.inside_readers:
-                self._scan(hcw, reader)
+    def _check_readers(self, hcw: _Hcw, way: Sequence[tuple[float, float]]) -> None:
+        """Badge ``hcw`` at each reader whose zone the ``way`` they just walked enters (segment test).
+
+        ``way`` is the HCW's positions (m) from where they were to where they are, consecutive
+        points joined by straight pieces. A piece that enters a zone (its closest point to the
+        reader is within the radius, from outside the zone) scans once, at that closest point, even
+        if both its ends are outside; zones entered by one piece scan in the order passed.
+        """
+        inside = hcw.inside_readers
+        for a, b in zip(way, way[1:]):
+            near, closest, along = segment_near(a, b, self._reader_xy, self._reader_radius)
+            for i in sorted(np.flatnonzero(near), key=lambda i: along[i]):
+                if self._readers[i].reader_id not in inside:
+                    self._scan(hcw, self._readers[i], (float(closest[i, 0]), float(closest[i, 1])))
+            inside = self._readers_at(*b)
         hcw.inside_readers = inside
 
-    def _scan(self, hcw: _Hcw, reader) -> None:
+    def _scan(self, hcw: _Hcw, reader, where: tuple[float, float] | None = None) -> None:
+        """Record a badge scan of ``hcw`` at ``reader``, at ``where`` (m; None: where the HCW is)."""
+        x, y = (hcw.x, hcw.y) if where is None else where
         self._log.emit('badge_scan', reader_id=reader.reader_id, room=reader.room, badge_id=hcw.badge_id,
-                       hcw_id=hcw.member.hcw_id, x=hcw.x, y=hcw.y)
+                       hcw_id=hcw.member.hcw_id, x=x, y=y)
         hcw.scanned_room = reader.room
