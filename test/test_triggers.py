@@ -1,8 +1,8 @@
-"""Triggers that do not depend on sampling: badge readers test the segments walked, not points.
+"""Triggers that do not depend on sampling: badge readers and the follow trigger test segments, not points.
 
-A position stream that jumps (an HCW who walks 5 m per 0.1 s update) still triggers a zone its
-way passes through between two updates, once per entry, and does not trigger one it passes by.
-Pure Python, no ROS graph.
+A position stream that jumps (an HCW who walks 5 m per 0.1 s update, a robot seen metres apart)
+still triggers a zone its way passes through between two updates, once per entry, and does not
+trigger one it passes by. Pure Python, no ROS graph.
 """
 
 import math
@@ -159,3 +159,21 @@ def test_an_hcw_who_jumps_into_a_room_badges_once_at_its_door():
     assert scan.data['reader_id'] == reader.reader_id and entering.t <= scan.t <= arrived.t
     assert math.hypot(scan.data['x'] - reader.x, scan.data['y'] - reader.y) <= reader.radius
     assert hospital.hcw('90').area == 'ER-12'
+
+
+def test_a_waiting_hcw_follows_a_robot_seen_passing_by_between_two_poses():
+    """Seen 5 m apart across the lounge, never within 2 m of the HCW, but its way passed 1 m from them."""
+    hospital = waiting_in_the_lounge()
+    for x, y in ((23.0, 14.5), (28.0, 14.5), (28.0, 13.0)):      # its way never comes within 2 m
+        hospital.observe_robot(NAV, x, y, stamp=hospital.t)
+        assert not [e for e in hospital.step(0.5) if e.kind == 'hcw_following']
+        assert hospital.hcw('90').state == 'waiting'
+    hospital.observe_robot(NAV, 23.0, 13.0, stamp=hospital.t)    # 2.69 m from the HCW, as (28, 13) was
+    events = hospital.step(0.5)
+    (following,) = [e for e in events if e.kind == 'hcw_following']
+    assert following.data['robot'] == NAV and following.data['area'] == 'Staff lounge'
+    assert hospital.hcw('90').state == 'following'
+    # To where the robot passed closest, then along its way: 1 m behind where it was last seen.
+    assert hospital._hcws['90'].trail.points == [(25.5, 12.0), (25.5, 13.0), (23.0, 13.0)]
+    hospital.step(5.0)
+    assert where(hospital) == pytest.approx((24.0, 13.0))

@@ -17,10 +17,13 @@ What is simulated
 * Paging: an available HCW acknowledges after ``page_response_delay_s``; busy ones never do;
   off-shift HCWs do not carry a pager (the page is not delivered).
 * Following, inferred from the robot's observed poses: an HCW who acknowledged a page naming a
-  robot waits where they are until that robot is seen within 2.0 m (in line of sight), then
-  walks about 1.0 m behind it along the trail of its observed positions (where two positions seen
-  one after the other are not in line of sight, the trail goes through the doors of the rooms
-  they are in: a robot seen rarely is still followed through doors, past their badge readers).
+  robot waits where they are until that robot comes within 2.0 m (in line of sight): seen there,
+  or seen passing there, its way between two positions seen one after the other (a straight
+  segment) coming that close, however far apart the two were. They walk to the point where it
+  came closest, then about 1.0 m behind it along the trail of its observed positions (where two
+  positions seen one after the other are not in line of sight, the trail goes through the doors
+  of the rooms they are in: a robot seen rarely is still followed through doors, past their
+  badge readers).
   A robot counts as *stopped* once its odometry (the twist of ``odom``, which every base
   controller publishes, moving or not) has reported it standing (under 0.01 m/s and 0.01 rad/s)
   for 1.0 s by its stamps. Without odometry, it counts as stopped once its observed poses show it
@@ -32,7 +35,7 @@ What is simulated
   When the robot stops at the door approach pose of a room (not the HCW's own
   area), the HCW walks through the door into that room (``hcw_entering``, then
   ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
-  (``hcw_arrived``).
+  (``hcw_arrived``). These are tests of where the robot stands once stopped, on its last pose.
 * Badge readers: an HCW whose way enters a reader's zone (its radius) scans their badge once per
   entry (the badge ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
   The test is on the segments walked between two updates, not on the positions reached: a step
@@ -397,8 +400,10 @@ class HospitalEngine:
         """Record that ``robot`` was seen at (``x``, ``y``, ``yaw``) (map frame, m, rad) at time ``stamp``.
 
         ``stamp`` is the observation's time (s, on this engine's clock; None: now). HCWs following
-        the robot get the position on their trail. A pose or stamp that is not finite is ignored
-        (a localizer's glitch), and so is an observation older than the last one.
+        the robot get the position on their trail; an HCW waiting for it starts following if its
+        way from the previous observation passed close enough (see the module). A pose or stamp
+        that is not finite is ignored (a localizer's glitch), and so is an observation older than
+        the last one.
 
         Raises
         ------
@@ -416,11 +421,16 @@ class HospitalEngine:
         seen.delays.append(min(max(self.t - stamp, 0.0), MAX_DELAY_S))
         if stamp < seen.seen_at:
             return
+        before = (seen.x, seen.y)
         seen.x, seen.y, seen.yaw, seen.seen_at, seen.updates_since = x, y, yaw, stamp, 0
         if math.hypot(x - seen.still_x, y - seen.still_y) > STILL_TOLERANCE_M:
             seen.still_x, seen.still_y, seen.still_since = x, y, stamp
         for hcw in self._hcws.values():
-            if hcw.state == 'following' and hcw.robot == robot:
+            if hcw.robot != robot:
+                continue
+            if hcw.state == 'waiting':
+                self._follow_if_passing(hcw, before, (x, y))
+            elif hcw.state == 'following':
                 last = hcw.trail.points[-1]
                 if not self.grid.line_of_sight(last, (x, y)):
                     for point in self._through_doors(last, (x, y)):
@@ -570,11 +580,8 @@ class HospitalEngine:
     def _move_hcw(self, hcw: _Hcw, h: float) -> None:
         if hcw.state == 'waiting':
             seen = self._seen.get(hcw.robot)
-            if (seen is not None and math.hypot(seen.x - hcw.x, seen.y - hcw.y) <= FOLLOW_TRIGGER_M
-                    and self.grid.line_of_sight((hcw.x, hcw.y), (seen.x, seen.y))):
-                hcw.state, hcw.trail, hcw.s = 'following', Polyline([(hcw.x, hcw.y), (seen.x, seen.y)]), 0.0
-                self._log.emit('hcw_following', hcw_id=hcw.member.hcw_id, robot=hcw.robot, x=hcw.x, y=hcw.y,
-                               area=self.world.room_at(hcw.x, hcw.y))
+            if seen is not None:    # where the robot stands (its way there was tested as it was seen)
+                self._follow_if_passing(hcw, (seen.x, seen.y), (seen.x, seen.y))
             return
         if hcw.state == 'following':
             self._walk(hcw, h, hcw.trail.length - FOLLOW_DISTANCE_M)
@@ -587,6 +594,27 @@ class HospitalEngine:
             self._walk(hcw, h, hcw.trail.length)
             if hcw.s >= hcw.trail.length - 1e-9:
                 self._arrive(hcw, hcw.entering_room)
+
+    def _follow_if_passing(self, hcw: _Hcw, a: tuple[float, float], b: tuple[float, float]) -> None:
+        """Start a waiting HCW following if their robot's way from ``a`` to ``b`` (m) came close enough.
+
+        ``a`` and ``b`` are two positions of the robot seen one after the other (``a == b``: where
+        it stands). If the segment between them comes within ``FOLLOW_TRIGGER_M`` of the HCW at a
+        point in their line of sight, they walk to that point and on along the robot's way to ``b``.
+        """
+        here = (hcw.x, hcw.y)
+        near, closest, _ = segment_near(a, b, here, FOLLOW_TRIGGER_M)
+        passing = (float(closest[0, 0]), float(closest[0, 1]))
+        if not near[0] or not self.grid.line_of_sight(here, passing):
+            return
+        trail = Polyline([here, passing])
+        if not self.grid.line_of_sight(passing, b):
+            for point in self._through_doors(passing, b):
+                trail.append(*point)
+        trail.append(*b)
+        hcw.state, hcw.trail, hcw.s = 'following', trail, 0.0
+        self._log.emit('hcw_following', hcw_id=hcw.member.hcw_id, robot=hcw.robot, x=hcw.x, y=hcw.y,
+                       area=self.world.room_at(hcw.x, hcw.y))
 
     def _walk(self, hcw: _Hcw, h: float, target_s: float) -> None:
         """Walk an HCW along their trail towards arc length ``target_s`` at ``hcw_speed``; badge on the way."""
