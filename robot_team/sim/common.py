@@ -1,4 +1,4 @@
-"""What the simulator's two engines share: ground-truth events, polylines, angles. No rclpy here.
+"""What the simulator's two engines share: ground-truth events, polylines, angles, segment tests. No rclpy here.
 
 The embedded simulator is split along the line a real deployment draws: robot motion
 (:mod:`robot_team.sim.motion`, what Gazebo and Nav2 provide) and the hospital's systems
@@ -14,6 +14,8 @@ import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 from robot_team.names import Robot
 
@@ -90,12 +92,68 @@ class Polyline:
         (x0, y0), (x1, y1) = self.points[i], self.points[i + 1]
         return x0 + f * (x1 - x0), y0 + f * (y1 - y0)
 
+    def between(self, s0: float, s1: float) -> list[tuple[float, float]]:
+        """Return the way from arc length ``s0`` to ``s1`` (m, each clamped to the polyline; ``s0 <= s1``).
+
+        The points (m) at ``s0`` and at ``s1`` and every vertex strictly between them, in order:
+        consecutive points are the straight pieces walked from ``s0`` to ``s1``.
+        """
+        s0, s1 = (min(max(s, 0.0), self.length) for s in (s0, s1))
+        first, last = bisect.bisect_right(self.cum, s0), bisect.bisect_left(self.cum, s1)
+        return [self.at(s0), *self.points[first:last], self.at(s1)]
+
     def heading(self, s: float, lookahead: float = 0.3) -> float | None:
         """Heading (rad) from the point at ``s`` to the point ``lookahead`` m on (None at the end)."""
         a, b = self.at(s), self.at(s + lookahead)
         if math.hypot(b[0] - a[0], b[1] - a[1]) < 1e-6:
             return None
         return math.atan2(b[1] - a[1], b[0] - a[0])
+
+
+def segment_near(a: Sequence[float], b: Sequence[float], centres: Any,
+                 radii: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Test where the segment ``a`` -> ``b`` comes within ``radii`` of each of ``centres``.
+
+    The segment test of a trigger zone (a disc): a position that moved from ``a`` to ``b``
+    between two updates passed through the zone if the closest point of the segment to the
+    zone's centre is inside it, whether or not ``a`` or ``b`` is.
+
+    Parameters
+    ----------
+    a, b
+        The segment's ends, shape (2,), m (map frame, REP-103). ``a == b`` tests the point.
+    centres
+        The zones' centres, shape (M, 2) (or (2,) for one), m.
+    radii
+        The zones' radii, shape (M,) or a scalar for all, m. The boundary counts as inside.
+
+    Returns
+    -------
+    (near, closest, along)
+        ``near``: shape (M,), bool: the segment comes within ``radii[i]`` of ``centres[i]``.
+        ``closest``: shape (M, 2), m: the point of the segment closest to each centre.
+        ``along``: shape (M,), in [0, 1]: where that point is, as a fraction of the way from
+        ``a`` to ``b`` (0 for a point), e.g. to order the zones in the order they were entered.
+
+    Raises
+    ------
+    ValueError
+        If ``a`` or ``b`` is not two numbers, ``centres`` is not M points, or ``radii`` does not
+        broadcast to shape (M,).
+    """
+    a = np.asarray(a, dtype=float).reshape(2)
+    b = np.asarray(b, dtype=float).reshape(2)
+    centres = np.asarray(centres, dtype=float).reshape(-1, 2)
+    radii = np.broadcast_to(np.asarray(radii, dtype=float), (len(centres),))
+    direction = b - a
+    length2 = float(direction @ direction)
+    if length2 > 0.0:
+        along = np.clip((centres - a) @ direction / length2, 0.0, 1.0)
+    else:
+        along = np.zeros(len(centres))
+    closest = a + along[:, None] * direction
+    near = np.hypot(*(centres - closest).T) <= radii
+    return near, closest, along
 
 
 def wrap_angle(angle: float) -> float:

@@ -17,10 +17,13 @@ What is simulated
 * Paging: an available HCW acknowledges after ``page_response_delay_s``; busy ones never do;
   off-shift HCWs do not carry a pager (the page is not delivered).
 * Following, inferred from the robot's observed poses: an HCW who acknowledged a page naming a
-  robot waits where they are until that robot is seen within 2.0 m (in line of sight), then
-  walks about 1.0 m behind it along the trail of its observed positions (where two positions seen
-  one after the other are not in line of sight, the trail goes through the doors of the rooms
-  they are in: a robot seen rarely is still followed through doors, past their badge readers).
+  robot waits where they are until that robot comes within 2.0 m (in line of sight): seen there,
+  or seen passing there, its way between two positions seen one after the other (a straight
+  segment) coming that close, however far apart the two were. They walk to the point where it
+  came closest, then about 1.0 m behind it along the trail of its observed positions (where two
+  positions seen one after the other are not in line of sight, the trail goes through the doors
+  of the rooms they are in: a robot seen rarely is still followed through doors, past their
+  badge readers).
   A robot counts as *stopped* once its odometry (the twist of ``odom``, which every base
   controller publishes, moving or not) has reported it standing (under 0.01 m/s and 0.01 rad/s)
   for 1.0 s by its stamps. Without odometry, it counts as stopped once its observed poses show it
@@ -32,11 +35,16 @@ What is simulated
   When the robot stops at the door approach pose of a room (not the HCW's own
   area), the HCW walks through the door into that room (``hcw_entering``, then
   ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
-  (``hcw_arrived``).
-* Badge readers: an HCW entering a reader's radius scans their badge once per entry (the badge
-  ID is the scenario's ``badge_overrides`` entry, if any, else the directory's); an HCW who
-  arrives in a room without a scan at its door (the walk, sampled at the update period, jumped
-  past the reader's zone) badges at that room's reader on arrival: one does not get in otherwise.
+  (``hcw_arrived``). These are tests of where the robot stands once stopped, on its last pose.
+* Badge readers: an HCW whose way enters a reader's zone (its radius) scans their badge once per
+  entry (the badge ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
+  The test is on the segments walked between two updates, not on the positions reached: a step
+  that passes through a zone scans there (at the step's closest point to the reader) even when
+  it starts and ends outside it, however long the step; zones passed in one step scan in the
+  order passed; a step that comes no closer than the radius does not scan. An HCW who arrives in
+  a room without a scan at its door (their way in kept farther than the radius from the reader,
+  e.g. through the far side of a wide gap) badges at that room's reader on arrival: one does not
+  get in otherwise. Either way, one scan per entry.
 * Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``).
 * Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
 
@@ -57,7 +65,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from robot_team.config import ConfigError, Scenario, StaffMember, StaffSeed
-from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError
+from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError, segment_near
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError
 
@@ -392,8 +400,10 @@ class HospitalEngine:
         """Record that ``robot`` was seen at (``x``, ``y``, ``yaw``) (map frame, m, rad) at time ``stamp``.
 
         ``stamp`` is the observation's time (s, on this engine's clock; None: now). HCWs following
-        the robot get the position on their trail. A pose or stamp that is not finite is ignored
-        (a localizer's glitch), and so is an observation older than the last one.
+        the robot get the position on their trail; an HCW waiting for it starts following if its
+        way from the previous observation passed close enough (see the module). A pose or stamp
+        that is not finite is ignored (a localizer's glitch), and so is an observation older than
+        the last one.
 
         Raises
         ------
@@ -411,11 +421,16 @@ class HospitalEngine:
         seen.delays.append(min(max(self.t - stamp, 0.0), MAX_DELAY_S))
         if stamp < seen.seen_at:
             return
+        before = (seen.x, seen.y)
         seen.x, seen.y, seen.yaw, seen.seen_at, seen.updates_since = x, y, yaw, stamp, 0
         if math.hypot(x - seen.still_x, y - seen.still_y) > STILL_TOLERANCE_M:
             seen.still_x, seen.still_y, seen.still_since = x, y, stamp
         for hcw in self._hcws.values():
-            if hcw.state == 'following' and hcw.robot == robot:
+            if hcw.robot != robot:
+                continue
+            if hcw.state == 'waiting':
+                self._follow_if_passing(hcw, before, (x, y))
+            elif hcw.state == 'following':
                 last = hcw.trail.points[-1]
                 if not self.grid.line_of_sight(last, (x, y)):
                     for point in self._through_doors(last, (x, y)):
@@ -550,10 +565,7 @@ class HospitalEngine:
         for hcw in self._hcws.values():
             if hcw.state in ('idle', 'arrived'):
                 continue            # standing: no move, no new reader range (and no work, at every tick)
-            before = (hcw.x, hcw.y)
             self._move_hcw(hcw, h)
-            if (hcw.x, hcw.y) != before:
-                self._check_readers(hcw)
 
     def _acknowledge(self, page: Page) -> None:
         h = self._hcws[page.hcw_id]
@@ -568,11 +580,8 @@ class HospitalEngine:
     def _move_hcw(self, hcw: _Hcw, h: float) -> None:
         if hcw.state == 'waiting':
             seen = self._seen.get(hcw.robot)
-            if (seen is not None and math.hypot(seen.x - hcw.x, seen.y - hcw.y) <= FOLLOW_TRIGGER_M
-                    and self.grid.line_of_sight((hcw.x, hcw.y), (seen.x, seen.y))):
-                hcw.state, hcw.trail, hcw.s = 'following', Polyline([(hcw.x, hcw.y), (seen.x, seen.y)]), 0.0
-                self._log.emit('hcw_following', hcw_id=hcw.member.hcw_id, robot=hcw.robot, x=hcw.x, y=hcw.y,
-                               area=self.world.room_at(hcw.x, hcw.y))
+            if seen is not None:    # where the robot stands (its way there was tested as it was seen)
+                self._follow_if_passing(hcw, (seen.x, seen.y), (seen.x, seen.y))
             return
         if hcw.state == 'following':
             self._walk(hcw, h, hcw.trail.length - FOLLOW_DISTANCE_M)
@@ -586,19 +595,42 @@ class HospitalEngine:
             if hcw.s >= hcw.trail.length - 1e-9:
                 self._arrive(hcw, hcw.entering_room)
 
+    def _follow_if_passing(self, hcw: _Hcw, a: tuple[float, float], b: tuple[float, float]) -> None:
+        """Start a waiting HCW following if their robot's way from ``a`` to ``b`` (m) came close enough.
+
+        ``a`` and ``b`` are two positions of the robot seen one after the other (``a == b``: where
+        it stands). If the segment between them comes within ``FOLLOW_TRIGGER_M`` of the HCW at a
+        point in their line of sight, they walk to that point and on along the robot's way to ``b``.
+        """
+        here = (hcw.x, hcw.y)
+        near, closest, _ = segment_near(a, b, here, FOLLOW_TRIGGER_M)
+        passing = (float(closest[0, 0]), float(closest[0, 1]))
+        if not near[0] or not self.grid.line_of_sight(here, passing):
+            return
+        trail = Polyline([here, passing])
+        if not self.grid.line_of_sight(passing, b):
+            for point in self._through_doors(passing, b):
+                trail.append(*point)
+        trail.append(*b)
+        hcw.state, hcw.trail, hcw.s = 'following', trail, 0.0
+        self._log.emit('hcw_following', hcw_id=hcw.member.hcw_id, robot=hcw.robot, x=hcw.x, y=hcw.y,
+                       area=self.world.room_at(hcw.x, hcw.y))
+
     def _walk(self, hcw: _Hcw, h: float, target_s: float) -> None:
-        """Walk an HCW along their trail towards arc length ``target_s`` at ``hcw_speed``."""
+        """Walk an HCW along their trail towards arc length ``target_s`` at ``hcw_speed``; badge on the way."""
         if target_s <= hcw.s:
             return
-        hcw.s = min(target_s, hcw.s + self.hcw_speed * h)
-        x, y = hcw.trail.at(hcw.s)
+        start, hcw.s = hcw.s, min(target_s, hcw.s + self.hcw_speed * h)
+        way = [(hcw.x, hcw.y), *hcw.trail.between(start, hcw.s)[1:]]
+        x, y = way[-1]
         if math.hypot(x - hcw.x, y - hcw.y) > 1e-6:
             hcw.yaw = math.atan2(y - hcw.y, x - hcw.x)
         hcw.x, hcw.y = x, y
+        self._check_readers(hcw, way)
 
     def _arrive(self, hcw: _Hcw, room: str) -> None:
-        # Entering a room means passing its door: badge at its reader if the walk (sampled at the update
-        # period) jumped past the reader's zone without a scan.
+        # Entering a room means passing its door: badge at its reader if the way in stayed outside the
+        # reader's zone (through the far side of the door gap). The walk there was already checked.
         if hcw.scanned_room != room:
             for reader in self._readers:
                 if reader.room == room:
@@ -635,19 +667,30 @@ class HospitalEngine:
         self._log.emit('hcw_entering', hcw_id=hcw.member.hcw_id, room=room.name, robot=hcw.robot)
 
     def _readers_at(self, x: float, y: float) -> set[str]:
-        if not self._readers:
-            return set()
-        inside = np.hypot(*(self._reader_xy - (x, y)).T) <= self._reader_radius
+        """Return the IDs of the readers whose zone holds the point (``x``, ``y``) (m)."""
+        inside, _, _ = segment_near((x, y), (x, y), self._reader_xy, self._reader_radius)
         return {self._readers[i].reader_id for i in np.flatnonzero(inside)}
 
-    def _check_readers(self, hcw: _Hcw) -> None:
-        inside = self._readers_at(hcw.x, hcw.y)
-        for reader in self._readers:
-            if reader.reader_id in inside and reader.reader_id not in hcw.inside_readers:
-                self._scan(hcw, reader)
+    def _check_readers(self, hcw: _Hcw, way: Sequence[tuple[float, float]]) -> None:
+        """Badge ``hcw`` at each reader whose zone the ``way`` they just walked enters (segment test).
+
+        ``way`` is the HCW's positions (m) from where they were to where they are, consecutive
+        points joined by straight pieces. A piece that enters a zone (its closest point to the
+        reader is within the radius, from outside the zone) scans once, at that closest point, even
+        if both its ends are outside; zones entered by one piece scan in the order passed.
+        """
+        inside = hcw.inside_readers
+        for a, b in zip(way, way[1:]):
+            near, closest, along = segment_near(a, b, self._reader_xy, self._reader_radius)
+            for i in sorted(np.flatnonzero(near), key=lambda i: along[i]):
+                if self._readers[i].reader_id not in inside:
+                    self._scan(hcw, self._readers[i], (float(closest[i, 0]), float(closest[i, 1])))
+            inside = self._readers_at(*b)
         hcw.inside_readers = inside
 
-    def _scan(self, hcw: _Hcw, reader) -> None:
+    def _scan(self, hcw: _Hcw, reader, where: tuple[float, float] | None = None) -> None:
+        """Record a badge scan of ``hcw`` at ``reader``, at ``where`` (m; None: where the HCW is)."""
+        x, y = (hcw.x, hcw.y) if where is None else where
         self._log.emit('badge_scan', reader_id=reader.reader_id, room=reader.room, badge_id=hcw.badge_id,
-                       hcw_id=hcw.member.hcw_id, x=hcw.x, y=hcw.y)
+                       hcw_id=hcw.member.hcw_id, x=x, y=y)
         hcw.scanned_room = reader.room
