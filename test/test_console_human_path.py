@@ -35,7 +35,7 @@ def test_a_person_resolves_holds_and_releases_through_the_console(ros_context, e
     scenario = escalating_onboarding(tmp_path)
     result = {}
     team = threading.Thread(target=lambda: result.update(run=run_episode(
-        scenario, tmp_path / 'run', domain_id=domain_id, log_level='error')), daemon=True)
+        scenario, tmp_path / 'run', domain_id=domain_id, log_level='error', clock='wall')), daemon=True)
     team.start()
     node = rclpy.create_node('supervisor_console', context=ros_context)
     presenter = ConsolePresenter(port=None, operator_id='charge_nurse')

@@ -47,7 +47,7 @@ def llm_env(monkeypatch):
 def run(scenario, tmp_path, domain_id, **kw):
     from robot_team.runner import run_episode
     return run_episode(scenario, tmp_path / 'run', brain='openai', domain_id=domain_id,
-                       brain_options={'kb': False}, real_time_factor=REAL_TIME_FACTOR, **kw)
+                       brain_options={'kb': False}, real_time_factor=REAL_TIME_FACTOR, clock='wall', **kw)
 
 
 def of(result, kind, actor=None):

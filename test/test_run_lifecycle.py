@@ -53,7 +53,7 @@ def test_two_in_process_episodes_back_to_back_leave_nothing_running(tmp_path, do
         # patient's arrival: long enough for the manager's first request to reach the server.
         short = load_scenario('onboarding').model_copy(update={'time_limit_s': 110.0})
         first = run_episode(short, tmp_path / 'first', brain='openai', domain_id=domain_id,
-                            brain_options={'kb': False}, real_time_factor=20.0)
+                            brain_options={'kb': False}, real_time_factor=20.0, clock='wall')
         # Episode 1 ended at its time limit with the manager's request in flight; it was cancelled.
         assert first.report['outcome'] == 'timeout'
         cancelled = [e for e in first.events if e.kind == 'llm_error' and e.data.get('cancelled')]
@@ -69,7 +69,7 @@ def test_two_in_process_episodes_back_to_back_leave_nothing_running(tmp_path, do
         capfd.readouterr()
         server.faults.clear()
         second = run_episode('onboarding', tmp_path / 'second', brain='openai', domain_id=domain_id,
-                             brain_options={'kb': False}, real_time_factor=40.0)
+                             brain_options={'kb': False}, real_time_factor=40.0, clock='wall')
         assert second.report['outcome'] == 'success' and second.report['teardown']['clean']
         assert not [e for e in second.events if e.kind == 'llm_error']
         assert second.report['events']['complete']
@@ -175,7 +175,7 @@ def test_sigint_while_a_robot_waits_on_a_page_stops_at_once_in_process(tmp_path,
             os.kill(os.getpid(), signal.SIGINT)              # delivered to the main thread: the run's handler
     helper = threading.Thread(target=interrupt, daemon=True)
     helper.start()
-    result = run_episode('onboarding', tmp_path, domain_id=domain_id, real_time_factor=2.0, on_event=on_event)
+    result = run_episode('onboarding', tmp_path, domain_id=domain_id, real_time_factor=2.0, on_event=on_event, clock='wall')
     stopped = time.monotonic()
     helper.join(timeout=5)
     assert sent, 'the page was never sent'
