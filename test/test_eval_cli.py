@@ -2,11 +2,16 @@
 
 import csv
 import json
+import re
+import socket
 
-from ros_helpers import reserve_domain_id
+import pytest
+from ros_helpers import reserve_domain_id, reserve_domain_ids
 from typer.testing import CliRunner
 
 from robot_team.cli import app
+from robot_team.evaluation import parallel
+from robot_team.evaluation.trials import run_trials
 
 
 def test_eval_writes_tables_and_plot_then_resumes(tmp_path):
@@ -90,3 +95,83 @@ def test_eval_scenario_all_is_every_listed_scenario_and_an_unknown_one_is_refuse
     assert result.exit_code == 2 and 'nope' in result.output
     result = CliRunner().invoke(app, ['eval', '--model', '1.5b', '--out', str(tmp_path), '--quiet'])
     assert result.exit_code == 2 and '--brain local' in ' '.join(result.output.split())
+
+
+def _scores(out, condition: str) -> dict:
+    """The rubric of a trial's score.json: outcome, points, decisions and every cell's score, per view."""
+    score = json.loads((out / condition / 'trial-1' / 'score.json').read_text())
+    views = {view: (score[view]['points'] if 'points' in score[view] else None,
+                    [(c['metric'], c['task'], c['score']) for c in score[view]['cells']])
+             for view in ('attempted', 'floor')}
+    return {'outcome': score['outcome'], 'decisions': score['decisions'], **views}
+
+
+def test_eval_jobs_2_scores_as_jobs_1_each_team_in_its_own_namespace_and_domain(tmp_path):
+    base = reserve_domain_ids(2)
+    args = ['eval', '--trials', '1', '--condition', 'baseline', '--condition', 'kb', '--brain', 'protocol',
+            '--scenario', 'onboarding', '--domain-id', str(base), '--quiet']
+    one = CliRunner().invoke(app, [*args, '--out', str(tmp_path / 'one')])
+    assert one.exit_code == 0, one.output
+    two = CliRunner().invoke(app, [*args, '--out', str(tmp_path / 'two'), '--jobs', '2'])
+    assert two.exit_code == 0, two.output
+    assert '2 trials (0 reused, 2 at a time)' in ' '.join(two.output.split())
+    for condition in ('baseline', 'kb'):
+        assert _scores(tmp_path / 'two', condition) == _scores(tmp_path / 'one', condition)
+        assert _scores(tmp_path / 'two', condition)['attempted'][1]      # cells were compared
+    reports = {c: json.loads((tmp_path / 'two' / c / 'trial-1' / 'report.json').read_text())
+               for c in ('baseline', 'kb')}
+    assert {(r['namespace'], r['domain_id']) for r in reports.values()} == {('/t1', base), ('/t2', base + 1)}
+    trial = json.loads((tmp_path / 'two' / 'kb' / 'trial-1' / 'trial.json').read_text())
+    assert trial['namespace'] == '/t2' and trial['domain_id'] == reports['kb']['domain_id']
+    sequential = json.loads((tmp_path / 'one' / 'kb' / 'trial-1' / 'report.json').read_text())
+    assert (sequential['namespace'], sequential['domain_id']) == ('/', base)
+    summary = json.loads((tmp_path / 'two' / 'eval.json').read_text())
+    runs = [(r['condition'], r['trial'], r['reused']) for r in summary['runs']]
+    assert runs == [('baseline', 1, False), ('kb', 1, False)]
+    assert summary['jobs'] == 2 and summary['scheduler'] is None
+    again = CliRunner().invoke(app, [*args, '--out', str(tmp_path / 'two'), '--jobs', '2'])   # all reused
+    assert again.exit_code == 0 and '2 trials (2 reused, 2 at a time)' in ' '.join(again.output.split())
+
+
+def test_eval_on_a_scheduler_reports_a_failed_trial_and_keeps_the_others(tmp_path):
+    distributed = pytest.importorskip('distributed')
+    out = tmp_path / 'eval'
+    (out / 'kb').mkdir(parents=True)
+    (out / 'kb' / 'trial-1').write_text('a file where the trial folder goes: its episode fails in the worker')
+    base = reserve_domain_ids(2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster:
+        result = CliRunner().invoke(app, ['eval', '--trials', '1', '--condition', 'baseline', '--condition', 'kb',
+                                          '--scenario', 'onboarding', '--domain-id', str(base), '--jobs', '2',
+                                          '--scheduler', cluster.scheduler_address, '--out', str(out), '--quiet'])
+    output = ' '.join(result.output.split())
+    assert result.exit_code == 1, result.output
+    assert '1 trial(s) failed: kb trial 1: FileExistsError' in output and 'finished trials are kept' in output
+    trial = json.loads((out / 'baseline' / 'trial-1' / 'trial.json').read_text())   # the other trial finished
+    assert trial['complete'] and trial['outcome'] == 'success' and trial['namespace'] == '/t1'
+    assert json.loads((out / 'baseline' / 'trial-1' / 'score.json').read_text())['outcome'] == 'success'
+
+
+def test_eval_jobs_and_scheduler_refuse_bad_input(tmp_path, monkeypatch):
+    runner = CliRunner()
+    result = runner.invoke(app, ['eval', '--jobs', '0', '--out', str(tmp_path), '--quiet'])
+    text = ' '.join(re.sub(r'\x1b\[[0-9;]*m', '', result.output).split())    # typer's error box may be styled
+    assert result.exit_code == 2 and "Invalid value for '--jobs'" in text and 'greater than or equal to 1' in text
+    result = runner.invoke(app, ['eval', '--jobs', '2', '--domain-id', '232', '--out', str(tmp_path), '--quiet'])
+    assert result.exit_code == 2
+    assert 'needs ROS domain IDs 232 to 233: expected them within 0 to 232' in ' '.join(result.output.split())
+    with socket.socket() as sock:        # a port no scheduler listens on
+        sock.bind(('127.0.0.1', 0))
+        address = f'tcp://127.0.0.1:{sock.getsockname()[1]}'
+    monkeypatch.setattr(parallel, 'SCHEDULER_TIMEOUT_S', 1.0)
+    for bad in (address, 'no-port-here'):
+        result = runner.invoke(app, ['eval', '--scheduler', bad, '--trials', '1', '--condition', 'baseline',
+                                     '--out', str(tmp_path / 'eval'), '--quiet'])
+        output = ' '.join(result.output.split())
+        assert result.exit_code == 2, result.output
+        assert f"--scheduler '{bad}': could not connect to a Dask scheduler there" in output
+    assert not (tmp_path / 'eval' / 'baseline' / 'trial-1' / 'trial.json').exists()
+    with pytest.raises(ValueError, match="loopback only"):
+        run_trials('onboarding', tmp_path, brain='local', scheduler=address)
+    with pytest.raises(ValueError, match='on_event cannot be used with parallel trials'):
+        run_trials('onboarding', tmp_path, jobs=2, on_event=print)

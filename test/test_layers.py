@@ -25,7 +25,7 @@ from robot_team.names import Robot
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'robot_team'
 OPTIONAL = ('PySide6', 'python_qt_binding', 'xllamacpp', 'matplotlib', 'launch', 'launch_ros', 'openai',
-            'nav2_simple_commander', 'tf2_ros', 'ament_index_python', 'robot_team.console.app')
+            'nav2_simple_commander', 'tf2_ros', 'ament_index_python', 'robot_team.console.app', 'distributed')
 """What a function may import: optional dependencies (and the console's Qt app, which needs one)."""
 
 

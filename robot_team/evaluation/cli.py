@@ -15,7 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.evaluation.judge import make_judge
-from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, run_trials, write_outputs
+from robot_team.evaluation.parallel import SchedulerError
+from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, parallel_domains, run_trials, write_outputs
 from robot_team.lifecycle import exit_code
 from robot_team.llm.local import MODEL_HELP, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock
@@ -66,17 +67,29 @@ def eval_command(
     judge: Annotated[str, typer.Option(help="Reflection judge: 'structural' (no LLM) or 'llm'.")] = 'structural',
     judge_model: Annotated[Optional[str], typer.Option(help='Model of the LLM judge (default: LLM settings).')]
     = None,
-    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the episodes (default: env or 0).')]
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the episodes (default: env or 0); '
+                                                          'with --jobs N the first of N consecutive ones.')]
     = None,
     real_time_factor: Annotated[Optional[float], typer.Option(help='Sim seconds per wall second (default: 80 '
                                                                    "for 'protocol', the scenario's for LLM "
                                                                    "brains in lockstep, the LLM settings' in "
                                                                    'realtime).')] = None,
+    jobs: Annotated[int, typer.Option(min=1, help='Trials at a time. 1 (default): one after another in this '
+                                                  'process. N > 1: side by side on Dask, a local cluster of N '
+                                                  'worker processes (or the --scheduler\'s workers), each team in '
+                                                  'its own namespace /t<k> and ROS domain (--domain-id + slot, '
+                                                  'slot 0 to N-1).')] = 1,
+    scheduler: Annotated[Optional[str], typer.Option(help='Address of a running Dask scheduler (tcp://HOST:PORT) '
+                                                          'whose workers run the trials, --jobs at a time, instead '
+                                                          'of a local cluster; DIR must be a folder they all see.')]
+    = None,
     quiet: Annotated[bool, typer.Option(help='No progress display.')] = False,
 ) -> None:
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR.
 
-    Exit code 2 for bad input (unknown scenario, condition, model or one not installed).
+    Exit code 2 for bad input (unknown scenario, condition, model or one not installed, ROS
+    domains out of range, no Dask scheduler at --scheduler); 1 when trials failed (the finished
+    ones are kept).
     """
     conditions = condition or list(CONDITIONS)
     try:
@@ -91,6 +104,11 @@ def eval_command(
         unknown = [c for c in conditions if c not in CONDITIONS]
         if unknown:
             raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
+        if jobs > 1 or scheduler is not None:
+            parallel_domains(domain_id, jobs)
+            if brain == 'local' and scheduler is not None:
+                raise ValueError("--brain local with --scheduler: the local endpoint listens on this machine's "
+                                 'loopback only; use --jobs N (a local cluster) instead')
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(2) from exc
@@ -111,10 +129,14 @@ def eval_command(
             summary = run_trials(scenarios if len(scenarios) > 1 else scenarios[0], out, conditions=conditions,
                                  trials=trials, brain=brain,
                                  domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
-                                 judge_name=judge, on_trial=on_trial, llm_clock=llm_clock, model=model)
+                                 judge_name=judge, on_trial=on_trial, llm_clock=llm_clock, model=model, jobs=jobs,
+                                 scheduler=scheduler)
         except TrialInterrupted as exc:
             console.print(f'[red]interrupted:[/red] {exc} (finished trials are kept; run again to resume)')
             raise typer.Exit(exit_code({'outcome': 'interrupted', 'interrupted_by': exc.signal_name})) from exc
+        except SchedulerError as exc:
+            console.print(f'[red]error:[/red] {exc}')
+            raise typer.Exit(2) from exc
         except (ConfigError, RuntimeError, ValueError) as exc:
             console.print(f'[red]error:[/red] {exc} (finished trials are kept; run again to resume)')
             raise typer.Exit(1) from exc
@@ -127,5 +149,7 @@ def eval_command(
     if reflection_judge is not None and reflection_judge.errors:
         console.print(f'[yellow]LLM judge failed {reflection_judge.errors} time(s); structural scores kept[/yellow]')
     reused = sum(r.reused for r in summary.runs)
-    console.print(f'{len(summary.runs)} trials ({reused} reused) in {summary.wall_time_s:.1f} s; '
+    side_by_side = f', {jobs} at a time' if jobs > 1 else ''
+    where = f' on {scheduler}' if scheduler else ''
+    console.print(f'{len(summary.runs)} trials ({reused} reused{side_by_side}{where}) in {summary.wall_time_s:.1f} s; '
                   f"tables: {paths['summary.md']}")

@@ -16,13 +16,22 @@ outcome (``success`` when the scenario names none), as ``robot-team run``'s exit
 A trial whose ``trial.json`` matches what is asked (scenario, brain, condition, and the model for
 brain 'local') is reused, not rerun, so an interrupted evaluation resumes where it stopped.
 Reused trials are rescored from their event record (the record is the only input of scoring).
+
+Trials run one after another in this process (``jobs`` 1), or side by side on Dask distributed
+(``jobs`` N > 1, or a ``scheduler``'s address; :mod:`robot_team.evaluation.parallel`): each team in
+its own namespace (``/t<k>``, ``k`` the trial's position in the evaluation, from 1) and its own
+ROS domain (the base domain plus the slot it runs in, so that no two teams running at once share
+one). Workers run the episodes and write each trial's record and ``trial.json``; this process
+scores them, so the scores are the same whatever ``jobs`` is.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -37,9 +46,10 @@ from robot_team.evaluation.rubric import (
     RunScore,
     score_run_dir,
 )
+from robot_team.evaluation.parallel import JobOutcome, JobsInterrupted, run_jobs
 from robot_team.config import load_scenario
 from robot_team.llm.local import LocalServer, resolve_model
-from robot_team.llm.settings import LLMSettings
+from robot_team.llm.settings import LLMSettings, LocalServerSettings
 from robot_team.runner import run_episode
 
 CONDITIONS: dict[str, dict] = {'baseline': {'kb': False}, 'kb': {'kb': True},
@@ -60,6 +70,29 @@ class TrialInterrupted(RuntimeError):
     def __init__(self, message: str, signal_name: str):
         super().__init__(message)
         self.signal_name = signal_name
+
+    def __reduce__(self):
+        """Pickle with both arguments (it may come back from a Dask worker)."""
+        return type(self), (str(self), self.signal_name)
+
+
+class TrialsFailed(RuntimeError):
+    """Trials that raised in a Dask worker (``jobs`` > 1); the others finished and were written.
+
+    Attributes
+    ----------
+    failures : dict[str, str]
+        ``'<label> trial <k>'`` -> the error (type and message).
+    """
+
+    def __init__(self, failures: dict[str, str]):
+        lines = '; '.join(f'{name}: {error}' for name, error in failures.items())
+        super().__init__(f'{len(failures)} trial(s) failed: {lines}')
+        self.failures = failures
+
+    def __reduce__(self):
+        """Pickle with its failures."""
+        return type(self), (self.failures,)
 
 
 class TrialResult(BaseModel):
@@ -120,6 +153,9 @@ class EvalSummary(BaseModel):
     runs: list[TrialResult]
     reference: dict = Field(default_factory=lambda: dict(PUBLISHED_REFERENCE))
     wall_time_s: float = 0.0
+    jobs: int = Field(1, description='Trials at a time (1: one after another in one process).')
+    scheduler: str | None = Field(None, description='The Dask scheduler whose workers ran the trials (None: '
+                                  'this machine).')
 
 
 PROTOCOL_REAL_TIME_FACTOR = 80.0
@@ -191,14 +227,14 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
               domain_id: int | None = None, real_time_factor: float | None = None,
               judge: ReflectionJudge | None = None, judge_name: str = 'structural',
               on_event: Callable | None = None, llm_clock: str | None = None, local_llm=None,
-              model: str | None = None, per_scenario: bool = False) -> TrialResult:
+              model: str | None = None, per_scenario: bool = False, namespace: str = '/') -> TrialResult:
     """Run (or reuse) one trial and score it.
 
     ``llm_clock`` defaults to :func:`default_llm_clock`; ``local_llm``: a started local endpoint
     shared by the trials of ``brain`` 'local' (see :func:`robot_team.runner.run_episode`);
     ``model``: the name of the model it serves (recorded in ``trial.json``; a trial of another
     model is not reused). ``per_scenario`` puts the trial under ``DIR/<scenario name>/``
-    (:func:`trial_dir`).
+    (:func:`trial_dir`). ``namespace``: the team's ROS namespace (default '/').
 
     Raises
     ------
@@ -219,17 +255,46 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     info = completed_trial(folder, spec)
     reused = info is not None
     if not reused:
-        start = time.monotonic()
-        result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, real_time_factor=real_time_factor,
-                             on_event=on_event, brain_options=dict(CONDITIONS[condition]), llm_clock=llm_clock,
-                             local_llm=local_llm)
-        interrupted = result.report.get('outcome') == 'interrupted'
-        info = {**spec, 'trial': trial, 'complete': not interrupted,
-                'wall_time_s': round(time.monotonic() - start, 3), 'outcome': result.report.get('outcome')}
-        (folder / TRIAL_FILE).write_text(json.dumps(info, indent=2))
-        if interrupted:
-            name = result.report.get('interrupted_by') or 'SIGINT'
-            raise TrialInterrupted(f'{loaded.name} {condition} trial {trial} interrupted by {name}', name)
+        info = _run_trial_episode(scenario, folder, spec, trial, f'{loaded.name} {condition}', brain=brain,
+                                  domain_id=domain_id, namespace=namespace, real_time_factor=real_time_factor,
+                                  on_event=on_event, llm_clock=llm_clock, local_llm=local_llm)
+    return _score_trial(loaded, folder, info, reused, condition, trial, per_scenario=per_scenario, judge=judge,
+                        judge_name=judge_name)
+
+
+def _run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: str, *, brain: str,
+                       domain_id: int | None, namespace: str, real_time_factor: float | None,
+                       on_event: Callable | None, llm_clock: str, local_llm) -> dict:
+    """Run the episode of one trial in ``folder`` and write its ``trial.json``; return what it holds.
+
+    ``scenario``: a name, path or loaded :class:`robot_team.config.Scenario`; ``spec``: what
+    ran (:func:`_trial_spec`), recorded with the trial's number, outcome, wall time, namespace
+    and ROS domain.
+
+    Raises
+    ------
+    TrialInterrupted
+        If the episode was interrupted (``trial.json`` says it is not complete).
+    """
+    start = time.monotonic()
+    result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, namespace=namespace,
+                         real_time_factor=real_time_factor, on_event=on_event,
+                         brain_options=dict(CONDITIONS[spec['condition']]), llm_clock=llm_clock, local_llm=local_llm)
+    report = result.report
+    interrupted = report.get('outcome') == 'interrupted'
+    info = {**spec, 'trial': trial, 'complete': not interrupted, 'wall_time_s': round(time.monotonic() - start, 3),
+            'outcome': report.get('outcome'), 'namespace': report.get('namespace'),
+            'domain_id': report.get('domain_id')}
+    (Path(folder) / TRIAL_FILE).write_text(json.dumps(info, indent=2))
+    if interrupted:
+        name = report.get('interrupted_by') or 'SIGINT'
+        raise TrialInterrupted(f'{label} trial {trial} interrupted by {name}', name)
+    return info
+
+
+def _score_trial(loaded, folder: Path, info: dict, reused: bool, condition: str, trial: int, *,
+                 per_scenario: bool, judge: ReflectionJudge | None, judge_name: str) -> TrialResult:
+    """Score a finished trial from its record in ``folder``, write its ``score.json``; return its result."""
     score = score_run_dir(folder, judge=judge, judge_name=judge_name)
     score.run = f"{f'{loaded.name}/' if per_scenario else ''}{condition}/trial-{trial}"
     (folder / 'score.json').write_text(score.model_dump_json(indent=2))
@@ -270,6 +335,60 @@ def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> Co
         choices_per_decision=_mean([r.score.usage.choices_per_decision for r in runs]))
 
 
+MAX_DOMAIN_ID = 232
+"""The largest ROS domain ID (on Linux; DDS ports overflow above it)."""
+
+
+def parallel_domains(domain_id: int | None, jobs: int) -> range:
+    """Return the ROS domain IDs of trials running side by side: the base domain plus each slot (0 to ``jobs - 1``).
+
+    The base is ``domain_id``, else ``$ROS_DOMAIN_ID``, else 0.
+
+    Raises
+    ------
+    ValueError
+        If ``jobs`` is below 1, ``$ROS_DOMAIN_ID`` is not an integer, or a domain ID falls outside
+        0 to :data:`MAX_DOMAIN_ID` (the message names the option and the range it needs).
+    """
+    if jobs < 1:
+        raise ValueError(f'--jobs must be at least 1, got {jobs}')
+    if domain_id is None:
+        text = os.environ.get('ROS_DOMAIN_ID', '') or '0'
+        try:
+            domain_id = int(text)
+        except ValueError:
+            raise ValueError(f"ROS_DOMAIN_ID '{text}' is not an integer (expected 0 to {MAX_DOMAIN_ID})") from None
+    domains = range(domain_id, domain_id + jobs)
+    if domain_id < 0 or domains[-1] > MAX_DOMAIN_ID:
+        raise ValueError(f'--domain-id {domain_id} with --jobs {jobs} needs ROS domain IDs {domain_id} to '
+                         f'{domains[-1]}: expected them within 0 to {MAX_DOMAIN_ID}')
+    return domains
+
+
+def shared_local_settings(jobs: int, settings: LocalServerSettings | None = None) -> LocalServerSettings:
+    """Return the local endpoint's settings for ``jobs`` teams at once: ``jobs`` times the slots and the context.
+
+    One slot per robot of every team running, each with the context a slot has for one team
+    (``ctx_size / parallel``), so no team waits for another's slot; llama.cpp decodes the slots
+    in one batch on the same ``threads``, so requests are slower as more run at once.
+    """
+    settings = settings or LLMSettings().local
+    return settings.model_copy(update={'parallel': settings.parallel * jobs, 'ctx_size': settings.ctx_size * jobs})
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One trial of an evaluation: what to run and where."""
+
+    scenario: str           # as given (name or YAML path)
+    name: str               # the scenario's name
+    condition: str
+    trial: int
+    label: str              # the condition, or <scenario>/<condition> for several scenarios
+    folder: Path
+    spec: dict
+
+
 def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
                conditions: list[str] | tuple[str, ...] = ('baseline', 'kb'),
                trials: int = 5, brain: str = 'protocol', domain_id: int | None = None,
@@ -277,8 +396,8 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
                judge_name: str = 'structural',
                on_trial: Callable[[str, int, TrialResult | None], None] | None = None,
                on_event: Callable | None = None, llm_clock: str | None = None,
-               model: str | None = None) -> EvalSummary:
-    """Run ``trials`` trials of each (scenario, condition) (sequentially, reusing finished ones), score, aggregate.
+               model: str | None = None, jobs: int = 1, scheduler: str | None = None) -> EvalSummary:
+    """Run ``trials`` trials of each (scenario, condition) (reusing finished ones), score, aggregate.
 
     ``scenario``: one scenario (name or YAML path; trials in ``DIR/<condition>/``) or several
     (trials in ``DIR/<scenario name>/<condition>/``). ``model`` (brain 'local'): the endpoint's
@@ -287,57 +406,177 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
     result)`` after it, ``label`` being the condition, or ``<scenario>/<condition>`` for several
     scenarios. Writes nothing but the trials' folders: see :func:`write_outputs`.
 
+    ``jobs`` 1 and no ``scheduler``: one trial after another in this process (``domain_id`` for
+    every one, the team in namespace '/'). Else ``jobs`` trials at a time on Dask distributed
+    (:func:`robot_team.evaluation.parallel.run_jobs`): a local cluster of ``jobs`` worker
+    processes, or the workers of the scheduler at ``scheduler`` (``tcp://HOST:PORT``; ``out``
+    must then be a folder every worker sees). Trial ``k`` of the evaluation (from 1, in the
+    order of scenarios, conditions and trials) runs its team in namespace ``/t<k>`` on the
+    ROS domain of its slot (:func:`parallel_domains`); brain 'local' starts one endpoint here
+    for all of them (:func:`shared_local_settings`). Results come in the same order either way.
+
     Raises
     ------
     ValueError
-        If a condition is unknown, ``trials`` is below 1, no scenario is given, or (brain 'local')
-        the model is unknown (:class:`robot_team.llm.local.ModelChoiceError`).
+        If a condition is unknown, ``trials`` or ``jobs`` is below 1, no scenario is given, the
+        ROS domains are out of range, ``on_event`` is given with parallel trials (events stay in
+        the workers), brain 'local' is given with ``scheduler`` (its endpoint listens on this
+        machine's loopback only), or (brain 'local') the model is unknown
+        (:class:`robot_team.llm.local.ModelChoiceError`).
     ConfigError
         If a scenario cannot be loaded.
+    robot_team.evaluation.parallel.SchedulerError
+        If no Dask scheduler answers at ``scheduler``.
+    TrialInterrupted
+        On SIGINT/SIGTERM; finished trials are kept.
+    TrialsFailed
+        Parallel trials only: trials that raised in a worker, once every other trial has
+        finished and been written (a trial run one after another raises its own error at once).
     """
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
     if trials < 1:
         raise ValueError(f'trials must be at least 1, got {trials}')
+    parallel = jobs != 1 or scheduler is not None
+    domains = parallel_domains(domain_id, jobs) if parallel else None
+    if parallel and on_event is not None:
+        raise ValueError('on_event cannot be used with parallel trials (jobs > 1 or a scheduler): the events '
+                         'stay in the worker processes; read each trial\'s events.jsonl instead')
+    if brain == 'local' and scheduler is not None:
+        raise ValueError("--brain local with --scheduler: the local endpoint listens on this machine's loopback "
+                         'only, so other hosts cannot reach it; use --jobs N (a local cluster) instead')
     scenarios = list(dict.fromkeys([scenario] if isinstance(scenario, str) else scenario))
     if not scenarios:
         raise ValueError('no scenario to evaluate')
-    names = {s: load_scenario(s).name for s in scenarios}
+    loaded = {s: load_scenario(s) for s in scenarios}
     per_scenario = len(scenarios) > 1
     start = time.monotonic()
     llm_clock = llm_clock or default_llm_clock(brain)
     real_time_factor = real_time_factor or default_real_time_factor(brain, llm_clock)
     served = resolve_model(model).name if brain == 'local' else None
+    plan = [_Planned(s, loaded[s].name, condition, k, f'{loaded[s].name}/{condition}' if per_scenario else condition,
+                     trial_dir(out, condition, k, loaded[s].name if per_scenario else ''),
+                     _trial_spec(s, brain, condition, llm_clock, served))
+            for s in scenarios for condition in dict.fromkeys(conditions) for k in range(1, trials + 1)]
+    options = dict(brain=brain, real_time_factor=real_time_factor, llm_clock=llm_clock, model=model,
+                   judge=judge, judge_name=judge_name, on_trial=on_trial, per_scenario=per_scenario)
+    if parallel:
+        results = _run_parallel(plan, loaded, jobs=jobs, scheduler=scheduler, domains=domains, **options)
+    else:
+        results = _run_sequential(plan, out, domain_id=domain_id, on_event=on_event, served=served, **options)
+    summaries = [summarize(c, [r for r in results if r.condition == c and r.scenario == loaded[s].name],
+                           loaded[s].name)
+                 for s in scenarios for c in dict.fromkeys(conditions)]
+    return EvalSummary(scenario=', '.join(loaded[s].name for s in scenarios),
+                       scenarios=[loaded[s].name for s in scenarios], model=served, brain=brain, trials=trials,
+                       judge=judge_name, conditions=summaries, runs=results,
+                       wall_time_s=round(time.monotonic() - start, 3), jobs=jobs, scheduler=scheduler)
+
+
+def _run_sequential(plan: list[_Planned], out: Path, *, brain: str, domain_id: int | None,
+                    real_time_factor: float | None, llm_clock: str, model: str | None, served: str | None,
+                    judge: ReflectionJudge | None, judge_name: str, on_trial: Callable | None,
+                    on_event: Callable | None, per_scenario: bool) -> list[TrialResult]:
+    """Run (or reuse) the planned trials one after another in this process; return their results in order."""
     results: list[TrialResult] = []
     local = None   # brain 'local': one endpoint for every trial (started at the first trial that runs)
     try:
-        for s in scenarios:
-            folder_name = names[s] if per_scenario else ''
-            for condition in dict.fromkeys(conditions):
-                label = f'{names[s]}/{condition}' if per_scenario else condition
-                for k in range(1, trials + 1):
-                    if on_trial is not None:
-                        on_trial(label, k, None)
-                    if brain == 'local' and local is None and completed_trial(
-                            trial_dir(out, condition, k, folder_name),
-                            _trial_spec(s, brain, condition, llm_clock, served)) is None:
-                        local = LocalServer(model=model).start()
-                    result = run_trial(s, Path(out), condition, k, brain=brain, domain_id=domain_id,
-                                       real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
-                                       on_event=on_event, llm_clock=llm_clock, local_llm=local, model=served,
-                                       per_scenario=per_scenario)
-                    results.append(result)
-                    if on_trial is not None:
-                        on_trial(label, k, result)
+        for p in plan:
+            if on_trial is not None:
+                on_trial(p.label, p.trial, None)
+            if brain == 'local' and local is None and completed_trial(p.folder, p.spec) is None:
+                local = LocalServer(model=model).start()
+            result = run_trial(p.scenario, Path(out), p.condition, p.trial, brain=brain, domain_id=domain_id,
+                               real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
+                               on_event=on_event, llm_clock=llm_clock, local_llm=local, model=served,
+                               per_scenario=per_scenario)
+            results.append(result)
+            if on_trial is not None:
+                on_trial(p.label, p.trial, result)
     finally:
         if local is not None:
             local.stop()
-    summaries = [summarize(c, [r for r in results if r.condition == c and r.scenario == names[s]], names[s])
-                 for s in scenarios for c in dict.fromkeys(conditions)]
-    return EvalSummary(scenario=', '.join(names[s] for s in scenarios), scenarios=[names[s] for s in scenarios],
-                       model=served, brain=brain, trials=trials, judge=judge_name, conditions=summaries,
-                       runs=results, wall_time_s=round(time.monotonic() - start, 3))
+    return results
+
+
+def _run_parallel(plan: list[_Planned], loaded: dict, *, jobs: int, scheduler: str | None, domains: range,
+                  brain: str, real_time_factor: float | None, llm_clock: str, model: str | None,
+                  judge: ReflectionJudge | None, judge_name: str, on_trial: Callable | None,
+                  per_scenario: bool) -> list[TrialResult]:
+    """Run the planned trials ``jobs`` at a time on Dask (reusing finished ones); return their results in order.
+
+    Workers run the episodes (:func:`_trial_job`); this process scores each trial as it ends.
+    """
+    results: dict[int, TrialResult] = {}
+    todo = []
+    for index, p in enumerate(plan):
+        info = completed_trial(p.folder, p.spec)
+        if info is None:
+            todo.append(index)
+            continue
+        if on_trial is not None:
+            on_trial(p.label, p.trial, None)
+        results[index] = _score_trial(loaded[p.scenario], p.folder, info, True, p.condition, p.trial,
+                                      per_scenario=per_scenario, judge=judge, judge_name=judge_name)
+        if on_trial is not None:
+            on_trial(p.label, p.trial, results[index])
+    if not todo:
+        return [results[i] for i in sorted(results)]
+    local = LocalServer(settings=shared_local_settings(jobs), model=model).start() if brain == 'local' else None
+    endpoint = local.endpoint() if local is not None else None
+    items = [{'scenario': loaded[plan[i].scenario], 'folder': str(plan[i].folder.resolve()), 'spec': plan[i].spec,
+              'trial': plan[i].trial, 'label': f'{plan[i].name} {plan[i].condition}', 'brain': brain,
+              'domains': domains, 'namespace': f'/t{i + 1}', 'real_time_factor': real_time_factor,
+              'llm_clock': llm_clock, 'local_llm': endpoint} for i in todo]
+    failures: dict[str, str] = {}
+
+    def submitted(n: int, _slot: int) -> None:
+        if on_trial is not None:
+            on_trial(plan[todo[n]].label, plan[todo[n]].trial, None)
+
+    def ended(outcome: JobOutcome) -> None:
+        p = plan[todo[outcome.index]]
+        if outcome.error is None and not (p.folder / 'events.jsonl').is_file():
+            outcome.error = FileNotFoundError(f"{p.folder / 'events.jsonl'} is not here: the worker wrote the trial "
+                                              'where this machine does not see it (with --scheduler, --out must '
+                                              'be a folder every worker shares)')
+        if outcome.error is not None:
+            failures[f'{p.label} trial {p.trial}'] = f'{type(outcome.error).__name__}: {outcome.error}'
+            return
+        results[todo[outcome.index]] = result = _score_trial(
+            loaded[p.scenario], p.folder, outcome.value, False, p.condition, p.trial, per_scenario=per_scenario,
+            judge=judge, judge_name=judge_name)
+        if on_trial is not None:
+            on_trial(p.label, p.trial, result)
+    try:
+        run_jobs(_trial_job, items, jobs=jobs, scheduler=scheduler, on_submit=submitted, on_done=ended)
+    except JobsInterrupted as exc:
+        raise TrialInterrupted(f'{exc.signal_name} received: {len(results)} finished trial(s) kept, '
+                               'the ones running were stopped', exc.signal_name) from exc
+    finally:
+        if local is not None:
+            local.stop()
+    if failures:
+        raise TrialsFailed(failures)
+    return [results[i] for i in sorted(results)]
+
+
+def _trial_job(job: dict, slot: int) -> dict:
+    """Run one trial's episode in a Dask worker (:func:`_run_parallel`); return its ``trial.json`` content.
+
+    The team runs in namespace ``job['namespace']`` on ROS domain ``job['domains'][slot]``: no
+    other trial running at the same time has that slot.
+
+    Raises
+    ------
+    TrialInterrupted
+        If the episode was interrupted.
+    """
+    return _run_trial_episode(job['scenario'], Path(job['folder']), job['spec'], job['trial'], job['label'],
+                              brain=job['brain'], domain_id=job['domains'][slot], namespace=job['namespace'],
+                              real_time_factor=job['real_time_factor'], on_event=None, llm_clock=job['llm_clock'],
+                              local_llm=job['local_llm'])
 
 
 # --- Outputs -----------------------------------------------------------------------------------

@@ -302,6 +302,35 @@ def local_settings(base_url: str, settings: LLMSettings | None = None, model: st
         'robots': robots})
 
 
+@dataclass(frozen=True)
+class LocalEndpoint:
+    """A started :class:`LocalServer` as another process on this machine uses it: URL, model, settings.
+
+    Picklable (a Dask worker of ``robot-team eval --jobs N`` gets one); it stands in for the
+    server where :func:`robot_team.runner.run_episode` takes ``local_llm``. The process that
+    started the server stops it: :meth:`stop` does nothing.
+
+    Attributes
+    ----------
+    base_url : str
+        ``http://127.0.0.1:<port>/v1`` (loopback: reachable from this machine only).
+    model : str
+        The model name it serves.
+    startup_s : float
+        Wall seconds the server's start took.
+    settings : LocalServerSettings
+        What it was started with (threads, slots, context size).
+    """
+
+    base_url: str
+    model: str
+    startup_s: float
+    settings: LocalServerSettings
+
+    def stop(self) -> None:
+        """Do nothing: the server belongs to the process that started it."""
+
+
 class LocalServer:
     """llama.cpp's OpenAI-compatible server on 127.0.0.1, in this process; use as a context manager.
 
@@ -390,6 +419,19 @@ class LocalServer:
             time.sleep(0.2)
         self.stop()
         raise LocalModelError(f'llama.cpp server at {address} did not become healthy in {timeout_s:.0f} s: {last}')
+
+    def endpoint(self) -> LocalEndpoint:
+        """Return this started server as other processes on this machine use it (see :class:`LocalEndpoint`).
+
+        Raises
+        ------
+        LocalModelError
+            If the server is not started.
+        """
+        if self._server is None or not self.base_url:
+            raise LocalModelError('the local LLM server is not started: call start() first')
+        return LocalEndpoint(base_url=self.base_url, model=self.model, startup_s=self.startup_s,
+                             settings=self.settings)
 
     def stop(self) -> None:
         """Stop the server (its threads end; the port is released)."""
