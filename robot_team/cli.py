@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from robot_team.bench import bench_episodes
+from robot_team.bench import bench_episodes, bench_teams
 from robot_team.bench_llm import main as bench_main
 from robot_team.clock_sync import check_clock_mode
 from robot_team.config import ConfigError, load_scenario, scenario_names
@@ -203,8 +203,35 @@ def bench(
     = False,
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graphs.')] = None,
     out: Annotated[Optional[Path], typer.Option(help='Keep the runs here (default: a temp folder).')] = None,
+    teams: Annotated[Optional[int], typer.Option(
+        min=1, help='Instead: a team alone, then this many teams at once (a robot-team run process each, namespace '
+                    '/t<k>, domain --domain-id + k): completed, outcomes, decisions against the team alone, wall '
+                    'time, sim s per wall s.')] = None,
+    clock: Annotated[str, typer.Option(help="With --teams: the teams' clock, 'follow' or 'wall'.")] = 'follow',
 ) -> None:
-    """Time ED episodes with the protocol brain: wall time (target < 10 s) and sim clock rate (>= 20x)."""
+    """Time ED episodes with the protocol brain: wall time (target < 4 s in one process) and sim clock rate.
+
+    With --teams N: N teams at once on this machine. Exit code 1 if a team did not reach the
+    expected outcome with the decisions of the team alone (bench --teams), 2 for bad input.
+    """
+    if teams is not None:
+        try:
+            check_clock_mode(clock, '--clock')
+            res = bench_teams(teams, scenario, clock=clock, domain_id=domain_id, out_dir=out)
+        except ValueError as exc:
+            console.print(f'[red]error:[/red] {exc}')
+            raise typer.Exit(EXIT_BAD_INPUT) from exc
+        table = Table('teams', 'clock', 'completed', 'outcome as expected', 'decisions as alone', 'wall s',
+                      'sim s per wall s', 'team alone')
+        alone = res['alone']
+        table.add_row(str(teams), clock, str(res['completed']), str(res['as_expected']), str(res['same_decisions']),
+                      f"{res['wall_time_s']:.1f}", f"{res['sim_s_per_wall_s']}",
+                      f"{alone['outcome']}, {alone.get('decisions', 0)} decisions, {alone['wall_time_s']} s wall")
+        console.print(table)
+        console.print_json(json.dumps(res))
+        if not (res['as_expected'] == res['same_decisions'] == teams):
+            raise typer.Exit(1)
+        return
     modes = [False, True] if processes else [False]
     table = Table('mode', 'runs', 'median wall s', 'max wall s', 'median sim clock x', 'min sim clock x',
                   'sim s', 'outcomes as expected')

@@ -56,7 +56,8 @@ def eval_command(
     brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai' or 'local' (the built-in "
                                             'local model, one endpoint for all trials).')] = 'protocol',
     llm_clock: Annotated[Optional[str], typer.Option(help="LLM brains: 'lockstep' (default: sim time holds while a "
-                                                          "brain waits on its LLM) or 'realtime'.")] = None,
+                                                          "brain waits on its LLM; the follow clock of the trials "
+                                                          "always holds) or 'realtime'.")] = None,
     scenario: Annotated[Optional[list[str]], typer.Option(
         '--scenario', help="Scenario name or YAML path; repeat it or give a comma list for several, 'all' for "
                            'every scenario `robot-team scenarios` lists (default: onboarding).')] = None,
@@ -70,10 +71,9 @@ def eval_command(
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the episodes (default: env or 0); '
                                                           'with --jobs N the first of N consecutive ones.')]
     = None,
-    real_time_factor: Annotated[Optional[float], typer.Option(help='Sim seconds per wall second (default: 80 '
-                                                                   "for 'protocol', the scenario's for LLM "
-                                                                   "brains in lockstep, the LLM settings' in "
-                                                                   'realtime).')] = None,
+    real_time_factor: Annotated[Optional[float], typer.Option(help='The most sim seconds per wall second (default: '
+                                                                   'no cap: trials run on the follow clock, as '
+                                                                   'fast as the team keeps up).')] = None,
     jobs: Annotated[int, typer.Option(min=1, help='Trials at a time. 1 (default): one after another in this '
                                                   'process. N > 1: side by side on Dask, a local cluster of N '
                                                   'worker processes (or the --scheduler\'s workers), each team in '

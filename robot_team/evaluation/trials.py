@@ -158,16 +158,6 @@ class EvalSummary(BaseModel):
                                   'this machine).')
 
 
-PROTOCOL_REAL_TIME_FACTOR = 80.0
-"""Sim speed of protocol-brain trials (the onboarding scenario runs at 40 in ``robot-team run``).
-
-Scores come from the record, in sim time; the protocol brains decide in milliseconds of wall
-time, so a faster clock changes no decision: measured here, the manager answers a failure within
-3 sim s at 100x and 200x (the issue-handling deadline is 60 sim s), and runs score 17/17 at 40x,
-100x and 200x. Twice the scenario's speed keeps ``eval --trials 10`` (20 episodes) under 2 min.
-"""
-
-
 LLM_BRAINS = ('openai', 'local')
 
 
@@ -180,16 +170,12 @@ def default_llm_clock(brain: str) -> str:
 
 
 def default_real_time_factor(brain: str, llm_clock: str = 'realtime') -> float | None:
-    """Return the sim speed for ``brain`` when none is given: 80 for 'protocol', LLM settings' for LLM brains.
+    """Return the cap on sim speed when none is given: None (no cap) for every brain.
 
-    With the realtime LLM clock sim time keeps running while an LLM brain waits on its endpoint,
-    so LLM runs go slower; in lockstep it stands still, so they run at the scenario's speed
-    (None), as do other brains.
+    Trials run on the follow clock (:mod:`robot_team.clock_sync`): sim time advances as fast as
+    every node keeps up and holds while a brain waits on its LLM, so the decisions do not depend
+    on the speed or the load of the machine, and a protocol-brain trial takes a few seconds.
     """
-    if brain == 'protocol':
-        return PROTOCOL_REAL_TIME_FACTOR
-    if brain in LLM_BRAINS and llm_clock == 'realtime':
-        return LLMSettings().real_time_factor
     return None
 
 
