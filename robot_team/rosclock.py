@@ -14,15 +14,21 @@ from __future__ import annotations
 
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team.msg import ClockAck
 from robot_team.names import CLOCK_ACKS, team_name
 
 
-def clock_acks_qos() -> QoSProfile:
-    """Return the QoS of ``team/clock_acks``: reliable, volatile (the source re-sends a value it waits on)."""
-    return QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+def clock_acks_qos(subscriber: bool = False) -> QoSProfile:
+    """Return the QoS of ``team/clock_acks``: reliable, transient local.
+
+    An acknowledgement is a state (the latest sim time a node processed): a publisher keeps its
+    last one (depth 1) for a clock source that matches it late; the source keeps up to 100 (one per
+    follower at least) so that acknowledgements of several nodes arriving together are all taken.
+    """
+    return QoSProfile(depth=100 if subscriber else 1, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class ClockFollower:

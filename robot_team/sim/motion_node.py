@@ -77,7 +77,8 @@ Parameters
     launcher starts the node paused next to the team and resumes it once every node is up.
 ``min_clock_subscribers`` (int, default 0)
     Sim time starts only once ``/clock`` has at least this many matched subscriptions (each node
-    with ``use_sim_time`` has one), so that no node misses sim time while DDS discovers it. After
+    with ``use_sim_time`` has one), so that no node misses sim time while DDS discovers it; on the
+    follow clock, also until every node matched on ``team/clock_acks`` acknowledged once. After
     ``clock_start_timeout_s`` (float, wall s, default 30) the clock starts anyway and an
     ``INPUT_ERROR`` event names the shortfall.
 
@@ -435,8 +436,9 @@ class MotionSimNode(Node):
         if self.clock_mode == 'follow':
             self._gate = FollowGate(self.follower_timeout_s)
             self._cap = RateCap(self.real_time_factor, self.max_step_size)
-            self.create_subscription(ClockAck, CLOCK_ACKS, self._ack_callback, clock_acks_qos(),
-                                     callback_group=self._reentrant_group)
+            self._ack_sub = self.create_subscription(ClockAck, CLOCK_ACKS, self._ack_callback,
+                                                     clock_acks_qos(subscriber=True),
+                                                     callback_group=self._reentrant_group)
         # The node is the clock source: its timer must run on wall time, never on sim time.
         self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
                                         callback_group=self._tick_group,
@@ -475,6 +477,11 @@ class MotionSimNode(Node):
         """Current sim time, s."""
         with self._lock:
             return self.engine.t
+
+    @property
+    def clock_followers(self) -> list[str]:
+        """The nodes the follow clock waits for (fully qualified names; [] on the wall clock)."""
+        return self._gate.followers if self._gate is not None else []
 
     def clock_description(self) -> str:
         """Return the clock's mode in words, e.g. ``'follow clock, steps of 0.25 s, no speed cap'``."""
@@ -565,13 +572,16 @@ class MotionSimNode(Node):
         if not self._clock_started:
             subscribers = self._clock_pub.get_subscription_count()
             waited = time.monotonic() - self._clock_wait_began
-            if subscribers < self.min_clock_subscribers:
+            # Follow: every node that acknowledges (a matched publisher on team/clock_acks) has done so once.
+            unheard = (self._ack_sub.get_publisher_count() - len(self._gate.followers)) if self._gate else 0
+            if subscribers < self.min_clock_subscribers or unheard > 0:
                 if waited < self.clock_start_timeout_s:
                     return False
+                unheard_text = f', {unheard} clock follower(s) not heard from' if unheard > 0 else ''
                 self._record.input_error(
-                    f'/clock has {subscribers} of the {self.min_clock_subscribers} subscribers expected after '
-                    f'{waited:.0f} s: starting sim time anyway', target=CLOCK, subscribers=subscribers,
-                    expected=self.min_clock_subscribers)
+                    f'/clock has {subscribers} of the {self.min_clock_subscribers} subscribers expected{unheard_text} '
+                    f'after {waited:.0f} s: starting sim time anyway', target=CLOCK, subscribers=subscribers,
+                    expected=self.min_clock_subscribers, followers_unheard=max(unheard, 0))
             self._clock_started = True
             self._record.emitter.emit(EventKind.SIM, f'sim time started ({subscribers} /clock subscribers)',
                                       what='clock_started', subscribers=subscribers,

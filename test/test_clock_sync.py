@@ -1,0 +1,157 @@
+"""The follow clock: its rules without ROS, then a real graph where a node that falls behind holds sim time."""
+
+import threading
+import time
+
+import pytest
+
+from robot_team.clock_sync import FollowGate, RateCap, check_clock_mode
+from ros_helpers import wait_for
+
+
+class FakeWall:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_the_gate_waits_for_every_follower_then_drops_one_that_stays_behind():
+    wall = FakeWall()
+    gate = FollowGate(follower_timeout_s=2.0, wall=wall)
+    assert gate.ready(0.0) == (True, [])            # nobody follows yet: the clock is free
+    gate.ack('/t1/manager', 0.0)
+    gate.ack('/t1/supervisor', 0.0)
+    assert gate.ready(0.0) == (True, [])
+    gate.ack('/t1/manager', 1.0)
+    assert gate.ready(1.0) == (False, [])           # the supervisor has not caught up
+    gate.ack('/t1/supervisor', 0.5)                 # an older value than the one awaited
+    assert gate.ready(1.0)[0] is False
+    gate.ack('/t1/supervisor', 1.0)
+    assert gate.ready(1.0) == (True, [])
+    gate.ack('/t1/supervisor', 0.8)                 # a late duplicate never moves a follower back
+    assert gate.ready(1.0) == (True, [])
+    # The supervisor stops acknowledging: it holds the clock for follower_timeout_s, then no longer counts.
+    gate.ack('/t1/manager', 2.0)
+    wall.t += 1.5
+    assert gate.ready(2.0) == (False, [])
+    wall.t += 1.0
+    ready, lost = gate.ready(2.0)
+    assert ready and [name for name, _ in lost] == ['/t1/supervisor'] and lost[0][1] == pytest.approx(2.5)
+    assert gate.ready(2.0) == (True, [])            # reported once
+    assert gate.followers == ['/t1/manager']
+    gate.ack('/t1/supervisor', 5.0)                 # it came back (a restarted node)
+    assert gate.returned() == ['/t1/supervisor'] and gate.returned() == []
+    assert gate.followers == ['/t1/manager', '/t1/supervisor']
+    with pytest.raises(ValueError, match='follower_timeout_s'):
+        FollowGate(follower_timeout_s=0.0)
+
+
+def test_the_rate_cap_allows_steps_as_wall_time_passes_and_no_burst():
+    wall = FakeWall()
+    assert RateCap(0.0, 1.0, wall=wall).allows(0.0, 1.0)    # no cap
+    cap = RateCap(10.0, 1.0, wall=wall)
+    assert not cap.allows(0.0, 1.0)                          # nothing earned yet
+    wall.t += 0.05
+    assert not cap.allows(0.0, 1.0)                          # 0.5 sim s earned of the 1.0 needed
+    wall.t += 0.05
+    assert cap.allows(0.0, 1.0)
+    assert not cap.allows(1.0, 1.0)
+    wall.t += 60.0                                           # a long pause earns at most one step ahead
+    assert cap.allows(1.0, 1.0) and cap.allows(2.0, 1.0) and not cap.allows(3.0, 1.0)
+
+
+def test_a_clock_mode_is_follow_or_wall():
+    assert check_clock_mode('follow') == 'follow' and check_clock_mode('wall') == 'wall'
+    with pytest.raises(ValueError, match="--clock 'fast' is not a clock mode: expected follow or wall"):
+        check_clock_mode('fast', '--clock')
+
+
+class Graph:
+    """motion_sim on the follow clock, one follower whose callbacks can be blocked, an event listener."""
+
+    def __init__(self, context, **params):
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.node import Node
+        from rclpy.parameter import Parameter
+
+        from robot_team.msg import TeamEvent
+        from robot_team.names import TEAM_EVENTS
+        from robot_team.rosclock import follow_clock
+        from robot_team.rosmsgs import event_from_msg, events_qos
+        from robot_team.sim.motion_node import MotionSimNode
+
+        overrides = [Parameter('clock_mode', value='follow')] + [Parameter(k, value=v) for k, v in params.items()]
+        self.motion = MotionSimNode(context=context, parameter_overrides=overrides)
+        self.follower = Node('slow_robot', context=context, parameter_overrides=[Parameter('use_sim_time', value=True)])
+        self.follower_clock = follow_clock(self.follower)
+        self.block_s = 0.0
+        self.blocks = 0
+        # In the follower's default callback group, as its time source's /clock subscription.
+        self.follower.create_timer(0.01, self._maybe_block)
+        self.listener = Node('listener', context=context)
+        self.events = []
+        self.listener.create_subscription(TeamEvent, TEAM_EVENTS, lambda m: self.events.append(event_from_msg(m)),
+                                          events_qos())
+        self.executors = []
+        for node, threads in ((self.motion, 4), (self.follower, 2), (self.listener, 1)):
+            exe = MultiThreadedExecutor(num_threads=threads, context=context)
+            exe.add_node(node)
+            threading.Thread(target=exe.spin, daemon=True).start()
+            self.executors.append(exe)
+
+    def _maybe_block(self):
+        if self.block_s > 0:
+            hold, self.block_s = self.block_s, 0.0
+            time.sleep(hold)
+            self.blocks += 1
+
+    def sim_events(self, what):
+        return [e for e in self.events if e.kind == 'sim' and e.data.get('what') == what]
+
+    def close(self):
+        for exe in self.executors:
+            exe.shutdown(timeout_sec=2.0)
+        for node in (self.listener, self.follower, self.motion):
+            node.destroy_node()
+
+
+def test_sim_time_waits_for_a_follower_that_falls_behind(ros_context):
+    graph = Graph(ros_context, max_step_size=0.5, follower_timeout_s=30.0)
+    try:
+        assert wait_for(lambda: graph.motion.sim_time > 5.0, 10.0)
+        assert wait_for(lambda: graph.sim_events('clock_started'), 5.0)
+        (started,) = graph.sim_events('clock_started')
+        assert started.data['clock_mode'] == 'follow' and graph.motion.clock_followers == ['/slow_robot']
+        graph.block_s = 1.5                               # the follower's executor is stuck for 1.5 wall s
+        assert wait_for(lambda: graph.block_s == 0.0, 2.0)
+        stuck_at = graph.motion.sim_time
+        time.sleep(1.0)
+        # It stood still (at most the step in flight) while the follower was stuck...
+        assert graph.motion.sim_time - stuck_at <= 0.5 + 1e-9
+        assert wait_for(lambda: graph.blocks == 1, 3.0)
+        # ...and runs again once it caught up, never more than one step ahead of it.
+        assert wait_for(lambda: graph.motion.sim_time > stuck_at + 5.0, 5.0)
+        source_t = graph.motion.sim_time                  # read first: the follower's time only grows after
+        follower_t = graph.follower.get_clock().now().nanoseconds * 1e-9
+        assert source_t - follower_t <= 0.5 + 1e-6
+        assert not graph.sim_events('clock_follower_lost')
+    finally:
+        graph.close()
+
+
+def test_a_follower_that_stops_answering_no_longer_holds_the_team_and_is_recorded(ros_context):
+    graph = Graph(ros_context, max_step_size=0.5, follower_timeout_s=0.5)
+    try:
+        assert wait_for(lambda: graph.motion.sim_time > 2.0, 10.0)
+        graph.block_s = 3.0                               # a hung node: 3 wall s without a callback
+        assert wait_for(lambda: graph.sim_events('clock_follower_lost'), 5.0)
+        (lost,) = graph.sim_events('clock_follower_lost')
+        assert lost.data['follower'] == '/slow_robot' and lost.data['behind_s'] >= 0.5
+        during = graph.motion.sim_time
+        assert wait_for(lambda: graph.motion.sim_time > during + 5.0, 2.0)   # the clock went on without it
+        assert wait_for(lambda: graph.sim_events('clock_follower_back'), 5.0)  # it answered again
+        assert graph.sim_events('clock_follower_back')[0].data['follower'] == '/slow_robot'
+    finally:
+        graph.close()
