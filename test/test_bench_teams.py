@@ -1,0 +1,48 @@
+"""``robot-team bench --teams N``: teams at once on the follow clock make the decisions of a team alone."""
+
+import json
+import os
+import subprocess
+import sys
+
+from robot_team.bench import decision_sequence
+from robot_team.events import TeamEventModel
+from robot_team.recorder import read_jsonl
+from ros_helpers import reserve_domain_ids
+
+
+def test_three_teams_at_once_make_the_decisions_of_a_team_alone(tmp_path):
+    base = reserve_domain_ids(4)
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    done = subprocess.run([sys.executable, '-m', 'robot_team.cli', 'bench', '--teams', '3', '--domain-id', str(base),
+                           '--out', str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    res = json.loads(done.stdout[done.stdout.index('\n{') + 1:])
+    assert (res['completed'], res['as_expected'], res['same_decisions']) == (3, 3, 3)
+    assert res['alone']['outcome'] == 'success' and res['sim_s_per_wall_s'] > 0
+    alone = decision_sequence(read_jsonl(tmp_path / 'alone' / 'events.jsonl'))
+    # The onboarding's decisions: #80 fails, #90 is escorted, then the badge and the display, the outcome.
+    assert [d[2] for d in alone if d[0] == 'delegation'] == ['navigation', 'navigation', 'info_collection',
+                                                               'display']
+    assert alone[-1] == ('episode_finished', '', '', '', '', 'success')
+    for k in (1, 2, 3):
+        report = json.loads((tmp_path / f't{k}' / 'report.json').read_text())
+        assert report['namespace'] == f'/t{k}' and report['domain_id'] == base + k
+        assert report['clock']['mode'] == 'follow' and report['clock']['followers_lost'] == []
+        assert decision_sequence(read_jsonl(tmp_path / f't{k}' / 'events.jsonl')) == alone
+
+
+def test_the_decision_sequence_ignores_times_and_wording_but_not_choices():
+    def event(kind, stamp, **data):
+        return TeamEventModel(stamp_s=stamp, wall_time=stamp, seq=1, actor='manager', kind=kind, summary=f'at {stamp}',
+                              data=data)
+    a = [event('delegation', 10.0, task_id='nav-1', task_type='navigation', robot='navigation_robot', hcw_id='80'),
+         event('tool_call', 11.0, task_id='nav-1'),
+         event('task_report', 40.0, task_id='nav-1', task_type='navigation', robot='navigation_robot',
+               status='failure')]
+    b = [event('delegation', 12.5, task_id='nav-1', task_type='navigation', robot='navigation_robot', hcw_id='80'),
+         event('task_report', 47.0, task_id='nav-1', task_type='navigation', robot='navigation_robot',
+               status='failure')]
+    assert decision_sequence(a) == decision_sequence(b)
+    c = [b[0].model_copy(update={'data': {**b[0].data, 'hcw_id': '90'}}), b[1]]
+    assert decision_sequence(c) != decision_sequence(a)
