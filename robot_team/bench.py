@@ -74,11 +74,12 @@ def bench_episodes(scenario: str = 'onboarding', runs: int = 5, processes: bool 
 
 
 def decision_sequence(events: list[TeamEventModel]) -> list[tuple]:
-    """Return a team's decisions in order, without times or wording: tuples of (kind, task type, robot, HCW,
-    status).
+    """Return a team's decisions in order, without times or wording.
 
-    Two teams that made the same decisions have equal sequences whatever their namespace, clock
-    rate or the load of the machine (IDs such as ``nav-2`` are kept: they count the attempts).
+    Each decision is a tuple (event kind, task ID, task type, robot, HCW ID, status or decision or
+    outcome), in the order of the events' stamps. Two teams that made the same decisions have equal
+    sequences whatever their namespace, clock rate or the load of the machine (IDs such as
+    ``nav-2`` are kept: they count the attempts).
     """
     kinds = {k.value for k in DECISION_KINDS}
     out = []

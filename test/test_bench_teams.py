@@ -22,8 +22,8 @@ def test_three_teams_at_once_make_the_decisions_of_a_team_alone(tmp_path):
     assert res['alone']['outcome'] == 'success' and res['sim_s_per_wall_s'] > 0
     alone = decision_sequence(read_jsonl(tmp_path / 'alone' / 'events.jsonl'))
     # The onboarding's decisions: #80 fails, #90 is escorted, then the badge and the display, the outcome.
-    assert [d[2] for d in alone if d[0] == 'delegation'] == ['navigation', 'navigation', 'info_collection',
-                                                               'display']
+    delegated = [d[2] for d in alone if d[0] == 'delegation']
+    assert delegated == ['navigation', 'navigation', 'info_collection', 'display']
     assert alone[-1] == ('episode_finished', '', '', '', '', 'success')
     for k in (1, 2, 3):
         report = json.loads((tmp_path / f't{k}' / 'report.json').read_text())

@@ -621,9 +621,14 @@ def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
     result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--no-kb', '--quiet', '--out', '/tmp/unused'])
     assert result.exit_code == 3 and 'stopped by the test' in result.output   # the team did not start
     assert seen['brain'] == 'openai' and seen['brain_options'] == {'kb': False}
-    assert seen['real_time_factor'] == 5.0                       # config/llm.yaml: sim time runs during LLM waits
+    # The follow clock holds while a brain waits on its LLM: no speed of its own, no cap.
+    assert seen['clock'] == 'follow' and seen['real_time_factor'] is None
+    CliRunner().invoke(app, ['run', '--brain', 'openai', '--clock', 'wall', '--quiet', '--out', '/tmp/unused'])
+    assert seen['clock'] == 'wall' and seen['real_time_factor'] == 5.0   # config/llm.yaml: sim time runs during waits
     CliRunner().invoke(app, ['run', '--quiet', '--out', '/tmp/unused'])
     assert seen['brain'] == 'protocol' and not seen['brain_options'] and seen['real_time_factor'] is None
+    bad = CliRunner().invoke(app, ['run', '--clock', 'fast', '--quiet', '--out', '/tmp/unused'])
+    assert bad.exit_code == 2 and "--clock 'fast' is not a clock mode" in bad.output
 
 
 def test_manager_accepts_a_success_only_with_consistent_ground_truth():

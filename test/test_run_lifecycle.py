@@ -175,7 +175,8 @@ def test_sigint_while_a_robot_waits_on_a_page_stops_at_once_in_process(tmp_path,
             os.kill(os.getpid(), signal.SIGINT)              # delivered to the main thread: the run's handler
     helper = threading.Thread(target=interrupt, daemon=True)
     helper.start()
-    result = run_episode('onboarding', tmp_path, domain_id=domain_id, real_time_factor=2.0, on_event=on_event, clock='wall')
+    result = run_episode('onboarding', tmp_path, domain_id=domain_id, real_time_factor=2.0, on_event=on_event,
+                         clock='wall')
     stopped = time.monotonic()
     helper.join(timeout=5)
     assert sent, 'the page was never sent'
