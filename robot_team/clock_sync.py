@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from robot_team.errors import check_choice
+
 CLOCK_MODES = ('follow', 'wall')
 """The clock source's modes (see the module)."""
 
@@ -54,9 +56,7 @@ def check_clock_mode(value: str, what: str = 'clock_mode') -> str:
     ValueError
         Naming ``what`` and the modes, otherwise.
     """
-    if value not in CLOCK_MODES:
-        raise ValueError(f"{what} {value!r} is not a clock mode: expected {' or '.join(CLOCK_MODES)}")
-    return value
+    return check_choice(value, CLOCK_MODES, what, 'a clock mode')
 
 
 @dataclass

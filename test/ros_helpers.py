@@ -8,16 +8,17 @@ _held_sockets = []
 
 def reserve_domain_id() -> int:
     """Reserve and return a ROS domain ID (1-101) unused by any other process on this machine."""
-    for domain in range(1, 102):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.bind(('127.0.0.1', 22119 + domain))   # a lock port per domain
-        except OSError:
-            sock.close()
-            continue
-        _held_sockets.append(sock)
-        return domain
-    raise RuntimeError('no free ROS domain ID between 1 and 101')
+    return reserve_domain_ids(1)
+
+
+class FakeWall:
+    """A monotonic wall clock the test sets (``wall.t += 1.5``), for rules that take a ``wall`` callable."""
+
+    def __init__(self, t: float = 100.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
 
 
 def wait_for(predicate, timeout: float = 10.0, period: float = 0.02):
@@ -37,7 +38,7 @@ def reserve_domain_ids(count: int) -> int:
         for domain in range(first, first + count):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                sock.bind(('127.0.0.1', 22119 + domain))   # the lock port of reserve_domain_id
+                sock.bind(('127.0.0.1', 22119 + domain))   # a lock port per domain
             except OSError:
                 sock.close()
                 break

@@ -10,14 +10,7 @@ import time
 import pytest
 
 from robot_team.llm.lockstep import HoldTracker, check_llm_clock
-
-
-class FakeWall:
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
+from ros_helpers import FakeWall
 
 
 def test_tracker_holds_while_any_hold_is_active_and_charges_a_step_per_ended_hold():

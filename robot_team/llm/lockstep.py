@@ -26,6 +26,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from robot_team.errors import check_choice
 from robot_team.events import EventKind
 from robot_team.rosmsgs import reliable_qos
 from robot_team.llm.settings import LLMSettings
@@ -51,9 +52,7 @@ def check_llm_clock(value: str, what: str = 'llm_clock') -> str:
     ValueError
         Naming ``what`` and the modes, otherwise.
     """
-    if value not in LLM_CLOCKS:
-        raise ValueError(f"{what} {value!r} is not an LLM clock: expected {' or '.join(LLM_CLOCKS)}")
-    return value
+    return check_choice(value, LLM_CLOCKS, what, 'an LLM clock')
 
 
 class HoldTracker:
