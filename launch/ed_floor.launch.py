@@ -9,9 +9,10 @@ Usage (a ROS 2 install after ``colcon build``; or the embedded setup with ``laun
 Arguments: ``sim`` (embedded | gazebo), ``brain`` (protocol | openai | local), ``kb`` (true |
 false: LLM brains' knowledge base), ``scenario`` (name in config/scenarios or a YAML path),
 ``out_dir`` (run folder), ``real_time_factor`` (embedded simulator; default the scenario's, 5 for
-LLM brains), ``gz_gui`` (true: Gazebo's GUI too), ``map`` (map_server YAML for Nav2; default the
-scenario's, generated from the floor description into out_dir), ``discovery_range``
-(ROS_AUTOMATIC_DISCOVERY_RANGE, LOCALHOST unless you deploy across hosts).
+LLM brains), ``clock`` (embedded simulator: wall | follow, see robot_team.clock_sync), ``gz_gui``
+(true: Gazebo's GUI too), ``map`` (map_server YAML for Nav2; default the scenario's, generated from
+the floor description into out_dir), ``discovery_range`` (ROS_AUTOMATIC_DISCOVERY_RANGE, LOCALHOST
+unless you deploy across hosts).
 
 The team starts first; the simulator (sim:=embedded) or the hospital's systems (sim:=gazebo)
 once every team node has announced itself (``team_ready``). The launch ends by itself when the
@@ -32,7 +33,10 @@ ARGUMENTS = (
     ('kb', 'true', "LLM brains: give each robot its knowledge base.", ('true', 'false')),
     ('scenario', 'onboarding', 'Scenario name (config/scenarios) or YAML path.', None),
     ('out_dir', '/tmp/robot_team_run', 'Run folder: report.json, events.jsonl/.mcap, staff.sqlite.', None),
-    ('real_time_factor', '', "Embedded simulator: sim s per wall s (default: the scenario's).", None),
+    ('real_time_factor', '', "Embedded simulator: sim s per wall s (default: the scenario's; clock:=follow: a "
+                             'cap, default none).', None),
+    ('clock', 'wall', 'Embedded simulator: wall (real_time_factor x wall time) or follow (as fast as every team '
+                      'node keeps up).', ('wall', 'follow')),
     ('gz_gui', 'false', "Gazebo: also start the GUI.", ('true', 'false')),
     ('map', '', 'Gazebo: map_server YAML (default: generated from the floor for the scenario).', None),
     ('discovery_range', 'LOCALHOST', 'ROS_AUTOMATIC_DISCOVERY_RANGE (SUBNET for multi-host).', None),
@@ -47,7 +51,7 @@ def _floor(context, *args, **kwargs):
         return LaunchConfiguration(name).perform(context)
     plan = plan_floor(sim=arg('sim'), brain=arg('brain'), kb=arg('kb'), scenario=arg('scenario'),
                       out_dir=arg('out_dir'), real_time_factor=arg('real_time_factor'), gz_gui=arg('gz_gui'),
-                      map_yaml=arg('map'))
+                      map_yaml=arg('map'), clock=arg('clock'))
     return plan_actions(plan)
 
 

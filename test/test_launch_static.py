@@ -125,6 +125,10 @@ def test_embedded_floor_plan(tmp_path):
     assert all(dict(n.remappings)['/tf'] == 'tf' for n in robots.values())
     assert robots['navigation_robot'].parameters[0]['pose_source'] == 'amcl_pose'
     assert (tmp_path / 'staff.sqlite').exists() and (tmp_path / 'scenario.json').exists()
+    assert plan.after_team[0].parameters[0]['clock_mode'] == 'wall'
+    follow = plans.plan_floor(sim='embedded', brain='openai', clock='follow', out_dir=str(tmp_path / 'f'))
+    motion = follow.after_team[0].parameters[0]
+    assert motion['clock_mode'] == 'follow' and 'real_time_factor' not in motion   # no cap, no LLM pace
 
 
 def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):
@@ -149,6 +153,8 @@ def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):
     ({'brain': 'gpt'}, "brain:='gpt' is not valid: expected one of protocol, openai, local"),
     ({'kb': 'maybe'}, "kb:='maybe' is not valid: expected one of true, false"),
     ({'real_time_factor': '-3'}, 'real_time_factor'),
+    ({'clock': 'fast'}, "clock:='fast' is not valid: expected one of follow, wall"),
+    ({'sim': 'gazebo', 'clock': 'follow'}, "clock:='follow' is the embedded simulator's clock"),
     ({'scenario': 'nonexistent'}, "unknown scenario 'nonexistent'"),
 ])
 def test_bad_floor_arguments_are_named(tmp_path, kwargs, message):

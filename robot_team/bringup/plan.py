@@ -27,6 +27,7 @@ from robot_team.bringup import files
 from robot_team.bringup.gazebo import SCAN_FRAME, TF, TF_STATIC
 from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_map, map_info, rasterize, write_map
 from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
+from robot_team.clock_sync import CLOCK_MODES
 from robot_team.config import ConfigError, load_scenario, share_dir
 from robot_team.floor import Floor, Wall, load_floor
 from robot_team.llm.settings import LLMSettings
@@ -242,12 +243,15 @@ def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_s
 
 def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'true', scenario: str = 'onboarding',
                out_dir: str = '/tmp/robot_team_run', real_time_factor: str = '', gz_gui: str = 'false',
-               map_yaml: str = '', share: Path | None = None) -> Plan:
+               map_yaml: str = '', share: Path | None = None, clock: str = 'wall') -> Plan:
     """Plan ``ed_floor.launch.py``: the whole floor and team on the embedded simulator or on Gazebo + Nav2.
 
     Writes the run folder's staff directory and resolved ``scenario.json`` (as ``robot-team
     run`` does) and, for Gazebo, the scenario's map (closed doors drawn) unless ``map_yaml`` is
-    given; nothing is started.
+    given; nothing is started. ``clock`` is the embedded simulator's ``clock_mode``: ``wall``
+    (default: ``real_time_factor`` x wall time, as Gazebo) or ``follow`` (as fast as every team
+    node keeps up, :mod:`robot_team.clock_sync`; ``real_time_factor`` then caps it); Gazebo keeps
+    its own clock.
 
     Raises
     ------
@@ -258,6 +262,10 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     brain = choice('brain', brain, BRAIN_CHOICES)
     kb_on = flag('kb', kb)
     gui = flag('gz_gui', gz_gui)
+    clock = choice('clock', clock, CLOCK_MODES)
+    if sim == 'gazebo' and clock == 'follow':
+        raise PlanError("launch argument clock:='follow' is the embedded simulator's clock: with sim:=gazebo, "
+                        "Gazebo's real-time factor paces sim time (clock:=wall)")
     share = Path(share) if share else share_dir()
     rtf = None
     if str(real_time_factor).strip():
@@ -281,7 +289,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     paths = prepare(loaded, out)
     plan = Plan(paths={'out_dir': str(out), **paths})
     options = _brain_options(brain, kb_on)
-    if brain in ('openai', 'local') and rtf is None:
+    if brain in ('openai', 'local') and rtf is None and clock == 'wall':
         rtf = LLMSettings().real_time_factor
     team_ns = '/'
     pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
@@ -289,7 +297,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns,
                                ({'timeout_s': 60.0, 'nodes': [*TEAM, *HOSPITAL_SYSTEMS]},))
     plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
-    sim_params = {'scenario': paths['scenario']}
+    sim_params = {'scenario': paths['scenario'], 'clock_mode': clock}
     if rtf is not None:
         sim_params['real_time_factor'] = rtf
     hospital = [NodeSpec(PACKAGE, exe, exe, team_ns, ({'scenario': paths['scenario'], 'use_sim_time': True},))
