@@ -42,7 +42,6 @@ class ClockFollower:
 
     def __init__(self, node):
         self.node_name = node.get_fully_qualified_name()
-        self.acks = 0
         self._clock = node.get_clock()
         self._pub = node.create_publisher(ClockAck, team_name(node, CLOCK_ACKS), clock_acks_qos())
         self._jump = self._clock.create_jump_callback(
@@ -54,13 +53,8 @@ class ClockFollower:
         self.ack()
 
     def ack(self) -> None:
-        """Publish the node's current ROS time as processed (also sent again by the clock source's resend)."""
+        """Publish the node's current ROS time as processed (at start, then at each forward jump)."""
         self._pub.publish(ClockAck(node=self.node_name, clock=self._clock.now().to_msg()))
-        self.acks += 1
-
-    def close(self) -> None:
-        """Stop acknowledging (before the node is destroyed)."""
-        self._jump.unregister()
 
 
 def follow_clock(node) -> ClockFollower | None:

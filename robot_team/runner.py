@@ -51,7 +51,7 @@ from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threa
 from robot_team.llm.factory import check_endpoint
 from robot_team.llm.inflight import in_flight
 from robot_team.llm.local import LocalServer, check_model, resolve_model
-from robot_team.llm.lockstep import check_llm_clock
+from robot_team.llm.lockstep import check_llm_clock, llm_clock_under
 from robot_team.llm.settings import LLMSettings
 from robot_team.names import (
     HOSPITAL_SYSTEMS,
@@ -166,7 +166,7 @@ class Episode:
         self.local_model = local_model
         self.clock = check_clock_mode(clock, 'clock (--clock)')
         # The follow clock holds while a brain waits on its LLM: the brains announce their waits.
-        self.llm_clock = 'lockstep' if clock == 'follow' else llm_clock
+        self.llm_clock = llm_clock_under(self.clock, llm_clock)
         # --brain local: the embedded endpoint (robot_team.llm.local.LocalServer); one given is not stopped here
         self.local_llm, self._own_local_llm = local_llm, local_llm is None
         self.namespace_error = ''

@@ -129,6 +129,8 @@ def test_embedded_floor_plan(tmp_path):
     follow = plans.plan_floor(sim='embedded', brain='openai', clock='follow', out_dir=str(tmp_path / 'f'))
     motion = follow.after_team[0].parameters[0]
     assert motion['clock_mode'] == 'follow' and 'real_time_factor' not in motion   # no cap, no LLM pace
+    brains = [n.parameters[0] for n in follow.first if n.parameters and n.parameters[0].get('brain') == 'openai']
+    assert len(brains) == 4 and all(p['llm_clock'] == 'lockstep' for p in brains)   # they announce LLM waits
 
 
 def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):

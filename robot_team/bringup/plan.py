@@ -30,6 +30,7 @@ from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
 from robot_team.clock_sync import CLOCK_MODES
 from robot_team.config import ConfigError, load_scenario, share_dir
 from robot_team.floor import Floor, Wall, load_floor
+from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
 from robot_team.runner import TEAM, _node_parameters, prepare
 from robot_team.tools.localization import POSE_SOURCES
@@ -289,6 +290,8 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     paths = prepare(loaded, out)
     plan = Plan(paths={'out_dir': str(out), **paths})
     options = _brain_options(brain, kb_on)
+    if options:   # LLM brains: on the follow clock they announce each wait on their LLM (lockstep)
+        options['llm_clock'] = llm_clock_under(clock, 'realtime')
     if brain in ('openai', 'local') and rtf is None and clock == 'wall':
         rtf = LLMSettings().real_time_factor
     team_ns = '/'

@@ -169,16 +169,6 @@ def default_llm_clock(brain: str) -> str:
     return 'lockstep' if brain in LLM_BRAINS else 'realtime'
 
 
-def default_real_time_factor(brain: str, llm_clock: str = 'realtime') -> float | None:
-    """Return the cap on sim speed when none is given: None (no cap) for every brain.
-
-    Trials run on the follow clock (:mod:`robot_team.clock_sync`): sim time advances as fast as
-    every node keeps up and holds while a brain waits on its LLM, so the decisions do not depend
-    on the speed or the load of the machine, and a protocol-brain trial takes a few seconds.
-    """
-    return None
-
-
 def trial_dir(out: Path, condition: str, trial: int, scenario: str = '') -> Path:
     """Return the folder of trial ``trial`` (from 1) of ``condition``, under ``scenario`` when given.
 
@@ -439,7 +429,6 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
     per_scenario = len(scenarios) > 1
     start = time.monotonic()
     llm_clock = llm_clock or default_llm_clock(brain)
-    real_time_factor = real_time_factor or default_real_time_factor(brain, llm_clock)
     served = resolve_model(model).name if brain == 'local' else None
     plan = [_Planned(s, loaded[s].name, condition, k, f'{loaded[s].name}/{condition}' if per_scenario else condition,
                      trial_dir(out, condition, k, loaded[s].name if per_scenario else ''),

@@ -44,6 +44,15 @@ DEFAULT_MAX_HOLD_S = 600.0
 local endpoint's timeout is 300 s)."""
 
 
+def llm_clock_under(clock_mode: str, llm_clock: str) -> str:
+    """Return the LLM clock that brains and the clock source run under with the sim clock ``clock_mode``.
+
+    The follow clock (:mod:`robot_team.clock_sync`) cannot run on while a brain waits on its LLM:
+    under ``follow`` it is always ``lockstep``; under ``wall``, ``llm_clock`` as given.
+    """
+    return 'lockstep' if clock_mode == 'follow' else llm_clock
+
+
 def check_llm_clock(value: str, what: str = 'llm_clock') -> str:
     """Return ``value`` if it is an LLM clock mode.
 

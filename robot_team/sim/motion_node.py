@@ -425,10 +425,8 @@ class MotionSimNode(Node):
         self._next_state_t = 0.0
         self._last_wall: float | None = None
         # The LLM clock: in lockstep, sim time holds while a brain waits on its LLM (robot_team.llm.lockstep).
-        self.llm_clock = self.declare_parameter('llm_clock', 'realtime').value
-        if self.clock_mode == 'follow':
-            # Sim time cannot run on while a brain waits on its LLM: the follow clock always holds.
-            self.llm_clock = 'lockstep'
+        llm_clock = self.declare_parameter('llm_clock', 'realtime').value
+        self.llm_clock = lockstep.llm_clock_under(self.clock_mode, llm_clock)   # follow: always lockstep
         self._holds = lockstep.attach_clock_source(self, self.llm_clock, self._record.emitter.emit,
                                                    self._reentrant_group)
         self._gate = self._cap = None
