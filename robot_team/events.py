@@ -23,6 +23,9 @@ class EventKind(str, Enum):
     NODE_STARTED = 'node_started'
     NODE_STOPPED = 'node_stopped'
     NODE_CRASHED = 'node_crashed'            # data: returncode, stderr_tail
+    NODE_RESTARTED = 'node_restarted'        # the runner (or launch's respawn) started it again; data: attempt
+    ROBOT_LOST = 'robot_lost'                # supervisor: a team node's liveliness lost; data: node, task_id, noticed_by
+    ROBOT_BACK = 'robot_back'                # supervisor: it is alive again; data: node, restarted, lost_for_s
     OBSERVATION = 'observation'              # the manager saw an environment cue; data: cue, ...
     DELEGATION_REQUESTED = 'delegation_requested'  # data: task_type, robot, hcw_id, room, reason
     DELEGATION_REFUSED = 'delegation_refused'      # data: task_type, robot; reason: why refused
