@@ -20,6 +20,7 @@ from rclpy.node import Node
 from robot_team import names
 from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
+from robot_team.rosliveness import announce_alive
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import s_to_time
 
@@ -58,6 +59,7 @@ class TeamRecorder(Node):
         self._changed = threading.Condition(self._lock)
         self._on_event = on_event
         self.create_subscription(TeamEvent, names.TEAM_EVENTS, self.event_callback, events_qos())
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
 
     def event_callback(self, msg) -> None:
         """Store one event (and pass it to ``on_event``)."""

@@ -37,6 +37,19 @@ class TaskStatus(str, Enum):
     FAILURE = 'failure'
 
 
+class IssueCode(str, Enum):
+    """The typed cause of a failure, where a rule acts on it (rules never read the issue's text).
+
+    ``NONE`` for every report a robot writes itself; ``ROBOT_LOST``: the supervisor closed the task
+    because the robot's node was lost while it ran (:mod:`robot_team.liveness`), so the failure
+    says nothing about the HCW, the room or the floor: the same task may be retried as it was once
+    the robot is back.
+    """
+
+    NONE = ''
+    ROBOT_LOST = 'robot_lost'
+
+
 class ReportError(ValueError):
     """A task report that does not follow the schema; the message names the field."""
 
@@ -55,6 +68,8 @@ class TaskReportModel(BaseModel):
     robot: str = Field(min_length=1, description='Namespace of the robot that executed the task.')
     status: TaskStatus
     issue: str = Field('', description="'' when there is no issue, else the problem in one sentence.")
+    issue_code: IssueCode = Field(IssueCode.NONE, description="The issue's typed cause where a rule acts on it "
+                                  "('' for a robot's own report; 'robot_lost' set by the supervisor).")
     summary: str = Field('', description='One or two sentences for the manager.')
     data: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)

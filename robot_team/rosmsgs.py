@@ -65,7 +65,8 @@ def report_to_msg(report: TaskReportModel) -> TaskReport:
     """
     return TaskReport(
         stamp=s_to_stamp(report.stamp_s), task_id=report.task_id, task_type=report.task_type.value,
-        robot=report.robot, status=report.status.value, issue=report.issue, summary=report.summary,
+        robot=report.robot, status=report.status.value, issue=report.issue, issue_code=report.issue_code.value,
+        summary=report.summary,
         data_json=json.dumps(report.data, default=str), evidence_json=json.dumps(report.evidence, default=str))
 
 
@@ -94,7 +95,8 @@ def report_from_msg(msg: TaskReport) -> TaskReportModel:
         raise ReportError(f'TaskReport.stamp: expected a ROS time, not before 0 ({exc})') from exc
     try:
         return TaskReportModel(task_id=msg.task_id, task_type=msg.task_type, robot=msg.robot, status=msg.status,
-                               issue=msg.issue, summary=msg.summary, stamp_s=stamp_s, **fields)
+                               issue=msg.issue, issue_code=msg.issue_code, summary=msg.summary,
+                               stamp_s=stamp_s, **fields)
     except ValidationError as exc:
         raise ReportError(f'TaskReport rejected: {explain_validation_error(exc)}') from exc
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from robot_team.config import Deadlines
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.names import Robot
-from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, TaskReportModel, TaskStatus, TaskType
+from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, IssueCode, TaskReportModel, TaskStatus, TaskType
 from robot_team.catalog import TASK_OWNER
 
 MANAGER = Robot.MANAGER.value
@@ -87,6 +87,7 @@ class TaskState(BaseModel):
     reason: str = ''
     status: Literal['running', 'success', 'failure'] = 'running'
     issue: str = ''
+    issue_code: IssueCode = IssueCode.NONE
     summary: str = ''
     started_s: float
     finished_s: float | None = None
@@ -318,23 +319,51 @@ class WorkflowPolicy:
             if task.status != 'running':
                 raise ValueError(f'{task.task_id} is already closed ({task.status}'
                                  + (f': {task.issue}' if task.issue else '') + '); one report per task')
-            task.status = 'success' if report.status is TaskStatus.SUCCESS else 'failure'
-            task.issue = report.issue
-            task.summary = report.summary
-            task.finished_s = now_s
-            for deadline in self._pending('task'):
-                if deadline.task_id == task.task_id:
-                    self._close(deadline, 'met', 'report', now_s)
-            if task.status == 'failure' and task.task_type in OPERATIONAL_TASKS:
-                self._start(Deadline(kind='issue_handling', task_id=task.task_id, task_type=task.task_type,
-                                     cue=f'failure report {task.task_id}', started_s=now_s,
-                                     duration_s=self.deadlines.issue_handling_s))
-            elif task.task_type in OPERATIONAL_TASKS:
-                self._start_decision(f'report {task.task_id}', now_s, task)
-            elif task.status == 'success':   # the reflection: the onboarding is done
-                for deadline in self._pending('onboarding'):
-                    self._close(deadline, 'met', f'reflection {task.task_id}', now_s)
-            return task.model_copy(deep=True)
+            if report.issue_code is not IssueCode.NONE:
+                raise ValueError(f"report on {task.task_id} sets issue_code '{report.issue_code.value}': only the "
+                                 f"supervisor closes a task with it (robot_lost); a robot's report leaves it ''")
+            return self._finish(task, report.status, report.issue, report.summary, IssueCode.NONE, 'report', now_s)
+
+    def robot_lost(self, robot: str, now_s: float) -> TaskState | None:
+        """Close the task ``robot`` was running when it was lost, at ROS time ``now_s`` (s); return it, or None.
+
+        The task recovery rule: a task whose robot's node was lost (:mod:`robot_team.liveness`) ends
+        as a ``failure`` with issue code ``robot_lost``, as a failure report would end it, so the
+        issue-handling deadline starts at once and the manager's choices apply (retry on the
+        restarted robot, reassign, escalate) instead of waiting out the task deadline. A report the
+        robot sends later on that task (a host back on the network) is refused: one end per task.
+        """
+        with self._lock:
+            task = next((t for t in self._tasks.values() if t.robot == robot and t.status == 'running'
+                         and t.task_type in OPERATIONAL_TASKS), None)
+            if task is None:
+                return None
+            issue = f'{robot} was lost while it ran {task.task_id} (its node stopped answering)'
+            return self._finish(task, TaskStatus.FAILURE, issue, f'{task.task_id} closed by the supervisor: '
+                                f'{robot} was lost', IssueCode.ROBOT_LOST, 'robot_lost', now_s)
+
+    def _finish(self, task: TaskState, status: TaskStatus, issue: str, summary: str, issue_code: IssueCode,
+                met_by: str, now_s: float) -> TaskState:
+        """End running ``task`` (lock held): its task deadline closes, a failure starts issue handling."""
+        task.status = 'success' if status is TaskStatus.SUCCESS else 'failure'
+        task.issue = issue
+        task.issue_code = issue_code
+        task.summary = summary
+        task.finished_s = now_s
+        for deadline in self._pending('task'):
+            if deadline.task_id == task.task_id:
+                self._close(deadline, 'met', met_by, now_s)
+        if task.status == 'failure' and task.task_type in OPERATIONAL_TASKS:
+            self._start(Deadline(kind='issue_handling', task_id=task.task_id, task_type=task.task_type,
+                                 cue=(f'failure report {task.task_id}' if met_by == 'report' else
+                                      f'{task.robot} lost ({task.task_id})'), started_s=now_s,
+                                 duration_s=self.deadlines.issue_handling_s))
+        elif task.task_type in OPERATIONAL_TASKS:
+            self._start_decision(f'report {task.task_id}', now_s, task)
+        elif task.status == 'success':   # the reflection: the onboarding is done
+            for deadline in self._pending('onboarding'):
+                self._close(deadline, 'met', f'reflection {task.task_id}', now_s)
+        return task.model_copy(deep=True)
 
     # --- Deadlines ----------------------------------------------------------------------------
 

@@ -46,10 +46,12 @@ from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.llm.factory import clock_hold, llm_manager_brain
 from robot_team.msg import (
-    Escalation, HumanDecision, Instruction, PatientArrival, StaffBoard, SupervisorDirective, TeamHold)
+    Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
+    TeamHold)
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
 from robot_team.rosclock import follow_clock
+from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg
 from robot_team.rostime import now_s
@@ -147,9 +149,14 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self.create_subscription(StaffBoard, names.STAFF_BOARD, self.staff_callback, reliable_qos(depth=1),
                                  callback_group=self._group)
+        self.create_subscription(TaskReport, names.TASK_REPORTS, self.task_report_callback, qos,
+                                 callback_group=self._group)
+        self.create_subscription(NodeLiveness, names.LIVENESS, self.liveness_callback, qos,
+                                 callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(brain).__name__}',
                          brain=type(brain).__name__, tools=list(MANAGER_TOOLS))
 
@@ -194,6 +201,20 @@ class ManagerNode(Node):
     def staff_callback(self, msg) -> None:
         """Know the staff directory's HCW IDs (``team/staff``), for the HCWs a delegation may name."""
         self.core.on_staff([member.hcw_id for member in msg.staff])
+
+    def task_report_callback(self, msg) -> None:
+        """Take a task the supervisor closed (a lost robot's); other reports come as ExecuteTask results."""
+        try:
+            report = report_from_msg(msg)
+        except ReportError as exc:
+            self.events.emit(EventKind.INPUT_ERROR, f'unreadable report on {names.TASK_REPORTS}', target=msg.task_id,
+                             reason=str(exc), task_id=msg.task_id)
+            return
+        self.core.on_task_closed(report)
+
+    def liveness_callback(self, msg) -> None:
+        """Take the supervisor's notice of a team node lost or back (``team/liveness``)."""
+        self.core.on_liveness(msg.node, msg.state, msg.restarted, msg.task_id)
 
     def hold_callback(self, msg) -> None:
         """Pause the core while the supervisor holds the team; resume on release."""

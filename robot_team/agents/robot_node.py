@@ -39,6 +39,7 @@ from robot_team.msg import TeamHold
 from robot_team.names import Robot, team_name
 from robot_team.reports import TaskReportModel
 from robot_team.rosclock import follow_clock
+from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_to_msg
 from robot_team.rostime import now_s
@@ -148,6 +149,7 @@ class RobotNode(Node):
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self.events.emit(EventKind.NODE_STARTED, f'{role} ready with tools {", ".join(self.toolbox.names())}',
                          tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)
 

@@ -61,6 +61,7 @@ from robot_team.msg import (
     Escalation,
     HumanDecision,
     Instruction,
+    NodeLiveness,
     PatientArrival,
     StaffBoard,
     StaffMember,
@@ -69,7 +70,9 @@ from robot_team.msg import (
     TeamHold,
 )
 from robot_team.reports import TaskReportModel
+from robot_team.liveness import OPERATIONAL_ROBOTS, WATCHED, LivenessChange
 from robot_team.rosclock import follow_clock
+from robot_team.rosliveness import LivenessWatch, announce_alive
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg, report_to_msg
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
@@ -203,7 +206,11 @@ class SupervisorNode(Node):
                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         restored = self.desk.restore(now_s(self))
         self._publish_staff()
+        self._liveness_pub = self.create_publisher(NodeLiveness, names.LIVENESS, reliable_qos())
+        self.liveness = LivenessWatch(self, [n for n in WATCHED if n != names.SUPERVISOR], self.liveness_callback,
+                                      callback_group=self._group)
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        self._heartbeat = announce_alive(self)
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
                          issue_handling_deadline_s=deadlines.issue_handling_s,
@@ -287,6 +294,17 @@ class SupervisorNode(Node):
         """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""
         self.desk.tick(now_s(self))
 
+    def liveness_callback(self, change: LivenessChange) -> None:
+        """Record a team node lost or back, recover a lost robot's task, stop its goals, tell the team."""
+        now = now_s(self)
+        recovered = self.core.liveness_changed(change, now)
+        if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
+            self.stop_robots(f'{change.node} was lost', robot=change.node)
+        task = recovered.task_id if recovered is not None else ''
+        self._liveness_pub.publish(NodeLiveness(
+            stamp=s_to_stamp(now), node=change.node, state=change.state, instance_id=change.instance_id,
+            restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s))
+
     def staff_callback(self) -> None:
         """Ask the RTLS where everyone is and whether they are available (answer in :meth:`_located`)."""
         if self._rtls_pending or not self._rtls.service_is_ready():
@@ -319,9 +337,11 @@ class SupervisorNode(Node):
                                         escalation_ids=hold.escalation_ids, reason=hold.reason,
                                         held_by=hold.held_by, since=s_to_stamp(hold.since_s or 0.0)))
 
-    def stop_robots(self, reason: str) -> None:
-        """Cancel every goal of every robot's task and Nav2 actions (zero goal ID: all goals)."""
+    def stop_robots(self, reason: str, robot: str = '') -> None:
+        """Cancel every goal of every robot's (or only ``robot``'s) task and Nav2 actions (zero goal ID: all goals)."""
         for action, client in self._cancel_clients.items():
+            if robot and not action.startswith(f'{robot}/'):
+                continue
             if not client.service_is_ready():
                 self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
                                  reason=reason, action=action, reachable=False, goals=[])

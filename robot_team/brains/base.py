@@ -18,7 +18,7 @@ from typing import Annotated, Any, Callable, Literal, Union
 from pydantic import BaseModel, Field
 
 from robot_team.escalation_model import EscalationRecord
-from robot_team.reports import Reflection, TaskStatus, TaskType
+from robot_team.reports import IssueCode, Reflection, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 
 ProgressFn = Callable[[str, str, float], None]
@@ -96,6 +96,8 @@ class TaskRecord(BaseModel):
     room: str = ''
     state: Literal['running', 'success', 'failure'] = 'running'
     issue: str = ''
+    issue_code: IssueCode = Field(IssueCode.NONE,
+                                  description="'robot_lost': the supervisor closed it, the robot was lost.")
     summary: str = ''
     data: dict[str, Any] = Field(default_factory=dict)
 
@@ -145,6 +147,8 @@ class ManagerObservation(BaseModel):
         default_factory=list, description='IDs of failed tasks the manager already acted upon.')
     staff_ids: list[str] = Field(
         default_factory=list, description="The staff directory's HCW IDs (team/staff; empty until known).")
+    lost_robots: list[str] = Field(
+        default_factory=list, description='Team nodes the supervisor noticed lost and not back yet (team/liveness).')
 
     def latest(self, task_type: TaskType) -> TaskRecord | None:
         """Return the most recent task of ``task_type``, if any."""

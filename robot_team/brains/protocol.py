@@ -29,7 +29,7 @@ from robot_team.brains.base import (
 )
 from robot_team.catalog import TASK_OWNER, Tool
 from robot_team.names import Robot
-from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskOutcome, TaskStatus, TaskType
+from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 
 PAGE_TIMEOUT_S = 30.0
@@ -191,7 +191,17 @@ class ManagerProtocolBrain(ManagerBrain):
         self.issue_handling = issue_handling
 
     def decide(self, obs: ManagerObservation) -> list[ManagerAction]:
-        """Return the next workflow step for ``obs`` (none while a task runs)."""
+        """Return the next workflow step for ``obs`` (none while a task runs or its robot is lost).
+
+        A delegation to a robot the supervisor noticed lost waits until it is back (the manager's
+        deadlines bound the wait: the supervisor escalates a robot that does not come back).
+        """
+        actions = self._next(obs)
+        if any(isinstance(a, Delegate) and a.robot in obs.lost_robots for a in actions):
+            return []
+        return actions
+
+    def _next(self, obs: ManagerObservation) -> list[ManagerAction]:
         if obs.patient is None:
             return []
         if obs.reflection_done:
@@ -242,6 +252,10 @@ class ManagerProtocolBrain(ManagerBrain):
             return []   # abort: handled by _aborted
         if self.issue_handling == 'ignore':
             return []
+        if failed.issue_code is IssueCode.ROBOT_LOST:   # nothing wrong with the HCW or the floor: the robot went
+            return [self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
+                                   reason=f'{failed.task_id} ended because {failed.robot} was lost; {failed.robot} '
+                                          f'is back: the same task again')]
         alternatives = failed.data.get('alternatives') or []
         if (self.issue_handling == 'propose_alternative' and failed.task_type is TaskType.NAVIGATION
                 and alternatives and 'unavailable' in failed.issue):

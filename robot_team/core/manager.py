@@ -51,7 +51,7 @@ from robot_team.escalation_model import EscalationRecord, LifecycleAction, trans
 from robot_team.events import EventKind
 from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
 from robot_team.names import Robot
-from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskStatus, TaskType
+from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization
 
 Emit = Callable[..., object]
@@ -131,6 +131,7 @@ class ManagerCore:
         self._make_fallback = fallback
         self.taken_over = False
         self._held_on = ''          # escalation ID the manager holds for ('' when not held)
+        self._lost_noticed: set[str] = set()   # lost robots known from a closed task, before team/liveness said so
         self._stopped = threading.Event()
 
     # -- observation (any thread) --
@@ -230,8 +231,62 @@ class ManagerCore:
         """Whether the team is held: the brain is not asked to decide."""
         return self._held.is_set()
 
+    def on_task_closed(self, report: TaskReportModel) -> None:
+        """Take a report the supervisor closed a task with (``team/task_reports``): a lost robot's task.
+
+        Only reports with a typed issue code (``robot_lost``) are news here: every other report
+        reaches the manager as its robot's ExecuteTask result. A task the manager does not know
+        or that already ended changes nothing.
+        """
+        if report.issue_code is IssueCode.NONE:
+            return
+        with self._lock:
+            record = next((t for t in self._obs.tasks if t.task_id == report.task_id), None)
+            record = record.model_copy() if record is not None else None
+            if report.issue_code is IssueCode.ROBOT_LOST and report.robot not in self._obs.lost_robots:
+                # lost until team/liveness says it is back (that notice may come before or after this report)
+                self._obs.lost_robots.append(report.robot)
+                self._lost_noticed.add(report.robot)
+        if record is not None:
+            self._task_done(record, report, '')
+
+    def on_liveness(self, node: str, state: str, restarted: bool, task_id: str) -> None:
+        """Take the supervisor's notice that team node ``node`` was lost (``state`` 'lost') or is back ('back')."""
+        with self._lock:
+            lost = node in self._obs.lost_robots
+            if (state == 'lost') == lost and not (state == 'lost' and node in self._lost_noticed):
+                return   # team/liveness repeats nothing new to the brain
+            self._lost_noticed.discard(node)
+        if state == 'lost':
+            cue = f'{node} was lost' + (f' while it ran {task_id}; the supervisor closed {task_id} as a failure'
+                                        if task_id else '') + '.'
+        else:
+            cue = f'{node} is back ({"restarted" if restarted else "reconnected"}) and can take tasks again.'
+        self._emit(EventKind.OBSERVATION, cue, target=node, cue='robot_lost' if state == 'lost' else 'robot_back',
+                   node=node, restarted=restarted, task_id=task_id)
+
+        def change(obs):
+            if state == 'lost' and node not in obs.lost_robots:
+                obs.lost_robots.append(node)
+            elif state == 'back' and node in obs.lost_robots:
+                obs.lost_robots.remove(node)
+        self._update(cue, change)
+
     def _task_done(self, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
-        """Check a finished task's report against its delegation and evidence, judge it, record it."""
+        """Check a finished task's report against its delegation and evidence, judge it, record it.
+
+        A task that already ended (the supervisor closed it: its robot was lost) keeps that end; a
+        later result of it is recorded as an observation and not judged again.
+        """
+        with self._lock:
+            current = next((t for t in self._obs.tasks if t.task_id == record.task_id), None)
+            ended = current is not None and current.state != 'running'
+        if ended:
+            self._emit(EventKind.OBSERVATION, f'late result of {record.task_id} ignored: it already ended',
+                       target=record.task_id, reason=f'{record.task_id} ended as {current.state} ({current.issue})',
+                       cue='late_result', task_id=record.task_id,
+                       reported_status=report.status.value if report is not None else '', error=error)
+            return
         if report is not None:
             problem = ''
             if report.task_id != record.task_id or report.robot != record.robot:
@@ -249,10 +304,12 @@ class ManagerCore:
 
         def change(obs):
             rec = next(t for t in obs.tasks if t.task_id == record.task_id)
+            if rec.state != 'running':
+                return   # ended meanwhile by the other path (a lost robot's closure, its late result)
             if report is None:
                 rec.state, rec.issue = 'failure', error
             else:
-                rec.state, rec.issue = report.status.value, report.issue
+                rec.state, rec.issue, rec.issue_code = report.status.value, report.issue, report.issue_code
                 rec.summary, rec.data = report.summary, report.data
             brain = self.brain
             status, why = brain.judge(rec)

@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
-from robot_team.reports import ReportError, TaskReportModel
+from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
+from robot_team.reports import ReportError, TaskReportModel, TaskStatus
 from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, WorkflowPolicy
 
 Emit = Callable[..., object]
@@ -138,6 +139,42 @@ class SupervisorCore:
         """Record a report that could not be used (did not validate or matched no task)."""
         self._emit(EventKind.REPORT_REJECTED, f"rejected a report on {raw.get('task_id')!r} from "
                    f"{raw.get('robot')!r}", target=str(raw.get('task_id', '')), reason=error, error=error, raw=raw)
+
+    def liveness_changed(self, change: LivenessChange, now_s: float) -> TaskReportModel | None:
+        """Record a team node lost or back (ROS time ``now_s``, s); recover the task a lost robot held.
+
+        A lost operational robot's running task is closed by the workflow's recovery rule
+        (:meth:`~robot_team.workflow.WorkflowPolicy.robot_lost`): recorded as that task's report
+        (actor ``supervisor``, issue code ``robot_lost``), published like any accepted report, and
+        returned. Returns None when no task was recovered.
+        """
+        task_id = ''
+        report = None
+        if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
+            task = self.policy.robot_lost(change.node, now_s)
+            if task is not None:
+                task_id = task.task_id
+                report = TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=task.robot,
+                                         status=TaskStatus.FAILURE, issue=task.issue, issue_code=task.issue_code,
+                                         summary=task.summary, stamp_s=now_s,
+                                         data={'lost_instance': change.instance_id, 'noticed_by': change.noticed_by})
+        if change.state == 'lost':
+            self._emit(EventKind.ROBOT_LOST, f'{change.node} lost ({change.noticed_by})'
+                       + (f': {task_id} recovered as a failure' if task_id else ''), target=change.node,
+                       reason=f'{change.node} stopped answering: noticed by its {change.noticed_by}',
+                       node=change.node, task_id=task_id, noticed_by=change.noticed_by,
+                       instance_id=change.instance_id)
+        else:
+            how = 'restarted' if change.restarted else 'reconnected'
+            self._emit(EventKind.ROBOT_BACK, f'{change.node} back ({how}) after {change.lost_for_s:g} s',
+                       target=change.node, node=change.node, restarted=change.restarted,
+                       instance_id=change.instance_id, lost_for_s=change.lost_for_s)
+        if report is not None:
+            self._emit(EventKind.TASK_REPORT, f'supervisor closes {task_id}: {change.node} was lost', target=task_id,
+                       reason=report.issue, **report.model_dump(mode='json'))
+            self._record_deadline_changes()
+            self._publish_report(report)
+        return report
 
     def request_escalation(self, task_id: str, reason: str, options: list[str], now_s: float,
                            raised_by: str = Robot.MANAGER.value) -> tuple[bool, str, str]:

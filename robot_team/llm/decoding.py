@@ -43,7 +43,7 @@ from robot_team.catalog import (
 from robot_team.grounding import contradictions
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
-from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
+from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow import TaskOutline, delegation_refusal
 
@@ -226,8 +226,8 @@ def refused_hcws(task_type: str, obs: ManagerObservation) -> set[str]:
     decided ``retry`` on the last of them.
     """
     failed_by_hcw: dict[str, list[str]] = {}
-    for t in obs.tasks:
-        if t.task_type.value == task_type and t.state == 'failure':
+    for t in obs.tasks:   # a lost robot's task says nothing about the HCW: never counted
+        if t.task_type.value == task_type and t.state == 'failure' and t.issue_code is not IssueCode.ROBOT_LOST:
             failed_by_hcw.setdefault(t.hcw_id, []).append(t.task_id)
     retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
     return {hcw for hcw, failed in failed_by_hcw.items()

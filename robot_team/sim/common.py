@@ -167,7 +167,7 @@ def describe(event: SimEvent) -> tuple[str, str]:
     Motion events: ``goal_accepted``, ``waypoint_reached``, ``goal_succeeded``, ``goal_aborted``,
     ``goal_canceled``, ``path_computed``, ``path_failed``. Hospital events: ``patient_arrival``,
     ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``,
-    ``hcw_arrived``, ``hcw_entry_blocked``, ``badge_scan``, ``display_shown``.
+    ``hcw_arrived``, ``hcw_entry_blocked``, ``hcw_waiting``, ``badge_scan``, ``display_shown``.
     """
     d = event.data
     if event.kind == 'patient_arrival':
@@ -206,6 +206,8 @@ def describe(event: SimEvent) -> tuple[str, str]:
         return f"HCW #{d['hcw_id']} is entering {d['room']} behind {d['robot']}", d['hcw_id']
     if event.kind == 'hcw_arrived':
         return f"HCW #{d['hcw_id']} is in {d['room']}", d['hcw_id']
+    if event.kind == 'hcw_waiting':
+        return f"HCW #{d['hcw_id']} waits in {d['area']}: {d['robot']} was lost", d['hcw_id']
     if event.kind == 'hcw_entry_blocked':
         return f"HCW #{d['hcw_id']} cannot enter {d['room']}: {d['message']}", d['hcw_id']
     if event.kind == 'badge_scan':

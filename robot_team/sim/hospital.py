@@ -567,6 +567,30 @@ class HospitalEngine:
                 continue            # standing: no move, no new reader range (and no work, at every tick)
             self._move_hcw(hcw, h)
 
+    def robot_lost(self, robot: str) -> list[str]:
+        """Tell the HCWs following (or about to follow) ``robot`` to wait where they are; return their IDs.
+
+        The team's supervisor noticed the robot lost (``team/liveness``): its escort is off. The HCW
+        stands where they are and follows nobody (state ``idle``) until paged again: a restarted
+        robot locates them (RTLS), pages them and picks them up as on its first try. HCWs already
+        walking into a room or arrived are not stopped.
+
+        Raises
+        ------
+        SimInputError
+            If the robot is unknown.
+        """
+        self._check_robot(robot)
+        told = []
+        for hcw in self._hcws.values():
+            if hcw.robot == robot and hcw.state in ('following', 'waiting'):
+                hcw.state, hcw.robot, hcw.trail, hcw.s = 'idle', '', None, 0.0
+                told.append(hcw.member.hcw_id)
+                self._log.emit('hcw_waiting', hcw_id=hcw.member.hcw_id, robot=robot, x=hcw.x, y=hcw.y,
+                               area=self.world.room_at(hcw.x, hcw.y),
+                               message=f'{robot} was lost: HCW #{hcw.member.hcw_id} waits where they are')
+        return told
+
     def _acknowledge(self, page: Page) -> None:
         h = self._hcws[page.hcw_id]
         page.acknowledged, page.acknowledged_at = True, self.t

@@ -74,7 +74,7 @@ from std_msgs.msg import String
 from robot_team import names
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventKind
-from robot_team.msg import BadgeScan, PatientArrival, StaffLocation
+from robot_team.msg import BadgeScan, NodeLiveness, PatientArrival, StaffLocation
 from robot_team.names import (
     AMCL_POSE,
     BADGE_SCANS,
@@ -90,6 +90,7 @@ from robot_team.names import (
     robot_name,
 )
 from robot_team.rosclock import follow_clock
+from robot_team.rosliveness import announce_alive
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimEvent, SimInputError
@@ -182,6 +183,10 @@ class HospitalSystemsNode(Node):
                                              callback_group=self._services_group)
         self._display_srv = self.create_service(ShowDisplay, SHOW_DISPLAY, self.show_display_callback,
                                                 callback_group=self._services_group)
+        # Robots the team's supervisor noticed lost: the HCWs they escorted wait (volatile: only news).
+        self.create_subscription(NodeLiveness, names.LIVENESS, self.liveness_callback,
+                                 QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+                                 callback_group=self._services_group)
         self._last_update = -math.inf
         if sim_time:
             # Update as each /clock message sets the time (in the node's clock subscription, no
@@ -193,6 +198,7 @@ class HospitalSystemsNode(Node):
             self._timer = self.create_timer(self.update_period_s, self.update_callback,
                                             callback_group=self._update_group)
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
             f"{len(self.engine.staff_ids)} HCWs, robots seen through {self.pose_source}",
@@ -351,6 +357,15 @@ class HospitalSystemsNode(Node):
         response.response_time_s = float(page.response_time_s if page.acknowledged else
                                          (waited if page.delivered else 0.0))
         return response
+
+    def liveness_callback(self, msg) -> None:
+        """A robot the supervisor noticed lost (``team/liveness``): the HCWs it escorted wait for it."""
+        if msg.state != msg.STATE_LOST or msg.node not in self.engine.robots:
+            return
+        with self._lock:
+            if not self._stopping:
+                self.engine.robot_lost(msg.node)
+                self._process(self.engine.drain_events())
 
     def show_display_callback(self, request, response):
         """Show a care-team layout on a room's screen."""

@@ -133,6 +133,7 @@ from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimInputError
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import densify
+from robot_team.rosliveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
 from robot_team.sim.node_common import SimRecord, pose2d, pose_msg, yaw_of
 from robot_team.sim.world import Pose2D, load_world
@@ -441,6 +442,7 @@ class MotionSimNode(Node):
         self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
                                         callback_group=self._tick_group,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"motion simulator ready: scenario '{scenario.name}', world '{world.name}', "
             f"robots {', '.join(self.robots)}, {self.clock_description()}" + (', paused' if self._paused else ''),

@@ -1,0 +1,172 @@
+"""Liveness of the team's nodes: who is up, who was lost, who came back (no rclpy).
+
+Every team node announces itself once per incarnation with a ``robot_team/msg/Heartbeat`` on
+``team/heartbeat/<node>`` (:mod:`robot_team.rosliveness`): reliable, transient local, with DDS
+liveliness ``AUTOMATIC`` and a lease of :data:`LIVELINESS_LEASE_S`. The middleware asserts that
+liveliness from its own threads, so a busy Python interpreter does not fake a loss; a killed process
+or a host cut off the network stops the assertions and every subscriber is told within the lease
+(``not_alive_count`` rises), while a clean shutdown deletes the publisher (``alive_count`` falls,
+nothing becomes "not alive"): a node that stops with its episode is not lost. This is the field's
+means for the same job as Nav2's bond (``bond_timeout`` 4 s by default in ``lifecycle_manager``).
+
+:class:`LivenessTracker` turns those signals into changes the supervisor records and acts on:
+
+- ``lost``: the liveliness of the node's announcement ran out while no other incarnation was alive,
+  or a new incarnation announced itself while the old one was still thought alive (a restart faster
+  than the lease);
+- ``back``: a lost node announced itself again: ``restarted`` when the announcement comes from a new
+  incarnation (its ``instance_id`` differs), else the same incarnation regained its liveliness (a
+  host back on the network), settled after :data:`RECONNECT_SETTLE_S` without a new announcement.
+
+Times are wall seconds (``time.monotonic``): liveness is about processes and links, not sim time.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+from pydantic import BaseModel, Field
+
+from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, Robot
+
+LIVELINESS_LEASE_S = 2.0
+"""DDS liveliness lease of each node's announcement, wall s: a lost node is noticed within it.
+
+Within the 5 s the team allows to notice a loss (issue 19), with room for the middleware's own
+assertion period (a fraction of the lease); Nav2's lifecycle manager resets its stack after a
+``bond_timeout`` of 4 s by default."""
+
+RECONNECT_SETTLE_S = 0.5
+"""Wall s a lost node's regained liveliness waits for a new incarnation's announcement before it
+counts as the same incarnation back on the network (the announcement of a restarted node arrives
+with its liveliness, in either order)."""
+
+NOTICED_BY_LIVELINESS = 'liveliness'
+"""The node's DDS liveliness lease ran out (a killed process, a cut link)."""
+NOTICED_BY_HEARTBEAT = 'heartbeat'
+"""A new incarnation announced itself while the old one was still thought alive."""
+
+WATCHED: tuple[str, ...] = (Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
+                            Robot.MANAGER.value, HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER)
+"""The nodes the supervisor watches: the team but itself, the recorder and the simulator's nodes."""
+
+OPERATIONAL_ROBOTS: frozenset[str] = frozenset(
+    {Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value})
+"""The watched nodes that hold delegated tasks (a task held by a lost one is recovered by the workflow)."""
+
+
+class LivenessChange(BaseModel):
+    """A node lost or back."""
+
+    node: str = Field(description='Node name, e.g. navigation_robot.')
+    state: Literal['lost', 'back']
+    instance_id: str = Field('', description="The incarnation lost ('lost') or now alive ('back').")
+    restarted: bool = Field(False, description="'back' as a new incarnation (restarted), not the same one.")
+    noticed_by: str = Field('', description="'liveliness' or 'heartbeat' (see the module docstring).")
+    lost_for_s: float = Field(0.0, description="'back': wall s since the loss was noticed.")
+
+
+@dataclass
+class _Life:
+    state: Literal['unknown', 'alive', 'lost'] = 'unknown'
+    instance_id: str = ''
+    lost_instance: str = ''
+    lost_wall: float = 0.0
+    regained_wall: float | None = None
+
+
+class LivenessTracker:
+    """Track the liveness of ``nodes`` from their announcements and DDS liveliness changes.
+
+    Parameters
+    ----------
+    nodes
+        Names of the nodes to watch (announcements and changes of others are ignored).
+    settle_s
+        :data:`RECONNECT_SETTLE_S` by default.
+
+    Notes
+    -----
+    Thread-safe (one lock). Each method returns the changes it caused, oldest first; a node is
+    ``unknown`` until its first announcement (a node that never came up is not "lost").
+    """
+
+    def __init__(self, nodes: Iterable[str], settle_s: float = RECONNECT_SETTLE_S):
+        self._lives = {name: _Life() for name in nodes}
+        self._settle_s = settle_s
+        self._lock = threading.Lock()
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The watched nodes."""
+        return tuple(self._lives)
+
+    def state(self, node: str) -> str:
+        """Return ``'unknown'``, ``'alive'`` or ``'lost'`` (``KeyError`` for a node not watched)."""
+        with self._lock:
+            return self._lives[node].state
+
+    def lost(self) -> list[str]:
+        """Return the nodes lost now."""
+        with self._lock:
+            return [name for name, life in self._lives.items() if life.state == 'lost']
+
+    def announced(self, node: str, instance_id: str, wall_s: float) -> list[LivenessChange]:
+        """Take a node's announcement (``Heartbeat``) from incarnation ``instance_id`` at ``wall_s``.
+
+        Raises
+        ------
+        ValueError
+            If ``instance_id`` is empty (an announcement must name its incarnation).
+        """
+        if not instance_id:
+            raise ValueError(f'heartbeat of {node!r}: expected a non-empty instance_id')
+        with self._lock:
+            life = self._lives.get(node)
+            if life is None or life.instance_id == instance_id and life.state == 'alive':
+                return []
+            changes = []
+            if life.state == 'alive':   # a new incarnation while the old one was thought alive
+                changes.append(self._lose(node, life, NOTICED_BY_HEARTBEAT, wall_s))
+            if life.state == 'lost':
+                changes.append(self._back(node, life, instance_id, wall_s))
+            life.state, life.instance_id = 'alive', instance_id
+            return changes
+
+    def liveliness(self, node: str, alive_count: int, not_alive_count_change: int, alive_count_change: int,
+                   wall_s: float) -> list[LivenessChange]:
+        """Take a DDS liveliness change of ``node``'s announcement (``QoSLivelinessChangedInfo``'s counts)."""
+        with self._lock:
+            life = self._lives.get(node)
+            if life is None:
+                return []
+            if life.state == 'alive' and not_alive_count_change > 0 and alive_count == 0:
+                return [self._lose(node, life, NOTICED_BY_LIVELINESS, wall_s)]
+            if life.state == 'lost' and alive_count_change > 0:
+                life.regained_wall = wall_s
+            return []
+
+    def tick(self, wall_s: float) -> list[LivenessChange]:
+        """Settle regained liveliness without a new announcement: the same incarnation is back."""
+        with self._lock:
+            changes = []
+            for node, life in self._lives.items():
+                if (life.state == 'lost' and life.regained_wall is not None
+                        and wall_s - life.regained_wall >= self._settle_s):
+                    changes.append(self._back(node, life, life.lost_instance, wall_s))
+                    life.state, life.instance_id = 'alive', life.lost_instance
+            return changes
+
+    @staticmethod
+    def _lose(node: str, life: _Life, noticed_by: str, wall_s: float) -> LivenessChange:
+        life.state, life.lost_instance, life.lost_wall, life.regained_wall = 'lost', life.instance_id, wall_s, None
+        return LivenessChange(node=node, state='lost', instance_id=life.instance_id, noticed_by=noticed_by)
+
+    @staticmethod
+    def _back(node: str, life: _Life, instance_id: str, wall_s: float) -> LivenessChange:
+        life.regained_wall = None
+        return LivenessChange(node=node, state='back', instance_id=instance_id,
+                              restarted=instance_id != life.lost_instance,
+                              lost_for_s=round(max(0.0, wall_s - life.lost_wall), 3))

@@ -1,0 +1,210 @@
+"""A team node lost and back, without ROS: the tracker, the workflow's recovery rule, the manager, the HCW.
+
+The ROS side (DDS liveliness, a process killed, restarted) is in ``test_faults.py``.
+"""
+
+import pytest
+
+from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo, TaskRecord
+from robot_team.brains.protocol import ManagerProtocolBrain
+from robot_team.config import Deadlines
+from robot_team.core.supervisor import SupervisorCore
+from robot_team.liveness import LivenessChange, LivenessTracker
+from robot_team.llm.decoding import refused_hcws
+from robot_team.reports import IssueCode, TaskReportModel, TaskType
+from robot_team.workflow import WorkflowPolicy
+
+from team_harness import InMemoryTeam, Recorder
+from robot_team.brains.protocol import protocol_robot_brain
+from test_sim_hospital import NAV, fetch, kinds, make_floor, run
+
+NODE = 'navigation_robot'
+
+
+# -- the tracker --------------------------------------------------------------------------------
+
+def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation():
+    tracker = LivenessTracker([NODE])
+    assert tracker.state(NODE) == 'unknown'
+    assert tracker.announced(NODE, 'a1', 0.0) == [] and tracker.state(NODE) == 'alive'
+    assert tracker.liveliness(NODE, 1, 0, 1, 0.1) == []                # its liveliness asserted: no news
+    (lost,) = tracker.liveliness(NODE, 0, 1, -1, 5.0)                  # lease ran out: not alive
+    assert (lost.state, lost.instance_id, lost.noticed_by) == ('lost', 'a1', 'liveliness')
+    assert tracker.liveliness(NODE, 0, 1, 0, 5.5) == [] and tracker.lost() == [NODE]   # no second loss
+    assert tracker.liveliness(NODE, 1, 0, 1, 8.0) == []                # the new one's liveliness first...
+    (back,) = tracker.announced(NODE, 'a2', 8.01)                      # ...then its announcement
+    assert (back.state, back.instance_id, back.restarted) == ('back', 'a2', True)
+    assert back.lost_for_s == pytest.approx(3.01)
+    assert tracker.tick(20.0) == [] and tracker.state(NODE) == 'alive'
+
+
+def test_a_clean_shutdown_is_not_a_loss():
+    tracker = LivenessTracker([NODE])
+    tracker.announced(NODE, 'a1', 0.0)
+    assert tracker.liveliness(NODE, 0, 0, -1, 3.0) == []               # the publisher was deleted
+    assert tracker.state(NODE) == 'alive'
+
+
+def test_a_host_back_on_the_network_is_the_same_incarnation_after_the_settle_time():
+    tracker = LivenessTracker([NODE], settle_s=0.5)
+    tracker.announced(NODE, 'a1', 0.0)
+    tracker.liveliness(NODE, 0, 1, -1, 2.0)
+    assert tracker.liveliness(NODE, 1, -1, 1, 32.0) == []
+    assert tracker.tick(32.2) == []                                    # a restart's announcement may still come
+    (back,) = tracker.tick(32.6)
+    assert (back.state, back.instance_id, back.restarted) == ('back', 'a1', False)
+    assert back.lost_for_s == pytest.approx(30.6)
+
+
+def test_a_restart_faster_than_the_lease_is_a_loss_and_a_return():
+    tracker = LivenessTracker([NODE])
+    tracker.announced(NODE, 'a1', 0.0)
+    lost, back = tracker.announced(NODE, 'a2', 1.0)
+    assert (lost.state, lost.noticed_by, back.state, back.restarted) == ('lost', 'heartbeat', 'back', True)
+
+
+def test_unwatched_nodes_and_bad_announcements():
+    tracker = LivenessTracker([NODE])
+    assert tracker.announced('someone_else', 'x', 0.0) == []
+    assert tracker.liveliness('someone_else', 0, 1, -1, 1.0) == []
+    with pytest.raises(ValueError, match="heartbeat of 'navigation_robot': expected a non-empty instance_id"):
+        tracker.announced(NODE, '', 0.0)
+
+
+# -- the workflow's recovery rule ----------------------------------------------------------------
+
+def test_a_lost_robots_task_ends_as_a_failure_and_issue_handling_starts_at_once():
+    policy = WorkflowPolicy(Deadlines(issue_handling_s=60.0, task_s=600.0))
+    auth = policy.authorize('navigation', NODE, '', 'manager', 10.0)
+    task = policy.robot_lost(NODE, 25.0)
+    assert (task.task_id, task.status, task.issue_code) == (auth.task_id, 'failure', IssueCode.ROBOT_LOST)
+    deadlines = {d.kind: d for d in policy.snapshot().deadlines}
+    assert deadlines['task'].state == 'met' and deadlines['task'].met_by == 'robot_lost'
+    assert deadlines['issue_handling'].state == 'pending' and deadlines['issue_handling'].due_s == 85.0
+    assert policy.robot_lost(NODE, 26.0) is None                       # nothing runs on it any more
+    late = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot=NODE, status='success')
+    with pytest.raises(ValueError, match='already closed'):
+        policy.record_report(late, 40.0)                               # the robot back on the network, late
+    retry = policy.authorize('navigation', NODE, '', 'manager', 30.0)
+    assert retry.approved and retry.explanation.startswith(f'approved nav-2 for {NODE}: retry of navigation')
+
+
+def test_only_the_supervisor_closes_a_task_as_robot_lost():
+    policy = WorkflowPolicy()
+    auth = policy.authorize('navigation', NODE, '', 'manager', 0.0)
+    claim = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot=NODE, status='failure',
+                            issue='I got lost', issue_code='robot_lost')
+    with pytest.raises(ValueError, match="sets issue_code 'robot_lost': only the supervisor"):
+        policy.record_report(claim, 1.0)
+    assert policy.snapshot().task(auth.task_id).status == 'running'
+
+
+def test_the_supervisor_records_the_loss_and_publishes_the_closed_task():
+    record, published = Recorder(), []
+    core = SupervisorCore(WorkflowPolicy(), record.emitter('supervisor'), lambda e: None, lambda e: None,
+                          publish_report=published.append)
+    auth = core.authorize('navigation', NODE, '', 'manager', 5.0)
+    report = core.liveness_changed(LivenessChange(node=NODE, state='lost', instance_id='a1',
+                                                  noticed_by='liveliness'), 9.0)
+    assert published == [report] and report.task_id == auth.task_id and report.issue_code is IssueCode.ROBOT_LOST
+    (lost,) = record.of('robot_lost')
+    assert lost['data']['task_id'] == auth.task_id and lost['data']['noticed_by'] == 'liveliness'
+    (closed,) = record.of('task_report', 'supervisor')
+    assert closed['data']['issue_code'] == 'robot_lost' and closed['data']['robot'] == NODE
+    assert core.liveness_changed(LivenessChange(node='manager', state='lost'), 10.0) is None   # holds no task
+    assert core.liveness_changed(LivenessChange(node=NODE, state='back', restarted=True, lost_for_s=3.0),
+                                 11.0) is None
+    assert record.events[-1]['kind'] == 'robot_back' and record.events[-1]['data']['restarted'] is True
+
+
+# -- the manager: wait for the robot, then the same task again ------------------------------------
+
+PATIENT = PatientInfo(patient_id='P-1', room='ER-12', assigned_hcw_id='90')
+
+
+def lost_nav():
+    return TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=NODE, hcw_id='90', state='failure',
+                      issue='navigation_robot was lost', issue_code=IssueCode.ROBOT_LOST)
+
+
+def test_the_protocol_manager_waits_for_the_lost_robot_then_retries_with_the_same_hcw():
+    brain = ManagerProtocolBrain()
+    assert brain.decide(ManagerObservation(patient=PATIENT, tasks=[lost_nav()], lost_robots=[NODE])) == []
+    (retry,) = brain.decide(ManagerObservation(patient=PATIENT, tasks=[lost_nav()]))
+    assert isinstance(retry, Delegate) and (retry.robot, retry.hcw_id, retry.handles_task_id) == (NODE, '90', 'nav-1')
+    # nor does the next step go to a robot that is lost
+    done = lost_nav().model_copy(update={'state': 'success', 'issue': '', 'issue_code': IssueCode.NONE})
+    obs = ManagerObservation(patient=PATIENT, tasks=[done], lost_robots=['info_collection_robot'])
+    assert brain.decide(obs) == []
+
+
+def test_the_llm_managers_repeat_rule_does_not_count_a_lost_robot():
+    obs = ManagerObservation(patient=PATIENT, tasks=[lost_nav()])
+    assert refused_hcws('navigation', obs) == set()
+    failed = lost_nav().model_copy(update={'issue_code': IssueCode.NONE, 'issue': 'HCW #90 unavailable'})
+    assert refused_hcws('navigation', ManagerObservation(patient=PATIENT, tasks=[failed])) == {'90'}
+
+
+class LosingHarness(InMemoryTeam):
+    """The team harness whose navigation robot is lost during its first task, then restarts."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.supervisor._publish_report = self.manager.on_task_closed
+        self.lost_once = False
+
+    def send_task(self, robot, task, done):
+        if robot == NODE and not self.lost_once:
+            self.lost_once = True
+            self.t += 5.0
+            lost = LivenessChange(node=NODE, state='lost', instance_id='a1', noticed_by='liveliness')
+            closed = self.supervisor.liveness_changed(lost, self.t)
+            self.manager.on_liveness(NODE, 'lost', False, closed.task_id)
+            assert self.manager.step() is True and self.supervisor.policy.snapshot().tasks[-1].task_id == task.task_id
+            self.t += 3.0
+            self.supervisor.liveness_changed(LivenessChange(node=NODE, state='back', instance_id='a2',
+                                                            restarted=True, lost_for_s=3.0), self.t)
+            self.manager.on_liveness(NODE, 'back', True, '')
+            return   # the goal went to the process that died: no result ever comes
+        super().send_task(robot, task, done)
+
+
+def test_a_team_recovers_the_task_of_a_robot_lost_mid_task_by_the_workflow_rules():
+    robots = {role: protocol_robot_brain(role) for role in (NODE, 'info_collection_robot', 'display_robot')}
+    harness = LosingHarness(ManagerProtocolBrain(), robots)
+    harness.world.staff['80']['availability'] = 'available'
+    harness.world.scan_badge = 'ED-0080'
+    outcome = harness.run()
+    assert outcome.outcome == 'success'
+    tasks = outcome.workflow.snapshot().tasks
+    assert [(t.task_id, t.status, t.issue_code.value) for t in tasks[:2]] == [
+        ('nav-1', 'failure', 'robot_lost'), ('nav-2', 'success', '')]
+    events = outcome.record.events
+    nav = [e for e in outcome.record.of('delegation') if e['data']['task_type'] == 'navigation']
+    assert [e['data']['hcw_id'] for e in nav] == ['80', '80'] and nav[1]['data']['handles_task_id'] == 'nav-1'
+    lost_at = events.index(outcome.record.of('robot_lost')[0])
+    back_at = events.index(outcome.record.of('robot_back')[0])
+    assert lost_at < back_at < events.index(nav[1])                    # waited for the robot to be back
+    assert not outcome.record.of('deadline_missed') and not outcome.record.of('escalation')
+
+
+# -- the HCW being escorted waits, and is found again ---------------------------------------------
+
+def test_an_escorted_hcw_waits_where_they_are_and_follows_the_robot_again():
+    motion, hospital = make_floor()
+    fetch(motion, hospital, '90')
+    assert hospital.hcw('90').state == 'following'
+    motion.start_goal(NAV, motion.world.room('ER-12').entry)
+    run(motion, hospital, 8.0)
+    assert hospital.robot_lost(NAV) == ['90']
+    (waiting,) = kinds(hospital.drain_events(), 'hcw_waiting')
+    assert waiting.data['robot'] == NAV and hospital.hcw('90').state == 'idle'
+    motion.cancel_goal(NAV)
+    events = run(motion, hospital, 10.0)
+    assert hospital.hcw('90').state == 'idle' and not kinds(events, 'badge_scan')   # stays put, next to the robot
+    assert hospital.robot_lost('display_robot') == []                 # it escorted nobody
+    fetch(motion, hospital, '90')                                      # the restarted robot pages and picks up
+    motion.start_goal(NAV, motion.world.room('ER-12').entry)
+    events = run(motion, hospital, 150)
+    assert hospital.hcw('90').state == 'arrived'
+    assert [s.data['reader_id'] for s in kinds(events, 'badge_scan')] == ['er_12_door']
