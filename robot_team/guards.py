@@ -108,3 +108,16 @@ def strip_prefetched(delegation: Delegate) -> Delegate:
     if _RESULT_FIELD.search(instructions or '') or _COORDINATES.search(instructions or ''):
         instructions = default_instructions(delegation)
     return delegation.model_copy(update={'context': context, 'instructions': instructions})
+
+
+def lost_robot_refusal(robot: str, lost_robots: Iterable[str]) -> str:
+    """Return why a delegation to ``robot`` must wait ('' if it may go): the robot is lost (team/liveness).
+
+    A goal sent to a robot whose node is gone is never answered; the manager waits until the
+    supervisor says the robot is back (restarted or reconnected). Shared by the manager's guard and
+    its LLM offer (a lost robot's task types are not offered: guards at decode time).
+    """
+    if robot in set(lost_robots):
+        return (f'{robot} is lost (its node stopped answering); wait until the supervisor says it is back, '
+                f'or escalate')
+    return ''

@@ -10,7 +10,7 @@ from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.config import Deadlines
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.liveness import LivenessChange, LivenessTracker
-from robot_team.llm.decoding import refused_hcws
+from robot_team.llm.decoding import delegable, refused_hcws
 from robot_team.reports import IssueCode, TaskReportModel, TaskType
 from robot_team.workflow import WorkflowPolicy
 
@@ -208,3 +208,25 @@ def test_an_escorted_hcw_waits_where_they_are_and_follows_the_robot_again():
     events = run(motion, hospital, 150)
     assert hospital.hcw('90').state == 'arrived'
     assert [s.data['reader_id'] for s in kinds(events, 'badge_scan')] == ['er_12_door']
+
+
+class EagerBrain(ManagerProtocolBrain):
+    """A manager that delegates the same task again at once, lost robot or not (as a careless LLM might)."""
+
+    def decide(self, obs):
+        return self._next(obs)
+
+
+def test_the_manager_guard_holds_a_delegation_to_a_lost_robot_and_the_llm_is_not_offered_it():
+    robots = {role: protocol_robot_brain(role) for role in (NODE, 'info_collection_robot', 'display_robot')}
+    team = InMemoryTeam(EagerBrain(), robots)
+    team.supervisor._publish_report = team.manager.on_task_closed
+    team.manager.on_liveness(NODE, 'lost', False, '')
+    assert team.manager.step() is True
+    (refused,) = team.record.of('delegation_refused', 'manager')
+    assert refused['target'] == NODE and 'is lost' in refused['reason']
+    assert team.workflow.snapshot().tasks == []                       # never reached the supervisor's gate
+    obs = team.manager.snapshot()
+    assert obs.lost_robots == [NODE] and delegable(obs) == []          # nor offered to an LLM manager
+    team.manager.on_liveness(NODE, 'back', True, '')
+    assert delegable(team.manager.snapshot()) == [TaskType.NAVIGATION]

@@ -49,7 +49,8 @@ from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind
-from robot_team.guards import prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched
+from robot_team.guards import (
+    lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
 from robot_team.names import Robot
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization
@@ -460,6 +461,13 @@ class ManagerCore:
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
                        reason=why, task_type=act.task_type.value, robot=act.robot, source=source)
             self._feedback(FeedbackKind.DELEGATION_REFUSED, why)
+            return
+        with self._lock:
+            lost = lost_robot_refusal(act.robot, self._obs.lost_robots)
+        if lost:
+            self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot} now', target=act.robot,
+                       reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
+            self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
             return
         auth = self.ports.authorize(act.task_type.value, act.robot, act.reason)
         if not auth.approved:

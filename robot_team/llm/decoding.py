@@ -41,6 +41,7 @@ from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, role_of, tools_for)
 from robot_team.grounding import contradictions
+from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
@@ -235,11 +236,16 @@ def refused_hcws(task_type: str, obs: ManagerObservation) -> set[str]:
 
 
 def delegable(obs: ManagerObservation) -> list[TaskType]:
-    """Return the operational task types the supervisor's gate would authorise now (its order and running rules)."""
+    """Return the operational task types the manager may delegate now.
+
+    Those the supervisor's gate would authorise (its order and running rules) whose robot is not
+    lost (the manager's guard, :func:`robot_team.guards.lost_robot_refusal`).
+    """
     if any(e.decision == 'abort' for e in obs.escalations):
         return []
     outlines = [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot) for t in obs.tasks]
-    return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None]
+    return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None
+            and not lost_robot_refusal(TASK_OWNER[kind], obs.lost_robots)]
 
 
 def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff: Iterable[str]) -> dict:
