@@ -230,3 +230,14 @@ def test_the_manager_guard_holds_a_delegation_to_a_lost_robot_and_the_llm_is_not
     assert obs.lost_robots == [NODE] and delegable(obs) == []          # nor offered to an LLM manager
     team.manager.on_liveness(NODE, 'back', True, '')
     assert delegable(team.manager.snapshot()) == [TaskType.NAVIGATION]
+
+
+def test_the_console_shows_a_lost_node_until_it_is_back():
+    from robot_team.console.presenter import ConsolePresenter
+    console = ConsolePresenter(port=None, operator_id='charge_nurse')
+    before = console.version
+    console.on_liveness(NODE, 'lost', task_id='nav-2', noticed_by='liveliness')
+    assert console.lost_nodes() == {NODE: f'{NODE} lost (liveliness): nav-2 closed as a failure'}
+    assert console.status().level == 'error' and console.version > before and console.heard('liveness')
+    console.on_liveness(NODE, 'back', restarted=True)
+    assert console.lost_nodes() == {} and console.status().text == f'{NODE} back (restarted)'

@@ -151,6 +151,7 @@ class ConsolePresenter:
         self._tasks: dict[str, TaskRow] = {}
         self._staff: list[StaffRow] = []
         self._hold = HoldView()
+        self._lost: dict[str, str] = {}
         self._selected = ''
         self._status = Status()
         self._pending = 0
@@ -207,6 +208,23 @@ class ConsolePresenter:
             if row is not None and row.status == 'running':
                 row.status, row.issue = 'failure', issue
                 self._changed('tasks')
+
+    def on_liveness(self, node: str, state: str, restarted: bool = False, task_id: str = '',
+                    noticed_by: str = '') -> None:
+        """Take the supervisor's notice of a team node lost (``state`` 'lost') or back ('back')."""
+        with self._lock:
+            if state == 'lost':
+                self._lost[node] = (f'{node} lost ({noticed_by})'
+                                    + (f': {task_id} closed as a failure' if task_id else ''))
+                self._set_status('error', self._lost[node])
+            elif self._lost.pop(node, None) is not None:
+                self._set_status('ok', f"{node} back ({'restarted' if restarted else 'reconnected'})")
+            self._changed('liveness')
+
+    def lost_nodes(self) -> dict[str, str]:
+        """Return the team nodes lost now, each with what the console says about it."""
+        with self._lock:
+            return dict(self._lost)
 
     def _changed(self, what: str) -> None:
         self._heard.add(what)

@@ -19,7 +19,7 @@ from robot_team import names
 from robot_team.console.presenter import ConsolePresenter, Done
 from robot_team.events import EventKind
 from robot_team.human import escalation_dict
-from robot_team.msg import Escalation, StaffBoard, TaskReport, TeamEvent, TeamHold
+from robot_team.msg import Escalation, NodeLiveness, StaffBoard, TaskReport, TeamEvent, TeamHold
 from robot_team.rosmsgs import events_qos, reliable_qos
 from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
 
@@ -54,6 +54,7 @@ class ConsoleClient:
             node.create_subscription(StaffBoard, self._name(names.STAFF_BOARD), self._staff, reliable_qos(depth=1)),
             node.create_subscription(TaskReport, self._name(names.TASK_REPORTS), self._report, reliable_qos()),
             node.create_subscription(TeamEvent, self._name(names.TEAM_EVENTS), self._event, events_qos()),
+            node.create_subscription(NodeLiveness, self._name(names.LIVENESS), self._liveness, reliable_qos()),
         ]
         self._clients = {
             'acknowledge': (node.create_client(AcknowledgeEscalation, self._name(names.ACKNOWLEDGE_ESCALATION)),
@@ -134,6 +135,9 @@ class ConsoleClient:
             evidence = {}
         self.presenter.on_task_report(msg.task_id, msg.task_type, msg.robot, msg.status, msg.issue,
                                       evidence if isinstance(evidence, dict) else {})
+
+    def _liveness(self, msg) -> None:
+        self.presenter.on_liveness(msg.node, msg.state, msg.restarted, msg.task_id, msg.noticed_by)
 
     def _event(self, msg) -> None:
         wanted = (EventKind.DELEGATION_AUTHORIZED.value, EventKind.DEADLINE_MISSED.value)

@@ -203,6 +203,11 @@ class SupervisorConsoleWidget(QtWidgets.QWidget):
         else:
             self.hold_label.setText('Team running (not held)')
             self.hold_label.setStyleSheet('QLabel { background: #e8f5e9; color: #1b5e20; padding: 4px; }')
+        lost = p.lost_nodes()
+        if lost:   # a node down matters as much as a hold: the same banner, after it
+            self.hold_label.setText(self.hold_label.text() + ' | LOST: ' + '; '.join(lost.values()))
+            self.hold_label.setStyleSheet('QLabel { background: #c62828; color: white; padding: 4px; '
+                                          'font-weight: bold; }')
 
         selected = p.selected
         rows = p.escalations()
