@@ -21,6 +21,7 @@ from robot_team.clock_sync import check_clock_mode
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
+from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
 from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
 from robot_team.llm.local import MODEL_HELP
@@ -246,6 +247,43 @@ def bench(
                       str(res['all_outcomes_as_expected']))
     console.print(table)
     console.print_json(json.dumps(results))
+
+
+@app.command()
+def faults(
+    node: Annotated[Optional[list[str]], typer.Option(
+        help='Node to kill (repeatable; default: every kind, one episode each): ' + ', '.join(FAULTS))] = None,
+    scenario: Annotated[str, typer.Option(help='Scenario to run (one process per node).')] = 'onboarding',
+    out: Annotated[Path, typer.Option(help='Each episode in OUT/<node>.')] = Path('runs/faults'),
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graphs.')] = None,
+) -> None:
+    """Kill each team node mid-task (kill -9) and report the time to notice, to recover, the outcome, the record.
+
+    Exit code 1 if a loss was not noticed within 5 s, an episode missed its expected outcome or an
+    event recorded before the fault is missing from the record; 2 for bad input.
+    """
+    ensure_localhost_dds()
+    chosen = node or list(FAULTS)
+    unknown = [n for n in chosen if n not in FAULTS]
+    if unknown:
+        console.print(f"[red]error:[/red] --node {', '.join(unknown)}: expected one of {', '.join(FAULTS)}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    table = Table('fault', 'noticed s', 'by', 'restarted s', 'back s', 'task recovered s', 'outcome',
+                  'events before / missing')
+    failed = False
+    for name in chosen:
+        res = run_fault(FAULTS[name], out / name, scenario, domain_id=domain_id)
+        fmt = lambda v: '-' if v is None else f'{v:.2f}'  # noqa: E731
+        missing = res.missing_jsonl + res.missing_mcap
+        table.add_row(res.fault, fmt(res.noticed_s), res.noticed_by or '-', fmt(res.restarted_s), fmt(res.back_s),
+                      (f'{res.lost_task}: ' if res.lost_task else '') + fmt(res.recovered_s),
+                      f'{res.outcome} (expected {res.expected_outcome})', f'{res.events_before} / {missing}')
+        failed |= (not res.killed or res.noticed_s is None or res.noticed_s > NOTICE_BOUND_S
+                   or res.outcome != res.expected_outcome or missing > 0)
+        (out / name / 'fault.json').write_text(res.model_dump_json(indent=2))
+    console.print(table)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command('bench-llm')

@@ -24,7 +24,7 @@ class EventKind(str, Enum):
     NODE_STOPPED = 'node_stopped'
     NODE_CRASHED = 'node_crashed'            # data: returncode, stderr_tail
     NODE_RESTARTED = 'node_restarted'        # the runner (or launch's respawn) started it again; data: attempt
-    ROBOT_LOST = 'robot_lost'                # supervisor: a team node's liveliness lost; data: node, task_id, noticed_by
+    ROBOT_LOST = 'robot_lost'                # supervisor: a team node's liveliness lost; data: node, task_id, how
     ROBOT_BACK = 'robot_back'                # supervisor: it is alive again; data: node, restarted, lost_for_s
     OBSERVATION = 'observation'              # the manager saw an environment cue; data: cue, ...
     DELEGATION_REQUESTED = 'delegation_requested'  # data: task_type, robot, hcw_id, room, reason

@@ -123,14 +123,16 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
         staff_db.unlink()
     StaffDirectory.create(staff_db, seed)
     escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
-    for suffix in ('', '-journal', '-wal', '-shm'):
-        Path(f'{escalation_db}{suffix}').unlink(missing_ok=True)
+    manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
+    for db in (escalation_db, manager_db):
+        for suffix in ('', '-journal', '-wal', '-shm'):
+            Path(f'{db}{suffix}').unlink(missing_ok=True)
     resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
                                            'staff_directory': str(scenario.staff_path)})
     scenario_file = out_dir / 'scenario.json'
     scenario_file.write_text(resolved.model_dump_json(indent=2))
     return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
-            'scenario': str(scenario_file), 'escalation_db': str(escalation_db)}
+            'scenario': str(scenario_file), 'escalation_db': str(escalation_db), 'manager_db': str(manager_db)}
 
 
 def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
@@ -147,7 +149,7 @@ def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
             params.update(escalation_db=paths['escalation_db'], staff_db=paths['staff_db'])
         return params
     if name == Robot.MANAGER.value:
-        params.update(brain=brain, issue_handling=scenario.manager.issue_handling)
+        params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'])
     else:
         params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
     params.update(brain_options or {})
@@ -457,6 +459,11 @@ class Episode:
         self._children[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                 cwd=self.out_dir)
         log.close()
+
+    def pid_of(self, name: str) -> int | None:
+        """Return the process ID of team node ``name`` (one process per node), None if it runs no process now."""
+        proc = self._children.get(name)
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def _check_children(self) -> None:
         if self._interrupt is not None and self._interrupt.is_set():

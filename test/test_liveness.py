@@ -7,7 +7,9 @@ import pytest
 
 from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo, TaskRecord
 from robot_team.brains.protocol import ManagerProtocolBrain
-from robot_team.config import Deadlines
+from robot_team.config import ConfigError, Deadlines
+from robot_team.core.manager import ManagerCore
+from robot_team.core.manager_store import ManagerStore
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.liveness import LivenessChange, LivenessTracker
 from robot_team.llm.decoding import delegable, refused_hcws
@@ -241,3 +243,54 @@ def test_the_console_shows_a_lost_node_until_it_is_back():
     assert console.status().level == 'error' and console.version > before and console.heard('liveness')
     console.on_liveness(NODE, 'back', restarted=True)
     assert console.lost_nodes() == {} and console.status().text == f'{NODE} back (restarted)'
+
+
+# -- a restarted manager takes up its record -------------------------------------------------------
+
+class ManagerKilledMidTask(InMemoryTeam):
+    """The team harness whose manager dies while the navigation robot runs its first task."""
+
+    def __init__(self, *args, store=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.store = store
+        self.manager = ManagerCore(self.manager.brain, self, self.record.emitter('manager'), list(self.robots),
+                                   store=store)
+        self.manager.on_arrival(PatientInfo(patient_id='P-0001', room='ER-12', assigned_hcw_id='80',
+                                            required_specialty='Physician'))
+        self.pending = None
+
+    def send_task(self, robot, task, done):
+        if self.pending is None and robot == NODE:
+            self.pending = (robot, task)   # the goal is out; the manager dies before its result
+            return
+        super().send_task(robot, task, done)
+
+
+def test_a_restarted_manager_takes_up_its_tasks_and_gets_the_running_ones_from_the_supervisor(tmp_path):
+    robots = {role: protocol_robot_brain(role) for role in (NODE, 'info_collection_robot', 'display_robot')}
+    team = ManagerKilledMidTask(ManagerProtocolBrain(), robots, store=ManagerStore(tmp_path / 'manager.sqlite'))
+    team.world.staff['80']['availability'] = 'available'
+    team.world.scan_badge = 'ED-0080'
+    assert team.manager.step() and team.pending is not None
+    assert team.manager.restored == {}
+    # the manager's process dies; a new one starts on the same record
+    restarted = ManagerCore(ManagerProtocolBrain(), team, team.record.emitter('manager'), list(robots),
+                            store=ManagerStore(tmp_path / 'manager.sqlite'))
+    assert restarted.restored['tasks'] == ['nav-1'] and restarted.restored['running'] == ['nav-1']
+    assert restarted.snapshot().patient.patient_id == 'P-0001'
+    assert restarted.step() is True and team.workflow.snapshot().tasks[-1].task_id == 'nav-1'   # waits: nothing new
+    team.manager = restarted
+    robot, task = team.pending
+    report = team.robots[robot].run(task, lambda *_: None)      # the robot finishes and reports to the supervisor,
+    team.supervisor.submit_report(report, team.t + 30.0)       # which republishes it on team/task_reports
+    restarted.on_task_closed(report)
+    assert team.run().outcome == 'success'
+    assert [t.task_id for t in team.workflow.snapshot().tasks] == ['nav-1', 'info-1', 'display-1', 'reflection-1']
+    assert [e['data']['judged_status'] for e in team.record.of('judgment')][:1] == ['success']
+
+
+def test_a_corrupt_manager_store_is_a_clear_error(tmp_path):
+    bad = tmp_path / 'manager.sqlite'
+    bad.write_text('not sqlite at all, just text' * 100)
+    with pytest.raises(ConfigError, match='manager.sqlite: not a manager store'):
+        ManagerStore(bad)

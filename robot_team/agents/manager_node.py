@@ -40,7 +40,9 @@ from robot_team.action import ExecuteTask
 from robot_team.brains.base import ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
 from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.catalog import MANAGER_TOOLS, TASK_OWNER
+from robot_team.config import ConfigError
 from robot_team.core.manager import ManagerCore
+from robot_team.core.manager_store import ManagerStore
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
@@ -95,7 +97,9 @@ class ManagerNode(Node):
         Its brain; default from the ``brain`` and ``issue_handling`` parameters.
     context, parameter_overrides
         As for :class:`rclpy.node.Node`. Parameters: ``brain``, ``issue_handling``,
-        ``service_timeout_s`` (wall s to wait for the supervisor and the robots), ``kb``.
+        ``service_timeout_s`` (wall s to wait for the supervisor and the robots), ``kb``,
+        ``state_db`` (SQLite file of what the manager knows, e.g. beside the run's record, taken up
+        by a restarted manager: :mod:`robot_team.core.manager_store`; empty: nothing kept).
 
     Attributes
     ----------
@@ -134,7 +138,13 @@ class ManagerNode(Node):
 
         def protocol_brain() -> ManagerBrain:   # the brain that takes over on a supervisor's directive
             return ManagerProtocolBrain(issue_handling=issue_handling)
-        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain)
+        state_db = self.declare_parameter('state_db', '').value
+        try:
+            store = ManagerStore(state_db)
+        except ConfigError as exc:
+            self.events.emit(EventKind.INPUT_ERROR, 'manager cannot open its state store', reason=str(exc))
+            raise
+        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store)
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, qos,
                                  callback_group=self._group)
         self.create_subscription(Escalation, names.ESCALATIONS, self.escalation_callback, qos,
@@ -157,8 +167,10 @@ class ManagerNode(Node):
         self._worker.start()
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
-        self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(brain).__name__}',
-                         brain=type(brain).__name__, tools=list(MANAGER_TOOLS))
+        self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(self.core.brain).__name__}'
+                         + (' (restarted: its record taken up)' if self.core.restored else ''),
+                         brain=type(self.core.brain).__name__, tools=list(MANAGER_TOOLS), state_db=state_db,
+                         restored=self.core.restored)
 
     @property
     def brain(self) -> ManagerBrain:

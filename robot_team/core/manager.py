@@ -45,6 +45,7 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain
+from robot_team.core.manager_store import ManagerState, ManagerStore
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
@@ -117,7 +118,7 @@ class ManagerCore:
     """
 
     def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str],
-                 fallback: Callable[[], ManagerBrain] | None = None):
+                 fallback: Callable[[], ManagerBrain] | None = None, store: ManagerStore | None = None):
         self.brain = brain
         self.ports = ports
         self.robots = tuple(robots)
@@ -134,6 +135,10 @@ class ManagerCore:
         self._held_on = ''          # escalation ID the manager holds for ('' when not held)
         self._lost_noticed: set[str] = set()   # lost robots known from a closed task, before team/liveness said so
         self._stopped = threading.Event()
+        self._store = store
+        self._restored_running: set[str] = set()   # tasks running when a restarted manager took up its record
+        self.restored: dict = self._restore()
+        """What a restarted manager took up from its store (empty: nothing): tasks, running, escalations."""
 
     # -- observation (any thread) --
 
@@ -148,7 +153,38 @@ class ManagerCore:
                 change(self._obs)
             if cue:
                 self._obs.new.append(cue)
+        if change is not None:
+            self._persist()
         self._wake.set()
+
+    def _persist(self) -> None:
+        """Save what the manager knows (less what is new since its last decision) for a restart."""
+        if self._store is None:
+            return
+        with self._lock:
+            state = ManagerState(observation=self._obs.model_copy(deep=True, update={'new': [], 'feedback': []}),
+                                 taken_over=self.taken_over, held_on=self._held_on)
+        self._store.save(state)
+
+    def _restore(self) -> dict:
+        """Take up the record a previous incarnation saved (a restart); return what was taken up."""
+        state = self._store.load() if self._store is not None else None
+        if state is None:
+            return {}
+        self._obs = state.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
+        self._announced = {e.escalation_id for e in self._obs.escalations}
+        self._held_on = state.held_on
+        if state.taken_over:
+            self.brain = self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
+            self.taken_over = True
+        self._restored_running = {t.task_id for t in self._obs.tasks if t.state == 'running'}
+        running = sorted(self._restored_running)
+        self._obs.new.append(f'The manager restarted and took up its record: {len(self._obs.tasks)} task(s)'
+                             + (f", {', '.join(running)} still running (their reports come from the supervisor)"
+                                if running else '') + '.')
+        self._wake.set()
+        return {'tasks': [t.task_id for t in self._obs.tasks], 'running': running,
+                'escalations': sorted(self._announced), 'taken_over': state.taken_over, 'held_on': state.held_on}
 
     def _feedback(self, kind: FeedbackKind, text: str, rule: str = '') -> None:
         self._update('', lambda o: o.feedback.append(GuardFeedback(kind=kind, text=text, rule=rule)))
@@ -235,11 +271,12 @@ class ManagerCore:
     def on_task_closed(self, report: TaskReportModel) -> None:
         """Take a report the supervisor closed a task with (``team/task_reports``): a lost robot's task.
 
-        Only reports with a typed issue code (``robot_lost``) are news here: every other report
-        reaches the manager as its robot's ExecuteTask result. A task the manager does not know
-        or that already ended changes nothing.
+        Only reports with a typed issue code (``robot_lost``) are news here, and reports on tasks
+        that ran when a restarted manager took up its record (their ExecuteTask results went to the
+        incarnation that died): every other report reaches the manager as its robot's ExecuteTask
+        result. A task the manager does not know or that already ended changes nothing.
         """
-        if report.issue_code is IssueCode.NONE:
+        if report.issue_code is IssueCode.NONE and report.task_id not in self._restored_running:
             return
         with self._lock:
             record = next((t for t in self._obs.tasks if t.task_id == report.task_id), None)
@@ -282,6 +319,8 @@ class ManagerCore:
         with self._lock:
             current = next((t for t in self._obs.tasks if t.task_id == record.task_id), None)
             ended = current is not None and current.state != 'running'
+        if ended and current.issue_code is IssueCode.NONE:
+            return   # the same report came first from the supervisor (a restarted manager's running task)
         if ended:
             self._emit(EventKind.OBSERVATION, f'late result of {record.task_id} ignored: it already ended',
                        target=record.task_id, reason=f'{record.task_id} ended as {current.state} ({current.issue})',
@@ -412,6 +451,7 @@ class ManagerCore:
                    f'the episode', target=Robot.MANAGER.value, reason=reason, escalation_id=escalation_id,
                    role=Robot.MANAGER.value, previous=type(old).__name__, brain=type(self.brain).__name__,
                    source=DecisionSource.FALLBACK.value)
+        self._persist()
         self._update(f'The supervisor handed the manager\'s role to the protocol brain ({reason or escalation_id}).')
         return True
 
@@ -422,6 +462,7 @@ class ManagerCore:
         """
         with self._lock:
             self._held_on = escalation_id
+        self._persist()
         self._emit(EventKind.OBSERVATION, f'manager holds until a human decides on {escalation_id}',
                    target=escalation_id, reason=reason, cue='hold', escalation_id=escalation_id)
 

@@ -391,6 +391,7 @@ class LLMManagerBrain(ManagerBrain):
         self._seen: dict[str, str] = {}
         self._seen_escalations: dict[str, str] = {}
         self._seen_instructions: set[str] = set()
+        self._seen_lost: set[str] = set()   # team nodes the model was told are lost (team/liveness)
         self._started = False
         self._kb_now = True
         self._bad_reflections = 0
@@ -453,6 +454,13 @@ class LLMManagerBrain(ManagerBrain):
                 lines.append(f'Human supervisor {instruction.operator_id} (advisory; workflow rules and guards '
                              f'still apply)' + (f' on {instruction.task_id}' if instruction.task_id else '')
                              + f': {instruction.text!r}')
+        lost, seen_lost = set(obs.lost_robots), self._seen_lost
+        for node in sorted(lost - seen_lost):
+            lines.append(f'Supervisor: {node} was lost (its node stopped answering); its running task, if any, '
+                         f'was closed as a failure (robot_lost). Wait until it is back to delegate to it.')
+        for node in sorted(seen_lost - lost):
+            lines.append(f'Supervisor: {node} is back and can take tasks again.')
+        self._seen_lost = lost
         for feedback in obs.feedback:
             lines.append(f'Guard: {feedback.text}')
         record = '; '.join(f'{t.task_id} {t.task_type.value} #{t.hcw_id or "-"} {t.state}' for t in obs.tasks

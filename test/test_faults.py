@@ -1,0 +1,41 @@
+"""Faults on real ROS graphs: a team node killed (kill -9) mid-task, one process per node.
+
+Each test runs a whole episode through :func:`robot_team.faults.run_fault` (the code behind
+``robot-team faults``): the runner restarts the killed node, the supervisor notices the loss through
+DDS liveliness, the workflow recovers the task the node held, and the record keeps every event
+written before the fault (events.jsonl and events.mcap, read back). Times are wall seconds.
+"""
+
+import pytest
+
+from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
+
+pytest.importorskip('rclpy')
+
+ROBOTS = ('navigation_robot', 'info_collection_robot', 'display_robot')
+
+
+def check_record(result):
+    assert result.killed, f'{result.fault}: the trigger never came'
+    assert result.events_before > 10
+    assert result.missing_jsonl == 0 and result.missing_mcap == 0, result
+
+
+@pytest.mark.parametrize('node', ROBOTS)
+def test_a_robot_killed_mid_task_is_noticed_restarted_and_its_task_recovered(node, domain_id, tmp_path):
+    result = run_fault(FAULTS[node], tmp_path / node, domain_id=domain_id)
+    check_record(result)
+    assert result.noticed_s is not None and result.noticed_s <= NOTICE_BOUND_S, result
+    assert result.noticed_by == 'supervisor (liveliness)'
+    assert result.restarted_s is not None and result.back_s is not None and result.back_s > result.noticed_s
+    assert result.lost_task, f'{node} held no task when killed: {result}'
+    assert result.recovered_s is not None and result.recovered_s >= result.back_s   # waited for it to be back
+    assert result.outcome == result.expected_outcome == 'success', result
+
+
+def test_the_manager_killed_mid_task_takes_up_its_record_and_the_team_succeeds(domain_id, tmp_path):
+    result = run_fault(FAULTS['manager'], tmp_path / 'manager', domain_id=domain_id)
+    check_record(result)
+    assert result.noticed_s is not None and result.noticed_s <= NOTICE_BOUND_S, result
+    assert result.restarted_s is not None and result.back_s is not None
+    assert result.outcome == result.expected_outcome == 'success', result
