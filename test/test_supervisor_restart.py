@@ -86,3 +86,55 @@ def test_a_restarted_supervisor_takes_up_tasks_deadlines_and_the_patient(ros_con
         for node in (second, first, probe):
             if node is not None:
                 stop(executor, node)
+
+
+@pytest.mark.multiprocess
+def test_kill_9_of_the_supervisor_mid_task_in_a_whole_episode(domain_id, tmp_path):
+    """The whole team in processes; the supervisor is killed (SIGKILL) as the first task's goal is sent.
+
+    The test starts a new supervisor process with the same command line itself (automatic
+    restart is the runner's business); the new one must take up ``nav-1`` running, accept its
+    report and the onboarding must still end in success. Sim time is capped at 4x wall time so
+    that the new supervisor (about 3 wall s to start) is up before nav-1 reports (its page waits
+    30 sim s): a report sent to the dead supervisor is lost (the robot gives up after its
+    timeout), which is the robot's recovery to build, not the store's.
+    """
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import robot_team
+    from robot_team.runner import Episode
+    scenario = load_scenario('onboarding')
+    episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id, real_time_factor=4.0)
+    restarted = {}
+
+    def kill_and_restart(event):
+        if event.kind != 'delegation' or restarted:
+            return
+        old = episode._children['supervisor']
+        env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1',
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(Path(robot_team.__path__[0]).parent),
+                                                            os.environ.get('PYTHONPATH')])))
+        with open(tmp_path / 'logs' / 'supervisor-restarted.log', 'w') as log:
+            restarted['proc'] = subprocess.Popen(old.args, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                 cwd=tmp_path)
+        restarted['task_id'] = event.data.get('task_id')
+        old.kill()   # SIGKILL: nothing saved at exit; the new process replaces it in the episode's teardown
+        old.wait()
+        episode._children['supervisor'] = restarted['proc']
+
+    episode.on_event = kill_and_restart
+    result = episode.run()
+    assert restarted and restarted['task_id'] == 'nav-1'
+    [taken_up] = [e for e in result.events if e.kind == 'workflow_restored']
+    assert 'nav-1' in taken_up.data['restored_tasks']
+    assert result.report['outcome'] == 'success', result.report.get('outcome')
+    assert [t['task_id'] for t in result.report['tasks']][:1] == ['nav-1']
+    supervisor = [e for e in result.events if e.actor == 'supervisor']
+    assert [e.kind for e in supervisor].count('node_started') == 2
+    after = [e for e in supervisor if e.wall_time >= taken_up.wall_time]   # the restarted one's (on the wall clock)
+    # nav-1's report reached the restarted supervisor, which had its deadline: met, not announced again
+    task_deadline = [(e.kind, e.data.get('met_by')) for e in after
+                     if e.data.get('deadline') == 'task' and e.data.get('task_id') == 'nav-1']
+    assert task_deadline == [('deadline_met', 'report')]
