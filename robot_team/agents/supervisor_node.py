@@ -310,6 +310,7 @@ class SupervisorNode(Node):
         """Record a team node lost or back, recover a lost robot's task, stop its goals, tell the team."""
         now = now_s(self)
         recovered = self.core.liveness_changed(change, now)
+        self._save_state()
         if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
             self.stop_robots(f'{change.node} was lost', robot=change.node)
         task = recovered.task_id if recovered is not None else ''
