@@ -49,6 +49,7 @@ class EventKind(str, Enum):
     ESCALATION_RENOTIFIED = 'escalation_renotified'      # still unanswered; data: escalation_id, notifications
     ESCALATION_EXPIRED = 'escalation_expired'            # nobody resolved it in time; data: safe_default
     ESCALATION_RESTORED = 'escalation_restored'          # taken up by a restarted supervisor; data: state
+    WORKFLOW_RESTORED = 'workflow_restored'  # a restarted supervisor took up its workflow; data: restored_tasks, ...
     TEAM_HELD = 'team_held'                  # robots stopped, delegations refused; data: escalation_id, held_by
     TEAM_RELEASED = 'team_released'          # a hold escalation was resolved; data: team_free, held_for_s
     INSTRUCTION = 'instruction'              # a person's free-text instruction; data: operator_id, text

@@ -536,6 +536,65 @@ class WorkflowPolicy:
                 deadlines=[d.model_copy(deep=True) for d in self._deadlines],
                 closed=bool(self._closed_by), closed_by=self._closed_by, patient_id=self._patient_id)
 
+    def state(self) -> WorkflowState:
+        """Return the whole state to store for a restart (:meth:`restore` takes it back); as :meth:`snapshot`.
+
+        The per-type task counters are not stored: :meth:`restore` derives them from the task IDs.
+        """
+        return self.snapshot()
+
+    def restore(self, state: WorkflowState) -> None:
+        """Take up a stored state (:meth:`state` of a previous supervisor) after a restart.
+
+        Tasks (running and closed, in authorization order), escalations, deadlines (pending ones
+        keep their start and due time in ROS time: one that passed while the supervisor was down
+        is returned by the first :meth:`due` after the restart), the patient cue and the closed
+        state come back as they were. Task IDs continue per type (``nav-3`` after ``nav-2``) and
+        escalation IDs after the last one. Nothing is queued for :meth:`take_deadline_changes`:
+        the deadlines were announced when they started.
+
+        Raises
+        ------
+        ValueError
+            If this policy already has tasks, escalations, deadlines or a patient cue (restore
+            only into a fresh policy), or ``state`` is inconsistent: a task ID that is not
+            ``<prefix>-<n>`` of its task type or repeats, escalation IDs other than ``esc-1`` to
+            ``esc-N`` in order, a deadline about an unknown task, or ``closed_by`` naming no
+            escalation. Nothing changes then.
+        """
+        with self._lock:
+            if self._tasks or self._escalations or self._deadlines or self._patient_id or self._closed_by:
+                raise ValueError('a workflow state is restored only into a fresh policy (this one already has '
+                                 f'{len(self._tasks)} task(s), {len(self._escalations)} escalation(s), '
+                                 f'{len(self._deadlines)} deadline(s))')
+            counters = {t: 0 for t in WORKFLOW_ORDER}
+            tasks: dict[str, TaskState] = {}
+            for task in state.tasks:
+                prefix, _, number = task.task_id.rpartition('-')
+                if prefix != TASK_ID_PREFIX[task.task_type] or not number.isdigit() or int(number) < 1:
+                    raise ValueError(f"stored task ID '{task.task_id}' is not "
+                                     f"'{TASK_ID_PREFIX[task.task_type]}-<n>' of its type {task.task_type.value}")
+                if task.task_id in tasks:
+                    raise ValueError(f"stored task ID '{task.task_id}' appears twice")
+                tasks[task.task_id] = task.model_copy(deep=True)
+                counters[task.task_type] = max(counters[task.task_type], int(number))
+            expected = [f'esc-{n}' for n in range(1, len(state.escalations) + 1)]
+            got = [e.escalation_id for e in state.escalations]
+            if got != expected:
+                raise ValueError(f"stored escalation IDs {', '.join(got)} are not esc-1 to esc-{len(got)} in order")
+            for deadline in state.deadlines:
+                if deadline.task_id and deadline.task_id not in tasks:
+                    raise ValueError(f"stored {deadline.kind} deadline is about unknown task '{deadline.task_id}'")
+            if state.closed_by and state.closed_by not in got:
+                raise ValueError(f"stored closed_by '{state.closed_by}' names no stored escalation")
+            self._tasks = tasks
+            self._counters = counters
+            self._escalations = {e.escalation_id: e.model_copy(deep=True) for e in state.escalations}
+            self._deadlines = [d.model_copy(deep=True) for d in state.deadlines]
+            self._patient_id = state.patient_id
+            self._closed_by = state.closed_by
+            self._changes = []
+
     # --- Internals ----------------------------------------------------------------------------
 
     def _latest(self, kind: TaskType) -> TaskState | None:

@@ -32,8 +32,10 @@ namespace:
   :class:`~robot_team.core.escalations.TeamHold`);
 
 Every authorization, report, deadline change, escalation step, hold and human decision is an
-event on ``team/events``; escalations persist in ``escalation_db`` (SQLite), so a restarted
-supervisor takes up the open ones.
+event on ``team/events``; escalations and, after every change, the workflow (tasks, deadlines,
+patient cue, directives) persist in ``escalation_db`` (SQLite), so a restarted supervisor takes
+up the tasks in flight, the pending deadlines (due at their ROS times), the open escalations and
+the holds (``workflow_restored``, ``escalation_restored``).
 """
 
 from __future__ import annotations
@@ -204,7 +206,9 @@ class SupervisorNode(Node):
         # Availability is for people deciding now: asked on the wall clock, whatever the sim's speed.
         self._staff_timer = self.create_timer(STAFF_REFRESH_S, self.staff_callback, callback_group=self._group,
                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
+        workflow = self.desk.restore_state(now_s(self))   # first: the workflow, then the escalations and holds
         restored = self.desk.restore(now_s(self))
+        self._save_state()
         self._publish_staff()
         self._liveness_pub = self.create_publisher(NodeLiveness, names.LIVENESS, reliable_qos())
         self.liveness = LivenessWatch(self, [n for n in WATCHED if n != names.SUPERVISOR], self.liveness_callback,
@@ -221,6 +225,7 @@ class SupervisorNode(Node):
                          escalation_deadlines_s={k.value: v for k, v in escalation_policy.deadlines_s.items()},
                          on_expiry=escalation_policy.on_expiry, renotify_s=escalation_policy.renotify_s,
                          escalation_db=str(store.path or ''), restored_escalations=restored,
+                         restored_tasks=[t.task_id for t in workflow.workflow.tasks] if workflow else [],
                          hcw_directory_check=staff.checks_directory)
 
     def snapshot(self) -> WorkflowState:
@@ -233,6 +238,7 @@ class SupervisorNode(Node):
         """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule."""
         auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
                                    now_s(self))
+        self._save_state()
         response.approved = auth.approved
         response.task_id = auth.task_id
         response.rule = auth.rule.value
@@ -247,6 +253,7 @@ class SupervisorNode(Node):
             response.accepted, response.explanation = False, 'the report does not validate (see report_rejected)'
             return response
         response.accepted, response.explanation = self.core.submit_report(report, now_s(self), _raw_report(msg))
+        self._save_state()
         if response.accepted:
             self.get_logger().info(f'{report.task_id} ({report.task_type.value}) reported {report.status.value}'
                                    + (f': {report.issue}' if report.issue else ''))
@@ -256,12 +263,14 @@ class SupervisorNode(Node):
         """Open an escalation the manager asked for and publish it; refuse unknown tasks or no reason."""
         response.accepted, response.escalation_id, response.message = self.core.request_escalation(
             request.task_id, request.reason, list(request.options), now_s(self))
+        self._save_state()
         return response
 
     def resolve_escalation_callback(self, request, response):
         """Record a person's decision on an escalation and publish it; refuse (and record) bad ones."""
         answer = self.desk.resolve(request.escalation_id, request.decision, request.hcw_id, request.note,
                                    request.operator_id, now_s(self))
+        self._save_state()
         response.accepted, response.refusal, response.message = answer.accepted, answer.refusal.value, answer.message
         return response
 
@@ -275,6 +284,7 @@ class SupervisorNode(Node):
         """Open a person's concern or stop-and-hold; refuse (and record) bad input."""
         answer = self.desk.raise_escalation(request.operator_id, request.kind, request.task_id, request.reason,
                                             request.severity, now_s(self))
+        self._save_state()
         response.accepted, response.escalation_id = answer.accepted, answer.escalation_id
         response.refusal, response.message = answer.refusal.value, answer.message
         return response
@@ -289,15 +299,18 @@ class SupervisorNode(Node):
     def arrival_callback(self, msg) -> None:
         """Start the onboarding's deadlines at the patient cue."""
         self.core.on_patient_arrival(msg.patient_id, now_s(self))
+        self._save_state()
 
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""
         self.desk.tick(now_s(self))
+        self._save_state()
 
     def liveness_callback(self, change: LivenessChange) -> None:
         """Record a team node lost or back, recover a lost robot's task, stop its goals, tell the team."""
         now = now_s(self)
         recovered = self.core.liveness_changed(change, now)
+        self._save_state()
         if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
             self.stop_robots(f'{change.node} was lost', robot=change.node)
         task = recovered.task_id if recovered is not None else ''
@@ -409,6 +422,10 @@ class SupervisorNode(Node):
             raise ConfigError(f"supervisor parameter safe_default: expected 'takeover', 'hold' or 'escalate', "
                               f'got {value!r}')
         return value
+
+    def _save_state(self) -> None:
+        """Store the workflow for a restart if the last callback changed it (``EscalationDesk.save_state``)."""
+        self.desk.save_state(now_s(self))
 
     def _publish_directive(self, directive) -> None:
         self._directive_pub.publish(SupervisorDirective(

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus
-from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, WorkflowPolicy
+from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, WorkflowPolicy, WorkflowState
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -44,6 +44,19 @@ class Directive(BaseModel):
     escalation_id: str
     deadline: str
     reason: str
+
+
+class SupervisorState(BaseModel):
+    """Everything a restarted supervisor takes up besides the escalations' lifecycle (stored as JSON).
+
+    :meth:`SupervisorCore.state` makes it, :meth:`SupervisorCore.restore` takes it back; the
+    escalation desk stores it beside the escalations (:meth:`EscalationDesk.save_state
+    <robot_team.core.escalations.EscalationDesk.save_state>`).
+    """
+
+    workflow: WorkflowState = Field(description='Tasks, escalations, deadlines (ROS time, s), patient, closed.')
+    directives: int = Field(0, ge=0, description='Directives sent so far (the next is directive-<n+1>).')
+    took_over: bool = Field(False, description="Whether the protocol brain has the manager's role (safe default).")
 
 
 class SupervisorCore:
@@ -93,6 +106,26 @@ class SupervisorCore:
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
+
+    def state(self) -> SupervisorState:
+        """Return the state a restarted supervisor takes up (:meth:`restore`): the workflow and directives."""
+        return SupervisorState(workflow=self.policy.state(), directives=self._directives, took_over=self._took_over)
+
+    def restore(self, state: SupervisorState) -> None:
+        """Take up a stored :class:`SupervisorState` after a restart, recording nothing.
+
+        The workflow goes back into the policy (:meth:`WorkflowPolicy.restore
+        <robot_team.workflow.WorkflowPolicy.restore>`: no deadline is announced again);
+        directive IDs continue and a takeover stays in force.
+
+        Raises
+        ------
+        ValueError
+            If the policy is not fresh or the workflow state is inconsistent (nothing changes then).
+        """
+        self.policy.restore(state.workflow)
+        self._directives = state.directives
+        self._took_over = state.took_over
 
     def on_patient_arrival(self, patient_id: str, now_s: float) -> bool:
         """Start the onboarding's deadlines at the patient cue (a repeat changes nothing); return whether started."""

@@ -17,12 +17,17 @@ from robot_team.core.escalations.lifecycle import (
     Refusal, id_number)
 from robot_team.core.escalations.policy import EscalationPolicy
 from robot_team.core.escalations.store import EscalationStore
+from robot_team.core.supervisor import SupervisorState
 from robot_team.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
 from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.reports import OPERATIONAL_TASKS
 from robot_team.workflow import Authorization, WorkflowRule
+
+
+RAW_STATE_CHARS = 2000
+"""Most characters of an unusable stored state kept in its ``input_error`` event."""
 
 
 class DeskPorts(Protocol):
@@ -82,6 +87,7 @@ class EscalationDesk:
         self._records_lock = threading.Lock()
         self._opening: dict = {}     # what the next opened escalation is (kind, severity, hold, proposal)
         self._instructions = sum(1 for i in store.instructions() if i.accepted)
+        self._saved_state = ''   # the core's state as last stored (save_state writes only a change)
         self.hold = TeamHold(emit, ports.stop_robots, ports.publish_hold)
         core.on_escalation_opened = self._opened
         core.on_hold_team = self.hold_on
@@ -446,6 +452,9 @@ class EscalationDesk:
 
         Every stored escalation goes back into the core's policy (so IDs continue and open ones
         can be resolved); returns the IDs of the open ones (each recorded as ``escalation_restored``).
+        A hold is engaged again since its escalation opened (ROS time), so its release postpones
+        the workflow's deadlines by the whole held time, the supervisor's downtime included. Call
+        :meth:`restore_state` first (it needs a fresh policy).
         """
         restored = []
         for record in self.store.escalations():
@@ -465,11 +474,71 @@ class EscalationDesk:
                        kind=record.kind.value, severity=record.severity.value, due_s=record.due_s,
                        holds_team=record.holds_team)
             self._ports.publish_escalation(record, now_s)
-            if record.holds_team:
-                self.hold.engage(record.escalation_id, record.reason, record.raised_by, now_s)
+            if record.holds_team:   # held since it opened (the downtime too): the release postpones by all of it
+                self.hold.engage(record.escalation_id, record.reason, record.raised_by, record.opened_s)
         if not self.hold.active:
             self._ports.publish_hold(self.hold.state())
         return restored
+
+    def restore_state(self, now_s: float) -> SupervisorState | None:
+        """Take up the stored workflow after a restart (before :meth:`restore`); return it, or None.
+
+        The core gets back the tasks (running and closed), deadlines (pending ones keep their due
+        time in ROS time: one that passed meanwhile is missed at the first :meth:`tick`), the
+        patient cue, the closed state and the directives (:meth:`SupervisorCore.restore
+        <robot_team.core.supervisor.SupervisorCore.restore>`), recorded as one
+        ``workflow_restored`` event. Returns None, changing nothing, if nothing was stored, and
+        also if the stored state does not validate or is inconsistent: then the supervisor
+        starts with an empty workflow, recorded as an ``input_error`` naming the store's file
+        (not fatal; the next :meth:`save_state` replaces the bad state).
+        """
+        saved = self.store.saved_state()
+        if saved is None:
+            return None
+        where = str(self.store.path) if self.store.path else '(in memory)'
+        try:
+            state = SupervisorState.model_validate_json(saved.state_json)
+            self.core.restore(state)
+        except ValueError as exc:   # pydantic's ValidationError is a ValueError
+            self._emit(EventKind.INPUT_ERROR, f'stored supervisor state in {where} is unusable: starting with an '
+                       f'empty workflow', target=where, reason=str(exc), escalation_db=where, saved_s=saved.saved_s,
+                       saved_wall=saved.saved_wall, raw=saved.state_json[:RAW_STATE_CHARS])
+            return None
+        self._saved_state = saved.state_json
+        workflow = state.workflow
+        pending = [d for d in workflow.deadlines if d.state == 'pending']
+        running = [t.task_id for t in workflow.tasks if t.status == 'running']
+        self._emit(EventKind.WORKFLOW_RESTORED, f'workflow taken up after a supervisor restart: '
+                   f'{len(workflow.tasks)} task(s) ({len(running)} running), {len(pending)} pending deadline(s)',
+                   reason=f'state saved at t={saved.saved_s:.1f} s in {where}', escalation_db=where,
+                   saved_s=saved.saved_s, saved_wall=saved.saved_wall, patient_id=workflow.patient_id,
+                   restored_tasks=[t.task_id for t in workflow.tasks], running_tasks=running,
+                   restored_deadlines=[{'deadline': d.kind, 'task_id': d.task_id, 'cue': d.cue,
+                                        'started_s': d.started_s, 'due_s': d.due_s} for d in pending],
+                   closed_by=workflow.closed_by, directives=state.directives, took_over=state.took_over,
+                   restored_at_s=now_s)
+        return state
+
+    def save_state(self, now_s: float) -> bool:
+        """Store the core's state if it changed since the last save; return whether it wrote.
+
+        The state is :meth:`SupervisorCore.state <robot_team.core.supervisor.SupervisorCore.state>`.
+
+        Called after everything that may change the workflow (a delegation, report, escalation,
+        decision, deadline check, hold): nothing is written if the state is the one last saved or
+        restored. ``now_s``: ROS time, s.
+
+        Raises
+        ------
+        sqlite3.Error
+            If the store cannot be written.
+        """
+        state_json = self.core.state().model_dump_json()
+        if state_json == self._saved_state:
+            return False
+        self.store.save_state(state_json, now_s, self._wall())
+        self._saved_state = state_json
+        return True
 
     # -- internals --
 

@@ -2,7 +2,9 @@
 
 A restarted supervisor reads it back (:meth:`EscalationDesk.restore
 <robot_team.core.escalations.desk.EscalationDesk.restore>`) to take up the open escalations and
-the holds again.
+the holds again, and with them the workflow (tasks, deadlines, patient cue, directives: table
+``supervisor_state``, :meth:`EscalationDesk.restore_state
+<robot_team.core.escalations.desk.EscalationDesk.restore_state>`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from robot_team.config import ConfigError
 from robot_team.core.escalations.lifecycle import EscalationStep, InstructionRecord, Refusal, id_number
@@ -55,7 +58,24 @@ CREATE TABLE IF NOT EXISTS instructions (
     refusal TEXT NOT NULL,
     message TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS supervisor_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    saved_s REAL NOT NULL,
+    saved_wall REAL NOT NULL,
+    state_json TEXT NOT NULL
+);
 """
+
+
+class SavedState(NamedTuple):
+    """The supervisor's state as last stored (:meth:`EscalationStore.saved_state`)."""
+
+    state_json: str
+    """The state as JSON (:class:`robot_team.core.supervisor.SupervisorState`), not yet validated."""
+    saved_s: float
+    """ROS time of the save, s."""
+    saved_wall: float
+    """Wall time of the save, s since the Unix epoch."""
 
 
 class EscalationStore:
@@ -75,9 +95,12 @@ class EscalationStore:
     Notes
     -----
     Tables ``escalations`` (one row per escalation, its latest state; ``record_json`` holds
-    every field of :class:`EscalationRecord`), ``steps`` and ``instructions``. Thread-safe (one
+    every field of :class:`EscalationRecord`), ``steps``, ``instructions`` and
+    ``supervisor_state`` (one row: the supervisor's latest state as JSON). Thread-safe (one
     connection, one lock); each write is its own transaction, so a crash loses at most the
-    step in progress.
+    step in progress. A file store is in WAL mode with ``synchronous=NORMAL``: a commit is
+    durable against a crash of the process (the one a restart recovers from) without an
+    fsync per write; a power loss may lose the last commits.
     """
 
     def __init__(self, path: str | os.PathLike | None = None):
@@ -86,6 +109,9 @@ class EscalationStore:
         try:
             self._conn = sqlite3.connect(str(self.path) if self.path else ':memory:', timeout=5.0,
                                          check_same_thread=False)
+            if self.path:
+                self._conn.execute('PRAGMA journal_mode=WAL')
+                self._conn.execute('PRAGMA synchronous=NORMAL')
             self._conn.executescript(_STORE_SCHEMA)
         except sqlite3.Error as exc:
             raise ConfigError(f'escalation store {self.path}: cannot open ({exc})') from exc
@@ -145,6 +171,25 @@ class EscalationStore:
                                       'refusal, message FROM instructions ORDER BY id').fetchall()
         return [InstructionRecord(instruction_id=r[0], operator_id=r[1], task_id=r[2], text=r[3], sim_s=r[4],
                                   wall_s=r[5], accepted=bool(r[6]), refusal=Refusal(r[7]), message=r[8]) for r in rows]
+
+    def save_state(self, state_json: str, saved_s: float, saved_wall: float) -> None:
+        """Replace the stored supervisor state with ``state_json`` (saved at ROS time ``saved_s``, wall ``saved_wall``).
+
+        Raises
+        ------
+        sqlite3.Error
+            If the database cannot be written.
+        """
+        with self._lock, self._conn:
+            self._conn.execute('INSERT OR REPLACE INTO supervisor_state (id, saved_s, saved_wall, state_json) '
+                               'VALUES (1, ?, ?, ?)', (float(saved_s), float(saved_wall), state_json))
+
+    def saved_state(self) -> SavedState | None:
+        """Return the supervisor state last stored by :meth:`save_state`, or None if none was."""
+        with self._lock:
+            row = self._conn.execute('SELECT state_json, saved_s, saved_wall FROM supervisor_state '
+                                     'WHERE id = 1').fetchone()
+        return None if row is None else SavedState(str(row[0]), float(row[1]), float(row[2]))
 
     def close(self) -> None:
         """Close the database."""
