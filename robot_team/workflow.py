@@ -77,6 +77,10 @@ class Authorization(BaseModel):
         return not self.approved and self.rule in WORKFLOW_RULES
 
 
+class DuplicateReport(ValueError):
+    """The same report on a task already recorded (a robot asked again: its first answer was lost)."""
+
+
 class TaskState(BaseModel):
     """One authorized task and what became of it."""
 
@@ -301,6 +305,8 @@ class WorkflowPolicy:
 
         Raises
         ------
+        DuplicateReport
+            If the task already ended with this very report (status, issue and summary).
         ValueError
             If the task ID is unknown, the task already reported (or timed out), or the report's
             robot or task type is not the one authorized.
@@ -317,6 +323,9 @@ class WorkflowPolicy:
                 raise ValueError(f"report on {task.task_id} says task type '{report.task_type.value}', but "
                                  f'{task.task_id} is {task.task_type.value}')
             if task.status != 'running':
+                if (task.issue_code is IssueCode.NONE and task.status == report.status.value
+                        and task.issue == report.issue and task.summary == report.summary):
+                    raise DuplicateReport(f'{task.task_id} is already recorded as {task.status} with this report')
                 raise ValueError(f'{task.task_id} is already closed ({task.status}'
                                  + (f': {task.issue}' if task.issue else '') + '); one report per task')
             if report.issue_code is not IssueCode.NONE:

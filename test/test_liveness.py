@@ -5,7 +5,7 @@ The ROS side (DDS liveliness, a process killed, restarted) is in ``test_faults.p
 
 import pytest
 
-from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo, TaskRecord
+from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo, SupervisorInstruction, TaskRecord
 from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.config import ConfigError, Deadlines
 from robot_team.core.manager import ManagerCore
@@ -294,3 +294,36 @@ def test_a_corrupt_manager_store_is_a_clear_error(tmp_path):
     bad.write_text('not sqlite at all, just text' * 100)
     with pytest.raises(ConfigError, match='manager.sqlite: not a manager store'):
         ManagerStore(bad)
+
+
+def test_the_same_report_twice_is_recorded_once_and_accepted():
+    record = Recorder()
+    core = SupervisorCore(WorkflowPolicy(), record.emitter('supervisor'), lambda e: None, lambda e: None)
+    auth = core.authorize('navigation', NODE, '', 'manager', 0.0)
+    report = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot=NODE, status='success',
+                             summary='escorted')
+    assert core.submit_report(report, 5.0)[0] is True
+    accepted, why = core.submit_report(report, 20.0)                   # asked again: its first answer was lost
+    assert accepted and 'already recorded' in why and not record.of('report_rejected')
+    other = report.model_copy(update={'summary': 'something else'})
+    assert core.submit_report(other, 21.0)[0] is False and record.of('report_rejected')
+
+
+class StubbornBrain(ManagerProtocolBrain):
+    """Always asks for info collection first (the gate refuses it: navigation comes first)."""
+
+    def decide(self, obs):
+        return [self._delegate(obs, TaskType.INFO_COLLECTION)]
+
+
+def test_the_same_refusal_twice_does_not_loop_the_manager_against_the_gate():
+    robots = {role: protocol_robot_brain(role) for role in (NODE, 'info_collection_robot', 'display_robot')}
+    team = InMemoryTeam(StubbornBrain(), robots)
+    assert team.manager.step() is True                                  # refused: the brain hears why...
+    assert team.manager.step() is True                                  # ...and asks the same again: refused
+    assert team.manager.step() is False                                 # no loop: it waits for news
+    assert len([e for e in team.record.of('workflow_violation')]) == 2
+    (repeat,) = [e for e in team.record.of('observation', 'manager') if e['data'].get('cue') == 'repeated_refusal']
+    team.manager.on_instruction(SupervisorInstruction(instruction_id='ins-1', operator_id='charge_nurse',
+                                                      text='navigation first'))
+    assert team.manager.step() is True                                  # news: it decides again

@@ -71,6 +71,11 @@ def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url:
     raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol', 'openai' or 'local'")
 
 
+SUBMIT_ATTEMPTS = 3
+"""Times a robot asks the supervisor to record a report before it gives up (each waits ``service_timeout_s``):
+a request in flight when the supervisor died is lost with it, the restarted supervisor gets the next one."""
+
+
 class RobotNode(Node):
     """One operational robot: its tools, its brain, its ExecuteTask action server.
 
@@ -246,14 +251,24 @@ class RobotNode(Node):
             self.events.emit(EventKind.OBSERVATION, f'{self.role} did not submit its report on {task.task_id}: '
                              'stopping', target=task.task_id, cue='stopping', task_id=task.task_id)
             return report
-        try:
-            answer = submit_report(self._submit, report, self._timeout)
-        except ToolError as exc:   # the supervisor's task deadline will escalate the missing report
-            self.events.emit(EventKind.REPORT_REJECTED, f'{self.role} could not submit its report on {task.task_id}',
-                             target=task.task_id, reason=str(exc), error=str(exc), task_id=task.task_id)
-        else:
-            if not answer.accepted:
-                self.get_logger().warning(f'supervisor did not record {task.task_id}: {answer.explanation}')
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+            try:
+                answer = submit_report(self._submit, report, self._timeout)
+            except ToolError as exc:
+                if attempt < SUBMIT_ATTEMPTS and not self._stopping:
+                    # a supervisor that died with the request is restarted: ask the new one
+                    self.events.emit(EventKind.OBSERVATION, f'{self.role} submits its report on {task.task_id} '
+                                     f'again (attempt {attempt + 1} of {SUBMIT_ATTEMPTS})', target=task.task_id,
+                                     reason=str(exc), cue='submit_retry', task_id=task.task_id, attempt=attempt + 1)
+                    continue
+                # the supervisor's task deadline will escalate the missing report
+                self.events.emit(EventKind.REPORT_REJECTED, f'{self.role} could not submit its report on '
+                                 f'{task.task_id}', target=task.task_id, reason=str(exc), error=str(exc),
+                                 task_id=task.task_id, attempts=attempt)
+            else:
+                if not answer.accepted:
+                    self.get_logger().warning(f'supervisor did not record {task.task_id}: {answer.explanation}')
+            break
         return report
 
     def stop(self, timeout_s: float = 5.0) -> bool:

@@ -135,6 +135,8 @@ class ManagerCore:
         self._held_on = ''          # escalation ID the manager holds for ('' when not held)
         self._lost_noticed: set[str] = set()   # lost robots known from a closed task, before team/liveness said so
         self._stopped = threading.Event()
+        self._last_feedback: list[GuardFeedback] = []    # what the guards said in the last decision round
+        self._round_feedback: list[GuardFeedback] = []   # ... and in the one running
         self._store = store
         self._restored_running: set[str] = set()   # tasks running when a restarted manager took up its record
         self.restored: dict = self._restore()
@@ -187,7 +189,24 @@ class ManagerCore:
                 'escalations': sorted(self._announced), 'taken_over': state.taken_over, 'held_on': state.held_on}
 
     def _feedback(self, kind: FeedbackKind, text: str, rule: str = '') -> None:
-        self._update('', lambda o: o.feedback.append(GuardFeedback(kind=kind, text=text, rule=rule)))
+        """Tell the brain what a guard said; the same words twice with nothing new in between do not wake it.
+
+        A brain refused twice in a row for the same reason on the same observation would be refused
+        again: it decides next when something changes (a report, a decision, a robot back...), not in
+        a loop against the gate (seen with a deterministic brain and a task the gate still counted
+        as running).
+        """
+        feedback = GuardFeedback(kind=kind, text=text, rule=rule)
+        with self._lock:
+            repeat = feedback in self._last_feedback and not self._obs.new
+            self._round_feedback.append(feedback)
+            if repeat:
+                self._obs.feedback.append(feedback)
+        if repeat:
+            self._emit(EventKind.OBSERVATION, 'the same refusal again: the manager decides when something changes',
+                       reason=text, cue='repeated_refusal', kind=kind.value, rule=rule)
+            return
+        self._update('', lambda o: o.feedback.append(feedback))
 
     def on_arrival(self, patient: PatientInfo) -> None:
         """Record the patient-arrival cue (a repeat of the same patient is ignored)."""
@@ -386,6 +405,7 @@ class ManagerCore:
         with self._lock:
             if self._held_on:   # a human decides first (the supervisor's hold)
                 return False
+            self._last_feedback, self._round_feedback = self._round_feedback, []
             snapshot = self._obs.model_copy(deep=True)
             self._obs.new.clear()
             self._obs.feedback.clear()

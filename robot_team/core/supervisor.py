@@ -22,7 +22,8 @@ from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus
-from robot_team.workflow import MANAGER_DEADLINES, Authorization, Deadline, WorkflowPolicy, WorkflowState
+from robot_team.workflow import (
+    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, WorkflowPolicy, WorkflowState)
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -161,6 +162,8 @@ class SupervisorCore:
         """
         try:
             task = self.policy.record_report(report, now_s)
+        except DuplicateReport as exc:   # its first answer was lost (e.g. with a supervisor that died): no news
+            return True, str(exc)
         except ValueError as exc:
             self.reject_report(str(exc), raw if raw is not None else report.model_dump(mode='json'))
             return False, str(exc)
