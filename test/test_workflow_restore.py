@@ -4,7 +4,7 @@ import pytest
 
 from robot_team.config import Deadlines
 from robot_team.reports import TaskReportModel
-from robot_team.workflow import WorkflowPolicy, WorkflowState
+from robot_team.workflow import DuplicateReport, WorkflowPolicy, WorkflowState
 
 OWNER = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
          'display': 'display_robot', 'reflection': 'manager'}
@@ -70,8 +70,8 @@ def test_a_late_report_on_the_running_task_meets_its_deadline(midway):
     changes = again.take_deadline_changes()
     assert [(c.change, c.deadline.kind, c.deadline.task_id) for c in changes] == [
         ('met', 'task', 'info-2'), ('started', 'decision', 'info-2')]
-    with pytest.raises(ValueError, match='one report per task'):
-        report(again, 'info-2', 'info_collection', 'success', 302.0)
+    with pytest.raises(DuplicateReport, match='already recorded as success with this report'):
+        report(again, 'info-2', 'info_collection', 'success', 302.0)   # the same report again: recorded once
 
 
 def test_a_deadline_that_passed_while_down_is_missed_at_the_first_check(midway):
