@@ -561,11 +561,6 @@ class Episode:
                              attempt=decision.attempt, returncode=returncode, pid=proc.pid,
                              max_restarts=self.restarts.max_restarts)
 
-    def child_pid(self, name: str) -> int | None:
-        """Return the pid of node ``name``'s current process (processes mode), None if it has none."""
-        proc = self._children.get(name)
-        return proc.pid if proc is not None else None
-
     def _stop_processes(self, timeout_s: float = 5.0) -> None:
         for proc in self._children.values():
             if proc.poll() is None:

@@ -220,7 +220,7 @@ def test_a_killed_robot_process_is_restarted_and_announces_itself_again(tmp_path
     def on_event(event):
         with lock:
             if event.kind == EventKind.DELEGATION.value and not killed and episode is not None:
-                pid = episode.child_pid(victim)
+                pid = episode.pid_of(victim)
                 killed.update(pid=pid, stamp_s=event.stamp_s)
                 os.kill(pid, signal.SIGKILL)
 
