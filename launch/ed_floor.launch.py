@@ -19,6 +19,9 @@ once every team node has announced itself (``team_ready``). The launch ends by i
 episode ends, with ``out_dir/report.json`` (as ``robot-team run``), ``events.jsonl``,
 ``events.mcap``. Bad input (an argument out of its set, a missing world/model/params file, a
 robot without a dock, a map that disagrees with the world) stops it before anything starts.
+The team's nodes and the hospital's systems respawn when they die (0.5 s later, at most 3 times;
+not the simulator nor the recorder: they cannot resume), and every process gets the team's Fast
+DDS profile (a dead node leaves the graph in ~3 s) unless ``FASTDDS_DEFAULT_PROFILES_FILE`` is set.
 What starts is planned in ``robot_team.bringup.plan.plan_floor``.
 """
 

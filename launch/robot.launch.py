@@ -10,7 +10,9 @@ Arguments: ``robot`` (navigation_robot | info_collection_robot | display_robot),
 directory, SQLite), ``use_sim_time`` (false on a real robot), ``nav2`` (true: nav2_bringup's
 bringup_launch.py in the robot's namespace), ``map`` and ``params_file`` (Nav2; default the
 generated ones), ``pose_source`` (auto | tf | amcl_pose), ``discovery_range`` (SUBNET on a
-robot; see docs/deployment.md). Checked in ``robot_team.bringup.plan.plan_robot``.
+robot; see docs/deployment.md). The robot's node respawns when it dies (0.5 s later, at most 3
+times) and gets the team's Fast DDS profile unless ``FASTDDS_DEFAULT_PROFILES_FILE`` is set.
+Checked in ``robot_team.bringup.plan.plan_robot``.
 """
 
 from launch import LaunchDescription

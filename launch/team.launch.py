@@ -8,7 +8,10 @@ Arguments: ``scenario``, ``brain``, ``kb``, ``out_dir``, ``team_namespace``, ``u
 (true when a simulator elsewhere publishes the clock), ``operator`` (scripted: the scenario's
 operator script answers escalations; none: humans answer from rqt or ``robot-team resolve``),
 ``end_with_episode`` (true: stop with report.json at the episode's end; false: record until
-interrupted), ``discovery_range``. Checked in ``robot_team.bringup.plan.plan_team``.
+interrupted), ``discovery_range``. The manager, supervisor and operator respawn when they die
+(0.5 s later, at most 3 times; the recorder does not: it holds the record), with the team's Fast
+DDS profile unless ``FASTDDS_DEFAULT_PROFILES_FILE`` is set. Checked in
+``robot_team.bringup.plan.plan_team``.
 """
 
 from launch import LaunchDescription

@@ -29,6 +29,7 @@ from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
 from robot_team import runner
 from robot_team.reports import WORKFLOW_ORDER
+from robot_team.restarts import DEFAULT_MAX_RESTARTS
 from robot_team.runner import ensure_localhost_dds
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
@@ -76,6 +77,10 @@ def run(
                                                 "that two teams share one domain.")] = '/',
     log_level: Annotated[str, typer.Option(help="Nodes' console log level (debug, info, warn, error); the event "
                                                 'record is complete whatever it is.')] = 'warn',
+    max_restarts: Annotated[int, typer.Option(min=0, help='With --processes: how many times a node process that '
+                                                          'dies is started again (per node, 0.5 s after its exit; '
+                                                          '0: never).')]
+    = DEFAULT_MAX_RESTARTS,
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json.
 
@@ -99,7 +104,7 @@ def run(
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level, namespace, llm_clock, model, clock)
+                                    log_level, namespace, llm_clock, model, clock, max_restarts)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -113,12 +118,14 @@ def run(
 
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
-                       log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow'):
+                       log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow',
+                       max_restarts=DEFAULT_MAX_RESTARTS):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
-                                  namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock)
+                                  namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
+                                  max_restarts=max_restarts)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -136,7 +143,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
-                                  local_model=model, clock=clock)
+                                  local_model=model, clock=clock, max_restarts=max_restarts)
 
 
 def print_summary(report: dict) -> None:

@@ -5,7 +5,12 @@ Two modes share everything but process layout:
 - in-process (default): every node in this process, one ``MultiThreadedExecutor``;
 - ``processes=True``: each node in its own process (``python -m <module> --ros-args ...``),
   exactly as ``ros2 run``/``ros2 launch`` would start them; this process only records. A
-  node that dies is recorded as ``node_crashed`` with its exit code and last log lines.
+  node that dies is recorded as ``node_crashed`` with its exit code and last log lines and, once
+  the team has started, started again as launch's ``respawn`` does: the same command line,
+  parameters and environment after ``restart_delay_s`` (0.5 wall s), at most ``max_restarts``
+  times per node (3), each recorded as ``node_restarted`` (:mod:`robot_team.restarts`). The node
+  processes get the team's Fast DDS profile (participant lease 3 s), so a killed node leaves the
+  ROS graph within seconds rather than Fast DDS's default 20 s.
 
 The simulator's two nodes (``hospital_systems`` and ``motion_sim``, the clock source) start with
 the team; ``motion_sim`` starts paused and holds sim time at 0 until every node is up and has
@@ -65,6 +70,7 @@ from robot_team.names import (
 )
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
+from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
 from robot_team.rosevents import EventEmitter
 from robot_team.rostime import now_s
 from robot_team.sim.hospital_node import HospitalSystemsNode
@@ -79,6 +85,9 @@ TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.valu
 """The team's nodes (their ``node_started`` events, with the simulator's, gate the start of sim time)."""
 SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
 """The embedded simulator's nodes: the hospital's systems, and robot motion (the clock source)."""
+NOT_RESTARTABLE = frozenset({MOTION_SIM})
+"""Nodes never restarted: ``motion_sim`` is the world and the clock source; started again it would
+begin sim time at 0, paused, with every robot back at its dock (Gazebo is not respawned either)."""
 
 
 @dataclass
@@ -163,8 +172,11 @@ class Episode:
                  domain_id: int | None = None, real_time_factor: float | None = None,
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
                  log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
-                 local_model: str | None = None, clock: str = 'follow'):
+                 local_model: str | None = None, clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
+                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S):
         self.scenario = scenario
+        # processes mode: crashed node processes start again (RestartError, a ValueError, if out of range)
+        self.restarts = RestartPolicy(max_restarts, restart_delay_s, NOT_RESTARTABLE)
         self.local_model = local_model
         self.clock = check_clock_mode(clock, 'clock (--clock)')
         # The follow clock holds while a brain waits on its LLM: the brains announce their waits.
@@ -186,8 +198,16 @@ class Episode:
         self.real_time_factor = real_time_factor or (0.0 if clock == 'follow' else scenario.real_time_factor)
         self.on_event = on_event
         self._children: dict[str, subprocess.Popen] = {}
+        self._commands: dict[str, tuple[list[str], dict]] = {}   # node -> (argv, env) it was started with
         self._interrupt: Interrupt | None = None
         self._crashed: set[str] = set()
+        """Nodes whose process ended and has not been started again (yet)."""
+        self._down: set[str] = set()
+        """Nodes that stay down for the rest of the episode (not restartable, or restarts exhausted)."""
+        self._team_started = False
+        self._dds_env: dict = {}
+        self.dds_profile: dict | None = None
+        """The Fast DDS profile the node processes got (processes mode; see :func:`dds_environment`)."""
         self.nodes: list = []
         """The nodes this process ran (in-process mode; kept after the run for inspection)."""
 
@@ -233,6 +253,9 @@ class Episode:
         report['namespace'] = self.namespace
         report['domain_id'] = self.domain_id
         report['teardown'] = teardown
+        if self.processes:
+            report['dds_profile'] = self.dds_profile
+            report['restarts'] = self.restarts.summary(self._down)
         report.update(self._llm_report(events))
         if report['outcome'] == 'interrupted':
             report['interrupted_by'] = interrupt.signal_name
@@ -257,6 +280,7 @@ class Episode:
                 executor.add_node(node)
         resume_clock = self._clock_resumer(recorder)
         if self._wait_started(recorder, timeout_s=60.0, interrupt=interrupt):
+            self._team_started = True   # from now on a node that dies is started again
             resume_clock()
             finished = self._wait_finished(recorder, interrupt)
             if finished is None and not interrupt.is_set():
@@ -435,6 +459,14 @@ class Episode:
     # -- processes --
 
     def _start_processes(self, paths: dict) -> None:
+        """Start every node in its own process, each with the team's DDS profile (unless the user set one).
+
+        Raises
+        ------
+        ConfigError, FileNotFoundError
+            If the team's Fast DDS profile is needed and cannot be found.
+        """
+        self._dds_env, self.dds_profile = dds_environment(os.environ)
         modules = {SUPERVISOR: ['robot_team.agents.supervisor_node'], OPERATOR: ['robot_team.agents.operator_node'],
                    Robot.MANAGER.value: ['robot_team.agents.manager_node']}
         for name in TEAM:
@@ -450,15 +482,28 @@ class Episode:
         for key, value in params.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             args += ['-p', f'{key}:={text}']
-        env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id), PYTHONUNBUFFERED='1')
+        env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id), PYTHONUNBUFFERED='1', **self._dds_env)
         source_root = str(Path(robot_team.__path__[0]).parent)
         env['PYTHONPATH'] = source_root + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
+        self._commands[name] = (args, env)
+        self._spawn(name, 'w')
+
+    def _spawn(self, name: str, mode: str) -> subprocess.Popen:
+        """Start node ``name``'s process with its recorded command and environment; log to ``logs/<name>.log``.
+
+        ``mode`` 'w' starts the log, 'a' appends to it (a restart keeps the crashed run's log).
+        """
+        args, env = self._commands[name]
         logs = self.out_dir / 'logs'
         logs.mkdir(exist_ok=True)
-        log = open(logs / f'{name}.log', 'w')
-        self._children[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                                cwd=self.out_dir)
-        log.close()
+        with open(logs / f'{name}.log', mode) as log:
+            if mode == 'a':
+                log.write(f'\n--- robot_team runner: {name} restarted (attempt {self.restarts.attempts.get(name, 0)}'
+                          f' of {self.restarts.max_restarts}) ---\n')
+                log.flush()
+            proc = self._children[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                           cwd=self.out_dir)
+        return proc
 
     def pid_of(self, name: str) -> int | None:
         """Return the process ID of team node ``name`` (one process per node), None if it runs no process now."""
@@ -466,17 +511,55 @@ class Episode:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def _check_children(self) -> None:
+        """Record each node process that ended; once the team started, schedule its restart (or say it stays down).
+
+        Nothing is recorded or restarted after a SIGINT/SIGTERM (the nodes stop as asked).
+        """
         if self._interrupt is not None and self._interrupt.is_set():
             return   # a Ctrl-C reaches the whole process group: the nodes stop on their own, as asked
         for name, proc in self._children.items():
             code = proc.poll()
-            if code is not None and name not in self._crashed:
-                self._crashed.add(name)
-                log = self.out_dir / 'logs' / f'{name}.log'
-                tail = log.read_text(errors='replace').splitlines()[-15:] if log.exists() else []
-                self.events.emit(EventKind.NODE_CRASHED, f'node {name} exited with code {code}', target=name,
-                                 reason='process ended before the episode did', returncode=code,
-                                 log_tail=tail)
+            if code is None or name in self._crashed:
+                continue
+            self._crashed.add(name)
+            log = self.out_dir / 'logs' / f'{name}.log'
+            tail = log.read_text(errors='replace').splitlines()[-15:] if log.exists() else []
+            restart: dict = {}
+            if self._team_started:   # a node that dies during start-up is a start error (_wait_started)
+                decision = self.restarts.crashed(name, time.monotonic())
+                if not decision.restart:
+                    self._down.add(name)
+                restart = {'restart': decision.restart, 'restart_attempt': decision.attempt,
+                           'max_restarts': self.restarts.max_restarts,
+                           'restart_delay_s': self.restarts.delay_s if decision.restart else None,
+                           'stays_down': decision.reason or None}
+            self.events.emit(EventKind.NODE_CRASHED, f'node {name} exited with code {code}'
+                             + (f"; stays down ({restart['stays_down']})" if restart.get('stays_down') else ''),
+                             target=name, reason='process ended before the episode did', returncode=code,
+                             pid=proc.pid, log_tail=tail, **restart)
+
+    def _restart_due(self) -> None:
+        """Start again each crashed node whose restart delay has passed; record ``node_restarted``."""
+        if self._interrupt is not None and self._interrupt.is_set():
+            self.restarts.cancel()
+            return
+        for decision in self.restarts.due(time.monotonic()):
+            name = decision.node
+            returncode = self._children[name].returncode
+            try:
+                proc = self._spawn(name, 'a')
+            except OSError as exc:   # the interpreter or the run folder went away: it stays down
+                self._down.add(name)
+                self.events.emit(EventKind.NODE_CRASHED, f'node {name} could not be restarted: {exc}', target=name,
+                                 reason='restart failed', returncode=returncode, restart=False,
+                                 restart_attempt=decision.attempt, stays_down='restart_failed')
+                continue
+            self._crashed.discard(name)
+            self.events.emit(EventKind.NODE_RESTARTED,
+                             f'node {name} restarted (attempt {decision.attempt} of {self.restarts.max_restarts})',
+                             target=name, reason=f'its process exited with code {returncode}', node=name,
+                             attempt=decision.attempt, returncode=returncode, pid=proc.pid,
+                             max_restarts=self.restarts.max_restarts)
 
     def _stop_processes(self, timeout_s: float = 5.0) -> None:
         for proc in self._children.values():
@@ -530,7 +613,8 @@ class Episode:
             if now_s(recorder) > limit:
                 return None
             self._check_children()
-            if Robot.MANAGER.value in self._crashed:
+            self._restart_due()
+            if Robot.MANAGER.value in self._down:   # the manager is gone for good: nobody can end the episode
                 return None
         return None
 
@@ -540,7 +624,8 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 on_event: Callable[[TeamEventModel], None] | None = None,
                 brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/',
                 llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None,
-                clock: str = 'follow') -> RunResult:
+                clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
+                restart_delay_s: float = DEFAULT_RESTART_DELAY_S) -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -558,18 +643,25 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap).
     ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
     (:mod:`robot_team.llm.lockstep`); 'realtime' (default) does not (the follow clock always holds).
+    With ``processes=True`` a node process that exits after the team started is started again
+    ``restart_delay_s`` wall seconds later, at most ``max_restarts`` times per node (0: never;
+    ``motion_sim``, the clock source, never), each recorded as ``node_restarted``; ``report.json``
+    has ``restarts`` and ``dds_profile`` (the Fast DDS profile the node processes got).
 
     Raises
     ------
     ConfigError
         If the scenario, floor or staff directory cannot be used, or (``brain`` 'local') the model
         is unknown or not installed.
+    RestartError
+        (a ValueError) If ``max_restarts`` is negative or ``restart_delay_s`` negative.
     RuntimeError
-        If the team's nodes do not come up.
+        If the team's nodes do not come up (a node that crashes during start-up is not restarted).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(str(scenario))
     return Episode(scenario, Path(out_dir), brain=brain, processes=processes, domain_id=domain_id,
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
                    log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
-                   local_model=local_model, clock=clock).run()
+                   local_model=local_model, clock=clock, max_restarts=max_restarts,
+                   restart_delay_s=restart_delay_s).run()

@@ -99,6 +99,25 @@ def test_opaque_functions_return_real_actions(tmp_path, name, opaque):
     assert any(isinstance(a, Node) for a in actions)
 
 
+def test_team_nodes_respawn_and_get_the_dds_profile_unless_one_is_set(tmp_path, monkeypatch):
+    """The real launch_ros Node takes respawn, respawn_delay and respawn_max_retries (launch >= Iron)."""
+    from launch.actions import SetEnvironmentVariable
+    from launch_ros.actions import Node
+
+    from robot_team.bringup.launch_actions import plan_actions
+    from robot_team.bringup.plan import plan_team
+    from robot_team.restarts import FASTDDS_PROFILES_VARIABLE
+    monkeypatch.delenv(FASTDDS_PROFILES_VARIABLE, raising=False)
+    actions = plan_actions(plan_team(out_dir=str(tmp_path / 'a')))
+    assert len([a for a in actions if isinstance(a, SetEnvironmentVariable)]) == 1
+    nodes = [a for a in actions if isinstance(a, Node)]
+    retries = [getattr(n, '_ExecuteLocal__respawn_max_retries') for n in nodes]
+    assert sorted(retries) == [-1, 3, 3, 3]      # supervisor, operator, manager respawn; the recorder does not
+    monkeypatch.setenv(FASTDDS_PROFILES_VARIABLE, '/etc/mine.xml')   # the user's profile is kept
+    actions = plan_actions(plan_team(out_dir=str(tmp_path / 'b')))
+    assert not [a for a in actions if isinstance(a, SetEnvironmentVariable)]
+
+
 @pytest.mark.timeout(120)
 def test_bad_argument_stops_before_anything_starts(tmp_path, domain_id):
     result = _launch('ed_floor.launch.py', ['sim:=webots', f'out_dir:={tmp_path}'], domain_id, 90, tmp_path)

@@ -2,8 +2,9 @@
 
 The episode recorder writes report.json at the time limit (recording the timeout as robot-team
 run does) and records a team node that leaves the graph as node_crashed, ending the episode when
-it is the manager. The full path (team_ready gate, simulator, episode end) runs in
-test/test_multihost.py and, where launch is installed, test/test_launch.py.
+it is the manager (at once, or once a respawned one has not come back within
+restart_grace_s; one that comes back is recorded as node_restarted). The full path (team_ready
+gate, simulator, episode end) runs in test/test_multihost.py and, where launch is installed, test/test_launch.py.
 """
 
 import json
@@ -59,3 +60,28 @@ def test_manager_leaving_the_graph_is_recorded_and_ends_the_episode(ros_context,
     crashed = [e for e in recorder.events() if e.kind == EventKind.NODE_CRASHED.value]
     assert [e.target for e in crashed] == ['manager']
     assert report['outcome'] == 'timeout'   # no episode end was reached
+
+
+def test_a_respawned_manager_is_recorded_back_and_the_episode_goes_on(ros_context, executor, tmp_path):
+    recorder = _recorder(ros_context, tmp_path, time_limit_s=1e12, restart_grace_s=30.0)
+    executor.add_node(recorder)
+    first = Node('manager', context=ros_context)
+    EventEmitter(first, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
+    executor.add_node(first)
+    assert _wait(lambda: 'manager' in recorder._seen)
+    executor.remove_node(first)
+    first.destroy_node()
+    assert _wait(lambda: 'manager' in recorder._crashed)      # lost, but launch respawns it: no end yet
+    time.sleep(1.0)
+    assert not recorder.ending.is_set()
+    second = Node('manager', context=ros_context)             # the respawned process announces itself again
+    EventEmitter(second, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
+    executor.add_node(second)
+    assert _wait(lambda: any(e.kind == EventKind.NODE_RESTARTED.value for e in recorder.events()))
+    back = next(e for e in recorder.events() if e.kind == EventKind.NODE_RESTARTED.value)
+    assert back.target == 'manager' and back.data['attempt'] == 1 and back.data['down_s'] > 0
+    assert 'manager' not in recorder._crashed and not recorder.ending.is_set()
+    executor.remove_node(second)
+    second.destroy_node()
+    executor.remove_node(recorder)
+    recorder.destroy_node()

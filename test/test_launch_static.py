@@ -235,3 +235,30 @@ def test_robot_plan_for_a_physical_robot(tmp_path):
     assert dict(nav2.arguments)['namespace'] == 'floor2/navigation_robot'
     assert dict(nav2.arguments)['use_sim_time'] == 'False'
     assert plans.plan_robot(robot='display_robot').includes() == []
+
+
+def test_team_nodes_respawn_and_what_cannot_resume_does_not(tmp_path):
+    from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE
+    team = {*plans.TEAM, *plans.HOSPITAL_SYSTEMS}
+    for label, plan in _all_plans(tmp_path):
+        nodes = plan.nodes()
+        ours = [n for n in nodes if n.package == plans.PACKAGE]
+        for node in ours:
+            if node.name in team:
+                assert (node.respawn, node.respawn_delay, node.respawn_max_retries) == (
+                    True, DEFAULT_RESTART_DELAY_S, DEFAULT_MAX_RESTARTS), f'{label}: {node.name} does not respawn'
+            else:   # the clock source, the team gate, the recorders: named with the reason
+                assert not node.respawn and node.executable in plans.NOT_RESPAWNED, f'{label}: {node.name}'
+        assert not any(n.respawn for n in nodes if n.package != plans.PACKAGE), label   # Gazebo, bridges: theirs
+        profile = Path(plan.environment_defaults[FASTDDS_PROFILES_VARIABLE])
+        assert profile.is_file() and profile.name == 'team_liveness.xml', label
+    embedded = plans.plan_floor(sim='embedded', out_dir=str(tmp_path / 'r'))
+    assert embedded.recorder.parameters[0]['restart_grace_s'] == plans.RECORDER_RESTART_GRACE_S > 0
+    assert {n.name for n in embedded.nodes() if n.respawn} == {*plans.TEAM, 'hospital_systems'}
+
+
+def test_a_missing_dds_profile_is_named(tmp_path):
+    share = tmp_path / 'share'
+    share.mkdir()
+    with pytest.raises(ConfigError, match='Fast DDS profile .*team_liveness.xml does not exist'):
+        plans.plan_robot(robot='display_robot', share=share)

@@ -151,7 +151,8 @@ def test_ctrl_c_stops_a_run_with_one_process_per_node(tmp_path, domain_id):
     events = read_jsonl(out / 'events.jsonl')
     assert {e.actor for e in events if e.kind == 'node_started'} >= {'manager', 'supervisor', 'navigation_robot'}
     assert [e for e in events if e.actor == 'hospital_systems' and e.kind == 'sim']   # the floor ran: the record so far
-    assert not [e for e in events if e.kind == 'node_crashed']
+    assert not [e for e in events if e.kind in ('node_crashed', 'node_restarted')]   # Ctrl-C: nothing restarts
+    assert report['restarts']['restarts'] == {}
     with pytest.raises(ProcessLookupError):                  # no node of the run is left
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:

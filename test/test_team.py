@@ -134,7 +134,8 @@ def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
 
     from robot_team.runner import Episode
     scenario = load_scenario('all_available').model_copy(update={'time_limit_s': 400.0})
-    episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id)
+    # no restart (max_restarts 0): the robot stays down (test/test_restart.py: a killed robot restarts)
+    episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id, max_restarts=0)
 
     def kill_display_robot():   # once the team is up and sim time runs
         deadline = time.monotonic() + 60
@@ -149,6 +150,7 @@ def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
     result = episode.run()
     crashed = [e for e in result.events if e.kind == 'node_crashed']
     assert crashed and crashed[0].target == 'display_robot' and crashed[0].data['returncode'] != 0
+    assert crashed[0].data['stays_down'] == 'disabled' and result.report['restarts']['down'] == ['display_robot']
     assert result.report['outcome'] != 'success'
     assert result.report['guards'].get('node_crashed') == 1
 

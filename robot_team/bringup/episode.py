@@ -12,8 +12,9 @@ same from the ROS graph alone, so that it works with the nodes on any host:
   as ``robot-team run`` does) or when the manager's node is gone, it writes ``events.jsonl``,
   ``events.mcap`` and ``report.json`` (:func:`robot_team.report.build_report`, mode ``launch``)
   into ``out_dir`` and exits; the launch file then shuts everything down. A team node that
-  announced itself and later leaves the graph is recorded as ``node_crashed``. Interrupted
-  (Ctrl-C), it writes what it has.
+  announced itself and later leaves the graph is recorded as ``node_crashed``; one that announces
+  itself again (launch respawned it) as ``node_restarted``. A lost manager ends the episode once
+  it has not come back within ``restart_grace_s``. Interrupted (Ctrl-C), it writes what it has.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class EpisodeRecorder(TeamRecorder):
         Sim seconds before the episode is stopped (default: the scenario's).
     watch_nodes
         Team nodes whose disappearance is recorded (default :data:`TEAM_NODES`).
+    restart_grace_s
+        Wall seconds a lost manager has to come back (launch respawns it) before the episode
+        ends (default 0: at once, for a manager that does not respawn).
 
     ``ending`` is set when the episode is over (the caller spins a little longer for the last
     events, then calls :meth:`finish`); ``finished`` once the record and report are written.
@@ -72,6 +76,7 @@ class EpisodeRecorder(TeamRecorder):
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('time_limit_s', 0.0)
         self.declare_parameter('watch_nodes', list(TEAM_NODES))
+        self.restart_grace_s = float(self.declare_parameter('restart_grace_s', 0.0).value)
         self._scenario = self._load_scenario(str(self.get_parameter('scenario').value))
         limit = float(self.get_parameter('time_limit_s').value)
         self.time_limit_s = limit if limit > 0 else self._scenario.time_limit_s
@@ -79,6 +84,8 @@ class EpisodeRecorder(TeamRecorder):
         self._seen: set[str] = set()
         self._missing: dict[str, int] = {}
         self._crashed: set[str] = set()
+        self._lost_at: dict[str, float] = {}     # node -> wall (monotonic) s it was recorded lost
+        self._starts: dict[str, int] = {}        # node -> node_started events seen
         self._emitter = EventEmitter(self, ACTOR)
         self._wall_start = time.monotonic()
         self._done = threading.Lock()
@@ -106,7 +113,12 @@ class EpisodeRecorder(TeamRecorder):
             self._emitter.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
                                reason=f'no episode end within {self.time_limit_s:.0f} s of sim time', outcome='timeout')
             return      # finished at the next check, once the event is recorded
-        started = {e.actor for e in events if e.kind == EventKind.NODE_STARTED.value}
+        starts: dict[str, int] = {}
+        for e in events:
+            if e.kind == EventKind.NODE_STARTED.value:
+                starts[e.actor] = starts.get(e.actor, 0) + 1
+        self._notice_restarts(starts)
+        started = set(starts)
         present = {name for name, _ in self.get_node_names_and_namespaces()}
         for node in (self._watch & started) - self._crashed:
             if node in present:
@@ -116,10 +128,27 @@ class EpisodeRecorder(TeamRecorder):
                 self._missing[node] = self._missing.get(node, 0) + 1
                 if self._missing[node] >= 2:   # gone for two checks (a second): not a discovery hiccup
                     self._crashed.add(node)
+                    self._lost_at[node] = time.monotonic()
                     self._emitter.emit(EventKind.NODE_CRASHED, f'node {node} left the graph', target=node,
                                        reason='its node disappeared before the episode ended')
-        if names.Robot.MANAGER.value in self._crashed:
-            self.ending.set()
+        manager = names.Robot.MANAGER.value
+        if manager in self._crashed and time.monotonic() - self._lost_at[manager] >= self.restart_grace_s:
+            self.ending.set()   # nobody can end the episode any more
+
+    def _notice_restarts(self, starts: dict[str, int]) -> None:
+        """Record ``node_restarted`` for each watched node that announced itself again (launch respawned it)."""
+        for node, count in starts.items():
+            before = self._starts.get(node, 0)
+            self._starts[node] = count
+            if node not in self._watch or count <= max(before, 1):   # (restarted before the first look, too)
+                continue
+            self._crashed.discard(node)
+            self._missing.pop(node, None)
+            lost = self._lost_at.pop(node, None)
+            self._emitter.emit(EventKind.NODE_RESTARTED, f'node {node} is back (start {count})', target=node,
+                               reason='it announced itself again (respawned)', node=node, attempt=count - 1,
+                               noticed_by='node_started',
+                               down_s=round(time.monotonic() - lost, 3) if lost is not None else None)
 
     def finish(self) -> dict:
         """Write ``events.jsonl``, ``events.mcap`` and ``report.json`` into ``out_dir`` (once); return the report."""

@@ -7,10 +7,12 @@ its message before any process starts.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import AppendEnvironmentVariable, EmitEvent, IncludeLaunchDescription, LogInfo, RegisterEventHandler
+from launch.actions import (AppendEnvironmentVariable, EmitEvent, IncludeLaunchDescription, LogInfo,
+                            RegisterEventHandler, SetEnvironmentVariable)
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -20,10 +22,12 @@ from robot_team.bringup.plan import IncludeSpec, NodeSpec, Plan, check_packages
 
 
 def node_action(spec: NodeSpec) -> Node:
-    """Return the ``launch_ros`` Node of ``spec`` (output on screen)."""
+    """Return the ``launch_ros`` Node of ``spec`` (output on screen; respawned as the spec says)."""
     kwargs = {}
     if spec.namespace:
         kwargs['namespace'] = spec.namespace
+    if spec.respawn:   # launch >= 2.0 (Iron; Jazzy, Kilted) has respawn_max_retries
+        kwargs.update(respawn=True, respawn_delay=spec.respawn_delay, respawn_max_retries=spec.respawn_max_retries)
     return Node(package=spec.package, executable=spec.executable, name=spec.name, output='screen',
                 parameters=list(spec.parameters), remappings=list(spec.remappings),
                 arguments=list(spec.arguments), **kwargs)
@@ -44,10 +48,14 @@ def plan_actions(plan: Plan) -> list:
 
     When ``team_ready`` exits 0 the ``after_team`` part starts; any other exit shuts the launch
     down with its reason. When the episode recorder exits (the episode ended and report.json is
-    written) the launch shuts down.
+    written) the launch shuts down. ``environment_defaults`` are set only where the launch's
+    environment (this process's, as launch keeps it) lacks them, e.g. a user's own
+    ``FASTDDS_DEFAULT_PROFILES_FILE`` is kept.
     """
     check_packages(plan.packages)
-    actions: list = [AppendEnvironmentVariable(name, value) for name, value in plan.environment.items()]
+    actions: list = [SetEnvironmentVariable(name, value) for name, value in plan.environment_defaults.items()
+                     if not os.environ.get(name)]
+    actions += [AppendEnvironmentVariable(name, value) for name, value in plan.environment.items()]
     actions += [LogInfo(msg=f'robot_team: {note}') for note in plan.notes]
     actions += [_action(spec) for spec in plan.first]
     if plan.team_ready is not None:

@@ -8,6 +8,13 @@ file and what was expected, before any process starts: an argument out of its se
 world, model, bridge, params or map file, a robot without a dock, a map that disagrees with the
 world.
 
+The team's nodes (manager, supervisor, operator, robots) and the hospital's systems respawn when
+they die, as ``robot-team run --processes`` restarts them (:mod:`robot_team.restarts`: the same
+delay and the same most restarts), and every process of a launch gets the team's Fast DDS profile
+(participant lease 3 s: a dead node leaves the graph within seconds) unless
+``FASTDDS_DEFAULT_PROFILES_FILE`` is already set. What cannot resume is not respawned (see
+:data:`NOT_RESPAWNED`).
+
 Executables of the embedded simulator are named in one place (:data:`EMBEDDED_SIM`,
 :data:`HOSPITAL_SYSTEMS`): robot motion (``motion_sim``, the Gazebo + Nav2 stand-in and clock
 source) and the hospital's systems (``hospital_systems``), which also run beside Gazebo.
@@ -32,6 +39,8 @@ from robot_team.config import ConfigError, load_scenario, share_dir
 from robot_team.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
+from robot_team.restarts import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE,
+                                 LIVENESS_PROFILE)
 from robot_team.runner import TEAM, _node_parameters, prepare
 from robot_team.tools.localization import POSE_SOURCES
 
@@ -51,6 +60,19 @@ started on sim time beside Gazebo and Nav2 for ``sim:=gazebo`` as beside ``motio
 GAZEBO_PACKAGES = ('ros_gz_sim', 'ros_gz_bridge', 'nav2_bringup', 'tf2_ros')
 """ROS packages ``sim:=gazebo`` needs (exec_depend in package.xml)."""
 NAV2_PACKAGES = ('nav2_bringup',)
+NOT_RESPAWNED: dict[str, str] = {
+    names.MOTION_SIM: 'the world and the clock source: started again it would begin sim time at 0 with every '
+                      'robot back at its dock (Gazebo is not respawned either)',
+    'team_ready': 'a one-shot gate: its exit (0) starts the simulator',
+    'episode_recorder': 'its exit ends the launch with report.json, and it holds the record so far in memory: '
+                        'a respawned one would start an empty record and overwrite it',
+    names.RECORDER: 'it holds the record so far in memory and writes it at its exit: a respawned one would '
+                    'overwrite events.jsonl with only what came after',
+}
+"""Our executables that never respawn, and why (what cannot resume its state)."""
+RECORDER_RESTART_GRACE_S = 30.0
+"""Wall seconds the episode recorder waits for a lost manager to come back (respawned) before it
+ends the episode: the respawn delay plus a node's start-up on a loaded machine, with room."""
 TF_REMAPS = (('/tf', TF), ('/tf_static', TF_STATIC))
 """Each robot's TF tree on its own topics, as in Nav2's multi-robot bringup."""
 
@@ -70,6 +92,15 @@ class NodeSpec:
     parameters: tuple = ()        # dicts and parameter-file paths
     remappings: tuple = ()
     arguments: tuple = ()
+    respawn: bool = False         # launch's respawn: started again when it exits (not at shutdown)
+    respawn_delay: float = 0.0    # wall s before the respawn
+    respawn_max_retries: int = -1  # the most respawns (-1: no limit, launch's default)
+
+
+def respawning(spec: NodeSpec) -> NodeSpec:
+    """Return ``spec`` respawned as ``robot-team run --processes`` restarts its nodes (delay, most restarts)."""
+    return replace(spec, respawn=True, respawn_delay=DEFAULT_RESTART_DELAY_S,
+                   respawn_max_retries=DEFAULT_MAX_RESTARTS)
 
 
 @dataclass(frozen=True)
@@ -89,7 +120,8 @@ class Plan:
     ``team_ready`` exits 0 (the simulator or hospital systems); ``recorder`` ends the launch
     when it exits (None: the launch runs until interrupted). ``packages`` must be installed
     (checked by :func:`check_packages` in the launch file); ``environment`` is appended to
-    (name -> path); ``paths`` are the files written or used (run folder, map...).
+    (name -> path); ``environment_defaults`` are set only where the launch's environment lacks
+    them (name -> value); ``paths`` are the files written or used (run folder, map...).
     """
 
     first: list = field(default_factory=list)
@@ -98,6 +130,7 @@ class Plan:
     recorder: NodeSpec | None = None
     packages: tuple = ()
     environment: dict = field(default_factory=dict)
+    environment_defaults: dict = field(default_factory=dict)
     paths: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
@@ -211,6 +244,19 @@ def check_map_against_world(map_yaml: Path, world_file: Path, floor: Floor, clos
     return result
 
 
+def _dds_profile(plan: Plan, share: Path) -> None:
+    """Give every process of ``plan`` the team's Fast DDS profile unless FASTDDS_DEFAULT_PROFILES_FILE is set.
+
+    Raises
+    ------
+    PlanError
+        If the share folder has no profile (``config/fastdds/team_liveness.xml``).
+    """
+    profile = existing(share / LIVENESS_PROFILE, 'Fast DDS profile')
+    plan.environment_defaults[FASTDDS_PROFILES_VARIABLE] = str(profile)
+    plan.paths['dds_profile'] = str(profile)
+
+
 def _brain_options(brain: str, kb: bool) -> dict:
     return {'kb': kb} if brain in ('openai', 'local') else {}
 
@@ -223,21 +269,25 @@ def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, po
     for name in team_side:
         params = _node_parameters(name, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
-        nodes.append(NodeSpec(PACKAGE, name, name, team_ns, (params,)))
+        nodes.append(respawning(NodeSpec(PACKAGE, name, name, team_ns, (params,))))
     for robot in (MOBILE_ROBOTS if robots else ()):
         params = _node_parameters(robot, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
         if robot == names.Robot.NAVIGATION.value:
             params['pose_source'] = pose_source
-        nodes.append(NodeSpec(PACKAGE, robot, robot, names.join(team_ns, robot), (params,), TF_REMAPS))
+        nodes.append(respawning(NodeSpec(PACKAGE, robot, robot, names.join(team_ns, robot), (params,), TF_REMAPS)))
     return nodes
 
 
 def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_sim_time: bool,
               end_with_episode: bool = True) -> NodeSpec:
+    """Return the recorder (never respawned: :data:`NOT_RESPAWNED`).
+
+    The episode recorder waits :data:`RECORDER_RESTART_GRACE_S` for a respawned manager.
+    """
     params = {'use_sim_time': use_sim_time, 'out_dir': str(out_dir)}
     if end_with_episode:
-        params.update(scenario=scenario_file, brain=brain)
+        params.update(scenario=scenario_file, brain=brain, restart_grace_s=RECORDER_RESTART_GRACE_S)
         return NodeSpec(PACKAGE, 'episode_recorder', names.RECORDER, team_ns, (params,))
     return NodeSpec(PACKAGE, names.RECORDER, names.RECORDER, team_ns, (params,))
 
@@ -289,6 +339,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     out = Path(out_dir).expanduser().resolve()
     paths = prepare(loaded, out)
     plan = Plan(paths={'out_dir': str(out), **paths})
+    _dds_profile(plan, share)
     options = _brain_options(brain, kb_on)
     if options:   # LLM brains: on the follow clock they announce each wait on their LLM (lockstep)
         options['llm_clock'] = llm_clock_under(clock, 'realtime')
@@ -303,8 +354,9 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     sim_params = {'scenario': paths['scenario'], 'clock_mode': clock}
     if rtf is not None:
         sim_params['real_time_factor'] = rtf
-    hospital = [NodeSpec(PACKAGE, exe, exe, team_ns, ({'scenario': paths['scenario'], 'use_sim_time': True},))
-                for exe in HOSPITAL_SYSTEMS]
+    # The hospital's systems respawn, as a deployment restarts them (their state is not restored yet).
+    hospital_params = {'scenario': paths['scenario'], 'use_sim_time': True}
+    hospital = [respawning(NodeSpec(PACKAGE, exe, exe, team_ns, (hospital_params,))) for exe in HOSPITAL_SYSTEMS]
     if sim == 'embedded':
         plan.first += hospital
         plan.after_team += [NodeSpec(PACKAGE, exe, exe, team_ns, (sim_params,)) for exe in EMBEDDED_SIM
@@ -409,7 +461,8 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
         params['pose_source'] = pose_source
     ns = names.join(team_ns, robot)
     plan = Plan(paths={'floor': str(loaded.path)})
-    plan.first.append(NodeSpec(PACKAGE, robot, robot, ns, (params,), TF_REMAPS))
+    _dds_profile(plan, share)
+    plan.first.append(respawning(NodeSpec(PACKAGE, robot, robot, ns, (params,), TF_REMAPS)))
     if flag('nav2', nav2):
         map_file = existing(map_yaml or share / files.map_path(loaded.name), 'map')
         try:
@@ -425,7 +478,7 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
 
 def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str = 'true',
               out_dir: str = '/tmp/robot_team_run', team_namespace: str = '/', use_sim_time: str = 'false',
-              operator: str = 'scripted', end_with_episode: str = 'true') -> Plan:
+              operator: str = 'scripted', end_with_episode: str = 'true', share: Path | None = None) -> Plan:
     """Plan ``team.launch.py``: manager, supervisor, (scripted operator) and recorder on a server.
 
     Raises
@@ -444,6 +497,7 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     out = Path(out_dir).expanduser().resolve()
     paths = prepare(loaded, out)
     plan = Plan(paths={'out_dir': str(out), **paths})
+    _dds_profile(plan, Path(share) if share else share_dir())
     plan.first += _team_nodes(loaded, paths, brain, _brain_options(brain, flag('kb', kb)), team_ns, sim_time,
                               'auto', operator=operator == 'scripted', robots=False)
     end = flag('end_with_episode', end_with_episode)
@@ -456,5 +510,6 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
 
 
 __all__ = ['BOOL_CHOICES', 'BRAIN_CHOICES', 'EMBEDDED_SIM', 'GAZEBO_PACKAGES', 'HOSPITAL_SYSTEMS', 'IncludeSpec',
-           'NodeSpec', 'Plan', 'PlanError', 'SIM_CHOICES', 'check_map_against_world', 'check_packages', 'map_info',
-           'plan_floor', 'plan_robot', 'plan_team', 'world_walls']
+           'NOT_RESPAWNED', 'NodeSpec', 'Plan', 'PlanError', 'RECORDER_RESTART_GRACE_S', 'SIM_CHOICES', 'respawning',
+           'check_map_against_world', 'check_packages', 'map_info', 'plan_floor', 'plan_robot', 'plan_team',
+           'world_walls']
