@@ -129,13 +129,22 @@ def invalid_call(emit: Callable[..., Any] | None, caller: str, tool: str, catego
 
 
 def sequence_gaps(events: list[TeamEventModel]) -> dict[str, list[int]]:
-    """Return, per actor, the sequence numbers missing from ``events`` (empty: record complete)."""
-    seqs: dict[str, set[int]] = {}
-    for event in events:
-        seqs.setdefault(event.actor, set()).add(event.seq)
+    """Return, per actor, the sequence numbers missing from ``events`` (empty: record complete).
+
+    A restarted node numbers its events from 1 again: in wall-time order, an actor's event numbered
+    1 after others starts its next incarnation, whose gaps are reported under ``<actor>#<k>``
+    (k = 2, 3...; the first incarnation keeps the actor's name).
+    """
+    runs: dict[str, list[set[int]]] = {}
+    for event in sorted(events, key=lambda e: e.wall_time):
+        incarnations = runs.setdefault(event.actor, [set()])
+        if event.seq == 1 and incarnations[-1]:
+            incarnations.append(set())
+        incarnations[-1].add(event.seq)
     gaps = {}
-    for actor, got in seqs.items():
-        missing = sorted(set(range(1, max(got) + 1)) - got)
-        if missing:
-            gaps[actor] = missing
+    for actor, incarnations in runs.items():
+        for k, got in enumerate(incarnations, 1):
+            missing = sorted(set(range(1, max(got) + 1)) - got)
+            if missing:
+                gaps[actor if k == 1 else f'{actor}#{k}'] = missing
     return gaps

@@ -22,6 +22,7 @@ from pathlib import Path
 from mcap_ros2.reader import read_ros2_messages
 from pydantic import BaseModel, Field
 
+from robot_team.catalog import Tool
 from robot_team.config import Scenario, load_scenario
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.names import HOSPITAL_SYSTEMS, SUPERVISOR, Robot
@@ -51,19 +52,18 @@ class Fault(BaseModel):
 NAV, INFO, DISPLAY, MANAGER = (Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
                                Robot.MANAGER.value)
 
+ESCORT = dict(kind=EventKind.TOOL_CALL.value, actor=NAV, target=Tool.NAVIGATE_TO_POSE.value, nth=2)
+"""The navigation robot's second Nav2 goal of a task that went its whole way: the escort (HCW following)."""
+AUTHORIZED = EventKind.DELEGATION_AUTHORIZED.value
+"""From its authorization on, a task is the robot's (the workflow counts it as running on that robot)."""
+
 FAULTS: dict[str, Fault] = {f.node: f for f in (
-    Fault(name='navigation robot killed mid-escort', node=NAV, kind=EventKind.TOOL_CALL.value, actor=NAV,
-          target='navigate_to_pose', nth=2),
-    Fault(name='info-collection robot killed while it reads the badge', node=INFO,
-          kind=EventKind.TOOL_CALL.value, actor=INFO, target='read_badge_scan'),
-    Fault(name='display robot killed while it fetches the care team', node=DISPLAY,
-          kind=EventKind.TOOL_CALL.value, actor=DISPLAY, target='fetch_care_team'),
-    Fault(name='manager killed while the navigation robot escorts', node=MANAGER,
-          kind=EventKind.TOOL_CALL.value, actor=NAV, target='navigate_to_pose', nth=2),
-    Fault(name='supervisor killed while the navigation robot escorts', node=SUPERVISOR,
-          kind=EventKind.TOOL_CALL.value, actor=NAV, target='navigate_to_pose', nth=2),
-    Fault(name='hospital systems killed while the navigation robot escorts', node=HOSPITAL_SYSTEMS,
-          kind=EventKind.TOOL_CALL.value, actor=NAV, target='navigate_to_pose', nth=2),
+    Fault(name='navigation robot killed mid-escort', node=NAV, **ESCORT),
+    Fault(name='info-collection robot killed as its task starts', node=INFO, kind=AUTHORIZED, target=INFO),
+    Fault(name='display robot killed as its task starts', node=DISPLAY, kind=AUTHORIZED, target=DISPLAY),
+    Fault(name='manager killed while the navigation robot escorts', node=MANAGER, **ESCORT),
+    Fault(name='supervisor killed while the navigation robot escorts', node=SUPERVISOR, **ESCORT),
+    Fault(name='hospital systems killed while the navigation robot escorts', node=HOSPITAL_SYSTEMS, **ESCORT),
 )}
 """One fault per killable node kind, each at a moment it holds work (the onboarding's IDs are not used)."""
 
@@ -87,6 +87,8 @@ class FaultResult(BaseModel):
     events_before: int = 0
     missing_jsonl: int = Field(0, description='Events recorded before the kill missing from events.jsonl.')
     missing_mcap: int = Field(0, description='Events recorded before the kill missing from events.mcap.')
+    sequence_gaps: dict[str, list[int]] = Field(default_factory=dict, description="The record's gaps per actor "
+                                                "(and incarnation: robot_team.events.sequence_gaps).")
     wall_s: float = 0.0
     out_dir: str = ''
 
@@ -134,7 +136,8 @@ def _measure(fault: Fault, report: dict, events: list[TeamEventModel], before: l
              killed_wall: float | None, killed_sim: float | None, out: Path, wall: float) -> FaultResult:
     result = FaultResult(fault=fault.name, node=fault.node, killed=killed_wall is not None, killed_sim_s=killed_sim,
                          outcome=report.get('outcome', ''), expected_outcome=report.get('expected_outcome') or '',
-                         events_before=len(before), wall_s=round(wall, 3), out_dir=str(out))
+                         events_before=len(before), wall_s=round(wall, 3), out_dir=str(out),
+                         sequence_gaps=report.get('events', {}).get('sequence_gaps', {}))
     if killed_wall is None:
         return result
     after = [e for e in events if e.wall_time >= killed_wall]

@@ -19,6 +19,7 @@ def check_record(result):
     assert result.killed, f'{result.fault}: the trigger never came'
     assert result.events_before > 10
     assert result.missing_jsonl == 0 and result.missing_mcap == 0, result
+    assert result.sequence_gaps == {}, result
 
 
 @pytest.mark.parametrize('node', ROBOTS)

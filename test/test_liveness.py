@@ -327,3 +327,14 @@ def test_the_same_refusal_twice_does_not_loop_the_manager_against_the_gate():
     team.manager.on_instruction(SupervisorInstruction(instruction_id='ins-1', operator_id='charge_nurse',
                                                       text='navigation first'))
     assert team.manager.step() is True                                  # news: it decides again
+
+
+def test_a_restarted_nodes_events_are_a_new_incarnation_of_its_sequence():
+    from robot_team.events import TeamEventModel, sequence_gaps
+
+    def ev(seq, wall, actor=NODE):
+        return TeamEventModel(stamp_s=0.0, wall_time=wall, seq=seq, actor=actor, kind='observation')
+    first, second = [ev(1, 1.0), ev(2, 2.0), ev(3, 3.0)], [ev(1, 10.0), ev(2, 11.0), ev(4, 13.0)]
+    assert sequence_gaps(first + second) == {f'{NODE}#2': [3]}
+    assert sequence_gaps(list(reversed(first + second[:2]))) == {}     # any order: wall time tells them apart
+    assert sequence_gaps([ev(2, 1.0), ev(1, 5.0)]) == {NODE: [1]}       # a lost first event is still a gap

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -285,6 +286,7 @@ class ManagerNode(Node):
         """Send an ExecuteTask goal to ``<robot>/execute_task``; ``done(report, error)`` when it ends."""
         client = self._robots[robot]
         wait_for_server(client, self._timeout, f'action server of {robot}')
+        self._wait_one_server(robot)
         goal = ExecuteTask.Goal(task_id=task.task_id, task_type=task.task_type.value, room=task.room,
                                 hcw_id=task.hcw_id, instructions=task.instructions,
                                 context_json=json.dumps(task.context, default=str))
@@ -302,6 +304,27 @@ class ManagerNode(Node):
                 return
             handle.get_result_async().add_done_callback(on_result)
         client.send_goal_async(goal).add_done_callback(on_goal)
+
+    def _wait_one_server(self, robot: str) -> None:
+        """Wait (up to ``service_timeout_s`` wall) until the graph shows one ExecuteTask server of ``robot``.
+
+        A restarted robot's dead incarnation stays in the graph (and matched) until DDS drops its
+        participant (its lease: 3 s with the team's profile, :mod:`robot_team.restarts`); a goal sent
+        meanwhile may reach only the dead one. Two servers at once are otherwise never expected.
+        """
+        topic = names.robot_name(robot, f'{names.EXECUTE_TASK}/_action/status')
+        deadline = time.monotonic() + self._timeout
+        waited = False
+        while self.count_publishers(topic) > 1 and time.monotonic() < deadline and not self._stop.is_set():
+            waited = True
+            time.sleep(0.05)
+        if waited:
+            servers = self.count_publishers(topic)
+            self.events.emit(EventKind.OBSERVATION, f'{robot} has {servers} action server(s) in the graph',
+                             target=robot, reason='a restarted robot: the goal waits until its dead incarnation '
+                             'has left the graph' if servers <= 1 else 'the dead incarnation is still in the graph '
+                             f'after {self._timeout:g} s: the goal goes anyway', cue='robot_servers',
+                             servers=servers)
 
     def now(self) -> float:
         """Return ROS time, s (sim time under use_sim_time)."""
