@@ -133,7 +133,8 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     StaffDirectory.create(staff_db, seed)
     escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
     manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
-    for db in (escalation_db, manager_db):
+    hospital_state = out_dir / 'hospital_state.pickle'   # and a new floor (hospital systems' checkpoint)
+    for db in (escalation_db, manager_db, hospital_state):
         for suffix in ('', '-journal', '-wal', '-shm'):
             Path(f'{db}{suffix}').unlink(missing_ok=True)
     resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
@@ -141,7 +142,8 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     scenario_file = out_dir / 'scenario.json'
     scenario_file.write_text(resolved.model_dump_json(indent=2))
     return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
-            'scenario': str(scenario_file), 'escalation_db': str(escalation_db), 'manager_db': str(manager_db)}
+            'scenario': str(scenario_file), 'escalation_db': str(escalation_db), 'manager_db': str(manager_db),
+            'hospital_state': str(hospital_state)}
 
 
 def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
@@ -425,8 +427,9 @@ class Episode:
         runs on sim time (the team, the recorder, ``hospital_systems``); :meth:`_clock_resumer`
         lets it go once they are all up.
         """
-        if name == HOSPITAL_SYSTEMS:
-            return {'scenario': paths['scenario'], 'use_sim_time': True}
+        if name == HOSPITAL_SYSTEMS:   # a checkpoint of the floor where its process may die and restart
+            return {'scenario': paths['scenario'], 'use_sim_time': True,
+                    'state_file': paths['hospital_state'] if self.processes else ''}
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
                 'min_clock_subscribers': len(TEAM) + 2, 'llm_clock': self.llm_clock, 'clock_mode': self.clock}
 

@@ -338,3 +338,21 @@ def test_a_restarted_nodes_events_are_a_new_incarnation_of_its_sequence():
     assert sequence_gaps(first + second) == {f'{NODE}#2': [3]}
     assert sequence_gaps(list(reversed(first + second[:2]))) == {}     # any order: wall time tells them apart
     assert sequence_gaps([ev(2, 1.0), ev(1, 5.0)]) == {NODE: [1]}       # a lost first event is still a gap
+
+
+def test_a_hospital_checkpoint_takes_up_the_floor_as_it_was():
+    motion, hospital = make_floor()
+    fetch(motion, hospital, '90')
+    motion.start_goal(NAV, motion.world.room('ER-12').entry)
+    run(motion, hospital, 8.0)
+    saved = hospital.checkpoint()
+    _, restarted = make_floor()
+    restarted.restore(saved)
+    assert restarted.t == hospital.t and restarted.arrived
+    assert restarted.hcw('90').state == 'following' and restarted.hcw('90').pose == hospital.hcw('90').pose
+    events = run(motion, restarted, 150)                               # the escort goes on as if nothing happened
+    assert restarted.hcw('90').state == 'arrived'
+    assert [s.data['reader_id'] for s in kinds(events, 'badge_scan')] == ['er_12_door']
+    with pytest.raises(ValueError, match='not a hospital checkpoint'):
+        restarted.restore(b'garbage')
+    assert restarted.hcw('90').state == 'arrived'                      # unchanged by the bad input

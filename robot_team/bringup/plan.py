@@ -354,8 +354,8 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     sim_params = {'scenario': paths['scenario'], 'clock_mode': clock}
     if rtf is not None:
         sim_params['real_time_factor'] = rtf
-    # The hospital's systems respawn, as a deployment restarts them (their state is not restored yet).
-    hospital_params = {'scenario': paths['scenario'], 'use_sim_time': True}
+    # The hospital's systems respawn, as a deployment restarts them, and take up the floor they saved.
+    hospital_params = {'scenario': paths['scenario'], 'use_sim_time': True, 'state_file': paths['hospital_state']}
     hospital = [respawning(NodeSpec(PACKAGE, exe, exe, team_ns, (hospital_params,))) for exe in HOSPITAL_SYSTEMS]
     if sim == 'embedded':
         plan.first += hospital

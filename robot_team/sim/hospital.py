@@ -58,6 +58,7 @@ Units: SI (m, s, rad), poses in the map frame (REP-103/105).
 from __future__ import annotations
 
 import math
+import pickle
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -227,6 +228,42 @@ class HospitalEngine:
         self._reader_radius = np.array([r.radius for r in self._readers])
         for hcw in self._hcws.values():
             hcw.inside_readers = self._readers_at(hcw.x, hcw.y)
+
+    # --- checkpoint (a restarted hospital_systems takes up the floor as it was) ----------------------
+
+    CHECKPOINT_FIELDS = ('t', '_seen', '_odometry', '_pages', '_pending_acks', '_arrived', 'displays', '_hcws')
+    """What changes as the floor runs: HCWs (pose, state, trail), pages, what was seen of the robots, screens."""
+
+    @property
+    def arrived(self) -> bool:
+        """Whether the scenario's patient has arrived (at ``scenario.patient.arrival_time_s``)."""
+        return self._arrived
+
+    def checkpoint(self) -> bytes:
+        """Return the floor's changing state (pickled; read back by :meth:`restore` of an engine of the same floor)."""
+        return pickle.dumps({name: getattr(self, name) for name in self.CHECKPOINT_FIELDS},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, data: bytes) -> None:
+        """Take up a :meth:`checkpoint` of this floor (a restart): time, HCWs, pages, robots seen, screens.
+
+        Raises
+        ------
+        ValueError
+            If ``data`` is not a checkpoint of this floor (unreadable, fields missing, other HCWs);
+            the engine is unchanged.
+        """
+        try:
+            state = pickle.loads(data)
+        except Exception as exc:  # noqa: BLE001 - any unpickling error is bad input here
+            raise ValueError(f'not a hospital checkpoint: {type(exc).__name__}: {exc}') from None
+        if not isinstance(state, dict) or set(state) != set(self.CHECKPOINT_FIELDS):
+            raise ValueError(f'not a hospital checkpoint: expected the fields {", ".join(self.CHECKPOINT_FIELDS)}')
+        if set(state['_hcws']) != set(self._hcws):
+            raise ValueError('hospital checkpoint of another staff: HCWs '
+                             f"{', '.join(sorted(state['_hcws']))}, expected {', '.join(sorted(self._hcws))}")
+        for name, value in state.items():
+            setattr(self, name, value)
 
     # --- set-up ---------------------------------------------------------------------------------
 

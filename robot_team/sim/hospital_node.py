@@ -56,8 +56,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import threading
+from pathlib import Path
 from contextlib import contextmanager
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
@@ -168,12 +170,14 @@ class HospitalSystemsNode(Node):
         except ConfigError as exc:
             self._record.input_error(f'hospital systems cannot start: {exc}', target=str(name))
             raise
+        self._state_file = str(self.declare_parameter('state_file', '').value)
 
         latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._arrival_pub = self.create_publisher(PatientArrival, PATIENT_ARRIVALS, latched)
+        # The badge system keeps its last 100 scans for late joiners (a restarted info-collection robot).
         self._scan_pub = self.create_publisher(BadgeScan, BADGE_SCANS, QoSProfile(
-            depth=100, reliability=ReliabilityPolicy.RELIABLE))
+            depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._display_pub = self.create_publisher(String, DISPLAY_CONTENT, QoSProfile(
             depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._services_group = ReentrantCallbackGroup()
@@ -197,13 +201,47 @@ class HospitalSystemsNode(Node):
         else:
             self._timer = self.create_timer(self.update_period_s, self.update_callback,
                                             callback_group=self._update_group)
+        self.restored = self._restore()   # publishers up: a patient who had arrived is announced again
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
             f"{len(self.engine.staff_ids)} HCWs, robots seen through {self.pose_source}",
             scenario=scenario.name, staff=len(self.engine.staff_ids), robots=list(robots),
-            pose_source=self.pose_source, use_sim_time=sim_time, update_period_s=self.update_period_s)
+            pose_source=self.pose_source, use_sim_time=sim_time, update_period_s=self.update_period_s,
+            state_file=self._state_file, restored=self.restored)
+
+    def _restore(self) -> bool:
+        """Take up the floor a previous incarnation saved in ``state_file`` (a restart); return whether it did.
+
+        An unreadable file is recorded as an input error and the floor starts afresh. A patient who
+        had arrived is announced again (``ed/patient_arrivals`` is transient local: late joiners).
+        """
+        path = Path(self._state_file) if self._state_file else None
+        if path is None or not path.is_file():
+            return False
+        try:
+            self.engine.restore(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            self._record.input_error(f'hospital systems could not take up {path}: {exc}; the floor starts afresh',
+                                     target=str(path))
+            return False
+        self._engine_t = self.engine.t
+        if self.engine.arrived:   # announced again for late joiners, not recorded again (it happened once)
+            p = self.scenario.patient
+            self._publish_arrival({'patient_id': p.patient_id, 'room': p.room, 'presentation': p.presentation,
+                                   'esi_level': p.esi_level, 'assigned_hcw_id': p.assigned_hcw_id,
+                                   'required_specialty': p.required_specialty}, p.arrival_time_s)
+        return True
+
+    def _save(self) -> None:
+        """Write the floor's state to ``state_file`` (lock held; atomic: a crash leaves the previous one)."""
+        if not self._state_file:
+            return
+        tmp = f'{self._state_file}.tmp'
+        with open(tmp, 'wb') as f:
+            f.write(self.engine.checkpoint())
+        os.replace(tmp, self._state_file)
 
     def _watch_poses(self, robots, base_frame: str) -> dict:
         """Subscribe to each robot's pose (or prepare TF lookups); return the TF sources by robot."""
@@ -265,21 +303,25 @@ class HospitalSystemsNode(Node):
             events = self.engine.advance_to(now)
             self._engine_t = self.engine.t
             self._process(events)
+            self._save()
             for page_id, (event, deadline) in list(self._page_waiters.items()):
                 if self.engine.page_status(page_id).acknowledged or self.engine.t >= deadline:
                     event.set()
+
+    def _publish_arrival(self, d: dict, t: float) -> None:
+        """Publish the patient cue ``d`` (a ``patient_arrival`` event's data) that happened at engine time ``t`` (s)."""
+        msg = PatientArrival(patient_id=d['patient_id'], room=d['room'], presentation=d['presentation'],
+                             esi_level=int(d['esi_level']), assigned_hcw_id=d['assigned_hcw_id'],
+                             required_specialty=d['required_specialty'])
+        msg.header.stamp, msg.header.frame_id = s_to_stamp(self._origin + t), MAP_FRAME
+        self._arrival_pub.publish(msg)
 
     def _process(self, events: list[SimEvent]) -> None:
         """Publish what the events mean on the ED topics and record each as a SIM team event (lock held)."""
         for event in events:
             d = event.data
             if event.kind == 'patient_arrival':
-                msg = PatientArrival(patient_id=d['patient_id'], room=d['room'],
-                                     presentation=d['presentation'], esi_level=int(d['esi_level']),
-                                     assigned_hcw_id=d['assigned_hcw_id'],
-                                     required_specialty=d['required_specialty'])
-                msg.header.stamp, msg.header.frame_id = s_to_stamp(self._origin + event.t), MAP_FRAME
-                self._arrival_pub.publish(msg)
+                self._publish_arrival(d, event.t)
             elif event.kind == 'badge_scan':
                 msg = BadgeScan(reader_id=d['reader_id'], room=d['room'], badge_id=d['badge_id'])
                 msg.header.stamp = s_to_stamp(self._origin + event.t)
@@ -341,6 +383,7 @@ class HospitalSystemsNode(Node):
                 response.reply = f'(not delivered: {exc})'
                 return response
             self._process(self.engine.drain_events())
+            self._save()
             done = threading.Event()
             self._page_waiters[page.page_id] = (done, page.sent_at + timeout)
         if page.delivered:
@@ -366,6 +409,7 @@ class HospitalSystemsNode(Node):
             if not self._stopping:
                 self.engine.robot_lost(msg.node)
                 self._process(self.engine.drain_events())
+                self._save()
 
     def show_display_callback(self, request, response):
         """Show a care-team layout on a room's screen."""
@@ -375,6 +419,7 @@ class HospitalSystemsNode(Node):
             if not success:
                 self._record.input_error(f'{names.SHOW_DISPLAY}: {message}', target=request.room, title=request.title)
             self._process(self.engine.drain_events())
+            self._save()
         response.success, response.message, response.rendered_lines = success, message, lines
         return response
 

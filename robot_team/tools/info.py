@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
 from robot_team.catalog import BadgeInput, CheckInInput, ReadBadgeScanInput, Tool, implements, register_tools
@@ -24,8 +24,13 @@ from robot_team.tools.base import Toolbox
 
 
 def scan_qos():
-    """Return the QoS of the badge-scan subscription: reliable, volatile, 50 deep."""
-    return QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+    """Return the QoS of the badge-scan subscription: reliable, 50 deep, durability ``BEST_AVAILABLE``.
+
+    Transient local when the badge system keeps its recent scans for late joiners (hospital systems
+    does: a restarted info-collection robot reads a scan made while it was down), volatile with a
+    badge system that does not (rclpy's ``BEST_AVAILABLE`` matches either, since ROS 2 Iron).
+    """
+    return QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.BEST_AVAILABLE)
 
 
 def open_directory(path: str):
@@ -53,7 +58,6 @@ class InfoCollectionTools:
         self._staff_db = staff_db
         self._scans: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
-        # Reliable and volatile: compatible with a volatile or a transient-local reader publisher.
         node.create_subscription(BadgeScan, team_name(node, names.BADGE_SCANS), self._scan_callback, scan_qos(),
                                  callback_group=callback_group)
 
