@@ -36,8 +36,7 @@ def test_a_robot_killed_mid_task_is_noticed_restarted_and_its_task_recovered(nod
 
 
 @pytest.mark.parametrize('node', ['manager', 'hospital_systems', 'supervisor'])
-def test_the_manager_hospital_systems_or_supervisor_killed_mid_escort_take_up_their_state(node, domain_id,
-                                                                                       tmp_path):
+def test_manager_hospital_or_supervisor_killed_mid_escort_take_up_their_state(node, domain_id, tmp_path):
     result = run_fault(FAULTS[node], tmp_path / node, domain_id=domain_id)
     check_record(result)
     assert result.noticed_s is not None and result.noticed_s <= NOTICE_BOUND_S, result
