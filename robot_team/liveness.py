@@ -14,9 +14,9 @@ means for the same job as Nav2's bond (``bond_timeout`` 4 s by default in ``life
 - ``lost``: the liveliness of the node's announcement ran out while no other incarnation was alive,
   or a new incarnation announced itself while the old one was still thought alive (a restart faster
   than the lease);
-- ``back``: a lost node announced itself again: ``restarted`` when the announcement comes from a new
-  incarnation (its ``instance_id`` differs), else the same incarnation regained its liveliness (a
-  host back on the network), settled after :data:`RECONNECT_SETTLE_S` without a new announcement.
+- ``back``: a lost node's announcement is matched and alive again, and only it (the dead
+  incarnation has left the graph): ``restarted`` when its writer is a new one (a new process),
+  else the same incarnation regained its liveliness (a host back on the network).
 
 Times are wall seconds (``time.monotonic``): liveness is about processes and links, not sim time.
 """
@@ -37,11 +37,6 @@ LIVELINESS_LEASE_S = 2.0
 Within the 5 s the team allows to notice a loss (issue 19), with room for the middleware's own
 assertion period (a fraction of the lease); Nav2's lifecycle manager resets its stack after a
 ``bond_timeout`` of 4 s by default."""
-
-RECONNECT_SETTLE_S = 0.5
-"""Wall s a lost node's regained liveliness waits for a new incarnation's announcement before it
-counts as the same incarnation back on the network (the announcement of a restarted node arrives
-with its liveliness, in either order)."""
 
 NOTICED_BY_LIVELINESS = 'liveliness'
 """The node's DDS liveliness lease ran out (a killed process, a cut link)."""
@@ -72,9 +67,18 @@ class LivenessChange(BaseModel):
 class _Life:
     state: Literal['unknown', 'alive', 'lost'] = 'unknown'
     instance_id: str = ''
+    writer: str = ''                    # the graph's ID (GID) of its announcement's writer ('' unknown)
     lost_instance: str = ''
+    lost_writer: str = ''
     lost_wall: float = 0.0
-    regained_wall: float | None = None
+    pending_instance: str = ''          # a new incarnation's announcement that came while it was lost
+    alive_count: int | None = None      # the latest DDS liveliness counts of its announcement (None: none yet)
+    not_alive_count: int | None = None
+
+    @property
+    def one_writer(self) -> bool:
+        """Whether exactly one writer of its announcement is matched and alive (or no liveliness is known)."""
+        return self.alive_count is None or (self.alive_count == 1 and self.not_alive_count == 0)
 
 
 class LivenessTracker:
@@ -84,18 +88,23 @@ class LivenessTracker:
     ----------
     nodes
         Names of the nodes to watch (announcements and changes of others are ignored).
-    settle_s
-        :data:`RECONNECT_SETTLE_S` by default.
 
     Notes
     -----
     Thread-safe (one lock). Each method returns the changes it caused, oldest first; a node is
     ``unknown`` until its first announcement (a node that never came up is not "lost").
+
+    Every call passes ``writers``: the graph IDs (GIDs) of the writers of the node's announcement
+    the graph shows now. A lost node is ``back`` once exactly one writer is matched and alive again
+    (the dead incarnation has left the graph: until DDS drops the dead process's participant, a
+    request to the node may still reach only the dead one): ``restarted`` if that writer is not the
+    one lost (a new process), else reconnected (the same process, its host back on the network).
+    The writer tells them apart: its announcement, transient local, may reach the watcher seconds
+    after its liveliness (measured here under load: 3 s).
     """
 
-    def __init__(self, nodes: Iterable[str], settle_s: float = RECONNECT_SETTLE_S):
+    def __init__(self, nodes: Iterable[str]):
         self._lives = {name: _Life() for name in nodes}
-        self._settle_s = settle_s
         self._lock = threading.Lock()
 
     @property
@@ -113,7 +122,7 @@ class LivenessTracker:
         with self._lock:
             return [name for name, life in self._lives.items() if life.state == 'lost']
 
-    def announced(self, node: str, instance_id: str, wall_s: float) -> list[LivenessChange]:
+    def announced(self, node: str, instance_id: str, writers: Iterable[str], wall_s: float) -> list[LivenessChange]:
         """Take a node's announcement (``Heartbeat``) from incarnation ``instance_id`` at ``wall_s``.
 
         Raises
@@ -125,48 +134,52 @@ class LivenessTracker:
             raise ValueError(f'heartbeat of {node!r}: expected a non-empty instance_id')
         with self._lock:
             life = self._lives.get(node)
-            if life is None or life.instance_id == instance_id and life.state == 'alive':
+            if life is None or life.instance_id == instance_id:
+                return []
+            writers = set(writers)
+            if life.state == 'unknown' or (life.state == 'alive' and not life.instance_id):
+                # its first announcement, or a restarted one back (by its writer) whose words come late
+                life.state, life.instance_id = 'alive', instance_id
+                if len(writers) == 1 and not life.writer:
+                    life.writer = next(iter(writers))
                 return []
             changes = []
             if life.state == 'alive':   # a new incarnation while the old one was thought alive
                 changes.append(self._lose(node, life, NOTICED_BY_HEARTBEAT, wall_s))
-            if life.state == 'lost':
-                changes.append(self._back(node, life, instance_id, wall_s))
-            life.state, life.instance_id = 'alive', instance_id
-            return changes
+            if instance_id != life.lost_instance:
+                life.pending_instance = instance_id
+            return changes + self._try_back(node, life, writers, wall_s)
 
-    def liveliness(self, node: str, alive_count: int, not_alive_count_change: int, alive_count_change: int,
-                   wall_s: float) -> list[LivenessChange]:
+    def liveliness(self, node: str, alive_count: int, not_alive_count: int, not_alive_count_change: int,
+                   writers: Iterable[str], wall_s: float) -> list[LivenessChange]:
         """Take a DDS liveliness change of ``node``'s announcement (``QoSLivelinessChangedInfo``'s counts)."""
         with self._lock:
             life = self._lives.get(node)
             if life is None:
                 return []
+            life.alive_count, life.not_alive_count = alive_count, not_alive_count
+            writers = set(writers)
+            if life.state == 'alive' and not life.writer and len(writers) == 1 and life.one_writer:
+                life.writer = next(iter(writers))
             if life.state == 'alive' and not_alive_count_change > 0 and alive_count == 0:
                 return [self._lose(node, life, NOTICED_BY_LIVELINESS, wall_s)]
-            if life.state == 'lost' and alive_count_change > 0:
-                life.regained_wall = wall_s
-            return []
+            return self._try_back(node, life, writers, wall_s)
 
-    def tick(self, wall_s: float) -> list[LivenessChange]:
-        """Settle regained liveliness without a new announcement: the same incarnation is back."""
-        with self._lock:
-            changes = []
-            for node, life in self._lives.items():
-                if (life.state == 'lost' and life.regained_wall is not None
-                        and wall_s - life.regained_wall >= self._settle_s):
-                    changes.append(self._back(node, life, life.lost_instance, wall_s))
-                    life.state, life.instance_id = 'alive', life.lost_instance
-            return changes
+    def _try_back(self, node: str, life: _Life, writers: set[str], wall_s: float) -> list[LivenessChange]:
+        """Back once one writer is matched and alive, and the graph shows which (lock held)."""
+        if life.state != 'lost' or life.alive_count == 0 or not life.one_writer or len(writers) != 1:
+            return []
+        writer = next(iter(writers))
+        restarted = writer != life.lost_writer or not life.lost_writer
+        life.state, life.writer = 'alive', writer
+        # a new one's announcement may still be on its way ('' until it comes)
+        life.instance_id = life.pending_instance if restarted else life.lost_instance
+        life.pending_instance = ''
+        return [LivenessChange(node=node, state='back', instance_id=life.instance_id, restarted=restarted,
+                               lost_for_s=round(max(0.0, wall_s - life.lost_wall), 3))]
 
     @staticmethod
     def _lose(node: str, life: _Life, noticed_by: str, wall_s: float) -> LivenessChange:
-        life.state, life.lost_instance, life.lost_wall, life.regained_wall = 'lost', life.instance_id, wall_s, None
-        return LivenessChange(node=node, state='lost', instance_id=life.instance_id, noticed_by=noticed_by)
-
-    @staticmethod
-    def _back(node: str, life: _Life, instance_id: str, wall_s: float) -> LivenessChange:
-        life.regained_wall = None
-        return LivenessChange(node=node, state='back', instance_id=instance_id,
-                              restarted=instance_id != life.lost_instance,
-                              lost_for_s=round(max(0.0, wall_s - life.lost_wall), 3))
+        life.lost_instance, life.lost_writer, life.lost_wall = life.instance_id, life.writer, wall_s
+        life.state, life.writer, life.pending_instance = 'lost', '', ''
+        return LivenessChange(node=node, state='lost', instance_id=life.lost_instance, noticed_by=noticed_by)

@@ -6,7 +6,8 @@
   :data:`~robot_team.liveness.LIVELINESS_LEASE_S`, asserted by the middleware for as long as the
   process lives and reaches the network.
 - :class:`LivenessWatch` (the supervisor's): one subscription per watched node with a liveliness
-  event callback, and a wall-clock tick that settles reconnections; each change goes to a callback.
+  event callback; each change goes to a callback. The graph's writers of each node's announcement
+  (their GIDs) tell a restarted node (a new writer) from a reconnected one (the same writer).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import time
 import uuid
 from typing import Callable, Iterable
 
-from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
@@ -25,9 +25,6 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProf
 from robot_team.liveness import LIVELINESS_LEASE_S, LivenessChange, LivenessTracker
 from robot_team.msg import Heartbeat
 from robot_team.names import HEARTBEAT, team_name
-
-TICK_S = 0.1
-"""Period of the watch's reconnection check, wall s."""
 
 
 def heartbeat_qos() -> QoSProfile:
@@ -76,6 +73,7 @@ class LivenessWatch:
     def __init__(self, node, nodes: Iterable[str], on_change: Callable[[LivenessChange], None],
                  callback_group=None):
         self.tracker = LivenessTracker(nodes)
+        self._node = node
         self._on_change = on_change
         self._local: dict[str, bool] = {}
         self._subscriptions = []
@@ -84,14 +82,17 @@ class LivenessWatch:
             self._subscriptions.append(node.create_subscription(
                 Heartbeat, heartbeat_topic(name), lambda msg, name=name: self._announced(name, msg), heartbeat_qos(),
                 callback_group=callback_group, event_callbacks=events))
-        self._timer = node.create_timer(TICK_S, self._tick, callback_group=callback_group,
-                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _writers(self, name: str) -> list[str]:
+        """Return the GIDs (hex) of the writers of ``name``'s announcement the graph shows now."""
+        infos = self._node.get_publishers_info_by_topic(self._node.resolve_topic_name(heartbeat_topic(name)))
+        return [bytes(info.endpoint_gid).hex() for info in infos]
 
     def _announced(self, name: str, msg) -> None:
         if msg.node != name or not msg.instance_id:
             return   # a stray announcement on another node's topic: not this node's incarnation
         self._local[name] = msg.pid == os.getpid() and msg.host == socket.gethostname()
-        self._report(self.tracker.announced(name, msg.instance_id, time.monotonic()))
+        self._report(self.tracker.announced(name, msg.instance_id, self._writers(name), time.monotonic()))
 
     def _liveliness(self, name: str, info) -> None:
         if self._local.get(name):
@@ -99,11 +100,8 @@ class LivenessWatch:
             # assert AUTOMATIC liveliness to readers of the same participant (measured: every
             # in-process writer "not alive" one lease after start), so its liveliness means nothing.
             return
-        self._report(self.tracker.liveliness(name, info.alive_count, info.not_alive_count_change,
-                                             info.alive_count_change, time.monotonic()))
-
-    def _tick(self) -> None:
-        self._report(self.tracker.tick(time.monotonic()))
+        self._report(self.tracker.liveliness(name, info.alive_count, info.not_alive_count,
+                                             info.not_alive_count_change, self._writers(name), time.monotonic()))
 
     def _report(self, changes: list[LivenessChange]) -> None:
         for change in changes:

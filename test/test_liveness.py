@@ -25,52 +25,73 @@ NODE = 'navigation_robot'
 
 # -- the tracker --------------------------------------------------------------------------------
 
-def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation():
+OLD, NEW = 'gid-old', 'gid-new'   # the graph's IDs of the writers of the node's announcement
+
+
+def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation_once_the_dead_one_left():
     tracker = LivenessTracker([NODE])
     assert tracker.state(NODE) == 'unknown'
-    assert tracker.announced(NODE, 'a1', 0.0) == [] and tracker.state(NODE) == 'alive'
-    assert tracker.liveliness(NODE, 1, 0, 1, 0.1) == []                # its liveliness asserted: no news
-    (lost,) = tracker.liveliness(NODE, 0, 1, -1, 5.0)                  # lease ran out: not alive
+    assert tracker.announced(NODE, 'a1', [OLD], 0.0) == [] and tracker.state(NODE) == 'alive'
+    assert tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1) == []         # its liveliness asserted: no news
+    (lost,) = tracker.liveliness(NODE, 0, 1, 1, [OLD], 5.0)            # lease ran out: not alive
     assert (lost.state, lost.instance_id, lost.noticed_by) == ('lost', 'a1', 'liveliness')
-    assert tracker.liveliness(NODE, 0, 1, 0, 5.5) == [] and tracker.lost() == [NODE]   # no second loss
-    assert tracker.liveliness(NODE, 1, 0, 1, 8.0) == []                # the new one's liveliness first...
-    (back,) = tracker.announced(NODE, 'a2', 8.01)                      # ...then its announcement
+    assert tracker.liveliness(NODE, 0, 1, 0, [OLD], 5.5) == [] and tracker.lost() == [NODE]   # no second loss
+    assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 8.0) == []    # the new one beside the dead one
+    assert tracker.announced(NODE, 'a2', [OLD, NEW], 8.01) == []       # its words: still not alone
+    (back,) = tracker.liveliness(NODE, 1, 0, -1, [NEW], 9.0)           # DDS dropped the dead participant
     assert (back.state, back.instance_id, back.restarted) == ('back', 'a2', True)
-    assert back.lost_for_s == pytest.approx(3.01)
-    assert tracker.tick(20.0) == [] and tracker.state(NODE) == 'alive'
+    assert back.lost_for_s == pytest.approx(4.0) and tracker.state(NODE) == 'alive'
+
+
+def test_a_restart_whose_announcement_comes_late_is_still_a_restart():
+    tracker = LivenessTracker([NODE])
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.0)
+    assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 2.5) == []
+    (back,) = tracker.liveliness(NODE, 1, 0, -1, [NEW], 4.0)           # its writer is a new one
+    assert back.restarted and back.instance_id == ''                   # its words are on their way
+    assert tracker.announced(NODE, 'a2', [NEW], 7.0) == []             # and taken without a second loss
+    assert tracker.state(NODE) == 'alive'
+    (lost,) = tracker.liveliness(NODE, 0, 1, 1, [NEW], 9.0)
+    assert lost.instance_id == 'a2'
 
 
 def test_a_clean_shutdown_is_not_a_loss():
     tracker = LivenessTracker([NODE])
-    tracker.announced(NODE, 'a1', 0.0)
-    assert tracker.liveliness(NODE, 0, 0, -1, 3.0) == []               # the publisher was deleted
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    assert tracker.liveliness(NODE, 0, 0, 0, [], 3.0) == []            # the publisher was deleted
     assert tracker.state(NODE) == 'alive'
 
 
-def test_a_host_back_on_the_network_is_the_same_incarnation_after_the_settle_time():
-    tracker = LivenessTracker([NODE], settle_s=0.5)
-    tracker.announced(NODE, 'a1', 0.0)
-    tracker.liveliness(NODE, 0, 1, -1, 2.0)
-    assert tracker.liveliness(NODE, 1, -1, 1, 32.0) == []
-    assert tracker.tick(32.2) == []                                    # a restart's announcement may still come
-    (back,) = tracker.tick(32.6)
-    assert (back.state, back.instance_id, back.restarted) == ('back', 'a1', False)
-    assert back.lost_for_s == pytest.approx(30.6)
-
-
-def test_a_restart_faster_than_the_lease_is_a_loss_and_a_return():
+def test_a_host_back_on_the_network_is_the_same_incarnation():
     tracker = LivenessTracker([NODE])
-    tracker.announced(NODE, 'a1', 0.0)
-    lost, back = tracker.announced(NODE, 'a2', 1.0)
-    assert (lost.state, lost.noticed_by, back.state, back.restarted) == ('lost', 'heartbeat', 'back', True)
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1)
+    tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.0)                      # the link is down: lease ran out
+    assert tracker.liveliness(NODE, 0, 0, -1, [], 5.0) == []           # its participant dropped
+    (back,) = tracker.liveliness(NODE, 1, 0, 0, [OLD], 32.0)           # the link is up: the same writer
+    assert (back.state, back.instance_id, back.restarted) == ('back', 'a1', False)
+    assert back.lost_for_s == pytest.approx(30.0)
+
+
+def test_a_restart_faster_than_the_lease_is_a_loss_at_once_and_a_return_once_the_dead_one_left():
+    tracker = LivenessTracker([NODE])
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.0)
+    tracker.liveliness(NODE, 2, 0, 0, [OLD, NEW], 1.0)                 # the new one matched, the dead one's lease runs
+    (lost,) = tracker.announced(NODE, 'a2', [OLD, NEW], 1.0)
+    assert (lost.state, lost.noticed_by) == ('lost', 'heartbeat')
+    assert tracker.liveliness(NODE, 1, 1, 1, [OLD, NEW], 2.5) == []    # the dead one's lease ran out
+    (back,) = tracker.liveliness(NODE, 1, 0, -1, [NEW], 4.0)           # and its participant is gone
+    assert (back.state, back.restarted, back.instance_id) == ('back', True, 'a2')
 
 
 def test_unwatched_nodes_and_bad_announcements():
     tracker = LivenessTracker([NODE])
-    assert tracker.announced('someone_else', 'x', 0.0) == []
-    assert tracker.liveliness('someone_else', 0, 1, -1, 1.0) == []
+    assert tracker.announced('someone_else', 'x', [OLD], 0.0) == []
+    assert tracker.liveliness('someone_else', 0, 1, 1, [OLD], 1.0) == []
     with pytest.raises(ValueError, match="heartbeat of 'navigation_robot': expected a non-empty instance_id"):
-        tracker.announced(NODE, '', 0.0)
+        tracker.announced(NODE, '', [OLD], 0.0)
 
 
 # -- the workflow's recovery rule ----------------------------------------------------------------
