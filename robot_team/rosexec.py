@@ -25,6 +25,7 @@ It reads the same private state of ``rclpy.executors.Executor`` as rclpy's own e
 from __future__ import annotations
 
 import threading
+import time
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.event_handler import EventHandler
@@ -32,8 +33,15 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import (ConditionReachedException, ExternalShutdownException, MultiThreadedExecutor,
                              ShutdownException, TimeoutException, TimeoutObject)
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.task import Task
 from rclpy.timer import Timer
 from rclpy.utilities import timeout_sec_to_nsec
+
+EVENT_POLL_S = 0.1
+"""Wall seconds between two waits on the nodes' QoS event handlers (incompatible QoS or type, and
+any event callback a node registers): a QoS event is handled at most this late. Each publisher and
+subscription has such handlers (about half of a team's waitable entities); leaving them out of the
+other waits halves the cost of building a wait set."""
 
 
 def _can_execute(entity) -> bool:
@@ -56,6 +64,26 @@ def _can_execute(entity) -> bool:
     return group.can_execute(entity)
 
 
+def _enter_executable(entities, entered: list, check: bool = True) -> list:
+    """Return ``(entity, handle)`` for each of ``entities`` that may be waited on, its handle entered.
+
+    Entered handles are appended to ``entered`` (to exit after the wait); an entity already
+    destroyed is left out. ``check`` False: every entity (the executor's own timer and guards).
+    """
+    usable = []
+    for entity in entities:
+        if check and not _can_execute(entity):
+            continue
+        handle = entity.handle
+        try:
+            handle.__enter__()
+        except InvalidHandle:
+            continue
+        entered.append(handle)
+        usable.append((entity, handle))
+    return usable
+
+
 class TeamExecutor(MultiThreadedExecutor):
     """A ``MultiThreadedExecutor`` that hands each callback to its pool once and waits cheaply.
 
@@ -71,6 +99,7 @@ class TeamExecutor(MultiThreadedExecutor):
         super().__init__(num_threads, context=context)
         self._queued: set = set()          # tasks handed to the pool that have not finished a run yet
         self._queued_lock = threading.Lock()
+        self._events_due = 0.0             # when the QoS event handlers are waited on next (monotonic s)
 
     # --- dispatch ---------------------------------------------------------------------------
 
@@ -100,6 +129,47 @@ class TeamExecutor(MultiThreadedExecutor):
         finally:
             with self._queued_lock:
                 self._queued.discard(handler)
+
+    def _make_handler(self, entity, node, take_from_wait_list):
+        """Return the task that takes ``entity``'s data and runs its callback (as rclpy's executor does).
+
+        rclpy's handler wakes the waiting thread twice: once the data is taken (so that the
+        entity is waited on again) and once the callback ended (so that its mutually exclusive
+        group may run the next one). Each wake rebuilds the wait set; here only the one that can
+        change it does: for a mutually exclusive group, the entity cannot run again before the
+        group is free, so the wake comes at the end; for a reentrant group, the end changes
+        nothing, so the wake comes once the data is taken. Other groups get both.
+        """
+        entity._executor_event = True   # not waited on until its data is taken
+        group = entity.callback_group
+        wake_taken = type(group) is not MutuallyExclusiveCallbackGroup
+        wake_ended = type(group) is not ReentrantCallbackGroup
+
+        async def handler(entity, gc, is_shutdown, work_tracker):
+            if is_shutdown or group is not None and not group.beginning_execution(entity):
+                entity._executor_event = False   # the group is busy, or the executor stops
+                gc.trigger()
+                return
+            with work_tracker:
+                call_coroutine = take_from_wait_list(entity)
+                entity._executor_event = False
+                if wake_taken:
+                    gc.trigger()
+                try:
+                    if call_coroutine is not None:
+                        await call_coroutine()
+                finally:
+                    if group:
+                        group.ending_execution(entity)
+                    if wake_ended:
+                        try:
+                            gc.trigger()
+                        except InvalidHandle:   # the executor was shut down from the callback
+                            pass
+        task = Task(handler, (entity, self._guard, self._is_shutdown, self._work_tracker), executor=self)
+        with self._tasks_lock:
+            self._tasks.append((task, entity, node))
+        return task
 
     # --- waiting ------------------------------------------------------------------------------
 
@@ -138,44 +208,41 @@ class TeamExecutor(MultiThreadedExecutor):
                 with self._tasks_lock:
                     self._tasks = [t for t in self._tasks if not t[0].done() and not t[0].cancelled()]
 
-            subscriptions, guards, timers, clients, services, waitables = [], [], [], [], [], []
-            for node in nodes_to_use:
-                subscriptions += [e for e in node.subscriptions if _can_execute(e)]
-                timers += [e for e in node.timers if _can_execute(e)]
-                clients += [e for e in node.clients if _can_execute(e)]
-                services += [e for e in node.services if _can_execute(e)]
-                waitables += [e for e in node.waitables if _can_execute(e)]
-                for gc in node.guards:
-                    if _can_execute(gc):
-                        if gc._executor_triggered:   # triggered but not handled: trigger again
-                            gc.trigger()
-                        guards.append(gc)
-            if timeout_timer is not None:
-                timers.append(timeout_timer)
-            if self._guard:
-                guards.append(self._guard)
-            if self._sigint_gc:
-                guards.append(self._sigint_gc)
-
+            # What may be waited on: per node, (entity, handle) of its timers, subscriptions,
+            # clients and services; its guard conditions and waitables.
+            now = time.monotonic()
+            with_events = now >= self._events_due
+            if with_events:
+                self._events_due = now + EVENT_POLL_S
+            per_node, guards, waitables = [], [], []
+            n_subs = n_timers = n_clients = n_services = 0
             entered = []      # handles held while the wait set uses them (they cannot be destroyed)
-
-            def enter(entities):
-                usable = []
-                for entity in entities:
-                    try:
-                        entity.handle.__enter__()
-                    except InvalidHandle:
-                        continue
-                    entered.append(entity.handle)
-                    usable.append(entity)
-                return usable
-
             ready_waitables = []
             try:
-                subscriptions, clients, services = enter(subscriptions), enter(clients), enter(services)
-                timers, guards = enter(timers), enter(guards)
-                n_subs, n_gcs, n_timers = len(subscriptions), len(guards), len(timers)
-                n_clients, n_services, n_events = len(clients), len(services), 0
+                for node in nodes_to_use:
+                    kinds = (_enter_executable(node.timers, entered), _enter_executable(node.subscriptions, entered),
+                             _enter_executable(node.clients, entered), _enter_executable(node.services, entered))
+                    n_timers += len(kinds[0])
+                    n_subs += len(kinds[1])
+                    n_clients += len(kinds[2])
+                    n_services += len(kinds[3])
+                    per_node.append((node, kinds))
+                    for gc in node.guards:
+                        if _can_execute(gc):
+                            if gc._executor_triggered:   # triggered but not handled: trigger again
+                                gc.trigger()
+                            guards.append(gc)
+                    for wt in node.waitables:
+                        if (with_events or type(wt) is not EventHandler) and _can_execute(wt):
+                            waitables.append(wt)
+                extra_timers = _enter_executable([timeout_timer] if timeout_timer is not None else [], entered,
+                                                 check=False)
+                for gc in (self._guard, self._sigint_gc):
+                    if gc:
+                        guards.append(gc)
+                guards = _enter_executable(guards, entered, check=False)
+                n_timers += len(extra_timers)
+                n_gcs, n_events = len(guards), 0
                 in_wait_set = []
                 for waitable in waitables:
                     try:
@@ -202,20 +269,27 @@ class TeamExecutor(MultiThreadedExecutor):
                 wait_set = _rclpy.WaitSet(n_subs, n_gcs, n_timers, n_clients, n_services, n_events,
                                           self._context.handle)
                 wait_set.clear_entities()
-                for sub in subscriptions:
-                    wait_set.add_subscription(sub.handle)
-                for cli in clients:
-                    wait_set.add_client(cli.handle)
-                for srv in services:
-                    wait_set.add_service(srv.handle)
-                for tmr in timers:
-                    wait_set.add_timer(tmr.handle)
-                for gc in guards:
-                    wait_set.add_guard_condition(gc.handle)
+                for _node, (node_timers, node_subs, node_clients, node_services) in per_node:
+                    for _entity, handle in node_timers:
+                        wait_set.add_timer(handle)
+                    for _entity, handle in node_subs:
+                        wait_set.add_subscription(handle)
+                    for _entity, handle in node_clients:
+                        wait_set.add_client(handle)
+                    for _entity, handle in node_services:
+                        wait_set.add_service(handle)
+                for _entity, handle in extra_timers:
+                    wait_set.add_timer(handle)
+                for _gc, handle in guards:
+                    wait_set.add_guard_condition(handle)
                 for waitable in in_wait_set:
                     waitable.add_to_wait_set(wait_set)
 
-                wait_set.wait(timeout_nsec)
+                wait_nsec = timeout_nsec
+                if not with_events and timeout_nsec != 0:   # take QoS events up when due
+                    due_nsec = max(int((self._events_due - time.monotonic()) * 1e9), 0)
+                    wait_nsec = due_nsec if timeout_nsec < 0 else min(timeout_nsec, due_nsec)
+                wait_set.wait(wait_nsec)
                 if self._is_shutdown:
                     raise ShutdownException()
                 if not self._context.ok():
@@ -227,8 +301,8 @@ class TeamExecutor(MultiThreadedExecutor):
                 clients_ready = set(wait_set.get_ready_entities('client'))
                 services_ready = set(wait_set.get_ready_entities('service'))
 
-                for gc in guards:   # guard conditions are taken by the wait
-                    if gc.handle.pointer in guards_ready:
+                for gc, handle in guards:   # guard conditions are taken by the wait
+                    if handle.pointer in guards_ready:
                         gc._executor_triggered = True
 
                 waiting = set(map(id, in_wait_set))   # waitables checked while the wait set exists
@@ -244,27 +318,27 @@ class TeamExecutor(MultiThreadedExecutor):
                 yielded_work = True
                 yield self._make_handler(wt, node, self._take_waitable), wt, node
 
-            for node in nodes_to_use:
-                for tmr in node.timers:
+            for node, (node_timers, node_subs, node_clients, node_services) in per_node:
+                for tmr, handle in node_timers:
                     # (is_timer_ready: rcl may report a cancelled timer as ready)
-                    if (tmr.handle.pointer in timers_ready and tmr.handle.is_timer_ready()
-                            and tmr.callback_group and tmr.callback_group.can_execute(tmr)):
+                    if (handle.pointer in timers_ready and handle.is_timer_ready()
+                            and tmr.callback_group.can_execute(tmr)):
                         yielded_work = True
                         yield self._make_handler(tmr, node, self._take_timer), tmr, node
-                for sub in node.subscriptions:
-                    if sub.handle.pointer in subs_ready and sub.callback_group.can_execute(sub):
+                for sub, handle in node_subs:
+                    if handle.pointer in subs_ready and sub.callback_group.can_execute(sub):
                         yielded_work = True
                         yield self._make_handler(sub, node, self._take_subscription), sub, node
                 for gc in node.guards:
                     if gc._executor_triggered and gc.callback_group and gc.callback_group.can_execute(gc):
                         yielded_work = True
                         yield self._make_handler(gc, node, self._take_guard_condition), gc, node
-                for client in node.clients:
-                    if client.handle.pointer in clients_ready and client.callback_group.can_execute(client):
+                for client, handle in node_clients:
+                    if handle.pointer in clients_ready and client.callback_group.can_execute(client):
                         yielded_work = True
                         yield self._make_handler(client, node, self._take_client), client, node
-                for srv in node.services:
-                    if srv.handle.pointer in services_ready and srv.callback_group.can_execute(srv):
+                for srv, handle in node_services:
+                    if handle.pointer in services_ready and srv.callback_group.can_execute(srv):
                         yielded_work = True
                         yield self._make_handler(srv, node, self._take_service), srv, node
 

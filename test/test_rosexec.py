@@ -118,3 +118,20 @@ def test_a_mutually_exclusive_group_runs_one_callback_at_a_time(ros_context):
         assert overlaps == []
     finally:
         spinning.close()
+
+
+def test_a_qos_event_reaches_its_callback(ros_context):
+    # QoS event handlers are waited on every EVENT_POLL_S only: the event still arrives.
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    node = Node('qos_events', context=ros_context)
+    events = threading.Event()
+    node.create_subscription(Int64, 'qos', lambda _m: None, QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
+                             event_callbacks=SubscriptionEventCallbacks(incompatible_qos=lambda _e: events.set()))
+    spinning = _Spinning(ros_context, [node])
+    try:
+        node.create_publisher(Int64, 'qos', QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+        assert events.wait(30.0)
+    finally:
+        spinning.close()
