@@ -32,6 +32,7 @@ import threading
 
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
@@ -50,7 +51,6 @@ from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
 from robot_team.rosclock import follow_clock
 from robot_team.rosevents import EventEmitter
-from robot_team.rosexec import TeamExecutor
 from robot_team.rosmsgs import reliable_qos, report_from_msg
 from robot_team.rostime import now_s
 from robot_team.rosutil import spin_node, submit_report, wait_for_server, wait_future
@@ -300,7 +300,7 @@ def main(args=None) -> int:
     """Run the manager (``ros2 run robot_team manager``)."""
     # Multi-threaded: report results, escalations and human decisions arrive while the brain
     # thread waits on service futures.
-    return spin_node(Robot.MANAGER.value, ManagerNode, lambda: TeamExecutor(num_threads=4), args)
+    return spin_node(Robot.MANAGER.value, ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 if __name__ == '__main__':

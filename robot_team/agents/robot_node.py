@@ -21,6 +21,7 @@ import threading
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team import names
@@ -39,7 +40,6 @@ from robot_team.names import Robot, team_name
 from robot_team.reports import TaskReportModel
 from robot_team.rosclock import follow_clock
 from robot_team.rosevents import EventEmitter
-from robot_team.rosexec import TeamExecutor
 from robot_team.rosmsgs import reliable_qos, report_to_msg
 from robot_team.rostime import now_s
 from robot_team.rosutil import spin_node, submit_report
@@ -284,7 +284,7 @@ class RobotNode(Node):
 def _main(role: str, args=None) -> int:
     # Multi-threaded: the brain blocks in the action's execute callback while other threads
     # deliver service responses, Nav2 feedback and results to its tools.
-    return spin_node(role, lambda: RobotNode(role), lambda: TeamExecutor(num_threads=4), args)
+    return spin_node(role, lambda: RobotNode(role), lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 def main_navigation(args=None) -> int:

@@ -113,6 +113,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -127,7 +128,6 @@ from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, CLOCK_ACKS, COMPUTE_
                               MAP_FRAME, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE,
                               ODOM, ODOM_FRAME, robot_name)
 from robot_team.rosclock import clock_acks_qos
-from robot_team.rosexec import TeamExecutor
 from robot_team.rostime import s_to_duration, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import BASE_ROBOTS, SimInputError
@@ -819,7 +819,7 @@ def main(args=None) -> int:
     """Run the motion simulator node until interrupted."""
     # Goals block a thread each while they wait for sim time to pass: give the executor one per
     # robot goal and concurrent plan, plus the tick and the lifecycle services.
-    return spin_node(MOTION_SIM, MotionSimNode, lambda: TeamExecutor(num_threads=16), args)
+    return spin_node(MOTION_SIM, MotionSimNode, lambda: MultiThreadedExecutor(num_threads=16), args)
 
 
 if __name__ == '__main__':
