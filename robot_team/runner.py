@@ -2,7 +2,8 @@
 
 Two modes share everything but process layout:
 
-- in-process (default): every node in this process, one ``MultiThreadedExecutor``;
+- in-process (default): every node in this process, one multi-threaded executor
+  (:class:`robot_team.rosexec.TeamExecutor`);
 - ``processes=True``: each node in its own process (``python -m <module> --ros-args ...``),
   exactly as ``ros2 run``/``ros2 launch`` would start them; this process only records. A
   node that dies is recorded as ``node_crashed`` with its exit code and last log lines and, once
@@ -38,7 +39,6 @@ from pathlib import Path
 from typing import Callable
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 
@@ -72,6 +72,7 @@ from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report
 from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
 from robot_team.rosevents import EventEmitter
+from robot_team.rosexec import TeamExecutor
 from robot_team.rostime import now_s
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
@@ -229,7 +230,7 @@ class Episode:
         context = rclpy.Context()
         rclpy.init(args=['--ros-args', '--log-level', self.log_level, *self._namespace_args()], context=context,
                    domain_id=self.domain_id)
-        executor = MultiThreadedExecutor(num_threads=8, context=context)
+        executor = TeamExecutor(num_threads=8, context=context)
         sim_time = [Parameter('use_sim_time', value=True)]
         recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self.on_event)
         self.events = EventEmitter(recorder, 'runner')

@@ -1,0 +1,137 @@
+"""TeamExecutor: a MultiThreadedExecutor that hands each callback to its pool once.
+
+Checked without timing: every message of a ping-pong is delivered, each callback reaches the
+pool once (rclpy's own executor hands a waiting callback over on every pass of its wait loop),
+a callback may block on a future that another callback completes, and a mutually exclusive
+group never runs two callbacks at once.
+"""
+
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from std_msgs.msg import Int64  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_team.rosexec import TeamExecutor  # noqa: E402
+from robot_team.rosutil import wait_for_server, wait_future  # noqa: E402
+
+
+class _Spinning:
+    """A TeamExecutor spinning ``nodes`` in a thread, counting what it hands to its pool."""
+
+    def __init__(self, context, nodes, threads=4):
+        self.executor = TeamExecutor(num_threads=threads, context=context)
+        self.submitted = 0
+        submit = self.executor._executor.submit
+
+        def counting_submit(fn, *args):
+            self.submitted += 1
+            return submit(fn, *args)
+        self.executor._executor.submit = counting_submit
+        self.nodes = nodes
+        for node in nodes:
+            self.executor.add_node(node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        assert self.executor.shutdown(timeout_sec=5.0)
+        self.thread.join(timeout=5.0)
+        for node in self.nodes:
+            node.destroy_node()
+
+
+def test_a_ping_pong_delivers_every_message_and_each_callback_reaches_the_pool_once(ros_context):
+    ping, pong = Node('ping', context=ros_context), Node('pong', context=ros_context)
+    rounds, received, done = 300, [], threading.Event()
+    to_pong = ping.create_publisher(Int64, 'ping', 10)
+    to_ping = pong.create_publisher(Int64, 'pong', 10)
+    pong.create_subscription(Int64, 'ping', to_ping.publish, 10)
+
+    def on_pong(msg):
+        received.append(msg.data)
+        if msg.data + 1 >= rounds:
+            done.set()
+        else:
+            to_pong.publish(Int64(data=msg.data + 1))
+    ping.create_subscription(Int64, 'pong', on_pong, 10)
+    spinning = _Spinning(ros_context, [ping, pong])
+    try:
+        while to_pong.get_subscription_count() < 1 or to_ping.get_subscription_count() < 1:
+            threading.Event().wait(0.01)
+        to_pong.publish(Int64(data=0))
+        assert done.wait(60.0), f'{len(received)} of {rounds} round trips'
+        assert received == list(range(rounds))
+        # 2 callbacks a round trip (plus start-up): rclpy's executor hands one over again on every pass
+        assert spinning.submitted <= 2 * rounds + 20
+    finally:
+        spinning.close()
+
+
+def test_a_callback_may_block_on_a_service_answered_by_another_thread(ros_context):
+    server, client_node = Node('server', context=ros_context), Node('caller', context=ros_context)
+    server.create_service(Trigger, 'answer', lambda _req, res: Trigger.Response(success=True, message='42'))
+    group = ReentrantCallbackGroup()
+    client = client_node.create_client(Trigger, 'answer', callback_group=group)
+    answers, done = [], threading.Event()
+
+    def blocking_callback():   # a timer callback that waits on a future, as the robots' tools do
+        timer.cancel()
+        wait_for_server(client, 10.0, 'answer')
+        answers.append(wait_future(client.call_async(Trigger.Request()), 10.0, 'answer').message)
+        done.set()
+    timer = client_node.create_timer(0.01, blocking_callback, callback_group=group)
+    spinning = _Spinning(ros_context, [server, client_node])
+    try:
+        assert done.wait(30.0)
+        assert answers == ['42']
+    finally:
+        spinning.close()
+
+
+def test_a_mutually_exclusive_group_runs_one_callback_at_a_time(ros_context):
+    node = Node('exclusive', context=ros_context)
+    group = MutuallyExclusiveCallbackGroup()
+    lock, overlaps, calls, done = threading.Lock(), [], [], threading.Event()
+
+    def callback(name):
+        if not lock.acquire(blocking=False):
+            overlaps.append(name)
+            return
+        try:
+            threading.Event().wait(0.002)
+            calls.append(name)
+            if len(calls) >= 40:
+                done.set()
+        finally:
+            lock.release()
+    for name in 'abcd':
+        node.create_timer(0.001, lambda name=name: callback(name), callback_group=group)
+    spinning = _Spinning(ros_context, [node], threads=4)
+    try:
+        assert done.wait(30.0)
+        assert overlaps == []
+    finally:
+        spinning.close()
+
+
+def test_a_qos_event_reaches_its_callback(ros_context):
+    # QoS event handlers are waited on every EVENT_POLL_S only: the event still arrives.
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    node = Node('qos_events', context=ros_context)
+    events = threading.Event()
+    node.create_subscription(Int64, 'qos', lambda _m: None, QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
+                             event_callbacks=SubscriptionEventCallbacks(incompatible_qos=lambda _e: events.set()))
+    spinning = _Spinning(ros_context, [node])
+    try:
+        node.create_publisher(Int64, 'qos', QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+        assert events.wait(30.0)
+    finally:
+        spinning.close()
