@@ -127,6 +127,7 @@ class ManagerNode(Node):
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self._group = ReentrantCallbackGroup()
         self._stop = threading.Event()
+        self._restarted: set[str] = set()   # robots back as a new incarnation (their goals wait for one server)
 
         qos = reliable_qos()
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
@@ -227,6 +228,8 @@ class ManagerNode(Node):
 
     def liveness_callback(self, msg) -> None:
         """Take the supervisor's notice of a team node lost or back (``team/liveness``)."""
+        if msg.state == msg.STATE_BACK and msg.restarted:
+            self._restarted.add(msg.node)
         self.core.on_liveness(msg.node, msg.state, msg.restarted, msg.task_id)
 
     def hold_callback(self, msg) -> None:
@@ -286,7 +289,8 @@ class ManagerNode(Node):
         """Send an ExecuteTask goal to ``<robot>/execute_task``; ``done(report, error)`` when it ends."""
         client = self._robots[robot]
         wait_for_server(client, self._timeout, f'action server of {robot}')
-        self._wait_one_server(robot)
+        if robot in self._restarted:
+            self._wait_one_server(robot)
         goal = ExecuteTask.Goal(task_id=task.task_id, task_type=task.task_type.value, room=task.room,
                                 hcw_id=task.hcw_id, instructions=task.instructions,
                                 context_json=json.dumps(task.context, default=str))
@@ -308,9 +312,11 @@ class ManagerNode(Node):
     def _wait_one_server(self, robot: str) -> None:
         """Wait (up to ``service_timeout_s`` wall) until the graph shows one ExecuteTask server of ``robot``.
 
-        A restarted robot's dead incarnation stays in the graph (and matched) until DDS drops its
-        participant (its lease: 3 s with the team's profile, :mod:`robot_team.restarts`); a goal sent
-        meanwhile may reach only the dead one. Two servers at once are otherwise never expected.
+        Only for a robot the supervisor noticed lost and back: its dead incarnation stays in the graph
+        (and matched) until DDS drops its participant (its lease: 3 s with the team's profile,
+        :mod:`robot_team.restarts`); a goal sent meanwhile may reach only the dead one. The
+        supervisor says it is back once the dead one left its own graph; this covers the manager's
+        graph lagging behind.
         """
         topic = names.robot_name(robot, f'{names.EXECUTE_TASK}/_action/status')
         deadline = time.monotonic() + self._timeout

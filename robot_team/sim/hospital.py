@@ -236,7 +236,7 @@ class HospitalEngine:
 
     @property
     def arrived(self) -> bool:
-        """Whether the scenario's patient has arrived (at ``scenario.patient.arrival_time_s``)."""
+        """Return whether the scenario's patient is here (from ``scenario.patient.arrival_time_s`` on)."""
         return self._arrived
 
     def checkpoint(self) -> bytes:
