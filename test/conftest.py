@@ -8,15 +8,17 @@ graphs of parallel or successive tests cannot hear each other.
 import os
 import pytest
 
-from ros_helpers import reserve_domain_id
+from ros_helpers import release_domain_ids, reserve_domain_id
 
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
 
 @pytest.fixture
-def domain_id() -> int:
-    """A ROS domain ID reserved for this test."""
-    return reserve_domain_id()
+def domain_id():
+    """A ROS domain ID reserved for this test (given back after it, reused as late as possible)."""
+    domain = reserve_domain_id()
+    yield domain
+    release_domain_ids(domain)
 
 
 @pytest.fixture

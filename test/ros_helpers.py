@@ -3,7 +3,8 @@
 import socket
 import time
 
-_held_sockets = []
+_held_sockets: dict[int, socket.socket] = {}   # domain ID -> its lock, for this process's life or until released
+_released: dict[int, float] = {}                # domain ID -> when this process released it (time.monotonic)
 
 
 def reserve_domain_id() -> int:
@@ -32,8 +33,13 @@ def wait_for(predicate, timeout: float = 10.0, period: float = 0.02):
 
 
 def reserve_domain_ids(count: int) -> int:
-    """Reserve ``count`` consecutive ROS domain IDs (1-101) unused by any other process here; return the first."""
-    for first in range(1, 102 - count + 1):
+    """Reserve ``count`` consecutive ROS domain IDs (1-101) unused by any other process here; return the first.
+
+    IDs this process never used come first, then those it released longest ago (a graph's
+    participants may linger on their domain for their lease after the test: the suite has more
+    graph tests than domains, so IDs are reused, as late as possible).
+    """
+    for first in sorted(range(1, 102 - count + 1), key=lambda d: _released.get(d, -1.0)):
         held = []
         for domain in range(first, first + count):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -44,8 +50,17 @@ def reserve_domain_ids(count: int) -> int:
                 break
             held.append(sock)
         if len(held) == count:
-            _held_sockets.extend(held)
+            _held_sockets.update(zip(range(first, first + count), held))
             return first
         for sock in held:
             sock.close()
     raise RuntimeError(f'no {count} consecutive free ROS domain IDs between 1 and 101')
+
+
+def release_domain_ids(first: int, count: int = 1) -> None:
+    """Give back domain IDs reserved by :func:`reserve_domain_ids` (reused last by this process)."""
+    for domain in range(first, first + count):
+        sock = _held_sockets.pop(domain, None)
+        if sock is not None:
+            sock.close()
+            _released[domain] = time.monotonic()
