@@ -409,6 +409,8 @@ class Episode:
         def overrides(name):
             params = _node_parameters(name, self.scenario, paths, self.brain, self.brain_options)
             params.pop('scenario', None)
+            # no manager record in one process: it cannot die and restart alone (as hospital systems' state_file)
+            params.pop('state_db', None)
             return [Parameter(k, value=v) for k, v in params.items()]
         nodes = [SupervisorNode(self.scenario, context=context, parameter_overrides=overrides(SUPERVISOR)),
                  ScriptedOperatorNode(self.scenario, context=context, parameter_overrides=overrides(OPERATOR))]
