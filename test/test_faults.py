@@ -40,7 +40,9 @@ def test_manager_hospital_or_supervisor_killed_mid_escort_take_up_their_state(no
     result = run_fault(FAULTS[node], tmp_path / node, domain_id=domain_id)
     check_record(result)
     assert result.noticed_s is not None and result.noticed_s <= NOTICE_BOUND_S, result
-    # nobody watches the watcher but the runner, which sees its process end
-    assert result.noticed_by == ('runner (process exit)' if node == 'supervisor' else 'supervisor (liveliness)')
+    # nobody watches the watcher but the runner, which sees its process end; the others as the robots
+    expected = (('runner (process exit)',) if node == 'supervisor'
+                else ('supervisor (liveliness)', 'supervisor (heartbeat)'))
+    assert result.noticed_by in expected, result
     assert result.restarted_s is not None and result.recovered_s is not None
     assert result.outcome == result.expected_outcome == 'success', result
