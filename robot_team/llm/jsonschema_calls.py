@@ -38,8 +38,16 @@ REFERENCE = {'type': 'string', 'pattern': r'^\$[0-9]+(\.[A-Za-z0-9_]+)*$'}
 """A ``$N.field`` reference to an earlier call's output in the same reply, allowed where a number or boolean is."""
 
 
+FREE_TEXT_MAX_CHARS = 300
+"""Longest free string (no enum, pattern or own bound) a reply may hold: a reply cut at its ``max_tokens``
+is refused as unparsable anyway, so a bounded string keeps every reply the schema allows within it."""
+
+
 def _strict(node: Any) -> Any:
-    """Return a parameters schema made strict: closed objects, references allowed for numbers and booleans."""
+    """Return a parameters schema made strict: closed objects, references allowed for numbers and booleans.
+
+    Free strings get ``maxLength`` :data:`FREE_TEXT_MAX_CHARS` (the reply must end within its token limit).
+    """
     if isinstance(node, list):
         return [_strict(x) for x in node]
     if not isinstance(node, dict):
@@ -49,6 +57,8 @@ def _strict(node: Any) -> Any:
         out['additionalProperties'] = False
     if out.get('type') in ('number', 'integer', 'boolean') and 'enum' not in out:
         return {'anyOf': [out, REFERENCE]}
+    if out.get('type') == 'string' and not {'enum', 'const', 'pattern', 'maxLength'} & set(out):
+        out['maxLength'] = FREE_TEXT_MAX_CHARS
     return out
 
 
