@@ -367,6 +367,11 @@ class ToolDecl:
         ``(argument, ClosedSet)``: arguments the state closes (enums in a constrained request).
     usage
         How a task uses it, for the worked example of the knowledge base (default: its description).
+    requires
+        Tools of the same task that must have succeeded earlier in the task before this one runs
+        (:func:`missing_prerequisites`): the Toolbox refuses the call otherwise (``invalid_call``
+        of category ``missing_prerequisite``) and a constrained request does not offer it yet.
+        E.g. no Nav2 goal before the HCW acknowledged the page: the escort has nobody to escort.
     """
 
     tool: Tool
@@ -384,6 +389,7 @@ class ToolDecl:
     once: bool = True
     closed: tuple[tuple[str, ClosedSet], ...] = ()
     usage: str = ''
+    requires: tuple[Tool, ...] = ()
 
     @property
     def name(self) -> str:
@@ -408,16 +414,17 @@ TOOLS: tuple[ToolDecl, ...] = (
              proof=Proof('where the HCW is, to pick them up', required=True,
                          missing="the HCW's location was never looked up", visited_by=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PAGE_STAFF, _NAV, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
-             closed=(('hcw_id', ClosedSet.TASK_HCW),),
+             closed=(('hcw_id', ClosedSet.TASK_HCW),), requires=(Tool.LOCATE_STAFF,),
              proof=Proof('the HCW answered the page', missing='the HCW never acknowledged a page',
                          flag='acknowledged')),
     ToolDecl(Tool.ROOM_DOOR_POSE, _NAV, TaskType.NAVIGATION, RoomInput, DoorPoseOutput,
              "Map pose inside a room's door (escort the HCW there) and its corridor approach ('door').",
              closed=(('room', ClosedSet.ROOMS),),
-             proof=Proof("where the escort ends: the room's door", goal_of=Tool.NAVIGATE_TO_POSE)),
+             proof=Proof("where the escort ends: the room's door", required=True,
+                         missing="the room's door pose was never looked up", goal_of=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PLAN_PATH, _NAV, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
     ToolDecl(Tool.NAVIGATE_TO_POSE, _NAV, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
-             report_key='nav2_goals', many=True, once=False,
+             report_key='nav2_goals', many=True, once=False, requires=(Tool.PAGE_STAFF,),
              usage="drive to the HCW (x, y from locate_staff), then escort them to the room (x, y, yaw from "
                    "room_door_pose)",
              proof=Proof('the escort reached its goal (Nav2 goal result)', required=True,
@@ -427,16 +434,16 @@ TOOLS: tuple[ToolDecl, ...] = (
              evidence=True, key=True, closed=(('room', ClosedSet.ROOMS),),
              proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
     ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, _INFO, TaskType.INFO_COLLECTION, BadgeInput, StaffRecordOutput,
-             evidence=True, rubric=RubricUse.IDENTITY,
+             evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,),
              proof=Proof("the scanned badge is this HCW's", required=True,
                          missing='no badge was found in the staff directory',
                          claim_keys=('hcw_id', 'name', 'specialty'))),
     ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True,
-             closed=(('room', ClosedSet.ROOMS),)),
+             closed=(('room', ClosedSet.ROOMS),), requires=(Tool.LOOKUP_STAFF_BY_BADGE,)),
     ToolDecl(Tool.FETCH_CARE_TEAM, _DISP, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
              evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.ROOMS),)),
     ToolDecl(Tool.SHOW_DISPLAY, _DISP, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput, evidence=True,
-             closed=(('room', ClosedSet.ROOMS),),
+             closed=(('room', ClosedSet.ROOMS),), requires=(Tool.FETCH_CARE_TEAM,),
              proof=Proof('the room screen shows the layout', missing='the display service never accepted a layout',
                          flag='success')),
 )
@@ -543,6 +550,17 @@ EVIDENCE_TOOLS: dict[str, tuple[str, ...]] = {
 KEY_TOOLS: dict[TaskType, tuple[str, ...]] = {
     r.task_type: tuple(t.name for t in TOOLS if t.task_type is r.task_type and t.key) for r in ROLES}
 """Task type -> the tool that starts the task (the data it works from); it must be called by the task's owner."""
+
+
+def missing_prerequisites(tool: str, succeeded: set[str]) -> list[str]:
+    """Return the tools ``tool`` requires (:attr:`ToolDecl.requires`) that are not in ``succeeded``.
+
+    ``succeeded``: names of the tools with a successful call earlier in the same task (a page is
+    successful only when acknowledged). An undeclared tool requires nothing. The one rule behind
+    the Toolbox's refusal and the constrained offer.
+    """
+    decl = TOOLS_BY_NAME.get(tool)
+    return [] if decl is None else [r.value for r in decl.requires if r.value not in succeeded]
 
 
 def tools_of(owner: 'Robot | str') -> list[ToolDecl]:

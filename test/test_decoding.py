@@ -3,19 +3,21 @@
 Each offer is checked against the guard it mirrors: a tool withdrawn after it succeeded is a call
 the Toolbox refuses when repeated; a success report appears only once grounding accepts one; a
 delegation offers only the task types the supervisor's gate authorises and the HCWs the manager's
-repeat rule allows. ``decoding: free`` offers the full schemas.
+repeat and escort rules allow. ``decoding: free`` offers the full schemas.
 """
 
 from team_harness import World, build_toolbox
 
-from robot_team.brains.base import ManagerObservation, PatientInfo, TaskRecord, TaskSpec
+from robot_team.brains.base import BrainReport, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
 from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
 from robot_team.escalation_model import EscalationRecord
-from robot_team.llm.decoding import delegable, manager_offer, robot_offer
+from robot_team.grounding import contradictions
+from robot_team.llm.decoding import (
+    delegable, hcw_refusal, manager_offer, next_step, refused_hcws, robot_offer)
 from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
 from robot_team.names import Robot
-from robot_team.reports import TaskReportModel, TaskType
+from robot_team.reports import TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import WorkflowPolicy
 
 ROOMS = ['ER-12', 'ER-3', 'Staff lounge']
@@ -29,20 +31,25 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
     box = build_toolbox(Robot.NAVIGATION.value, World())
     box.closed_sets[ClosedSet.ROOMS] = ROOMS
     task = nav_task()
-    first = robot_offer(box, task)
-    assert first.names == [*(t['function']['name'] for t in robot_tools(box))]
+    first = robot_offer(box, task, one_call=True)
+    # no page before the HCW was located, no Nav2 goal before the page was acknowledged (catalog requires)
+    assert first.names == [Tool.LOCATE_STAFF.value, Tool.ROOM_DOOR_POSE.value, Tool.PLAN_PATH.value, 'submit_report']
+    # a reply that may hold several calls may put the prerequisites first: everything is offered
+    assert robot_offer(box, task).names == [t['function']['name'] for t in robot_tools(box)]
     assert first.enums[f'{Tool.ROOM_DOOR_POSE.value}.room'] == ROOMS
-    assert first.enums[f'{Tool.PAGE_STAFF.value}.hcw_id'] == ['90']
     assert first.enums['submit_report.status'] == ['failure']          # nothing proven yet: no success claim
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    located = robot_offer(box, task, one_call=True)
+    assert Tool.PAGE_STAFF.value in located.names and Tool.NAVIGATE_TO_POSE.value not in located.names
+    assert located.enums[f'{Tool.PAGE_STAFF.value}.hcw_id'] == ['90']
     assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
+    assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='ER-12 needs you').ok
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=1.0, y=2.0).ok
     after = robot_offer(box, task)
     assert Tool.LOCATE_STAFF.value not in after.names and Tool.ROOM_DOOR_POSE.value not in after.names
     assert Tool.NAVIGATE_TO_POSE.value in after.names                   # one goal after another
     assert after.choices < first.choices
     # paged and at the door, but the HCW was never picked up: still no success report
-    assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='ER-12 needs you').ok
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
     assert robot_offer(box, task).enums['submit_report.status'] == ['failure']
     # to the HCW (where locate_staff found #90), then the escort to the door: a success report is offered
@@ -51,6 +58,37 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
     assert robot_offer(box, task).enums['submit_report.status'] == ['success', 'failure']
     free = robot_offer(box, task, decoding='free')
     assert free.names == [t['function']['name'] for t in robot_tools(box)] and free.decoding == 'free'
+
+
+def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of_the_procedure():
+    box = build_toolbox(Robot.NAVIGATION.value, World())
+    box.closed_sets[ClosedSet.ROOMS] = ROOMS
+    task = nav_task()
+
+    def now():
+        return next_step(box, task, robot_offer(box, task, one_call=True))
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    assert now().endswith(f'Next in the procedure: {Tool.PAGE_STAFF.value}.')
+    assert 'never acknowledged a page' in now()
+    assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
+    assert now().endswith(f'Next in the procedure: {Tool.ROOM_DOOR_POSE.value}.')   # the catalog's order
+    assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
+    assert now().endswith(f'Next in the procedure: {Tool.NAVIGATE_TO_POSE.value}.')
+    assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
+    assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # picked the HCW up
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
+    assert now().startswith('Now: every proof holds')
+
+
+def test_a_navigation_success_needs_the_door_pose_looked_up():
+    box = build_toolbox(Robot.NAVIGATION.value, World())
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # to the HCW, and no further
+    claim = BrainReport(status=TaskStatus.SUCCESS, data={'hcw_id': '90'})
+    problems = contradictions(TaskType.NAVIGATION, claim, box.journal('nav-1'))
+    assert "the room's door pose was never looked up" in problems
 
 
 def test_the_same_successful_call_is_not_run_again_by_the_toolbox():
@@ -66,6 +104,33 @@ def test_the_same_successful_call_is_not_run_again_by_the_toolbox():
     assert first.ok and again.ok and again.repeat_of == first.stamp_s and again.output == first.output
     assert any(kind == 'invalid_call' and d.get('category') == 'repeated_call' for kind, d in events)
     assert box.call(Tool.READ_BADGE_SCAN.value, task_id='info-2', room='ER-12').ok   # another task: runs
+
+
+def test_a_tool_whose_prerequisites_did_not_succeed_is_not_run_and_is_on_the_record():
+    events = []
+
+    class Events:
+        def emit(self, kind, summary, **data):
+            events.append((getattr(kind, 'value', kind), data))
+    world = World()
+    box = build_toolbox(Robot.NAVIGATION.value, world)
+    box._events = Events()
+    early = box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=1.0, y=2.0)
+    assert not early.ok and Tool.PAGE_STAFF.value in early.error
+    assert not any(kind == 'tool_result' and d.get('ok') for kind, d in events)
+    refused = [d for kind, d in events if kind == 'invalid_call' and d.get('category') == 'missing_prerequisite']
+    assert refused and refused[0]['missing'] == [Tool.PAGE_STAFF.value]
+    assert not box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok   # not located
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
+    assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=1.0, y=2.0).ok
+    assert not box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-2', x=1.0, y=2.0).ok   # per task
+    info = build_toolbox(Robot.INFO_COLLECTION.value, world)
+    assert not info.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-0090').ok
+    display = build_toolbox(Robot.DISPLAY.value, world)
+    shown = display.call(Tool.SHOW_DISPLAY.value, task_id='display-1', room='ER-12', title='t', layout='l',
+                         entries=[{'role': 'physician', 'hcw_id': '90', 'name': 'n'}])
+    assert not shown.ok and Tool.FETCH_CARE_TEAM.value in shown.error
 
 
 def test_a_success_report_fixes_the_values_the_proofs_compare():
@@ -116,6 +181,7 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     done = failed.model_copy(update={'state': 'success', 'hcw_id': '90'})
     moves_on = delegate_params(manager_offer(observation(done), ['80', '90', '41']))
     assert moves_on['properties']['task_type']['enum'] == ['info_collection']   # the workflow moves on
+    assert moves_on['properties']['hcw_id']['enum'] == ['90']    # about the HCW navigation escorted
     info_failed = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
                              hcw_id='90', state='failure', issue='no badge scan')
     both = delegate_params(manager_offer(observation(done, info_failed), ['80', '90', '41']))
@@ -123,6 +189,19 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     abort = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='abort')
     closed = manager_offer(observation(failed, escalations=[abort]), ['80'])
     assert ManagerTool.DELEGATE_TASK.value not in closed.names
+
+
+def test_the_llm_manager_refuses_what_its_hcw_rules_do_not_offer():
+    escorted = TaskRecord(task_id='nav-2', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value,
+                          hcw_id='90', state='success')
+    obs = observation(escorted)
+    assert hcw_refusal('info_collection', '90', obs) is None
+    why = hcw_refusal('info_collection', '80', obs)
+    assert why is not None and '#90' in why and 'nav-2' in why
+    assert hcw_refusal('navigation', '80', obs) is None     # navigation picks its HCW freely
+    assert refused_hcws('display', obs, ['80', '90', '41']) == {'80', '41'}
+    failed = escorted.model_copy(update={'task_id': 'nav-1', 'hcw_id': '80', 'state': 'failure'})
+    assert 'nav-1' in (hcw_refusal('navigation', '80', observation(failed)) or '')
 
 
 def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():

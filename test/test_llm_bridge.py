@@ -433,23 +433,28 @@ def test_tool_errors_and_foreign_tools_go_back_to_the_model():
         refused[0]['reason']
     seen = [json.loads(m['content']) for m in server.requests[-1][1]['messages'] if m['role'] == 'tool']
     assert 'refused' in seen[0] and seen[1]['skipped'] == 'show_display failed'
-    assert 'not valid JSON' in seen[2]['error'] and "not in the staff directory" in seen[3]['error']
-    assert [r.tool for r in box.journal('info-1')] == ['lookup_staff_by_badge']   # refused/invalid never ran
+    # a badge looked up before any scan was read is not run (catalog requires): the model is told what comes first
+    assert 'not valid JSON' in seen[2]['error'] and 'needs a successful read_badge_scan' in seen[3]['error']
+    assert [(r.tool, r.ok) for r in box.journal('info-1')] == [('lookup_staff_by_badge', False)]
+    assert [e['data']['category'] for e in kinds(record, 'invalid_call')][-1] == 'missing_prerequisite'
 
 
 def test_calls_after_a_failed_call_in_the_same_reply_are_skipped():
     def navigation(body):
         res = scripted.results(body)
-        if not res:   # a plan: drive, then escort, then claim success
-            return tool_calls(('navigate_to_pose', {'x': 22.0, 'y': 3.0}), ('navigate_to_pose', {'x': 30.0, 'y': 9.5}),
+        if not res:   # a plan: locate, page, drive, then escort, then claim success
+            return tool_calls(('locate_staff', {'hcw_ids': ['90']}),
+                              ('page_staff', {'hcw_id': '90', 'message': 'come'}),
+                              ('navigate_to_pose', {'x': 22.0, 'y': 3.0}), ('navigate_to_pose', {'x': 30.0, 'y': 9.5}),
                               scripted.report_call('success', '', 'escorted'))
-        assert [r.get('skipped', '') for n, _, r in res if n == 'navigate_to_pose'] == ['', 'navigate_to_pose failed']
-        return scripted.report('failure', res[0][2]['error'])
+        goals = [r for n, _, r in res if n == 'navigate_to_pose']
+        assert [r.get('skipped', '') for r in goals] == ['', 'navigate_to_pose failed']
+        return scripted.report('failure', goals[0]['error'])
     world = World(nav_error='NO_VALID_PATH')
     task = TaskSpec(task_id='nav-1', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id='90')
     with ScriptedServer({'navigation_robot': navigation}) as server:
         report, record, box = run_robot_task(server, 'navigation_robot', world=world, task=task)
-    assert [r.tool for r in box.journal('nav-1')] == ['navigate_to_pose']     # the escort never started
+    assert [r.tool for r in box.journal('nav-1')] == ['locate_staff', 'page_staff', 'navigate_to_pose']   # no escort
     assert report.status is TaskStatus.FAILURE and 'NO_VALID_PATH' in report.issue
     assert 'not accepted' in server.requests[1][1]['messages'][-1]['content']
 

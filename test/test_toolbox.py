@@ -31,13 +31,13 @@ def make_toolbox():
         return {'success': True, 'room': args.room}
     events = Recorder()
     box = Toolbox('display_robot', events)
-    box.register('show_display', 'show', RoomArgs, show)
+    box.register('fetch_care_team', 'fetch', RoomArgs, show)
     return box, events, calls
 
 
 def test_owner_call_is_validated_run_and_journaled():
     box, events, calls = make_toolbox()
-    result = box.call('show_display', task_id='display-1', room='ER-12')
+    result = box.call('fetch_care_team', task_id='display-1', room='ER-12')
     assert result.ok and result.output == {'success': True, 'room': 'ER-12'}
     assert calls == ['ER-12']
     assert [e[0] for e in events.events] == ['tool_call', 'tool_result']
@@ -47,7 +47,7 @@ def test_owner_call_is_validated_run_and_journaled():
 def test_other_robot_is_refused_and_tool_never_runs():
     box, events, calls = make_toolbox()
     with pytest.raises(ToolAccessError, match='manager does not own'):
-        box.call('show_display', caller='manager', room='ER-12')
+        box.call('fetch_care_team', caller='manager', room='ER-12')
     assert calls == []
     assert events.events[-1][0] == 'tool_refused'
     assert events.events[-1][3]['owner'] == 'display_robot'
@@ -68,9 +68,9 @@ def test_registering_another_robots_tool_fails():
 
 def test_bad_arguments_and_tool_errors_become_recorded_failures():
     box, events, calls = make_toolbox()
-    bad = box.call('show_display', task_id='t', rooom='ER-12')
-    assert not bad.ok and "invalid arguments for 'show_display'" in bad.error and 'room' in bad.error
-    failed = box.call('show_display', task_id='t', room='ER-99')
+    bad = box.call('fetch_care_team', task_id='t', rooom='ER-12')
+    assert not bad.ok and "invalid arguments for 'fetch_care_team'" in bad.error and 'room' in bad.error
+    failed = box.call('fetch_care_team', task_id='t', room='ER-99')
     assert not failed.ok and failed.error == 'no such room' and failed.output == {'success': False}
     assert [r.ok for r in box.journal('t')] == [False, False]
     assert calls == ['ER-99']

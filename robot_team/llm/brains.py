@@ -64,7 +64,7 @@ from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
-from robot_team.llm.decoding import manager_offer, refused_hcws, robot_offer
+from robot_team.llm.decoding import hcw_refusal, manager_offer, next_step, robot_offer
 from robot_team.llm.kb import kb_for, load_profiles
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
@@ -219,11 +219,14 @@ class LLMRobotBrain(RobotBrain):
             if time.monotonic() > budget_end:
                 return self._non_compliant(task, tools, progress, f'no valid report within its budget of '
                                            f'{self.settings.task_budget_s:g} s (wall) of LLM time')
-            system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
             try:
                 offer = robot_offer(tools, task, self.settings.decoding, variants,
-                                    last=step == self.settings.max_steps - 1)
-                reply = self.client.chat([system, *messages], offer.tools, offered=offer.record())
+                                    last=step == self.settings.max_steps - 1,
+                                    one_call=self.client.resolved.calls_per_request == 1)
+                system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
+                # where the task stands, last (read right before the decision); not kept in the history
+                now = [{'role': 'user', 'content': next_step(tools, task, offer)}] if self.kb and step > 0 else []
+                reply = self.client.chat([system, *messages, *now], offer.tools, offered=offer.record())
             except LLMCancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled while the LLM was answering')
             except LLMUnavailable as exc:
@@ -607,13 +610,13 @@ class LLMManagerBrain(ManagerBrain):
                     self._emit(EventKind.DELEGATION_REFUSED, f'manager repeated a running {args.task_type} task',
                                target=args.robot, reason=why, task_type=args.task_type, robot=args.robot)
                     return None, f'refused: {why}'
-                repeated = self._repeats_failures(args, obs)
-                if repeated:   # repeating what failed is not handling the issue
-                    why = (f"{', '.join(repeated)} failed with HCW #{args.hcw_id or '-'}: delegate with another "
-                           f'HCW or escalate {repeated[-1]}')
-                    self._emit(EventKind.DELEGATION_REFUSED, f'manager repeated a failed {args.task_type} task',
-                               target=args.robot, reason=why, task_type=args.task_type, robot=args.robot,
-                               hcw_id=args.hcw_id, failed=repeated)
+                why = hcw_refusal(args.task_type, args.hcw_id, obs)
+                if why is not None:   # repeating what failed, or another HCW than the one escorted
+                    failed = [t.task_id for t in obs.tasks if t.task_type.value == args.task_type
+                              and t.state == 'failure' and t.hcw_id == args.hcw_id]
+                    self._emit(EventKind.DELEGATION_REFUSED, f'manager named HCW #{args.hcw_id or "-"} for '
+                               f'{args.task_type}, which its HCW rules refuse', target=args.robot, reason=why,
+                               task_type=args.task_type, robot=args.robot, hcw_id=args.hcw_id, failed=failed)
                     return None, f'refused: {why}'
                 return self._delegate(args, obs), 'sent to the supervisor for authorization; result in next update'
             if isinstance(args, EscalateArgs):
@@ -626,19 +629,6 @@ class LLMManagerBrain(ManagerBrain):
             self._emit(EventKind.BRAIN_ERROR, f'manager sent invalid {name} arguments', target=name,
                        reason=why, error=why, raw=raw[:500], source='llm')
             return None, f'invalid arguments: {why}'
-
-    @staticmethod
-    def _repeats_failures(args: DelegateTaskArgs, obs: ManagerObservation) -> list[str]:
-        """Return the failed tasks ``args`` repeats once it may not be tried again, else [].
-
-        One attempt is a task type with an HCW. After :data:`MAX_SAME_FAILURES` failures only a
-        human's ``retry`` on the last one allows it again; anything else must change the HCW or
-        escalate.
-        """
-        if args.hcw_id not in refused_hcws(args.task_type, obs):
-            return []
-        return [t.task_id for t in obs.tasks if t.task_type.value == args.task_type and t.state == 'failure'
-                and t.hcw_id == args.hcw_id]
 
     @staticmethod
     def _delegate(args: DelegateTaskArgs, obs: ManagerObservation) -> Delegate:

@@ -10,20 +10,21 @@ the published free-running team had.
 open to the model.
 
 - A robot is offered the tools whose evidence its task still lacks (a tool the catalog marks
-  ``once`` is withdrawn after it succeeded: the Toolbox refuses the same successful call again),
-  plus ``submit_report``. Arguments the state closes become enums (:class:`~robot_team.catalog.ClosedSet`:
-  the floor's rooms, which any other room a tool refuses; the HCW the task names). A success
-  report is offered only once the catalog's proofs hold (the false-completion guard turns any
-  other success claim into a failure), with the keys it must agree on fixed to the tools' output
-  (``Proof.claim_keys``); a failure report needs its issue. Status, issue, summary and every
-  other field stay the model's.
-- The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts
-  now (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from
-  the staff directory less those a rule refuses (the same HCW after failed attempts, unless a
-  human decided ``retry``); ``escalate_to_supervisor`` with the human decisions as options and
-  ``submit_reflection`` when the gate's reflection rule holds (:func:`~robot_team.llm.toolschema.manager_tool_names`).
-  Which HCW of which specialty, reassigning or escalating, and the reflection's content stay the
-  model's.
+  ``once`` is withdrawn after it succeeded: the Toolbox refuses the same successful call again) and
+  whose prerequisites hold (catalog ``requires``: the Toolbox does not run a Nav2 goal before the
+  page was acknowledged), plus ``submit_report``. Arguments the state closes become enums
+  (:class:`~robot_team.catalog.ClosedSet`: the floor's rooms, which any other room a tool refuses;
+  the HCW the task names). A success report is offered only once the catalog's proofs hold (the
+  false-completion guard turns any other success claim into a failure), with the keys it must agree
+  on fixed to the tools' output (``Proof.claim_keys``); a failure report needs its issue. Status,
+  issue, summary and every other field stay the model's.
+- The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts now
+  (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from the
+  staff directory less those a rule refuses (the same HCW after failed attempts, unless a human
+  decided ``retry``; for info collection and display, any HCW but the one navigation escorted);
+  ``escalate_to_supervisor`` with the human decisions as options and ``submit_reflection`` when the
+  gate's reflection rule holds (:func:`~robot_team.llm.toolschema.manager_tool_names`). Which HCW of
+  which specialty, reassigning or escalating, and the reflection's content stay the model's.
 
 Each request records its :class:`Offer` (``offered`` in the ``llm_request`` event): the tools and
 the values of every closed argument, and :attr:`Offer.choices`, the number of distinct
@@ -39,7 +40,7 @@ from typing import Any, Iterable, Literal
 
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
-    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, role_of, tools_for)
+    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, tools_for)
 from robot_team.grounding import contradictions
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
@@ -190,12 +191,15 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
 
 
 def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained', variants: bool = True,
-                last: bool = False) -> Offer:
+                last: bool = False, one_call: bool = False) -> Offer:
     """Return what ``toolbox``'s robot is offered for its next request on ``task`` (see the module docstring).
 
     ``variants``: alternatives as ``anyOf`` (``json_schema`` mode); native tool calls get one object each.
     ``last``: the task's last request (``max_steps``): only ``submit_report`` is offered, since a
     task left without a valid report is not accepted (the robot is taken over).
+    ``one_call``: the reply holds one call (``calls_per_request: 1``): a tool is offered only once
+    its prerequisites succeeded. Otherwise also when they are offered too, since calls run in
+    order and a plan may hold the prerequisite first (the Toolbox checks each call as it runs).
 
     Raises
     ------
@@ -206,12 +210,15 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
         return _offer(robot_tools(toolbox), decoding)
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
-    done = {r.tool for r in journal if r.ok}
-    tools = []
-    for spec in ([] if last else toolbox.specs()):
+    done = toolbox.succeeded(task.task_id)
+    tools, may_succeed = [], set(done)
+    for spec in ([] if last else toolbox.specs()):   # catalog order: prerequisites first
         decl = TOOLS_BY_NAME.get(spec.name)
         if decl is not None and decl.once and spec.name in done:
             continue
+        if missing_prerequisites(spec.name, done if one_call else may_succeed):   # the Toolbox would not run it
+            continue
+        may_succeed.add(spec.name)
         tool = function_schema(spec.name, spec.description, spec.input_model)
         for argument, closed in (decl.closed if decl is not None else ()):
             _close(tool['function']['parameters'], argument, _closed_values(closed, task, toolbox))
@@ -220,19 +227,79 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
     return _offer(tools, decoding)
 
 
-def refused_hcws(task_type: str, obs: ManagerObservation) -> set[str]:
-    """Return the HCW IDs a delegation of ``task_type`` may not name now (the manager's repeat rule).
+def escorted_hcw(obs: ManagerObservation) -> str | None:
+    """Return the HCW the latest navigation task escorted, if it succeeded (else None)."""
+    nav = obs.latest(TaskType.NAVIGATION)
+    return nav.hcw_id if nav is not None and nav.state == 'success' and nav.hcw_id else None
 
-    An HCW whose attempts of ``task_type`` failed :data:`MAX_SAME_FAILURES` times, unless a human
-    decided ``retry`` on the last of them.
+
+def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
+    """Return where ``task`` stands in its procedure, in one line, for the knowledge base's worked example.
+
+    From the same declarations as the offer: what a success claim still needs (the catalog's
+    proofs, :func:`~robot_team.grounding.contradictions`) and the first offered tool, in the
+    catalog's order (the worked example's), whose proof does not hold yet. After a failed call,
+    its error is the issue of a failure report unless another way is tried. Names no argument values
+    beyond what the needs already say: the model still chooses the call and its arguments.
+    """
+    task_type = role_of(toolbox.owner).task_type
+    journal = toolbox.journal(task.task_id)
+    claim, _ = _proven_claim(task_type, journal)
+    needs = contradictions(task_type, claim, journal)
+    if not needs:
+        return f'Now: every proof holds; {REPORT_TOOL} success with data from the results.'
+    text = f"Now: success still needs {'; '.join(needs)}."
+    if journal and not journal[-1].ok:
+        return f'{text} The last call ({journal[-1].tool}) failed: {REPORT_TOOL} failure naming its error, ' \
+               f'or try another way.'
+    done = toolbox.succeeded(task.task_id)
+    for decl in tools_for(task_type):
+        if decl.name in offer.names and decl.proof is not None and not (decl.once and decl.name in done):
+            return f'{text} Next in the procedure: {decl.name}.'
+    return text
+
+
+def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] = ()) -> set[str]:
+    """Return the HCW IDs a delegation of ``task_type`` may not name now (the manager's HCW rules).
+
+    - **Repeat rule:** an HCW whose attempts of ``task_type`` failed :data:`MAX_SAME_FAILURES`
+      times, unless a human decided ``retry`` on the last of them.
+    - **Escort rule:** the tasks after navigation (info collection, display) are about the HCW the
+      latest navigation escorted (:func:`escorted_hcw`): every other HCW of ``staff`` is refused.
     """
     failed_by_hcw: dict[str, list[str]] = {}
     for t in obs.tasks:   # a lost robot's task says nothing about the HCW: never counted
         if t.task_type.value == task_type and t.state == 'failure' and t.issue_code is not IssueCode.ROBOT_LOST:
             failed_by_hcw.setdefault(t.hcw_id, []).append(t.task_id)
     retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
-    return {hcw for hcw, failed in failed_by_hcw.items()
-            if len(failed) >= MAX_SAME_FAILURES.get(task_type, 1) and failed[-1] not in retried}
+    refused = {hcw for hcw, failed in failed_by_hcw.items()
+               if len(failed) >= MAX_SAME_FAILURES.get(task_type, 1) and failed[-1] not in retried}
+    escorted = escorted_hcw(obs)
+    if escorted is not None and task_type != TaskType.NAVIGATION.value:
+        refused |= {h for h in staff if h != escorted}
+    return refused
+
+
+def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
+    """Return why the manager's HCW rules refuse delegating ``task_type`` with ``hcw_id`` now (None: accepted).
+
+    The same rules as :func:`refused_hcws` (the guard behind the constrained offer), with the reason.
+    The escort rule speaks only for a task type the gate would accept now (:func:`delegable`): a
+    delegation out of workflow order goes to the supervisor's gate, whose refusal is on the record
+    as the workflow violation it is.
+    """
+    escorted = escorted_hcw(obs)
+    if (escorted is not None and task_type != TaskType.NAVIGATION.value and hcw_id != escorted
+            and task_type in {k.value for k in delegable(obs)}):
+        nav = obs.latest(TaskType.NAVIGATION)
+        return (f'{task_type} is about the HCW navigation escorted ({nav.task_id}): HCW #{escorted}, '
+                f'not #{hcw_id or "-"}')
+    if hcw_id in refused_hcws(task_type, obs):
+        failed = [t.task_id for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure'
+                  and t.hcw_id == hcw_id]
+        return (f"{', '.join(failed)} failed with HCW #{hcw_id or '-'}: delegate with another HCW or "
+                f'escalate {failed[-1]}')
+    return None
 
 
 def delegable(obs: ManagerObservation) -> list[TaskType]:
@@ -253,7 +320,8 @@ def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff
     props = variant['properties']
     props['task_type'] = {'type': 'string', 'enum': [kind.value]}
     props['robot'] = {'type': 'string', 'enum': [TASK_OWNER[kind]]}
-    allowed = [h for h in staff if h not in refused_hcws(kind.value, obs)]
+    staff = list(staff)
+    allowed = [h for h in staff if h not in refused_hcws(kind.value, obs, staff)]
     if allowed:
         props['hcw_id'] = {'type': 'string', 'enum': allowed,
                            'description': props.get('hcw_id', {}).get('description', '')}

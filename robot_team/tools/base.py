@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from robot_team.catalog import TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet
+from robot_team.catalog import TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -82,6 +82,12 @@ class Toolbox:
     (validated) arguments is not run again: the earlier result is returned (``repeat_of``: its
     stamp), and a model's repeat is an ``invalid_call`` of category ``repeated_call``; a
     constrained LLM request does not offer the tool again (the same rule).
+
+    A call whose prerequisites (catalog ``requires``: tools that must have succeeded earlier in
+    the same task) are missing is not run: it fails with an error naming them, and is an
+    ``invalid_call`` of category ``missing_prerequisite`` (whoever decided it); a constrained
+    request does not offer the tool until they hold (the same rule,
+    :func:`~robot_team.catalog.missing_prerequisites`).
     """
 
     def __init__(self, owner: str, events=None, clock: Callable[[], float] | None = None):
@@ -170,8 +176,16 @@ class Toolbox:
         with self._lock:
             cancelled = task_id in self._cancelled
         earlier = None if cancelled else self.repeated(spec, args, task_id)
+        missing = [] if cancelled or earlier is not None or not self._validates(spec, args) \
+            else self.missing_prerequisites(name, task_id)   # bad arguments are reported as such first
         if cancelled:
             result.error = f'task {task_id} was cancelled; {name} not run'
+        elif missing:
+            result.error = (f"{name} needs a successful {' and '.join(missing)} earlier in {task_id}; "
+                            f'not run: call {missing[0]} first')
+            invalid_call(self._events.emit if self._events is not None else None, caller, name,
+                         'missing_prerequisite', result.error, json.dumps(args, default=str), task_id=task_id,
+                         missing=missing)
         elif earlier is not None:   # not run again: the earlier result, flagged as a repeat
             result.ok, result.output = True, dict(earlier.output)
             result.repeat_of = earlier.stamp_s
@@ -192,6 +206,14 @@ class Toolbox:
         self._emit(EventKind.TOOL_RESULT, f"{name} {'succeeded' if result.ok else 'failed'}", name,
                    result.error, task_id=task_id, ok=result.ok, output=result.output, error=result.error, **repeat)
         return result
+
+    def succeeded(self, task_id: str) -> set[str]:
+        """Return the names of the tools with a successful call in ``task_id``."""
+        return {r.tool for r in self.journal(task_id) if r.ok}
+
+    def missing_prerequisites(self, name: str, task_id: str) -> list[str]:
+        """Return the tools ``name`` requires that have not succeeded in ``task_id`` yet (catalog ``requires``)."""
+        return missing_prerequisites(name, self.succeeded(task_id))
 
     def repeated(self, spec: ToolSpec, args: dict, task_id: str) -> ToolResult | None:
         """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated ``args``, if any.
@@ -214,6 +236,14 @@ class Toolbox:
                 except ValidationError:
                     continue
         return None
+
+    @staticmethod
+    def _validates(spec: ToolSpec, args: dict) -> bool:
+        try:
+            spec.input_model.model_validate(args)
+        except ValidationError:
+            return False
+        return True
 
     @staticmethod
     def _run(spec: ToolSpec, args: dict, result: ToolResult) -> ValidationError | None:
