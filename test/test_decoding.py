@@ -68,17 +68,16 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
     def now():
         return next_step(box, task, robot_offer(box, task, one_call=True))
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
-    assert now().endswith(f'Next in the procedure: {Tool.PAGE_STAFF.value}.')
-    assert 'never acknowledged a page' in now()
+    assert now().startswith(f'Next step: {Tool.PAGE_STAFF.value}: ')
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
-    assert now().endswith(f'Next in the procedure: {Tool.ROOM_DOOR_POSE.value}.')   # the catalog's order
+    assert now().startswith(f'Next step: {Tool.ROOM_DOOR_POSE.value}: ')   # the catalog's order
     assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
-    assert now().endswith(f'Next in the procedure: {Tool.NAVIGATE_TO_POSE.value}.')
+    assert now().startswith(f'Next step: {Tool.NAVIGATE_TO_POSE.value}: drive to the HCW')
     assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
     assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # picked the HCW up
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
-    assert now().startswith('Now: every proof holds')
+    assert now().startswith('Next step: submit_report success')
 
 
 def test_a_navigation_success_needs_the_door_pose_looked_up():

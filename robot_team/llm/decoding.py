@@ -236,27 +236,27 @@ def escorted_hcw(obs: ManagerObservation) -> str | None:
 def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     """Return where ``task`` stands in its procedure, in one line, for the knowledge base's worked example.
 
-    From the same declarations as the offer: what a success claim still needs (the catalog's
-    proofs, :func:`~robot_team.grounding.contradictions`) and the first offered tool, in the
-    catalog's order (the worked example's), whose proof does not hold yet. After a failed call,
-    its error is the issue of a failure report unless another way is tried. Names no argument values
-    beyond what the needs already say: the model still chooses the call and its arguments.
+    From the same declarations as the offer: the first offered tool, in the catalog's order (the
+    worked example's), whose proof (:class:`~robot_team.catalog.Proof`) does not hold yet, with its
+    usage; once every proof holds (:func:`~robot_team.grounding.contradictions` of a success
+    claim), the success report; after a failed call, that its error is a failure report's issue
+    unless another way is tried. Names no argument values: the model still chooses the call and
+    its arguments.
     """
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     claim, _ = _proven_claim(task_type, journal)
     needs = contradictions(task_type, claim, journal)
     if not needs:
-        return f'Now: every proof holds; {REPORT_TOOL} success with data from the results.'
-    text = f"Now: success still needs {'; '.join(needs)}."
+        return f'Next step: {REPORT_TOOL} success, with data from the results.'
     if journal and not journal[-1].ok:
-        return f'{text} The last call ({journal[-1].tool}) failed: {REPORT_TOOL} failure naming its error, ' \
+        return f'The last call ({journal[-1].tool}) failed: {REPORT_TOOL} failure with its error as the issue, ' \
                f'or try another way.'
     done = toolbox.succeeded(task.task_id)
     for decl in tools_for(task_type):
         if decl.name in offer.names and decl.proof is not None and not (decl.once and decl.name in done):
-            return f'{text} Next in the procedure: {decl.name}.'
-    return text
+            return f'Next step: {decl.name}: {decl.usage or decl.text}'
+    return f"A success report still needs: {'; '.join(needs)}."
 
 
 def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] = ()) -> set[str]:
