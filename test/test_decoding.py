@@ -76,6 +76,7 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
     assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
     assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # picked the HCW up
+    assert 'still needs: the last successful goal [22.0, 3.0] is not the door of ER-12' in now()
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
     assert now().startswith('Next step: submit_report success')
 
@@ -185,6 +186,10 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
                              hcw_id='90', state='failure', issue='no badge scan')
     both = delegate_params(manager_offer(observation(done, info_failed), ['80', '90', '41']))
     assert {v['properties']['task_type']['enum'][0] for v in both['anyOf']} == {'navigation', 'info_collection'}
+    everyone_failed = [failed.model_copy(update={'task_id': f'nav-{n}', 'hcw_id': h})
+                       for n, h in enumerate(['80', '90', '41'], 1)]
+    left = manager_offer(observation(*everyone_failed), ['80', '90', '41'])
+    assert left.names == [ManagerTool.ESCALATE_TO_SUPERVISOR.value]   # every HCW refused: escalate
     abort = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='abort')
     closed = manager_offer(observation(failed, escalations=[abort]), ['80'])
     assert ManagerTool.DELEGATE_TASK.value not in closed.names

@@ -238,10 +238,11 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
 
     From the same declarations as the offer: the first offered tool, in the catalog's order (the
     worked example's), whose proof (:class:`~robot_team.catalog.Proof`) does not hold yet, with its
-    usage; once every proof holds (:func:`~robot_team.grounding.contradictions` of a success
-    claim), the success report; after a failed call, that its error is a failure report's issue
-    unless another way is tried. Names no argument values: the model still chooses the call and
-    its arguments.
+    usage (and, for a tool that already served, e.g. a first Nav2 goal, what success still needs);
+    once every proof holds (:func:`~robot_team.grounding.contradictions` of a success claim), the
+    success report; after a failed call, that its error is a failure report's issue unless another
+    way is tried. Names no argument values beyond what the proofs say: the model still chooses the
+    call and its arguments.
     """
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
@@ -255,7 +256,8 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     done = toolbox.succeeded(task.task_id)
     for decl in tools_for(task_type):
         if decl.name in offer.names and decl.proof is not None and not (decl.once and decl.name in done):
-            return f'Next step: {decl.name}: {decl.usage or decl.text}'
+            again = f" (a success report still needs: {'; '.join(needs)})" if decl.name in done else ''
+            return f'Next step: {decl.name}: {decl.usage or decl.text}{again}'
     return f"A success report still needs: {'; '.join(needs)}."
 
 
@@ -315,13 +317,16 @@ def delegable(obs: ManagerObservation) -> list[TaskType]:
             and not lost_robot_refusal(TASK_OWNER[kind], obs.lost_robots)]
 
 
-def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff: Iterable[str]) -> dict:
+def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff: Iterable[str]) -> dict | None:
+    """Return ``delegate_task``'s parameters for ``kind``; None when the HCW rules refuse every HCW of ``staff``."""
     variant = copy.deepcopy(base)
     props = variant['properties']
     props['task_type'] = {'type': 'string', 'enum': [kind.value]}
     props['robot'] = {'type': 'string', 'enum': [TASK_OWNER[kind]]}
     staff = list(staff)
     allowed = [h for h in staff if h not in refused_hcws(kind.value, obs, staff)]
+    if staff and not allowed:   # every HCW refused: escalating is what is left
+        return None
     if allowed:
         props['hcw_id'] = {'type': 'string', 'enum': allowed,
                            'description': props.get('hcw_id', {}).get('description', '')}
@@ -389,7 +394,9 @@ def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: 
             if not kinds:
                 continue
             base = tool['function']['parameters']
-            options = [_delegate_variant(base, kind, obs, staff) for kind in kinds]
+            options = [v for v in (_delegate_variant(base, kind, obs, staff) for kind in kinds) if v is not None]
+            if not options:
+                continue
             if len(options) == 1:
                 tool['function']['parameters'] = options[0]
             elif variants:
