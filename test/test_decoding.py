@@ -190,6 +190,11 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
                        for n, h in enumerate(['80', '90', '41'], 1)]
     left = manager_offer(observation(*everyone_failed), ['80', '90', '41'])
     assert left.names == [ManagerTool.ESCALATE_TO_SUPERVISOR.value]   # every HCW refused: escalate
+    escalate = next(t for t in left.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
+    assert escalate['function']['parameters']['properties']['task_id']['enum'] == ['', 'nav-3', 'nav-2', 'nav-1']
+    pending = EscalationRecord(escalation_id='esc-1', task_id='nav-3', raised_by='manager')
+    asked = manager_offer(observation(*everyone_failed, escalations=[pending]), ['80', '90', '41'])
+    assert 'nav-3' not in asked.enums[f'{ManagerTool.ESCALATE_TO_SUPERVISOR.value}.task_id']   # open: not again
     abort = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='abort')
     closed = manager_offer(observation(failed, escalations=[abort]), ['80'])
     assert ManagerTool.DELEGATE_TASK.value not in closed.names
