@@ -191,13 +191,18 @@ class LocateStaffOutput(_Output):
 
 
 class PageOutput(_Output):
-    """A page's fate: delivered, acknowledged, the HCW's reply and the sim s waited."""
+    """A page's fate: delivered, acknowledged, the HCW's reply and the sim s waited.
+
+    ``meet_at``: once acknowledged, where the RTLS sees the HCW (``area``, ``x``, ``y`` in ``map``,
+    m): where the escort picks them up.
+    """
 
     hcw_id: str
     delivered: bool
     acknowledged: bool
     reply: str = ''
     response_time_s: float
+    meet_at: dict[str, Any] = Field(default_factory=dict)
 
 
 class PlanarPose(_Output):
@@ -425,8 +430,8 @@ TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl(Tool.PLAN_PATH, _NAV, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
     ToolDecl(Tool.NAVIGATE_TO_POSE, _NAV, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
              report_key='nav2_goals', many=True, once=False, requires=(Tool.PAGE_STAFF,),
-             usage="drive to the HCW (x, y from locate_staff), then escort them to the room (x, y, yaw from "
-                   "room_door_pose)",
+             usage="drive to the HCW (x, y of meet_at from page_staff), then escort them to the room (x, y, yaw "
+                   "from room_door_pose)",
              proof=Proof('the escort reached its goal (Nav2 goal result)', required=True,
                          missing='no navigate_to_pose goal succeeded', last_must_succeed=True,
                          not_last='the last navigate_to_pose goal did not succeed')),

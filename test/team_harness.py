@@ -96,8 +96,10 @@ def _navigation_stubs(world: World) -> dict:
 
     def page(a):
         ok = world.staff.get(a.hcw_id, {}).get('availability') == 'available'
+        meet_at = {k: world.staff[a.hcw_id][k] for k in ('area', 'x', 'y')} if ok else {}
         return page_result({'hcw_id': a.hcw_id, 'delivered': a.hcw_id in world.staff, 'acknowledged': ok,
-                            'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s})
+                            'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s,
+                            'meet_at': meet_at})
 
     def door(a):
         if a.room != DOOR['room']:

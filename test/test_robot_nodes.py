@@ -105,6 +105,11 @@ def test_navigation_escorts_available_hcw_with_nav2_evidence(graph):
     assert goals[-1]['output']['error_code'] == 0
     assert goals[-1]['output']['initial_distance_m'] > goals[-1]['output']['final_distance_remaining_m']
     assert report.data['hcw_location']['area'] == 'Staff lounge'
+    # the acknowledged page says where to pick the HCW up: where the RTLS sees them, as locate_staff did
+    [page] = [r['output'] for r in report.evidence['tool_journal'] if r['tool'] == 'page_staff']
+    assert page['meet_at']['area'] == 'Staff lounge'
+    where = report.data['hcw_location']
+    assert (page['meet_at']['x'], page['meet_at']['y']) == (where['x'], where['y'])
 
 
 def test_navigation_busy_hcw_is_a_failure_with_alternatives(graph):

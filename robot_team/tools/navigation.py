@@ -445,7 +445,17 @@ class NavigationTools:
                   'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
         if not response.acknowledged:
             output['available'] = self._available_like(args.hcw_id)
+        else:
+            output['meet_at'] = self._where(args.hcw_id)
         return page_result(output)
+
+    def _where(self, hcw_id: str) -> dict:
+        """Return where the RTLS sees ``hcw_id`` now (``area``, ``x``, ``y`` in ``map``, m); {} if it cannot say."""
+        try:
+            staff = self.locate(LocateStaffInput(hcw_ids=[hcw_id]))['staff']
+        except ToolError:
+            return {}
+        return next(({k: s[k] for k in ('area', 'x', 'y')} for s in staff if s['hcw_id'] == hcw_id), {})
 
     def _available_like(self, hcw_id: str) -> list[dict]:
         """Return the HCWs of ``hcw_id``'s specialty the RTLS finds available (``hcw_id``, ``area``); [] if none."""
