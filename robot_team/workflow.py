@@ -451,8 +451,7 @@ class WorkflowPolicy:
         ------
         ValueError
             If ``task_id`` is not an authorized task, ``reason`` is empty, or the manager escalates
-            a task while its own escalation about it is open (:func:`open_escalation_on`: the
-            human is paged once per problem).
+            while one of its escalations is open (:func:`open_escalation_of`).
         """
         with self._lock:
             task_id, raised_by = _text(task_id), _text(raised_by)
@@ -460,10 +459,11 @@ class WorkflowPolicy:
             if task_id and task is None:
                 raise ValueError(f"cannot escalate unknown task ID '{task_id}' (authorized tasks: "
                                  f"{', '.join(self._tasks) or 'none yet'})")
-            pending = open_escalation_on(task_id, self._escalations.values()) if raised_by == MANAGER else None
+            pending = open_escalation_of(self._escalations.values()) if raised_by == MANAGER else None
             if pending is not None:
-                raise ValueError(f'{task_id} is already escalated: {pending.escalation_id} is open; wait for '
-                                 f"the human's decision")
+                about = pending.task_id or 'the episode'
+                raise ValueError(f'the manager already has {pending.escalation_id} open (about {about}); one '
+                                 f"escalation at a time: wait for the human's decision")
             if not str(reason or '').strip():
                 raise ValueError('an escalation needs a reason the human can read')
             escalation_id = f'esc-{len(self._escalations) + 1}'
@@ -650,15 +650,15 @@ class TaskOutline(NamedTuple):
     robot: str = ''
 
 
-def open_escalation_on(task_id: str, escalations, raised_by: str = MANAGER) -> EscalationRecord | None:
-    """Return an open escalation about ``task_id`` raised by ``raised_by`` among ``escalations``, else None.
+def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecord | None:
+    """Return an open escalation raised by ``raised_by`` among ``escalations``, else None.
 
-    The manager may not escalate a task again while its own escalation about it is open (the human
-    is paged once per problem; :meth:`WorkflowPolicy.open_escalation`); the manager's LLM bridge
-    offers ``escalate_to_supervisor`` only for tasks without one. None for an empty ``task_id``.
+    The manager has one escalation open at a time: it may not escalate again (about any task, or
+    the episode) until a human decided on it or it expired (:meth:`WorkflowPolicy.open_escalation`;
+    the human is paged once, and the team holds for the decision). The manager's LLM bridge does
+    not offer ``escalate_to_supervisor`` meanwhile.
     """
-    return next((e for e in escalations if task_id and e.task_id == task_id and e.is_open
-                 and e.raised_by == raised_by), None)
+    return next((e for e in escalations if e.is_open and e.raised_by == raised_by), None)
 
 
 def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, str] | None:
