@@ -57,6 +57,21 @@ def _proof_problems(decl: ToolDecl, claim: BrainReport, journal: list[ToolResult
     return problems
 
 
+def unmet_proofs(task_type: TaskType, claim: BrainReport,
+                 journal: list[ToolResult]) -> list[tuple[ToolDecl, list[str]]]:
+    """Return, in the catalog's order, each tool of ``task_type`` whose proof ``journal`` does not meet, with why.
+
+    The per-tool view of :func:`contradictions` (``claim`` a success claim).
+    """
+    found = []
+    for decl in tools_for(task_type):
+        if decl.proof is not None:
+            problems = _proof_problems(decl, claim, journal)
+            if problems:
+                found.append((decl, problems))
+    return found
+
+
 def contradictions(task_type: TaskType, claim: BrainReport, journal: list[ToolResult]) -> list[str]:
     """Return why ``claim`` is not supported by ``journal`` (empty: supported or not a success claim).
 

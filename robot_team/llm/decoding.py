@@ -42,7 +42,7 @@ from typing import Any, Iterable, Literal
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, tools_for)
-from robot_team.grounding import contradictions
+from robot_team.grounding import contradictions, unmet_proofs
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
@@ -234,32 +234,44 @@ def escorted_hcw(obs: ManagerObservation) -> str | None:
     return nav.hcw_id if nav is not None and nav.state == 'success' and nav.hcw_id else None
 
 
+def _tool_for(decl, done: set[str]) -> str:
+    """Return the tool that meets ``decl``'s unmet proof: itself until it succeeded, then the goal it relates to."""
+    if decl.name not in done:
+        return decl.name
+    related = decl.proof.visited_by or decl.proof.goal_of
+    return related.value if related is not None else decl.name
+
+
 def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     """Return where ``task`` stands in its procedure, in one line, for the knowledge base's worked example.
 
-    From the same declarations as the offer: the first offered tool, in the catalog's order (the
-    worked example's), whose proof (:class:`~robot_team.catalog.Proof`) does not hold yet, with its
-    usage (and, for a tool that already served, e.g. a first Nav2 goal, what success still needs);
-    once every proof holds (:func:`~robot_team.grounding.contradictions` of a success claim), the
-    success report; after a failed call, that its error is a failure report's issue unless another
-    way is tried. Names no argument values beyond what the proofs say: the model still chooses the
-    call and its arguments.
+    From the same declarations as the offer: the catalog's proofs (:class:`~robot_team.catalog.Proof`)
+    a success claim does not meet yet, in the catalog's order, each mapped to the tool that meets
+    it (its own tool until that succeeded, then the goal it relates to: ``visited_by``,
+    ``goal_of``); the first one offered (or its prerequisite) is the next step, with the proof's
+    reason. Once every proof
+    holds, the success report; after a failed call, that its error is a failure report's issue
+    unless another way is tried. Names no argument values beyond the proofs' own reasons: the model
+    still chooses the call and its arguments.
     """
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     claim, _ = _proven_claim(task_type, journal)
-    needs = contradictions(task_type, claim, journal)
-    if not needs:
+    unmet = unmet_proofs(task_type, claim, journal)
+    if not unmet:
         return f'Next step: {REPORT_TOOL} success, with data from the results.'
     if journal and not journal[-1].ok:
         return f'The last call ({journal[-1].tool}) failed: {REPORT_TOOL} failure with its error as the issue, ' \
                f'or try another way.'
     done = toolbox.succeeded(task.task_id)
-    for decl in tools_for(task_type):
-        if decl.name in offer.names and decl.proof is not None and not (decl.once and decl.name in done):
-            again = f" (a success report still needs: {'; '.join(needs)})" if decl.name in done else ''
-            return f'Next step: {decl.name}: {decl.usage or decl.text}{again}'
-    return f"A success report still needs: {'; '.join(needs)}."
+    for decl, problems in unmet:
+        tool = _tool_for(decl, done)
+        if tool in offer.names:
+            return f"Next step: {tool} ({'; '.join(problems)})."
+        first = next(iter(missing_prerequisites(tool, done)), None)   # what must succeed before it
+        if first in offer.names:
+            return f"Next step: {first}, needed before {tool} ({'; '.join(problems)})."
+    return f"A success report still needs: {'; '.join(p for _, problems in unmet for p in problems)}."
 
 
 def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] = ()) -> set[str]:
