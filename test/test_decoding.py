@@ -68,18 +68,18 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
     def now():
         return next_step(box, task, robot_offer(box, task, one_call=True))
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
-    assert now() == f'Next step: {Tool.PAGE_STAFF.value} (the HCW never acknowledged a page).'
+    assert now() == f'Next step: call {Tool.PAGE_STAFF.value}.'
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
     # the pickup before the door (the catalog's order of the proofs), with where the HCW is
-    assert now() == f'Next step: {Tool.NAVIGATE_TO_POSE.value} (no goal reached HCW #90 at (22.0, 3.0): the HCW ' \
-                    f'was not picked up).'
+    assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (no goal reached HCW #90 at (22.0, 3.0): the ' \
+                    f'HCW was not picked up).'
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # picked the HCW up
-    assert now().startswith(f'Next step: {Tool.ROOM_DOOR_POSE.value} (')
+    assert now() == f'Next step: call {Tool.ROOM_DOOR_POSE.value}.'
     assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
     assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
     assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
-    assert now() == f'Next step: {Tool.NAVIGATE_TO_POSE.value} (the last successful goal [22.0, 3.0] is not the ' \
-                    f'door of ER-12).'
+    assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (the last successful goal [22.0, 3.0] is not ' \
+                    f'the door of ER-12).'
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
     assert now().startswith('Next step: submit_report success')
 
@@ -89,7 +89,7 @@ def test_the_next_step_may_be_a_prerequisite_of_the_tool_a_proof_needs():
     box.closed_sets[ClosedSet.ROOMS] = ROOMS
     task = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
     step = next_step(box, task, robot_offer(box, task, one_call=True))
-    assert step.startswith(f'Next step: {Tool.FETCH_CARE_TEAM.value}, needed before {Tool.SHOW_DISPLAY.value} (')
+    assert step == f'Next step: call {Tool.FETCH_CARE_TEAM.value} (then {Tool.SHOW_DISPLAY.value}).'
 
 
 def test_a_navigation_success_needs_the_door_pose_looked_up():

@@ -248,8 +248,8 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     From the same declarations as the offer: the catalog's proofs (:class:`~robot_team.catalog.Proof`)
     a success claim does not meet yet, in the catalog's order, each mapped to the tool that meets
     it (its own tool until that succeeded, then the goal it relates to: ``visited_by``,
-    ``goal_of``); the first one offered (or its prerequisite) is the next step, with the proof's
-    reason. Once every proof
+    ``goal_of``); the first one offered (or its prerequisite) is the next step, a related goal with
+    the proof's reason (which names the pose). Once every proof
     holds, the success report; after a failed call, that its error is a failure report's issue
     unless another way is tried. Names no argument values beyond the proofs' own reasons: the model
     still chooses the call and its arguments.
@@ -266,11 +266,13 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     done = toolbox.succeeded(task.task_id)
     for decl, problems in unmet:
         tool = _tool_for(decl, done)
+        # a goal a proof relates to says which (its reason holds the pose); a first call needs no reason
+        why = f" ({'; '.join(problems)})" if tool != decl.name else ''
         if tool in offer.names:
-            return f"Next step: {tool} ({'; '.join(problems)})."
+            return f'Next step: call {tool}{why}.'
         first = next(iter(missing_prerequisites(tool, done)), None)   # what must succeed before it
         if first in offer.names:
-            return f"Next step: {first}, needed before {tool} ({'; '.join(problems)})."
+            return f'Next step: call {first} (then {tool}).'
     return f"A success report still needs: {'; '.join(p for _, problems in unmet for p in problems)}."
 
 
