@@ -13,7 +13,8 @@ from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
 from robot_team.escalation_model import EscalationRecord
 from robot_team.grounding import contradictions
 from robot_team.llm.decoding import (
-    delegable, hcw_refusal, manager_offer, next_step, refused_hcws, robot_offer)
+    REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, hcw_refusal, manager_offer, next_step, refused_hcws,
+    robot_offer)
 from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
 from robot_team.names import Robot
@@ -249,3 +250,18 @@ def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():
 def test_free_decoding_offers_the_full_schemas():
     free = manager_offer(observation(), ['80'], decoding='free')
     assert 'enum' not in delegate_params(free)['properties']['hcw_id']
+
+
+def test_the_reflection_offered_follows_the_record_and_fits_the_token_limit():
+    done = [TaskRecord(task_id=f'{k.value}-1', task_type=k, robot=TASK_OWNER[k], hcw_id='90', state='success')
+            for k in (TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY)]
+    offer = manager_offer(observation(*done), ['80', '90'])
+    assert offer.names == [ManagerTool.SUBMIT_REFLECTION.value]
+    schema = response_schema(offer.tools, 1)
+    reflection = schema['properties']['tool_calls']['items']['properties']['arguments']['properties']
+    outcomes = reflection['task_outcomes']['prefixItems']
+    assert [o['properties']['status']['enum'] for o in outcomes] == [['success']] * 3   # as the record says
+    texts = [o['properties']['summary'] for o in outcomes] + [reflection[k]['items'] for k in (
+        'recovery_attempts', 'lessons_learned')]
+    assert all(t['maxLength'] == REFLECTION_TEXT_MAX_CHARS for t in texts)
+    assert reflection['lessons_learned']['maxItems'] == REFLECTION_MAX_ITEMS

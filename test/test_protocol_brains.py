@@ -161,3 +161,8 @@ def test_manager_reflection_covers_all_tasks_and_recovery_then_finishes():
     obs.reflection_done = True
     finish = ManagerProtocolBrain().decide(obs)[0]
     assert isinstance(finish, Finish) and finish.outcome == 'success'
+    # a report without summary or issue (an LLM robot's, taken over): the reflection still validates
+    bare = ManagerObservation(patient=PATIENT, tasks=[t.model_copy(update={'summary': ''}) for t in tasks])
+    [again] = ManagerProtocolBrain().decide(bare)
+    assert isinstance(again, Reflect) and again.reflection.missing_parts() == []
+    assert 'display-1 reported success' in again.reflection.task_outcomes[-1].summary

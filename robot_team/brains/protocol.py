@@ -294,7 +294,7 @@ class ManagerProtocolBrain(ManagerBrain):
                 continue
             final = attempts[-1]
             status = TaskStatus.SUCCESS if final.state == 'success' else TaskStatus.FAILURE
-            text = final.summary or final.issue
+            text = final.summary or final.issue or f'{final.task_id} reported {final.state} without a summary'
             if len(attempts) > 1:
                 text += f' (after {len(attempts) - 1} failed attempt(s))'
             outcomes.append(TaskOutcome(task_type=task_type, status=status, robot=final.robot, summary=text))

@@ -63,6 +63,13 @@ never by the same HCW again (the published issue-handling metric, Bai, Ding, Tay
 robot's failed info collection or display may be tried once more with the same HCW."""
 
 
+REFLECTION_TEXT_MAX_CHARS = 120
+REFLECTION_MAX_ITEMS = 2
+"""Bounds of a constrained reflection's free text (each summary, recovery attempt and lesson; the
+number of recovery attempts and lessons): about 1,000 characters in all, so the whole reply ends
+within a small model's ``max_tokens`` (384 for the built-in one; a reply cut there is refused)."""
+
+
 @dataclass
 class Offer:
     """What one request offers the model: tool definitions, and the closed values of their arguments.
@@ -357,7 +364,8 @@ def reflection_tool(obs: ManagerObservation) -> dict:
     One outcome per operational task type, in workflow order (the completeness check), each with
     its owner and the status the record gives it (the contradiction check: ``success`` only if a
     task of that type succeeded, never ``failure`` when the latest one succeeded); non-empty
-    summaries, recovery attempts and at least one lesson. The content stays the model's.
+    summaries, recovery attempts and at least one lesson, bounded so the reply fits its token limit
+    (:data:`REFLECTION_TEXT_MAX_CHARS`, :data:`REFLECTION_MAX_ITEMS`). The content stays the model's.
     """
     name = ManagerTool.SUBMIT_REFLECTION.value
     tool = function_schema(name, MANAGER_TOOL_MODELS[name].__doc__, MANAGER_TOOL_MODELS[name])
@@ -375,13 +383,14 @@ def reflection_tool(obs: ManagerObservation) -> dict:
             'task_type': {'type': 'string', 'enum': [kind.value]},
             'status': {'type': 'string', 'enum': statuses},
             'robot': {'type': 'string', 'enum': [TASK_OWNER[kind]]},
-            'summary': {'type': 'string', 'minLength': 1}},
+            'summary': {'type': 'string', 'minLength': 1, 'maxLength': REFLECTION_TEXT_MAX_CHARS}},
             'required': ['task_type', 'status', 'robot', 'summary']})
-    text = {'type': 'string', 'minLength': 1}
+    text = {'type': 'string', 'minLength': 1, 'maxLength': REFLECTION_TEXT_MAX_CHARS}
     params['properties']['task_outcomes'] = {'type': 'array', 'prefixItems': outcomes,
                                              'minItems': len(outcomes), 'maxItems': len(outcomes)}
-    params['properties']['recovery_attempts'] = {'type': 'array', 'items': text}
-    params['properties']['lessons_learned'] = {'type': 'array', 'items': text, 'minItems': 1}
+    params['properties']['recovery_attempts'] = {'type': 'array', 'items': text, 'maxItems': REFLECTION_MAX_ITEMS}
+    params['properties']['lessons_learned'] = {'type': 'array', 'items': text, 'minItems': 1,
+                                               'maxItems': REFLECTION_MAX_ITEMS}
     params['required'] = sorted({*params.get('required', []), 'task_outcomes', 'recovery_attempts',
                                  'lessons_learned'})
     return tool
