@@ -666,8 +666,10 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
 
     The gate's order and running rules (:class:`WorkflowPolicy`) over ``tasks`` (every task, in
     authorization order): each earlier task type of the workflow must have succeeded last, and
-    ``kind`` must not be running. Shared by the supervisor's gate and the manager's LLM bridge
-    (which offers only the task types this accepts: guards at decode time).
+    ``kind`` must not be running; a succeeded ``kind`` is repeated only to recover a later step
+    that failed since it last succeeded (once that repeat succeeded, the failed step is next).
+    Shared by the supervisor's gate and the manager's LLM bridge (which offers only the task types
+    this accepts: guards at decode time).
     """
     def latest_of(task_type: TaskType) -> TaskOutline | None:
         return next((t for t in reversed(tasks) if t.task_type is task_type), None)
@@ -689,10 +691,12 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
                            f'wait for its report before delegating {kind.value} again')
     if latest is not None and latest.status == 'success':
         later = [latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:]]
-        if not any(t is not None and t.status == 'failure' for t in later):
+        since = tasks.index(latest)   # a later step's failure before this success was what it recovered
+        if not any(t is not None and t.status == 'failure' and tasks.index(t) > since for t in later):
             following = next((k.value for k, t in zip(OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:], later)
                               if t is None or t.status != 'success'), 'the reflection')
-            return ('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}) and no later step failed: '
+            return ('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}) and no later step failed '
+                                     f'since: '
                                      f'the workflow moves on to {following}; repeat {kind.value} only to recover '
                                      f'a later step that failed, with a reason')
     return None

@@ -190,3 +190,14 @@ def test_robot_arguments_that_do_not_validate_are_an_invalid_call_and_a_failed_t
     assert len(invalid) == 1 and invalid[0]['target'] == 'navigate_to_pose'
     assert invalid[0]['data']['category'] == 'invalid_arguments' and invalid[0]['reason'] == result.error
     assert record.of('tool_result')[0]['data']['ok'] is False     # the journal and the record as before
+
+
+def test_free_text_and_open_objects_are_bounded_so_a_reply_fits_its_token_limit():
+    from robot_team.llm.decoding import report_tool
+    from robot_team.llm.jsonschema_calls import FREE_TEXT_MAX_CHARS, FREE_VALUE
+    schema = response_schema([report_tool(TaskType.NAVIGATION, [])], 1)
+    args = schema['properties']['tool_calls']['items']['properties']['arguments']['properties']
+    assert args['issue']['maxLength'] == FREE_TEXT_MAX_CHARS and args['status']['enum'] == ['failure']
+    assert args['data']['additionalProperties'] == FREE_VALUE   # scalars, or one level of them: no endless nesting
+    nested = FREE_VALUE['anyOf'][-1]['additionalProperties']
+    assert all(v.get('type') != 'object' for v in nested['anyOf'])

@@ -106,6 +106,11 @@ def test_repeating_a_success_recovers_a_later_failure_and_needs_a_reason(policy)
     assert not ask(policy, 'navigation', reason='   ').approved
     auth = ask(policy, 'navigation', reason='HCW left the room again')
     assert auth.approved and auth.task_id == 'nav-2'
+    report(policy, 'nav-2', 'navigation', 'success', 5.0)
+    # the repeat recovered info-1's failure: info collection is next, not another escort
+    auth = ask(policy, 'navigation', reason='once more')
+    assert not auth.approved and auth.rule == 'repeat_reason' and 'moves on to info_collection' in auth.explanation
+    assert ask(policy, 'info_collection').approved
 
 
 def test_failed_type_may_be_retried_without_reason(policy):

@@ -43,10 +43,20 @@ FREE_TEXT_MAX_CHARS = 300
 is refused as unparsable anyway, so a bounded string keeps every reply the schema allows within it."""
 
 
+_SCALAR = {'anyOf': [{'type': 'string', 'maxLength': FREE_TEXT_MAX_CHARS}, {'type': 'number'},
+                     {'type': 'boolean'}, {'type': 'null'}]}
+FREE_VALUE = {'anyOf': [*_SCALAR['anyOf'], {'type': 'array', 'items': _SCALAR, 'maxItems': 8},
+                        {'type': 'object', 'additionalProperties': _SCALAR, 'maxProperties': 8}]}
+"""What an open object (e.g. a report's ``data``) may hold per key: scalars, or one level of lists and
+objects of scalars, so a reply cannot nest without end before its ``max_tokens`` (a small model
+echoed its whole call into ``data``, nested until cut)."""
+
+
 def _strict(node: Any) -> Any:
     """Return a parameters schema made strict: closed objects, references allowed for numbers and booleans.
 
-    Free strings get ``maxLength`` :data:`FREE_TEXT_MAX_CHARS` (the reply must end within its token limit).
+    Free strings get ``maxLength`` :data:`FREE_TEXT_MAX_CHARS` and open objects :data:`FREE_VALUE`
+    values (the reply must end within its token limit).
     """
     if isinstance(node, list):
         return [_strict(x) for x in node]
@@ -55,6 +65,8 @@ def _strict(node: Any) -> Any:
     out = {k: _strict(v) for k, v in node.items() if k not in ('default', 'description')}
     if out.get('type') == 'object' and 'properties' in out and 'additionalProperties' not in out:
         out['additionalProperties'] = False
+    if out.get('type') == 'object' and out.get('additionalProperties', 'properties' not in out) is True:
+        out['additionalProperties'] = FREE_VALUE
     if out.get('type') in ('number', 'integer', 'boolean') and 'enum' not in out:
         return {'anyOf': [out, REFERENCE]}
     if out.get('type') == 'string' and not {'enum', 'const', 'pattern', 'maxLength'} & set(out):
