@@ -234,6 +234,31 @@ def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
     assert len(server.requests_of('display_robot')) == 2          # the LLM is not asked after the takeover
 
 
+def test_the_llm_budget_counts_the_time_waiting_on_the_llm_not_the_robots_physical_work():
+    from robot_team.llm import scripted
+    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.fakeserver import ScriptedServer, tool_calls
+    from robot_team.llm.settings import LLMSettings
+    record = Recorder()
+
+    def quick(body):   # a quick model: one call, then its report
+        if scripted.results(body):
+            return scripted.report('failure', 'the care team is empty')
+        return tool_calls(('fetch_care_team', {'room': 'ER-12'}))
+    with ScriptedServer({'display_robot': quick}) as server:
+        settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', fallback='fail',
+                               task_budget_s=0.3, max_retries=0)
+        brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
+        core = display_core(record, brain)
+        spec = core.toolbox._tools['fetch_care_team']
+        work = spec.func
+        spec.func = lambda args: (time.sleep(0.6), work(args))[1]   # a slow tool (e.g. a long Nav2 goal)
+        report = core.run(display_task(1), lambda *_: None)
+        brain.close()
+    assert report.status.value == 'failure' and report.issue == 'the care team is empty'   # the model's own report
+    assert not record.of('brain_error')
+
+
 def test_by_default_the_protocol_brain_finishes_the_first_task_an_llm_robot_leaves():
     from robot_team.llm.brains import LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer, text

@@ -206,7 +206,7 @@ class LLMRobotBrain(RobotBrain):
         if self.taken_over:
             return self._taken_over(task, tools, progress)
         self.client.reset()
-        budget_end = time.monotonic() + self.settings.task_budget_s
+        llm_s = 0.0   # wall s spent waiting on the LLM in this task (the tools' physical work is not counted)
         variants = self.client.resolved.tool_calls == 'json_schema'
         spec = task.model_dump(mode='json', exclude={'task_type'})
         spec['context'] = {k: v for k, v in spec['context'].items() if k not in UNUSED_CONTEXT.get(self.role, ())}
@@ -216,7 +216,7 @@ class LLMRobotBrain(RobotBrain):
         for step in range(self.settings.max_steps):
             if self._cancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled')
-            if time.monotonic() > budget_end:
+            if llm_s > self.settings.task_budget_s:
                 return self._non_compliant(task, tools, progress, f'no valid report within its budget of '
                                            f'{self.settings.task_budget_s:g} s (wall) of LLM time')
             try:
@@ -226,7 +226,11 @@ class LLMRobotBrain(RobotBrain):
                 system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
                 # where the task stands, last (read right before the decision); not kept in the history
                 now = [{'role': 'user', 'content': next_step(tools, task, offer)}] if self.kb and step > 0 else []
-                reply = self.client.chat([system, *messages, *now], offer.tools, offered=offer.record())
+                asked = time.monotonic()
+                try:
+                    reply = self.client.chat([system, *messages, *now], offer.tools, offered=offer.record())
+                finally:
+                    llm_s += time.monotonic() - asked
             except LLMCancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled while the LLM was answering')
             except LLMUnavailable as exc:
