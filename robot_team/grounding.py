@@ -80,9 +80,6 @@ def contradictions(task_type: TaskType, claim: BrainReport, journal: list[ToolRe
     """
     if claim.status is not TaskStatus.SUCCESS:
         return []
-    decls = [d for d in tools_for(task_type) if d.proof is not None]
-    decls.sort(key=lambda d: not (d.proof.required or d.proof.last_must_succeed))
-    problems: list[str] = []
-    for decl in decls:
-        problems += _proof_problems(decl, claim, journal)
-    return problems
+    unmet = sorted(unmet_proofs(task_type, claim, journal),   # stable: the catalog's order within each group
+                   key=lambda found: not (found[0].proof.required or found[0].proof.last_must_succeed))
+    return [problem for _, problems in unmet for problem in problems]
