@@ -64,7 +64,7 @@ from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
-from robot_team.llm.decoding import hcw_refusal, manager_offer, next_step, robot_offer
+from robot_team.llm.decoding import failed_attempts, hcw_refusal, manager_offer, next_step, robot_offer
 from robot_team.llm.kb import kb_for, load_profiles
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
@@ -616,8 +616,7 @@ class LLMManagerBrain(ManagerBrain):
                     return None, f'refused: {why}'
                 why = hcw_refusal(args.task_type, args.hcw_id, obs)
                 if why is not None:   # repeating what failed, or another HCW than the one escorted
-                    failed = [t.task_id for t in obs.tasks if t.task_type.value == args.task_type
-                              and t.state == 'failure' and t.hcw_id == args.hcw_id]
+                    failed = failed_attempts(args.task_type, args.hcw_id, obs)
                     self._emit(EventKind.DELEGATION_REFUSED, f'manager named HCW #{args.hcw_id or "-"} for '
                                f'{args.task_type}, which its HCW rules refuse', target=args.robot, reason=why,
                                task_type=args.task_type, robot=args.robot, hcw_id=args.hcw_id, failed=failed)

@@ -283,6 +283,21 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     return f"A success report still needs: {'; '.join(p for _, problems in unmet for p in problems)}."
 
 
+def _escort_demands(task_type: str, obs: ManagerObservation) -> str | None:
+    """Return the HCW the escort rule demands for ``task_type`` (None: the rule does not apply).
+
+    The tasks after navigation (info collection, display) are about the HCW the latest navigation
+    escorted (:func:`escorted_hcw`).
+    """
+    return escorted_hcw(obs) if task_type != TaskType.NAVIGATION.value else None
+
+
+def failed_attempts(task_type: str, hcw_id: str, obs: ManagerObservation) -> list[str]:
+    """Return the IDs of the failed tasks of ``task_type`` with HCW ``hcw_id``, in record order."""
+    return [t.task_id for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure'
+            and t.hcw_id == hcw_id]
+
+
 def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] = ()) -> set[str]:
     """Return the HCW IDs a delegation of ``task_type`` may not name now (the manager's HCW rules).
 
@@ -298,9 +313,9 @@ def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] =
     retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
     refused = {hcw for hcw, failed in failed_by_hcw.items()
                if len(failed) >= MAX_SAME_FAILURES.get(task_type, 1) and failed[-1] not in retried}
-    escorted = escorted_hcw(obs)
-    if escorted is not None and task_type != TaskType.NAVIGATION.value:
-        refused |= {h for h in staff if h != escorted}
+    demanded = _escort_demands(task_type, obs)
+    if demanded is not None:
+        refused |= {h for h in staff if h != demanded}
     return refused
 
 
@@ -312,15 +327,13 @@ def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | N
     delegation out of workflow order goes to the supervisor's gate, whose refusal is on the record
     as the workflow violation it is.
     """
-    escorted = escorted_hcw(obs)
-    if (escorted is not None and task_type != TaskType.NAVIGATION.value and hcw_id != escorted
-            and task_type in {k.value for k in delegable(obs)}):
+    demanded = _escort_demands(task_type, obs)
+    if demanded is not None and hcw_id != demanded and task_type in {k.value for k in delegable(obs)}:
         nav = obs.latest(TaskType.NAVIGATION)
-        return (f'{task_type} is about the HCW navigation escorted ({nav.task_id}): HCW #{escorted}, '
+        return (f'{task_type} is about the HCW navigation escorted ({nav.task_id}): HCW #{demanded}, '
                 f'not #{hcw_id or "-"}')
     if hcw_id in refused_hcws(task_type, obs):
-        failed = [t.task_id for t in obs.tasks if t.task_type.value == task_type and t.state == 'failure'
-                  and t.hcw_id == hcw_id]
+        failed = failed_attempts(task_type, hcw_id, obs)
         return (f"{', '.join(failed)} failed with HCW #{hcw_id or '-'}: delegate with another HCW or "
                 f'escalate {failed[-1]}')
     return None
