@@ -175,11 +175,19 @@ class Toolbox:
         result = ToolResult(tool=name, args=args, ok=False, stamp_s=self._clock())
         with self._lock:
             cancelled = task_id in self._cancelled
-        earlier = None if cancelled else self.repeated(spec, args, task_id)
-        missing = [] if cancelled or earlier is not None or not self._validates(spec, args) \
+        try:   # validated once: the repeat check, the prerequisites and the run all use it
+            parsed, invalid = spec.input_model.model_validate(args), None
+        except ValidationError as exc:
+            parsed, invalid = None, exc
+        earlier = None if cancelled or parsed is None else self.repeated(spec, parsed, task_id)
+        missing = [] if cancelled or parsed is None or earlier is not None \
             else self.missing_prerequisites(name, task_id)   # bad arguments are reported as such first
         if cancelled:
             result.error = f'task {task_id} was cancelled; {name} not run'
+        elif invalid is not None:   # arguments that do not validate: an invalid call on the record
+            result.error = f"invalid arguments for '{name}': {explain_validation_error(invalid)}"
+            invalid_call(self._events.emit if self._events is not None else None, caller, name,
+                         category_of(invalid), result.error, json.dumps(args, default=str), task_id=task_id)
         elif missing:
             result.error = (f"{name} needs a successful {' and '.join(missing)} earlier in {task_id}; "
                             f'not run: call {missing[0]} first')
@@ -195,10 +203,7 @@ class Toolbox:
                              f'{earlier.stamp_s:.1f} s); not run again, its result returned',
                              json.dumps(args, default=str), task_id=task_id)
         else:
-            invalid = self._run(spec, args, result)
-            if invalid is not None:   # arguments that do not validate: an invalid call on the record
-                invalid_call(self._events.emit if self._events is not None else None, caller, name,
-                             category_of(invalid), result.error, json.dumps(args, default=str), task_id=task_id)
+            self._run(spec, parsed, result)
         result.wall_duration_s = time.perf_counter() - start
         with self._lock:
             self._journal.setdefault(task_id, []).append(result)
@@ -215,19 +220,17 @@ class Toolbox:
         """Return the tools ``name`` requires that have not succeeded in ``task_id`` yet (catalog ``requires``)."""
         return missing_prerequisites(name, self.succeeded(task_id))
 
-    def repeated(self, spec: ToolSpec, args: dict, task_id: str) -> ToolResult | None:
-        """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated ``args``, if any.
+    def repeated(self, spec: ToolSpec, parsed: BaseModel, task_id: str) -> ToolResult | None:
+        """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated arguments, if any.
 
-        Only for a tool the catalog marks ``once`` (its evidence is complete once it succeeded); a
-        physical action such as a Nav2 goal runs again (the robot may have moved since).
+        ``parsed``: this call's arguments, validated by ``spec``'s input model. Only for a tool the
+        catalog marks ``once`` (its evidence is complete once it succeeded); a physical action such
+        as a Nav2 goal runs again (the robot may have moved since).
         """
         decl = TOOLS_BY_NAME.get(spec.name)
         if decl is not None and not decl.once:
             return None
-        try:
-            wanted = spec.input_model.model_validate(args).model_dump()
-        except ValidationError:
-            return None
+        wanted = parsed.model_dump()
         for earlier in self.journal(task_id):
             if earlier.tool == spec.name and earlier.ok:
                 try:
@@ -238,32 +241,17 @@ class Toolbox:
         return None
 
     @staticmethod
-    def _validates(spec: ToolSpec, args: dict) -> bool:
+    def _run(spec: ToolSpec, parsed: BaseModel, result: ToolResult) -> None:
+        """Run one call with its validated arguments ``parsed`` into ``result`` (a tool error or crash is a failure)."""
         try:
-            spec.input_model.model_validate(args)
-        except ValidationError:
-            return False
-        return True
-
-    @staticmethod
-    def _run(spec: ToolSpec, args: dict, result: ToolResult) -> ValidationError | None:
-        """Run one call into ``result``; return the ValidationError of arguments that do not validate."""
-        name = spec.name
-        try:
-            parsed = spec.input_model.model_validate(args)
-        except ValidationError as exc:
-            result.error = f"invalid arguments for '{name}': {explain_validation_error(exc)}"
-            return exc
-        else:
-            try:
-                output = spec.func(parsed)
-                result.output = output.model_dump() if isinstance(output, BaseModel) else dict(output or {})
-                result.ok = True
-            except ToolError as exc:
-                result.error = str(exc)
-                result.output = exc.output
-            except Exception as exc:  # noqa: BLE001 - a tool crash becomes a recorded failure
-                result.error = f'{name} crashed: {type(exc).__name__}: {exc}'
+            output = spec.func(parsed)
+            result.output = output.model_dump() if isinstance(output, BaseModel) else dict(output or {})
+            result.ok = True
+        except ToolError as exc:
+            result.error = str(exc)
+            result.output = exc.output
+        except Exception as exc:  # noqa: BLE001 - a tool crash becomes a recorded failure
+            result.error = f'{spec.name} crashed: {type(exc).__name__}: {exc}'
 
     def _emit(self, kind, summary, target, reason, **data):
         if self._events is not None:
