@@ -449,21 +449,25 @@ class NavigationTools:
             output['meet_at'] = self._where(args.hcw_id)
         return page_result(output)
 
-    def _where(self, hcw_id: str) -> dict:
-        """Return where the RTLS sees ``hcw_id`` now (``area``, ``x``, ``y`` in ``map``, m); {} if it cannot say."""
+    def _rtls_entry(self, hcw_id: str) -> dict | None:
+        """Return the RTLS's entry for ``hcw_id`` (as :meth:`locate` gives it); None if it cannot say."""
         try:
             staff = self.locate(LocateStaffInput(hcw_ids=[hcw_id]))['staff']
         except ToolError:
-            return {}
-        return next(({k: s[k] for k in ('area', 'x', 'y')} for s in staff if s['hcw_id'] == hcw_id), {})
+            return None
+        return next((s for s in staff if s['hcw_id'] == hcw_id), None)
+
+    def _where(self, hcw_id: str) -> dict:
+        """Return where the RTLS sees ``hcw_id`` now (``area``, ``x``, ``y`` in ``map``, m); {} if it cannot say."""
+        entry = self._rtls_entry(hcw_id)
+        return {k: entry[k] for k in ('area', 'x', 'y')} if entry is not None else {}
 
     def _available_like(self, hcw_id: str) -> list[dict]:
         """Return the HCWs of ``hcw_id``'s specialty the RTLS finds available (``hcw_id``, ``area``); [] if none."""
+        specialty = (self._rtls_entry(hcw_id) or {}).get('specialty', '')
+        if not specialty:
+            return []
         try:
-            staff = self.locate(LocateStaffInput(hcw_ids=[hcw_id]))['staff']
-            specialty = next((s['specialty'] for s in staff if s['hcw_id'] == hcw_id), '')
-            if not specialty:
-                return []
             others = self.locate(LocateStaffInput(specialty=specialty))['staff']
         except ToolError:
             return []
