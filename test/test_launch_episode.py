@@ -31,6 +31,21 @@ def _wait(predicate, timeout=15.0):
     return predicate()
 
 
+def _manager_joins(ros_context, executor, recorder):
+    """Start a node named manager that announces itself; return it once the recorder has seen it."""
+    manager = Node('manager', context=ros_context)
+    EventEmitter(manager, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
+    executor.add_node(manager)
+    assert _wait(lambda: 'manager' in recorder._seen)
+    return manager
+
+
+def _leaves(executor, node):
+    """Take ``node`` off the graph (its process ended)."""
+    executor.remove_node(node)
+    node.destroy_node()
+
+
 def test_time_limit_ends_the_episode_with_a_report(ros_context, executor, tmp_path):
     recorder = _recorder(ros_context, tmp_path, time_limit_s=1.0)   # wall clock: long past 1 s
     executor.add_node(recorder)
@@ -46,12 +61,7 @@ def test_time_limit_ends_the_episode_with_a_report(ros_context, executor, tmp_pa
 def test_manager_leaving_the_graph_is_recorded_and_ends_the_episode(ros_context, executor, tmp_path):
     recorder = _recorder(ros_context, tmp_path, time_limit_s=1e12)
     executor.add_node(recorder)
-    manager = Node('manager', context=ros_context)
-    EventEmitter(manager, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
-    executor.add_node(manager)
-    assert _wait(lambda: 'manager' in recorder._seen)
-    executor.remove_node(manager)
-    manager.destroy_node()
+    _leaves(executor, _manager_joins(ros_context, executor, recorder))
     assert _wait(recorder.ending.is_set)
     time.sleep(0.3)
     report = recorder.finish()
@@ -65,23 +75,14 @@ def test_manager_leaving_the_graph_is_recorded_and_ends_the_episode(ros_context,
 def test_a_respawned_manager_is_recorded_back_and_the_episode_goes_on(ros_context, executor, tmp_path):
     recorder = _recorder(ros_context, tmp_path, time_limit_s=1e12, restart_grace_s=30.0)
     executor.add_node(recorder)
-    first = Node('manager', context=ros_context)
-    EventEmitter(first, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
-    executor.add_node(first)
-    assert _wait(lambda: 'manager' in recorder._seen)
-    executor.remove_node(first)
-    first.destroy_node()
+    _leaves(executor, _manager_joins(ros_context, executor, recorder))
     assert _wait(lambda: 'manager' in recorder._crashed)      # lost, but launch respawns it: no end yet
     time.sleep(1.0)
     assert not recorder.ending.is_set()
-    second = Node('manager', context=ros_context)             # the respawned process announces itself again
-    EventEmitter(second, 'manager').emit(EventKind.NODE_STARTED, 'manager ready')
-    executor.add_node(second)
+    second = _manager_joins(ros_context, executor, recorder)   # the respawned process announces itself again
     assert _wait(lambda: any(e.kind == EventKind.NODE_RESTARTED.value for e in recorder.events()))
     back = next(e for e in recorder.events() if e.kind == EventKind.NODE_RESTARTED.value)
     assert back.target == 'manager' and back.data['attempt'] == 1 and back.data['down_s'] > 0
     assert 'manager' not in recorder._crashed and not recorder.ending.is_set()
-    executor.remove_node(second)
-    second.destroy_node()
-    executor.remove_node(recorder)
-    recorder.destroy_node()
+    _leaves(executor, second)
+    _leaves(executor, recorder)
