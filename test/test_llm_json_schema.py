@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from robot_team.brains.base import ManagerObservation, PatientInfo, TaskSpec
+from robot_team.brains.base import ManagerObservation, PatientInfo, TaskRecord, TaskSpec
+from robot_team.escalation_model import EscalationRecord
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text
@@ -132,6 +133,32 @@ def test_manager_foreign_and_invented_tools_are_refused_and_a_text_reply_is_nudg
     rebuilt = exchanges([_model(e) for e in record.events])
     assert [x['messages'] for x in rebuilt] == [b['messages'] for b in bodies]
     assert all(x['reply'] is not None for x in rebuilt)
+
+
+def test_the_manager_asks_nothing_when_the_workflow_accepts_none_of_its_tools():
+    """Every HCW failed and the manager's escalation waits on a human: nothing is offered, so nothing is asked
+    (a request without tools could only be answered with text); once the human decided, it asks again, with
+    its json_schema constraint."""
+    record = Recorder()
+    failed = [TaskRecord(task_id=f'nav-{n}', task_type=TaskType.NAVIGATION, robot='navigation_robot', hcw_id=h,
+                         state='failure', issue=f'HCW #{h} unavailable') for n, h in enumerate(['80', '90'], 1)]
+    pending = EscalationRecord(escalation_id='esc-1', task_id='nav-2', raised_by='manager')
+    retry = calls_json(('delegate_task', {'task_type': 'navigation', 'robot': 'navigation_robot', 'hcw_id': '90',
+                                          'reason': 'a human decided retry'}))
+    with ScriptedServer({'manager': lambda body: text(retry)}) as server:
+        brain = LLMManagerBrain(settings(server, manager_takeover_after=0), record.emitter('manager'), kb=False)
+        waiting = ManagerObservation(patient=PATIENT, new=['nav-2 failed'], tasks=failed, escalations=[pending],
+                                     staff_ids=['80', '90'])
+        assert brain.decide(waiting) == []
+        assert server.requests_of('manager') == [] and record.of('brain_error') == []
+        decided = waiting.model_copy(update={'escalations': [pending.model_copy(update={'decision': 'retry'})],
+                                             'new': ['esc-1 decided: retry']})
+        actions = brain.decide(decided)
+        bodies = server.requests_of('manager')
+    assert [(a.task_type, a.hcw_id) for a in actions] == [(TaskType.NAVIGATION, '90')]
+    assert len(bodies) == 1 and bodies[0]['response_format']['type'] == 'json_schema'
+    assert [x['params']['response_format']['type'] for x in exchanges([_model(e) for e in record.events])] == \
+        ['json_schema']
 
 
 def test_manager_value_outside_a_closed_set_is_an_invalid_call_naming_the_allowed_values():

@@ -482,8 +482,10 @@ class LLMManagerBrain(ManagerBrain):
         """Ask the model what to do about the new cues; return its valid actions (maybe none).
 
         Calls the model only when something is new (a cue, a finished task, an escalation
-        change or guard feedback). After the reflection was accepted, returns Finish with the
-        outcome of the record, without a request.
+        change or guard feedback), and only when the workflow accepts one of its tools now
+        (:func:`~robot_team.llm.decoding.manager_offer` not empty; e.g. while its escalation waits
+        on a human with every HCW refused, there is nothing to ask). After the reflection was
+        accepted, returns Finish with the outcome of the record, without a request.
         """
         if self._fallback is not None:
             return self._fallback.decide(observation)
@@ -508,6 +510,10 @@ class LLMManagerBrain(ManagerBrain):
         self.messages.append({'role': 'user', 'content': update})
         offer = manager_offer(observation, observation.staff_ids, self.settings.decoding,
                               self.client.resolved.tool_calls == 'json_schema')
+        if not offer.tools:   # nothing the workflow accepts now: no request (its reply could only be text)
+            if self._idle(observation):
+                return self._unusable(observation, 'nothing the workflow accepts while nothing runs')
+            return []   # a task runs or a human decides: the update stays in the history for the next turn
         nudged = False
         for _ in range(self.settings.max_steps):
             try:
