@@ -19,7 +19,9 @@ Two clock modes (:data:`CLOCK_MODES`) for the simulator's clock source (``motion
 
 A follower that stops acknowledging (a node that died or hangs) cannot freeze the team: after
 ``follower_timeout_s`` wall seconds behind, it no longer counts (:meth:`FollowGate.ready` reports
-it as lost, the node records it); its next acknowledgement makes it count again.
+it as lost, the node records it); its next acknowledgement makes it count again. While one is
+lost, sim time runs at most at real time for a while (:data:`LOST_FOLLOWER_RATE`,
+:data:`LOST_FOLLOWER_WINDOW_S`).
 
 :class:`FollowGate` is the clock source's bookkeeping; :class:`RateCap` its optional speed cap.
 """
@@ -43,6 +45,21 @@ the step sets only how often the nodes' timers and deadlines are looked at: thei
 0.5 s and more, deadlines tens of seconds. Measured on onboarding (protocol brain, one process):
 0.5 s steps take about twice the wall time of 1.0 s steps for the same decisions."""
 
+LOST_FOLLOWER_RATE = 1.0
+"""Sim seconds per wall second at most while a follower is lost, for :data:`LOST_FOLLOWER_WINDOW_S`.
+
+A lost follower (a robot's host cut off the network, a node that hangs) lives on in wall time:
+sim time must not outrun it, or a 30 s network cut would last minutes of sim time at a high
+real-time factor and pass deadlines that a physical team, where sim time is wall time, would
+meet. The cut lasts in sim what it lasts in wall time (less the ``follower_timeout_s`` the clock
+waited for it first), whatever the cap and the load."""
+
+LOST_FOLLOWER_WINDOW_S = 60.0
+"""Wall s after a follower stopped counting during which :data:`LOST_FOLLOWER_RATE` applies. A
+follower away longer is taken for gone (a node that died and is not restarted: the rest of the
+episode must not run at real time); a cut that long meets the supervisor's deadlines in sim time
+as it would in the world's, only sooner in wall time."""
+
 DEFAULT_FOLLOWER_TIMEOUT_S = 10.0
 """Wall seconds a follower may hold the clock back before it no longer counts (a node that died).
 Longer than a loaded host's scheduling delays (twenty teams on two cores: under a second)."""
@@ -64,6 +81,7 @@ class _Follower:
     acked_s: float       # the latest sim time it acknowledged, s
     wall: float          # when that acknowledgement arrived (monotonic wall s)
     lost: bool = False
+    lost_wall: float = 0.0   # when it stopped counting (monotonic wall s)
 
 
 class FollowGate:
@@ -93,6 +111,7 @@ class FollowGate:
         self._lock = threading.Lock()
         self._followers: dict[str, _Follower] = {}
         self._returned: list[str] = []
+        self._asked: tuple[float, float] | None = None   # (sim time awaited, when it was first awaited: wall s)
 
     def ack(self, follower: str, t: float) -> None:
         """Record that ``follower`` (a node's fully qualified name) processed sim time ``t`` (s)."""
@@ -111,18 +130,22 @@ class FollowGate:
         """Return whether every counting follower acknowledged sim time ``t`` (s), and who was lost now.
 
         The list holds ``(follower, wall seconds behind)`` for each follower that stopped counting
-        at this call (behind ``t`` for over ``follower_timeout_s``).
+        at this call: it has not acknowledged ``t`` for over ``follower_timeout_s`` since ``t`` was
+        first awaited (or since its own latest acknowledgement, if later), so a follower that was
+        waiting with everyone else on a slower one is never counted behind for that wait.
         """
         lost = []
         with self._lock:
             now = self._wall()
+            if self._asked is None or self._asked[0] != t:
+                self._asked = (t, now)
             ready = True
             for name, entry in self._followers.items():
                 if entry.lost or entry.acked_s >= t - 1e-9:
                     continue
-                behind = now - entry.wall
+                behind = now - max(entry.wall, self._asked[1])
                 if behind > self.follower_timeout_s:
-                    entry.lost = True
+                    entry.lost, entry.lost_wall = True, now
                     lost.append((name, behind))
                 else:
                     ready = False
@@ -139,6 +162,12 @@ class FollowGate:
         """The followers that count now (sorted)."""
         with self._lock:
             return sorted(name for name, entry in self._followers.items() if not entry.lost)
+
+    def lost_within(self, window_s: float) -> bool:
+        """Return whether a follower is lost now and stopped counting less than ``window_s`` wall s ago."""
+        with self._lock:
+            now = self._wall()
+            return any(entry.lost and now - entry.lost_wall < window_s for entry in self._followers.values())
 
 
 class RateCap:
@@ -161,13 +190,20 @@ class RateCap:
         self._last: float | None = None
         self._allowed = 0.0
 
-    def allows(self, t: float, step: float) -> bool:
-        """Return whether the clock may step from ``t`` to ``t + step`` (sim s) now; consume it if so."""
-        if self.real_time_factor <= 0:
+    def allows(self, t: float, step: float, at_most: float | None = None) -> bool:
+        """Return whether the clock may step from ``t`` to ``t + step`` (sim s) now; consume it if so.
+
+        ``at_most``: a lower cap for now (sim s per wall s), e.g. :data:`LOST_FOLLOWER_RATE` while a
+        follower is lost; None: ``real_time_factor`` alone.
+        """
+        factor = self.real_time_factor
+        if at_most is not None:
+            factor = at_most if factor <= 0 else min(factor, at_most)
+        if factor <= 0:
             return True
         now = self._wall()
         if self._last is not None:
-            self._allowed = min(self._allowed + (now - self._last) * self.real_time_factor, step + self.burst_s)
+            self._allowed = min(self._allowed + (now - self._last) * factor, step + self.burst_s)
         self._last = now
         if self._allowed + 1e-9 >= step:
             self._allowed -= step

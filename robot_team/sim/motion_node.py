@@ -65,7 +65,8 @@ Parameters
     default of unattended runs, ``eval`` and ``bench``); it holds while a brain waits on its LLM
     (lockstep, whatever ``llm_clock`` says). A follower that stays behind for
     ``follower_timeout_s`` (wall s, default 10) stops counting (``sim`` event
-    ``clock_follower_lost``).
+    ``clock_follower_lost``); until it acknowledges again (for at most 60 wall s), sim time runs at
+    most at real time.
 ``real_time_factor`` (float, default the scenario's in ``wall``, 0 in ``follow``)
     Sim seconds per wall second; in ``follow`` an upper bound (0: none).
 ``max_step_size`` (float, sim s, default 0.25)
@@ -121,8 +122,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from robot_team.llm import lockstep
 from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind
-from robot_team.clock_sync import (DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, FollowGate, RateCap,
-                                   check_clock_mode)
+from robot_team.clock_sync import (DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, LOST_FOLLOWER_RATE,
+                                   LOST_FOLLOWER_WINDOW_S, FollowGate, RateCap, check_clock_mode)
 from robot_team.msg import ClockAck
 from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, CLOCK_ACKS, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP,
                               MAP_FRAME, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE,
@@ -537,7 +538,8 @@ class MotionSimNode(Node):
             if not ready or not self._clock_runs():    # (paused, or waiting for the subscribers)
                 return False
             step = self.max_step_size + (self._holds.take_step() if self._holds is not None else 0.0)
-            if not self._cap.allows(self.engine.t, step):
+            lost = self._gate.lost_within(LOST_FOLLOWER_WINDOW_S)   # sim time not ahead of a cut-off host
+            if not self._cap.allows(self.engine.t, step, LOST_FOLLOWER_RATE if lost else None):
                 return False
             self._advance_locked(step)
         with self._tick_cv:
