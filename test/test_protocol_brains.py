@@ -112,7 +112,8 @@ PATIENT = PatientInfo(patient_id='P-1', room='ER-12', assigned_hcw_id='80')
 def nav_failure():
     return TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot='navigation_robot', hcw_id='80',
                       state='failure', issue='HCW #80 unavailable: on an urgent call',
-                      data={'alternatives': [{'hcw_id': '90', 'area': 'Staff lounge', 'specialty': 'Physician'}]})
+                      data={'alternatives': [{'hcw_id': '90', 'area': 'Staff lounge', 'specialty': 'Physician'}],
+                            'failed_tool': 'page_staff', 'page_delivered': True})
 
 
 def test_manager_delegates_navigation_first_to_the_navigation_robot():
@@ -126,6 +127,25 @@ def test_manager_proposes_alternative_after_unavailable_hcw():
     actions = ManagerProtocolBrain().decide(ManagerObservation(patient=PATIENT, tasks=[nav_failure()]))
     assert isinstance(actions[0], Delegate) and actions[0].hcw_id == '90'
     assert actions[0].handles_task_id == 'nav-1'
+    # the rule reads the failed call, never the issue's words: a page that was not delivered (the pager
+    # down) is escalated even if the issue says 'unavailable'; a delivered one is proposed whatever it says
+    undelivered = nav_failure().model_copy(update={'data': {**nav_failure().data, 'page_delivered': False}})
+    assert isinstance(ManagerProtocolBrain().decide(ManagerObservation(patient=PATIENT, tasks=[undelivered]))[0],
+                      Escalate)
+    reworded = nav_failure().model_copy(update={'issue': 'Dr. #80 did not answer'})
+    assert ManagerProtocolBrain().decide(ManagerObservation(patient=PATIENT, tasks=[reworded]))[0].hcw_id == '90'
+
+
+def test_the_robots_failures_name_the_call_that_failed():
+    box = nav_tools(page_ack=False)
+    report = NavigationProtocolBrain().execute(
+        TaskSpec(task_id='nav-1', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id='80'), box, progress)
+    assert report.data['failed_tool'] == 'page_staff' and report.data['page_delivered'] is True
+    blocked = NavigationProtocolBrain().execute(
+        TaskSpec(task_id='nav-2', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id='90'),
+        nav_tools(page_ack=True, nav_ok=False),
+        progress)
+    assert blocked.data['failed_tool'] == 'navigate_to_pose'
 
 
 def test_manager_escalates_when_told_to_and_follows_the_human():

@@ -37,7 +37,15 @@ PAGE_TIMEOUT_S = 30.0
 
 
 def _failure(issue: str, summary: str = '', **data) -> BrainReport:
+    """Return a failure report; ``data`` holds ``failed_tool`` (the catalog name of the call that failed), which
+    the protocol manager's rules read (never the issue's text)."""
     return BrainReport(status=TaskStatus.FAILURE, issue=issue, summary=summary or issue, data=data)
+
+
+def _unavailable(task: TaskRecord) -> bool:
+    """Return whether ``task`` failed because its HCW did not acknowledge a page that was delivered."""
+    return task.state == 'failure' and task.data.get('failed_tool') == Tool.PAGE_STAFF.value \
+        and task.data.get('page_delivered') is True
 
 
 class NavigationProtocolBrain(RobotBrain):
@@ -50,14 +58,15 @@ class NavigationProtocolBrain(RobotBrain):
         progress('locating', f'locating HCW #{hcw}', 0.05)
         found = call(Tool.LOCATE_STAFF.value, hcw_ids=[hcw])
         if not found.ok:
-            return _failure(f'cannot locate HCW #{hcw}: {found.error}')
+            return _failure(f'cannot locate HCW #{hcw}: {found.error}', failed_tool=Tool.LOCATE_STAFF.value)
         if not found.output['staff']:
-            return _failure(f'HCW #{hcw} is unknown to the location system')
+            return _failure(f'HCW #{hcw} is unknown to the location system', failed_tool=Tool.LOCATE_STAFF.value)
         where = found.output['staff'][0]
         location = {k: where[k] for k in ('area', 'x', 'y')}
         door = call(Tool.ROOM_DOOR_POSE.value, room=room)
         if not door.ok:
-            return _failure(f'cannot navigate to {room}: {door.error}', hcw_location=location)
+            return _failure(f'cannot navigate to {room}: {door.error}', failed_tool=Tool.ROOM_DOOR_POSE.value,
+                            hcw_location=location)
         progress('planning', f'planning a path to #{hcw} in {where["area"]}', 0.1)
         to_hcw = call(Tool.PLAN_PATH.value, goal_x=where['x'], goal_y=where['y'])
         escort = call(Tool.PLAN_PATH.value, start_x=where['x'], start_y=where['y'],
@@ -65,7 +74,8 @@ class NavigationProtocolBrain(RobotBrain):
         path = {'to_hcw': to_hcw.output if to_hcw.ok else to_hcw.error,
                 'escort': escort.output if escort.ok else escort.error}
         if not (to_hcw.ok and escort.ok):
-            return _failure(f'no path on the map: {to_hcw.error or escort.error}', hcw_location=location, path=path)
+            return _failure(f'no path on the map: {to_hcw.error or escort.error}', failed_tool=Tool.PLAN_PATH.value,
+                            hcw_location=location, path=path)
 
         progress('paging', f'paging #{hcw} ({where["availability"]})', 0.2)
         page = call(Tool.PAGE_STAFF.value, hcw_id=hcw, timeout_s=PAGE_TIMEOUT_S,
@@ -78,17 +88,20 @@ class NavigationProtocolBrain(RobotBrain):
             return _failure(issue, summary=f'Located #{hcw} in {where["area"]} and planned a '
                             f'{path["to_hcw"]["length_m"]} m path, but #{hcw} did not respond.',
                             hcw_location=location, path=path, availability=where['availability'],
-                            alternatives=alternatives)
+                            alternatives=alternatives, failed_tool=Tool.PAGE_STAFF.value,
+                            page_delivered=bool(page.output.get('delivered')))
 
         progress('approaching', f'driving to #{hcw} in {where["area"]}', 0.35)
         reach = call(Tool.NAVIGATE_TO_POSE.value, x=where['x'], y=where['y'], yaw=0.0)
         if not reach.ok:
-            return _failure(f'could not reach HCW #{hcw}: {reach.error}', hcw_location=location, path=path,
+            return _failure(f'could not reach HCW #{hcw}: {reach.error}', failed_tool=Tool.NAVIGATE_TO_POSE.value,
+                            hcw_location=location, path=path,
                             nav_result=reach.output)
         progress('escorting', f'escorting #{hcw} to {room}', 0.6)
         arrive = call(Tool.NAVIGATE_TO_POSE.value, x=door.output['x'], y=door.output['y'], yaw=door.output['yaw'])
         if not arrive.ok:
-            return _failure(f'no path to {room}: {arrive.error}', hcw_location=location, path=path,
+            return _failure(f'no path to {room}: {arrive.error}', failed_tool=Tool.NAVIGATE_TO_POSE.value,
+                            hcw_location=location, path=path,
                             nav_result=arrive.output)
         progress('arrived', f'#{hcw} escorted to {room}', 1.0)
         return BrainReport(
@@ -118,19 +131,20 @@ class InfoCollectionProtocolBrain(RobotBrain):
         progress('reading', f'reading the badge scan at {task.room}', 0.1)
         scan = call(Tool.READ_BADGE_SCAN.value, room=task.room)
         if not scan.ok:
-            return _failure(scan.error)
+            return _failure(scan.error, failed_tool=Tool.READ_BADGE_SCAN.value)
         badge = scan.output['badge_id']
         progress('looking up', f'looking up badge {badge}', 0.5)
         record = call(Tool.LOOKUP_STAFF_BY_BADGE.value, badge_id=badge)
         if not record.ok:
-            return _failure(record.error, badge_scan=scan.output)
+            return _failure(record.error, failed_tool=Tool.LOOKUP_STAFF_BY_BADGE.value, badge_scan=scan.output)
         info = record.output
         if task.hcw_id and info['hcw_id'] != task.hcw_id:
             return _failure(f"badge {badge} belongs to HCW #{info['hcw_id']}, not the expected #{task.hcw_id}",
                             badge_scan=scan.output, hcw=info)
         check_in = call(Tool.RECORD_CHECK_IN.value, room=task.room, hcw_id=info['hcw_id'], badge_id=badge)
         if not check_in.ok:
-            return _failure(f'could not record the check-in: {check_in.error}', badge_scan=scan.output, hcw=info)
+            return _failure(f'could not record the check-in: {check_in.error}', failed_tool=Tool.RECORD_CHECK_IN.value,
+                            badge_scan=scan.output, hcw=info)
         progress('done', f"#{info['hcw_id']} {info['name']} identified", 1.0)
         return BrainReport(
             status=TaskStatus.SUCCESS,
@@ -151,10 +165,11 @@ class DisplayProtocolBrain(RobotBrain):
         progress('fetching', f'fetching the care team of {task.room}', 0.2)
         team = call(Tool.FETCH_CARE_TEAM.value, room=task.room)
         if not team.ok:
-            return _failure(team.error)
+            return _failure(team.error, failed_tool=Tool.FETCH_CARE_TEAM.value)
         members = team.output['members']
         if not members:
-            return _failure(f'the staff directory lists no care team for {task.room}')
+            return _failure(f'the staff directory lists no care team for {task.room}',
+                            failed_tool=Tool.FETCH_CARE_TEAM.value)
 
         def rank(member):
             text = f"{member['role']} {member['specialty']}".lower()
@@ -168,7 +183,7 @@ class DisplayProtocolBrain(RobotBrain):
         shown = call(Tool.SHOW_DISPLAY.value, room=task.room, title=title, layout=layout,
                      entries=[{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')} for m in ordered])
         if not shown.ok:
-            return _failure(shown.error, members=ordered, layout=layout)
+            return _failure(shown.error, failed_tool=Tool.SHOW_DISPLAY.value, members=ordered, layout=layout)
         progress('done', 'care team displayed', 1.0)
         return BrainReport(
             status=TaskStatus.SUCCESS,
@@ -258,7 +273,7 @@ class ManagerProtocolBrain(ManagerBrain):
                                           f'is back: the same task again')]
         alternatives = failed.data.get('alternatives') or []
         if (self.issue_handling == 'propose_alternative' and failed.task_type is TaskType.NAVIGATION
-                and alternatives and 'unavailable' in failed.issue):
+                and alternatives and _unavailable(failed)):
             alt = alternatives[0]
             return [self._delegate(
                 obs, TaskType.NAVIGATION, alt['hcw_id'], handles=failed.task_id,
@@ -309,12 +324,13 @@ class ManagerProtocolBrain(ManagerBrain):
         for esc in obs.escalations:
             recovery.append(f'{esc.escalation_id} raised by {esc.raised_by} ({esc.reason}); human decision: '
                             f'{esc.decision or "none yet"}{" #" + esc.hcw_id if esc.hcw_id else ""}.')
-        if any('unavailable' in t.issue for t in obs.tasks):
+        failed_tools = {t.data.get('failed_tool') for t in obs.tasks if t.state == 'failure'}
+        if any(_unavailable(t) for t in obs.tasks):
             lessons.append('Check the assigned HCW\'s availability and page early; keep an available '
                            'alternative of the same specialty ready before escorting.')
-        if any('no path' in t.issue for t in obs.tasks):
+        if failed_tools & {Tool.PLAN_PATH.value, Tool.NAVIGATE_TO_POSE.value}:
             lessons.append('Verify the route to the room on the live floor; a closed door blocks escorts.')
-        if any('not in the staff directory' in t.issue for t in obs.tasks):
+        if Tool.LOOKUP_STAFF_BY_BADGE.value in failed_tools:
             lessons.append('Unregistered badges stop identification; escalate to the badge office early.')
         if not recovery:
             recovery.append('No recovery was needed: every task succeeded on its first attempt.')
