@@ -24,6 +24,8 @@ class EventKind(str, Enum):
     NODE_STOPPED = 'node_stopped'
     NODE_CRASHED = 'node_crashed'            # data: returncode, stderr_tail
     NODE_RESTARTED = 'node_restarted'        # the runner (or launch's respawn) started it again; data: attempt
+    NODE_RETURNED = 'node_returned'          # a node that left the graph is in it again, not restarted
+    #                                          (its host was cut off the network); data: node, gone_for_s
     ROBOT_LOST = 'robot_lost'                # supervisor: a team node's liveliness lost; data: node, task_id, how
     ROBOT_BACK = 'robot_back'                # supervisor: it is alive again; data: node, restarted, lost_for_s
     OBSERVATION = 'observation'              # the manager saw an environment cue; data: cue, ...

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -96,8 +97,13 @@ def hosts():
         made.remove()
 
 
-def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], env_extra: dict) -> tuple[dict, float]:
-    """Run onboarding with each node in its own process, in the netns ``placement[node]`` (None: here)."""
+def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], env_extra: dict,
+              sim_extra: dict | None = None, during: Callable[[Path, dict], None] | None = None) -> tuple[dict, float]:
+    """Run onboarding with each node in its own process, in the netns ``placement[node]`` (None: here).
+
+    ``sim_extra``: more parameters of the simulator's nodes (e.g. ``clock_mode``). ``during(logs,
+    env)`` runs once sim time has started, while the team works (a fault).
+    """
     scenario = load_scenario('onboarding')
     paths = prepare(scenario, out_dir)
     targets = _targets()
@@ -133,7 +139,9 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
         assert procs['team_ready'].wait(timeout=120) == 0, (logs / 'team_ready.log').read_text()
         for exe in EMBEDDED_SIM:
             if exe != HOSPITAL:
-                start(exe, exe, {'scenario': paths['scenario'], 'real_time_factor': RTF})
+                start(exe, exe, {'scenario': paths['scenario'], 'real_time_factor': RTF, **(sim_extra or {})})
+        if during is not None:
+            during(logs, env)
         procs[RECORDER].wait(timeout=scenario.time_limit_s / RTF * 3 + 60)
         wall = time.monotonic() - wall_start
     finally:
@@ -171,3 +179,88 @@ def test_robots_on_one_host_team_on_another_complete_onboarding(hosts, domain_id
                'multi_sim_time_s': multi['sim_time_s'], 'single_sim_time_s': single['sim_time_s']}
     (tmp_path / 'multihost.json').write_text(json.dumps(figures))
     print(f'\nmulti-host vs single-host (one process per node, UDPv4, clock {RTF:g}x): {figures}')
+
+
+_WATCH = """
+import json, sys, rclpy
+from robot_team.msg import TeamEvent
+from robot_team.names import TEAM_EVENTS
+from robot_team.rosmsgs import events_qos
+rclpy.init()
+node = rclpy.create_node('cut_trigger')
+hit = []
+def seen(msg):
+    if msg.kind == 'tool_result' and msg.actor == sys.argv[1] and msg.target == sys.argv[2] and \\
+            json.loads(msg.data_json or '{}').get('ok'):
+        hit.append(msg.stamp.sec + msg.stamp.nanosec * 1e-9)
+node.create_subscription(TeamEvent, TEAM_EVENTS, seen, events_qos())
+while not hit:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print(hit[0], flush=True)
+"""
+"""A team-host process: waits for a robot's successful call of a tool (on ``team/events``), prints its sim time."""
+
+CUT_S = 30.0
+"""How long the robots' host is cut off the network, wall s (issue 19)."""
+
+
+@pytest.mark.timeout(600)
+def test_a_robot_host_cut_off_the_network_for_30_s_mid_escort_is_noticed_and_recovered(hosts, domain_id, tmp_path):
+    """The robots' veth link goes down for 30 s right after HCW #90 acknowledged the page, then up.
+
+    On the follow clock (the default of runs): the loss is noticed within 5 s (wall, and sim: the
+    clock holds at the time the robots stopped answering), the escort is closed as ``robot_lost``
+    and HCW #90 told to wait; while the robots are away sim time runs at most at real time, so no
+    deadline passes that a physical team would meet; once back, the stale escort is cancelled
+    before the manager hears of it, the same escort is delegated again and the onboarding ends in
+    ``success``. Every event, also those the robots wrote while cut off, is in the record.
+    """
+    placement = {name: (hosts.robots if name in MOBILE_ROBOTS else hosts.team)
+                 for name in [*TEAM_NODES, RECORDER, 'team_ready', *EMBEDDED_SIM]}
+    cut = {}
+    robot_link = hosts.links[hosts.robots]
+
+    def cut_after_page(logs, env):
+        watcher = subprocess.run(['ip', 'netns', 'exec', hosts.team, sys.executable, '-c', _WATCH,
+                                  'navigation_robot', 'page_staff'], env=env, capture_output=True, text=True,
+                                 timeout=300)
+        assert watcher.returncode == 0, watcher.stderr
+        cut['down'] = time.time()
+        _ip('-n', hosts.robots, 'link', 'set', robot_link, 'down')
+        time.sleep(CUT_S)
+        _ip('-n', hosts.robots, 'link', 'set', robot_link, 'up')
+        _ip('-n', hosts.robots, 'route', 'add', '224.0.0.0/4', 'dev', robot_link, check=False)  # gone with the link
+        cut['up'] = time.time()
+
+    report, wall = _run_team(tmp_path / 'cut', domain_id, placement,
+                             {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET', 'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'},
+                             sim_extra={'clock_mode': 'follow'}, during=cut_after_page)
+    events = [json.loads(line) for line in (tmp_path / 'cut' / 'events.jsonl').read_text().splitlines()]
+
+    def first(kind, **match):
+        return next(e for e in events if e['kind'] == kind and all(e['data'].get(k) == v for k, v in match.items()))
+    nav = 'navigation_robot'
+    lost, back = first('robot_lost', node=nav), first('robot_back', node=nav)
+    held = first('sim', what='clock_follower_lost', follower=f'/{nav}/{nav}')   # the sim time the robots stopped at
+    closed = next(e for e in events if e['kind'] == 'task_report' and e['data'].get('issue_code') == 'robot_lost')
+    figures = {'notice_wall_s': round(lost['wall_time'] - cut['down'], 2),
+               'notice_sim_s': round(lost['stamp_s'] - held['stamp_s'], 2),
+               'back_after_link_up_wall_s': round(back['wall_time'] - cut['up'], 2),
+               'sim_s_while_cut': round(back['stamp_s'] - lost['stamp_s'], 1),
+               'outcome': report['outcome'], 'wall_s': round(wall, 1)}
+    print(f'\nnetwork cut of the robots\' host for {CUT_S:g} s mid-escort: {figures}')
+    assert 0 <= figures['notice_wall_s'] <= 5.0 and figures['notice_sim_s'] <= 5.0, figures
+    assert lost['data']['task_id'] == closed['target'] and back['data']['restarted'] is False
+    assert first('sim', what='hcw_waiting', robot=nav)['stamp_s'] == lost['stamp_s']   # the HCW told to wait
+    # at most real time while the robots were away (30 s cut, 10 s of which the clock waited for them)
+    assert figures['sim_s_while_cut'] <= CUT_S + 10.0, figures
+    escort = first('delegation', task_id=closed['target'])
+    again = first('delegation', handles_task_id=closed['target'])   # the same escort, once the robot is back
+    assert again['stamp_s'] >= back['stamp_s'] and again['data']['hcw_id'] == escort['data']['hcw_id']
+    assert report['outcome'] == 'success' and report['outcome_as_expected'], report['outcome']
+    assert report['escalations'] == []      # recovered by the workflow's rules, not by a human
+    assert {e['target'] for e in events if e['kind'] == 'node_returned'} >= {nav}
+    assert report['events']['complete'] and report['events']['sequence_gaps'] == {}
+    # the stale escort the robot ended once back is refused (the task was closed) and on the record
+    stale = first('report_rejected')
+    assert stale['target'] == closed['target'] and stale['wall_time'] > cut['up']

@@ -134,6 +134,7 @@ class RobotNode(Node):
         self._busy = threading.Lock()
         self._stopping = False
         self._running_task = ''
+        self._stopped_task = ''   # the running task, once it was cancelled or stopped (it is ending)
         self._add_tools()
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
@@ -175,7 +176,12 @@ class RobotNode(Node):
         self._started_data: dict = dict(tools.started_data)
 
     def goal_callback(self, goal) -> GoalResponse:
-        """Accept a task of this robot's type when idle; reject (and record) anything else."""
+        """Accept a task of this robot's type when idle; reject (and record) anything else.
+
+        A task that was cancelled or stopped but is still ending (e.g. its navigate_to_pose result
+        awaited from a server that was out of reach) does not make the robot busy: the new task is
+        accepted and starts once the old one has ended.
+        """
         if self._stopping:
             self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: stopping',
                              target=goal.task_id, reason='the robot is stopping with the episode',
@@ -186,7 +192,7 @@ class RobotNode(Node):
                              target=goal.task_id, reason=f'{self.role} executes only {self.task_type.value} tasks',
                              task_id=goal.task_id, task_type=goal.task_type)
             return GoalResponse.REJECT
-        if self._busy.locked():
+        if self._busy.locked() and not (self._running_task and self._stopped_task == self._running_task):
             self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: busy',
                              target=goal.task_id, reason='a task is already running', task_id=goal.task_id)
             return GoalResponse.REJECT
@@ -214,6 +220,8 @@ class RobotNode(Node):
 
     def _stop_task(self, task_id: str) -> None:
         """Stop ``task_id``: no further tool calls, the brain asked to stop, the robot's motion cancelled."""
+        if task_id and task_id == self._running_task:
+            self._stopped_task = task_id
         self.core.cancel(task_id)
         for hook in self._cancel_hooks:
             hook()

@@ -40,10 +40,13 @@ the holds (``workflow_restored``, ``escalation_restored``).
 
 from __future__ import annotations
 
+import threading
+
 from action_msgs.srv import CancelGoal
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -99,6 +102,10 @@ RAW_TEXT_LIMIT = 2000
 
 STAFF_REFRESH_S = 2.0
 """How often the RTLS is asked for availability, wall s."""
+
+BACK_NOTICE_WAIT_S = 3.0
+"""Wall s a robot back on the network waits at most for its goals' cancels to be answered before
+the team hears it is back (:meth:`SupervisorNode.liveness_callback`)."""
 
 HOLD_CANCELS = tuple(names.robot_name(r, names.EXECUTE_TASK) for r in
                      (names.Robot.NAVIGATION, names.Robot.INFO_COLLECTION, names.Robot.DISPLAY)) + tuple(
@@ -307,16 +314,48 @@ class SupervisorNode(Node):
         self._save_state()
 
     def liveness_callback(self, change: LivenessChange) -> None:
-        """Record a team node lost or back, recover a lost robot's task, stop its goals, tell the team."""
+        """Record a team node lost or back, recover a lost robot's task, stop its goals, tell the team.
+
+        A robot back as the same incarnation (its host was cut off the network) may still run the
+        task that was closed when it was lost: the cancel sent then could not reach it. Its goals
+        are cancelled again, and the team hears that it is back once the cancels are answered (at
+        most :data:`BACK_NOTICE_WAIT_S` later), so a new delegation never reaches it before them.
+        """
         now = now_s(self)
         recovered = self.core.liveness_changed(change, now)
         self._save_state()
-        if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
-            self.stop_robots(f'{change.node} was lost', robot=change.node)
         task = recovered.task_id if recovered is not None else ''
-        self._liveness_pub.publish(NodeLiveness(
+        notice = NodeLiveness(
             stamp=s_to_stamp(now), node=change.node, state=change.state, instance_id=change.instance_id,
-            restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s))
+            restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s)
+        if change.node not in OPERATIONAL_ROBOTS or (change.state == 'back' and change.restarted):
+            self._liveness_pub.publish(notice)
+            return
+        reason = f'{change.node} was lost' if change.state == 'lost' else \
+            f'{change.node} is back: the task closed when it was lost must not go on'
+        pending = self.stop_robots(reason, robot=change.node)
+        if change.state == 'lost' or not pending:
+            self._liveness_pub.publish(notice)
+            return
+        announce = _Once(lambda: self._publish_liveness(notice))
+        left = [len(pending)]
+
+        def answered(_future) -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                announce()
+        for future in pending:
+            future.add_done_callback(answered)
+        timer = threading.Timer(BACK_NOTICE_WAIT_S, announce)
+        timer.daemon = True
+        timer.start()
+
+    def _publish_liveness(self, notice: NodeLiveness) -> None:
+        """Publish ``notice`` on ``team/liveness`` (from a timer thread too; nothing once the node is gone)."""
+        try:
+            self._liveness_pub.publish(notice)
+        except InvalidHandle:   # the episode ended while the notice waited
+            pass
 
     def staff_callback(self) -> None:
         """Ask the RTLS where everyone is and whether they are available (answer in :meth:`_located`)."""
@@ -350,8 +389,12 @@ class SupervisorNode(Node):
                                         escalation_ids=hold.escalation_ids, reason=hold.reason,
                                         held_by=hold.held_by, since=s_to_stamp(hold.since_s or 0.0)))
 
-    def stop_robots(self, reason: str, robot: str = '') -> None:
-        """Cancel every goal of every robot's (or only ``robot``'s) task and Nav2 actions (zero goal ID: all goals)."""
+    def stop_robots(self, reason: str, robot: str = '') -> list:
+        """Cancel every goal of every robot's (or only ``robot``'s) task and Nav2 actions (zero goal ID: all goals).
+
+        Returns the cancel requests' futures (servers not reachable now are recorded and skipped).
+        """
+        sent = []
         for action, client in self._cancel_clients.items():
             if robot and not action.startswith(f'{robot}/'):
                 continue
@@ -359,8 +402,10 @@ class SupervisorNode(Node):
                 self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
                                  reason=reason, action=action, reachable=False, goals=[])
                 continue
-            client.call_async(CancelGoal.Request()).add_done_callback(
-                lambda future, action=action: self._cancelled(action, reason, future))
+            future = client.call_async(CancelGoal.Request())
+            future.add_done_callback(lambda future, action=action: self._cancelled(action, reason, future))
+            sent.append(future)
+        return sent
 
     # --- Helpers ------------------------------------------------------------------------------
 
@@ -440,6 +485,22 @@ class SupervisorNode(Node):
 
     def _publish_report(self, report: TaskReportModel) -> None:
         self._report_pub.publish(report_to_msg(report))
+
+
+class _Once:
+    """Call ``fn`` the first time this is called, from any thread; later calls do nothing."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __call__(self, *_args) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        self._fn()
 
 
 def _raw_report(msg) -> dict:

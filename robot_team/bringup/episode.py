@@ -47,6 +47,12 @@ ACTOR = 'runner'
 """Actor of the events the recorder adds (timeout, crashed node), as ``robot-team run`` records them."""
 
 
+def _reconnections(events: list, node: str) -> int:
+    """Return how many times the supervisor recorded ``node`` back as the same incarnation (``robot_back``)."""
+    return sum(1 for e in events if e.kind == EventKind.ROBOT_BACK.value and e.data.get('node') == node
+               and not e.data.get('restarted'))
+
+
 class EpisodeRecorder(TeamRecorder):
     """The team recorder that ends the episode and writes ``report.json``.
 
@@ -83,6 +89,8 @@ class EpisodeRecorder(TeamRecorder):
         self._watch = set(self.get_parameter('watch_nodes').value)
         self._seen: set[str] = set()
         self._missing: dict[str, int] = {}
+        self._back: dict[str, int] = {}          # checks in a row a node that left the graph is in it again
+        self._crash_index: dict[str, int] = {}   # node -> its reconnections recorded when it left the graph
         self._crashed: set[str] = set()
         self._lost_at: dict[str, float] = {}     # node -> wall (monotonic) s it was recorded lost
         self._starts: dict[str, int] = {}        # node -> node_started events seen
@@ -120,6 +128,26 @@ class EpisodeRecorder(TeamRecorder):
         self._notice_restarts(starts)
         started = set(starts)
         present = {name for name, _ in self.get_node_names_and_namespaces()}
+        for node in sorted(self._crashed):
+            # the same incarnation back (restarts were noticed above): the supervisor's robot_back (its
+            # liveliness; rmw_fastrtps's graph does not list a participant's nodes again once its lease
+            # expired), or in the graph again for two checks
+            self._back[node] = self._back.get(node, 0) + 1 if node in present else 0
+            seen_back = _reconnections(events, node) > self._crash_index.get(node, 0)
+            if self._back[node] < 2 and not seen_back:
+                continue
+            self._crashed.discard(node)
+            self._back.pop(node)
+            self._crash_index.pop(node, None)
+            if node in present:
+                self._seen.add(node)
+            else:   # not listed by the graph: its absence says nothing until the graph lists it again
+                self._seen.discard(node)
+            gone = time.monotonic() - self._lost_at.pop(node, time.monotonic())
+            self._emitter.emit(EventKind.NODE_RETURNED, f'node {node} is back (not restarted)', target=node,
+                               reason='it left the graph without exiting: its host was cut off the network, or '
+                               'discovery lost it', node=node, gone_for_s=round(gone, 3),
+                               noticed_by='robot_back' if seen_back else 'graph')
         for node in (self._watch & started) - self._crashed:
             if node in present:
                 self._seen.add(node)
@@ -129,8 +157,10 @@ class EpisodeRecorder(TeamRecorder):
                 if self._missing[node] >= 2:   # gone for two checks (a second): not a discovery hiccup
                     self._crashed.add(node)
                     self._lost_at[node] = time.monotonic()
+                    self._crash_index[node] = _reconnections(events, node)
                     self._emitter.emit(EventKind.NODE_CRASHED, f'node {node} left the graph', target=node,
-                                       reason='its node disappeared before the episode ended')
+                                       reason='its node disappeared from the graph before the episode ended '
+                                              '(it exited, or its host was cut off the network)')
         manager = names.Robot.MANAGER.value
         if manager in self._crashed and time.monotonic() - self._lost_at[manager] >= self.restart_grace_s:
             self.ending.set()   # nobody can end the episode any more
@@ -143,6 +173,7 @@ class EpisodeRecorder(TeamRecorder):
             if node not in self._watch or count <= max(before, 1):   # (restarted before the first look, too)
                 continue
             self._crashed.discard(node)
+            self._back.pop(node, None)
             self._missing.pop(node, None)
             lost = self._lost_at.pop(node, None)
             self._emitter.emit(EventKind.NODE_RESTARTED, f'node {node} is back (start {count})', target=node,

@@ -58,6 +58,10 @@ POSE_WAIT_S = 5.0
 #: Wall seconds route planning waits for the planner server's answer.
 PLAN_TIMEOUT_S = 10.0
 
+#: Wall seconds a cancelled navigate_to_pose goal waits for its result; then it ends as ``CANCELED``
+#: without one (a server on a host cut off the network never answers).
+CANCEL_RESULT_WAIT_S = 5.0
+
 
 class NavOutcome(str, Enum):
     """How a navigate_to_pose goal ended (action_msgs/GoalStatus, in words)."""
@@ -165,11 +169,25 @@ class NavigateToPoseClient:
         while not done.wait(0.01):
             if now_s(self._node) - start > timeout_s:
                 self.cancel()
-                done.wait(5.0)
+                done.wait(CANCEL_RESULT_WAIT_S)
                 if not done.is_set():
                     result.outcome, result.error_code = NavOutcome.CANCELED, 9003
                     result.error_msg = f'no result within {timeout_s:.0f} s; goal cancelled'
                     return result
+            with self._lock:
+                cancelled = self._cancel_requested
+            if cancelled:   # cancelled from another thread: the answer to the result request may have been
+                again = handle.get_result_async()   # lost with the link; the server keeps results: ask again
+                again.add_done_callback(lambda _f: done.set())
+                if not done.wait(CANCEL_RESULT_WAIT_S):
+                    with self._lock:
+                        self._goal_handle = None
+                    result.outcome, result.error_code = NavOutcome.CANCELED, 9003
+                    result.error_msg = f'cancelled; no result from the server within {CANCEL_RESULT_WAIT_S:g} s'
+                    result.duration_s = now_s(self._node) - start
+                    return result
+                if not result_future.done():
+                    result_future = again
         with self._lock:
             self._goal_handle = None
         wrapped = result_future.result()
