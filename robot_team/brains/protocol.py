@@ -37,8 +37,11 @@ PAGE_TIMEOUT_S = 30.0
 
 
 def _failure(issue: str, summary: str = '', **data) -> BrainReport:
-    """Return a failure report; ``data`` holds ``failed_tool`` (the catalog name of the call that failed), which
-    the protocol manager's rules read (never the issue's text)."""
+    """Return a failure report.
+
+    ``data`` holds ``failed_tool`` (the catalog name of the call that failed), which the protocol
+    manager's rules read (never the issue's text).
+    """
     return BrainReport(status=TaskStatus.FAILURE, issue=issue, summary=summary or issue, data=data)
 
 
