@@ -450,8 +450,9 @@ class WorkflowPolicy:
         Raises
         ------
         ValueError
-            If ``task_id`` is not an authorized task, ``reason`` is empty, or the manager escalates
-            while one of its escalations is open (:func:`open_escalation_of`).
+            If ``task_id`` is not an authorized task, ``reason`` is empty, the manager escalates a
+            task that succeeded (:func:`manager_may_escalate`) or while one of its escalations
+            is open (:func:`open_escalation_of`).
         """
         with self._lock:
             task_id, raised_by = _text(task_id), _text(raised_by)
@@ -459,6 +460,9 @@ class WorkflowPolicy:
             if task_id and task is None:
                 raise ValueError(f"cannot escalate unknown task ID '{task_id}' (authorized tasks: "
                                  f"{', '.join(self._tasks) or 'none yet'})")
+            if raised_by == MANAGER and task is not None and not manager_may_escalate(task.status):
+                raise ValueError(f"the manager escalates a task that did not succeed or the episode (''), "
+                                 f'not {task_id}, which succeeded')
             pending = open_escalation_of(self._escalations.values()) if raised_by == MANAGER else None
             if pending is not None:
                 about = pending.task_id or 'the episode'
@@ -648,6 +652,15 @@ class TaskOutline(NamedTuple):
     status: str
     issue: str
     robot: str = ''
+
+
+def manager_may_escalate(status: str) -> bool:
+    """Return whether the manager may escalate a task in ``status`` ('running', 'success', 'failure').
+
+    Not a succeeded one: a task that succeeded needs no human (a failed or a running one may).
+    Shared by the supervisor's gate and the manager's LLM bridge (which offers only these task IDs).
+    """
+    return status != 'success'
 
 
 def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecord | None:

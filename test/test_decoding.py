@@ -204,6 +204,14 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     assert left.names == [ManagerTool.ESCALATE_TO_SUPERVISOR.value]   # every HCW refused: escalate
     escalate = next(t for t in left.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
     assert escalate['function']['parameters']['properties']['task_id']['enum'] == ['', 'nav-3', 'nav-2', 'nav-1']
+    done = TaskRecord(task_id='nav-4', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='90',
+                      state='success')
+    info = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+                      hcw_id='90', state='failure', issue='badge unknown')
+    after = manager_offer(observation(*everyone_failed, done, info), ['80', '90', '41'])
+    escalate = next(t for t in after.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
+    assert escalate['function']['parameters']['properties']['task_id']['enum'] == \
+        ['', 'info-1', 'nav-3', 'nav-2', 'nav-1']   # not nav-4, which succeeded (the gate's rule)
     pending = EscalationRecord(escalation_id='esc-1', task_id='nav-3', raised_by='manager')
     asked = manager_offer(observation(*everyone_failed, escalations=[pending]), ['80', '90', '41'])
     assert ManagerTool.ESCALATE_TO_SUPERVISOR.value not in asked.names   # one open at a time: wait for the human

@@ -22,9 +22,9 @@ open to the model.
   (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from the
   staff directory less those a rule refuses (the same HCW after failed attempts, unless a human
   decided ``retry``; for info collection and display, any HCW but the one navigation escorted);
-  ``escalate_to_supervisor`` (about a task of the record, or the episode) unless its own escalation
-  is open, with the human decisions as options, and ``submit_reflection`` when the gate's reflection
-  rule holds (:func:`~robot_team.llm.toolschema.manager_tool_names`). Which HCW of which specialty,
+  ``escalate_to_supervisor`` (about a task of the record that did not succeed, or the episode)
+  unless its own escalation is open, with the human decisions as options, and
+  ``submit_reflection`` when the gate's reflection rule holds (:func:`~robot_team.llm.toolschema.manager_tool_names`). Which HCW of which specialty,
   reassigning or escalating, and the reflection's content stay the model's.
 
 Each request records its :class:`Offer` (``offered`` in the ``llm_request`` event): the tools and
@@ -48,7 +48,7 @@ from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
-from robot_team.workflow import TaskOutline, delegation_refusal, open_escalation_of
+from robot_team.workflow import TaskOutline, delegation_refusal, manager_may_escalate, open_escalation_of
 
 Decoding = Literal['constrained', 'free']
 """``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""
@@ -429,7 +429,8 @@ def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: 
         if tool['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value:
             if open_escalation_of(obs.escalations) is not None:   # one at a time: the supervisor refuses a second
                 continue
-            _close(tool['function']['parameters'], 'task_id', ['', *reversed([t.task_id for t in obs.tasks])])
+            _close(tool['function']['parameters'], 'task_id',
+                   ['', *reversed([t.task_id for t in obs.tasks if manager_may_escalate(t.state)])])
         if tool['function']['name'] == ManagerTool.DELEGATE_TASK.value:
             kinds = delegable(obs)
             if not kinds:
