@@ -451,7 +451,7 @@ class WorkflowPolicy:
         ------
         ValueError
             If ``task_id`` is not an authorized task, ``reason`` is empty, the manager escalates a
-            task that succeeded (:func:`manager_may_escalate`) or while one of its escalations
+            task that succeeded while a failure waits (:func:`manager_may_escalate`) or while one of its escalations
             is open (:func:`open_escalation_of`).
         """
         with self._lock:
@@ -460,9 +460,10 @@ class WorkflowPolicy:
             if task_id and task is None:
                 raise ValueError(f"cannot escalate unknown task ID '{task_id}' (authorized tasks: "
                                  f"{', '.join(self._tasks) or 'none yet'})")
-            if raised_by == MANAGER and task is not None and not manager_may_escalate(task.status):
-                raise ValueError(f"the manager escalates a task that did not succeed or the episode (''), "
-                                 f'not {task_id}, which succeeded')
+            waiting = [d.task_id for d in self._pending('issue_handling') if d.task_id != task_id]
+            if raised_by == MANAGER and task is not None and not manager_may_escalate(task.status, bool(waiting)):
+                raise ValueError(f"{task_id} succeeded while the failure of {', '.join(waiting)} waits to be "
+                                 f"handled: escalate that failure, or the episode ('')")
             pending = open_escalation_of(self._escalations.values()) if raised_by == MANAGER else None
             if pending is not None:
                 about = pending.task_id or 'the episode'
@@ -654,13 +655,16 @@ class TaskOutline(NamedTuple):
     robot: str = ''
 
 
-def manager_may_escalate(status: str) -> bool:
+def manager_may_escalate(status: str, failure_waits: bool) -> bool:
     """Return whether the manager may escalate a task in ``status`` ('running', 'success', 'failure').
 
-    Not a succeeded one: a task that succeeded needs no human (a failed or a running one may).
+    ``failure_waits``: another task's failure waits to be handled (its issue-handling deadline
+    runs). Then a task that succeeded may not be escalated: that would leave the failure unhandled
+    while a human is paged about something else (seen from a 0.5B model); the failure itself, or
+    the episode, may. Otherwise any task may (e.g. a concern about an escort that succeeded).
     Shared by the supervisor's gate and the manager's LLM bridge (which offers only these task IDs).
     """
-    return status != 'success'
+    return status != 'success' or not failure_waits
 
 
 def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecord | None:

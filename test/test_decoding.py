@@ -211,7 +211,11 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     after = manager_offer(observation(*everyone_failed, done, info), ['80', '90', '41'])
     escalate = next(t for t in after.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
     assert escalate['function']['parameters']['properties']['task_id']['enum'] == \
-        ['', 'info-1', 'nav-3', 'nav-2', 'nav-1']   # not nav-4, which succeeded (the gate's rule)
+        ['', 'info-1', 'nav-3', 'nav-2', 'nav-1']   # not nav-4, which succeeded, while info-1 waits (the gate's rule)
+    handled = manager_offer(observation(*everyone_failed, done, info).model_copy(
+        update={'handled_failures': ['info-1']}), ['80', '90', '41'])   # re-delegated: it no longer waits
+    escalate = next(t for t in handled.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
+    assert 'nav-4' in escalate['function']['parameters']['properties']['task_id']['enum']   # nothing waits
     pending = EscalationRecord(escalation_id='esc-1', task_id='nav-3', raised_by='manager')
     asked = manager_offer(observation(*everyone_failed, escalations=[pending]), ['80', '90', '41'])
     assert ManagerTool.ESCALATE_TO_SUPERVISOR.value not in asked.names   # one open at a time: wait for the human

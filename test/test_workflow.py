@@ -227,13 +227,13 @@ def test_the_manager_has_one_escalation_open_at_a_time(policy):
     assert policy.open_escalation(nav, 'manager', 'again after the decision', now_s=6.0)
 
 
-def test_the_manager_does_not_escalate_a_task_that_succeeded(policy):
+def test_the_manager_does_not_escalate_a_succeeded_task_while_a_failure_waits(policy):
     nav = run(policy, 'navigation', 'success', 0.0)
-    with pytest.raises(ValueError, match=f"did not succeed or the episode \\(''\\), not {nav}, which succeeded"):
-        policy.open_escalation(nav, 'manager', 'success', now_s=2.0)   # seen from a 0.5B model
-    assert policy.open_escalation(nav, 'charge_nurse', 'a concern about the escort', now_s=2.5)   # a person may
     info = run(policy, 'info_collection', 'failure', 3.0)
-    assert policy.open_escalation(info, 'manager', 'badge unknown', now_s=5.0)
+    with pytest.raises(ValueError, match=f'{nav} succeeded while the failure of {info} waits to be handled'):
+        policy.open_escalation(nav, 'manager', 'success', now_s=5.0)   # seen from a 0.5B model
+    assert policy.open_escalation(nav, 'charge_nurse', 'a concern about the escort', now_s=5.5)   # a person may
+    assert policy.open_escalation(info, 'manager', 'badge unknown', now_s=6.0)
 
 
 def test_issue_deadline_missed_once(policy):

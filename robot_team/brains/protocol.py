@@ -46,9 +46,15 @@ def _failure(issue: str, summary: str = '', **data) -> BrainReport:
 
 
 def _unavailable(task: TaskRecord) -> bool:
-    """Return whether ``task`` failed because its HCW did not acknowledge a page that was delivered."""
-    return task.state == 'failure' and task.data.get('failed_tool') == Tool.PAGE_STAFF.value \
-        and task.data.get('page_delivered') is True
+    """Return whether ``task`` failed because its HCW could not come and others of their specialty can.
+
+    A failed navigation whose report names ``alternatives`` (available HCWs of the same specialty,
+    from the RTLS), unless it says the page was never delivered (``page_delivered`` false: the
+    pager is down, so paging another HCW would fail too). Reports of any brain carry these fields
+    or not; the issue's words are never read.
+    """
+    return task.state == 'failure' and task.task_type is TaskType.NAVIGATION \
+        and bool(task.data.get('alternatives')) and task.data.get('page_delivered') is not False
 
 
 class NavigationProtocolBrain(RobotBrain):
@@ -275,8 +281,7 @@ class ManagerProtocolBrain(ManagerBrain):
                                    reason=f'{failed.task_id} ended because {failed.robot} was lost; {failed.robot} '
                                           f'is back: the same task again')]
         alternatives = failed.data.get('alternatives') or []
-        if (self.issue_handling == 'propose_alternative' and failed.task_type is TaskType.NAVIGATION
-                and alternatives and _unavailable(failed)):
+        if self.issue_handling == 'propose_alternative' and _unavailable(failed):
             alt = alternatives[0]
             return [self._delegate(
                 obs, TaskType.NAVIGATION, alt['hcw_id'], handles=failed.task_id,

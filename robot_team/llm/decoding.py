@@ -22,9 +22,10 @@ open to the model.
   (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from the
   staff directory less those a rule refuses (the same HCW after failed attempts, unless a human
   decided ``retry``; for info collection and display, any HCW but the one navigation escorted);
-  ``escalate_to_supervisor`` (about a task of the record that did not succeed, or the episode)
-  unless its own escalation is open, with the human decisions as options, and
-  ``submit_reflection`` when the gate's reflection rule holds (:func:`~robot_team.llm.toolschema.manager_tool_names`). Which HCW of which specialty,
+  ``escalate_to_supervisor`` (about a task of the record, or the episode; not a succeeded task
+  while a failure waits to be handled) unless its own escalation is open, with the human decisions
+  as options, and ``submit_reflection`` when the gate's reflection rule holds
+  (:func:`~robot_team.llm.toolschema.manager_tool_names`). Which HCW of which specialty,
   reassigning or escalating, and the reflection's content stay the model's.
 
 Each request records its :class:`Offer` (``offered`` in the ``llm_request`` event): the tools and
@@ -339,6 +340,18 @@ def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | N
     return None
 
 
+def failures_waiting(obs: ManagerObservation) -> list[str]:
+    """Return the IDs of the failed tasks nothing handles yet.
+
+    The latest of their type, neither re-delegated (``handles_task_id``) nor escalated: what the
+    supervisor's issue-handling deadline waits for.
+    """
+    escalated = {e.task_id for e in obs.escalations}
+    latest = [obs.latest(kind) for kind in OPERATIONAL_TASKS]
+    return [t.task_id for t in latest if t is not None and t.state == 'failure'
+            and t.task_id not in obs.handled_failures and t.task_id not in escalated]
+
+
 def delegable(obs: ManagerObservation) -> list[TaskType]:
     """Return the operational task types the manager may delegate now.
 
@@ -429,8 +442,9 @@ def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: 
         if tool['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value:
             if open_escalation_of(obs.escalations) is not None:   # one at a time: the supervisor refuses a second
                 continue
+            waits = bool(failures_waiting(obs))
             _close(tool['function']['parameters'], 'task_id',
-                   ['', *reversed([t.task_id for t in obs.tasks if manager_may_escalate(t.state)])])
+                   ['', *reversed([t.task_id for t in obs.tasks if manager_may_escalate(t.state, waits)])])
         if tool['function']['name'] == ManagerTool.DELEGATE_TASK.value:
             kinds = delegable(obs)
             if not kinds:
