@@ -41,6 +41,7 @@ the holds (``workflow_restored``, ``escalation_restored``).
 from __future__ import annotations
 
 import threading
+import time
 
 from action_msgs.srv import CancelGoal
 from rcl_interfaces.msg import ParameterDescriptor
@@ -103,9 +104,10 @@ RAW_TEXT_LIMIT = 2000
 STAFF_REFRESH_S = 2.0
 """How often the RTLS is asked for availability, wall s."""
 
-BACK_NOTICE_WAIT_S = 3.0
-"""Wall s a robot back on the network waits at most for its goals' cancels to be answered before
-the team hears it is back (:meth:`SupervisorNode.liveness_callback`)."""
+BACK_NOTICE_WAIT_S = 5.0
+"""Wall s a robot back on the network waits at most for its action servers to be discovered again
+and its goals' cancels to be answered before the team hears it is back
+(:meth:`SupervisorNode.liveness_callback`)."""
 
 HOLD_CANCELS = tuple(names.robot_name(r, names.EXECUTE_TASK) for r in
                      (names.Robot.NAVIGATION, names.Robot.INFO_COLLECTION, names.Robot.DISPLAY)) + tuple(
@@ -333,22 +335,37 @@ class SupervisorNode(Node):
             return
         reason = f'{change.node} was lost' if change.state == 'lost' else \
             f'{change.node} is back: the task closed when it was lost must not go on'
-        pending = self.stop_robots(reason, robot=change.node)
-        if change.state == 'lost' or not pending:
+        if change.state == 'lost':
+            self.stop_robots(reason, robot=change.node)
             self._liveness_pub.publish(notice)
             return
-        announce = _Once(lambda: self._publish_liveness(notice))
+        worker = threading.Thread(target=self._cancel_then_announce, args=(change.node, reason, notice),
+                                  name=f'back-{change.node}', daemon=True)
+        worker.start()
+
+    def _cancel_then_announce(self, robot: str, reason: str, notice: NodeLiveness) -> None:
+        """Cancel a reconnected ``robot``'s goals, then announce it is back (at most BACK_NOTICE_WAIT_S later).
+
+        Its action servers may be discovered again a moment after its liveliness: the cancel waits
+        for them (within the same bound), so that it is never skipped as unreachable.
+        """
+        deadline = time.monotonic() + BACK_NOTICE_WAIT_S
+        mine = [c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')]
+        while time.monotonic() < deadline and not all(c.service_is_ready() for c in mine):
+            time.sleep(0.05)
+        done = threading.Event()
+        pending = self.stop_robots(reason, robot=robot)
         left = [len(pending)]
 
         def answered(_future) -> None:
             left[0] -= 1
-            if left[0] == 0:
-                announce()
+            if left[0] <= 0:
+                done.set()
         for future in pending:
             future.add_done_callback(answered)
-        timer = threading.Timer(BACK_NOTICE_WAIT_S, announce)
-        timer.daemon = True
-        timer.start()
+        if pending:
+            done.wait(max(0.0, deadline - time.monotonic()))
+        self._publish_liveness(notice)
 
     def _publish_liveness(self, notice: NodeLiveness) -> None:
         """Publish ``notice`` on ``team/liveness`` (from a timer thread too; nothing once the node is gone)."""
@@ -485,22 +502,6 @@ class SupervisorNode(Node):
 
     def _publish_report(self, report: TaskReportModel) -> None:
         self._report_pub.publish(report_to_msg(report))
-
-
-class _Once:
-    """Call ``fn`` the first time this is called, from any thread; later calls do nothing."""
-
-    def __init__(self, fn):
-        self._fn = fn
-        self._lock = threading.Lock()
-        self._done = False
-
-    def __call__(self, *_args) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-        self._fn()
 
 
 def _raw_report(msg) -> dict:
