@@ -450,9 +450,9 @@ class WorkflowPolicy:
         Raises
         ------
         ValueError
-            If ``task_id`` is not an authorized task, ``reason`` is empty, the manager escalates a
-            task that succeeded while a failure waits (:func:`manager_may_escalate`) or while one of its escalations
-            is open (:func:`open_escalation_of`).
+            If ``task_id`` is not an authorized task, ``reason`` is empty, or the manager escalates
+            a task that succeeded while a failure waits (:func:`manager_may_escalate`) or while one
+            of its escalations is open (:func:`open_escalation_of`).
         """
         with self._lock:
             task_id, raised_by = _text(task_id), _text(raised_by)

@@ -134,7 +134,6 @@ class RobotNode(Node):
         self._busy = threading.Lock()
         self._stopping = False
         self._running_task = ''
-        self._stopped_task = ''   # the running task, once it was cancelled or stopped (it is ending)
         self._add_tools()
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
@@ -192,7 +191,7 @@ class RobotNode(Node):
                              target=goal.task_id, reason=f'{self.role} executes only {self.task_type.value} tasks',
                              task_id=goal.task_id, task_type=goal.task_type)
             return GoalResponse.REJECT
-        if self._busy.locked() and not (self._running_task and self._stopped_task == self._running_task):
+        if self._busy.locked() and not (self._running_task and self.toolbox.cancelled(self._running_task)):
             self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: busy',
                              target=goal.task_id, reason='a task is already running', task_id=goal.task_id)
             return GoalResponse.REJECT
@@ -220,8 +219,6 @@ class RobotNode(Node):
 
     def _stop_task(self, task_id: str) -> None:
         """Stop ``task_id``: no further tool calls, the brain asked to stop, the robot's motion cancelled."""
-        if task_id and task_id == self._running_task:
-            self._stopped_task = task_id
         self.core.cancel(task_id)
         for hook in self._cancel_hooks:
             hook()

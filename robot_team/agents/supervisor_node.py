@@ -330,45 +330,33 @@ class SupervisorNode(Node):
         notice = NodeLiveness(
             stamp=s_to_stamp(now), node=change.node, state=change.state, instance_id=change.instance_id,
             restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s)
-        if change.node not in OPERATIONAL_ROBOTS or (change.state == 'back' and change.restarted):
-            self._liveness_pub.publish(notice)
+        if change.node in OPERATIONAL_ROBOTS and change.state == 'lost':
+            self.stop_robots(f'{change.node} was lost', robot=change.node)
+        if change.node in OPERATIONAL_ROBOTS and change.state == 'back' and not change.restarted:
+            threading.Thread(target=self._cancel_then_announce, args=(change.node, notice),
+                             name=f'back-{change.node}', daemon=True).start()
             return
-        reason = f'{change.node} was lost' if change.state == 'lost' else \
-            f'{change.node} is back: the task closed when it was lost must not go on'
-        if change.state == 'lost':
-            self.stop_robots(reason, robot=change.node)
-            self._liveness_pub.publish(notice)
-            return
-        worker = threading.Thread(target=self._cancel_then_announce, args=(change.node, reason, notice),
-                                  name=f'back-{change.node}', daemon=True)
-        worker.start()
+        self._liveness_pub.publish(notice)
 
-    def _cancel_then_announce(self, robot: str, reason: str, notice: NodeLiveness) -> None:
+    def _cancel_then_announce(self, robot: str, notice: NodeLiveness) -> None:
         """Cancel a reconnected ``robot``'s goals, then announce it is back (at most BACK_NOTICE_WAIT_S later).
 
         Its action servers may be discovered again a moment after its liveliness: the cancel waits
         for them (within the same bound), so that it is never skipped as unreachable.
         """
         deadline = time.monotonic() + BACK_NOTICE_WAIT_S
-        mine = [c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')]
-        while time.monotonic() < deadline and not all(c.service_is_ready() for c in mine):
-            time.sleep(0.05)
-        done = threading.Event()
-        pending = self.stop_robots(reason, robot=robot)
-        left = [len(pending)]
 
-        def answered(_future) -> None:
-            left[0] -= 1
-            if left[0] <= 0:
-                done.set()
-        for future in pending:
-            future.add_done_callback(answered)
-        if pending:
-            done.wait(max(0.0, deadline - time.monotonic()))
+        def wait_until(condition) -> None:
+            while time.monotonic() < deadline and not condition():
+                time.sleep(0.05)
+        mine = [c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')]
+        wait_until(lambda: all(c.service_is_ready() for c in mine))
+        pending = self.stop_robots(f'{robot} is back: the task closed when it was lost must not go on', robot=robot)
+        wait_until(lambda: all(f.done() for f in pending))
         self._publish_liveness(notice)
 
     def _publish_liveness(self, notice: NodeLiveness) -> None:
-        """Publish ``notice`` on ``team/liveness`` (from a timer thread too; nothing once the node is gone)."""
+        """Publish ``notice`` on ``team/liveness`` (from a worker thread too; nothing once the node is gone)."""
         try:
             self._liveness_pub.publish(notice)
         except InvalidHandle:   # the episode ended while the notice waited

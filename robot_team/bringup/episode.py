@@ -90,7 +90,7 @@ class EpisodeRecorder(TeamRecorder):
         self._seen: set[str] = set()
         self._missing: dict[str, int] = {}
         self._back: dict[str, int] = {}          # checks in a row a node that left the graph is in it again
-        self._crash_index: dict[str, int] = {}   # node -> its reconnections recorded when it left the graph
+        self._reconnections_when_lost: dict[str, int] = {}   # node -> its robot_back count when it left the graph
         self._crashed: set[str] = set()
         self._lost_at: dict[str, float] = {}     # node -> wall (monotonic) s it was recorded lost
         self._starts: dict[str, int] = {}        # node -> node_started events seen
@@ -133,12 +133,12 @@ class EpisodeRecorder(TeamRecorder):
             # liveliness; rmw_fastrtps's graph does not list a participant's nodes again once its lease
             # expired), or in the graph again for two checks
             self._back[node] = self._back.get(node, 0) + 1 if node in present else 0
-            seen_back = _reconnections(events, node) > self._crash_index.get(node, 0)
+            seen_back = _reconnections(events, node) > self._reconnections_when_lost.get(node, 0)
             if self._back[node] < 2 and not seen_back:
                 continue
             self._crashed.discard(node)
             self._back.pop(node)
-            self._crash_index.pop(node, None)
+            self._reconnections_when_lost.pop(node, None)
             if node in present:
                 self._seen.add(node)
             else:   # not listed by the graph: its absence says nothing until the graph lists it again
@@ -157,7 +157,7 @@ class EpisodeRecorder(TeamRecorder):
                 if self._missing[node] >= 2:   # gone for two checks (a second): not a discovery hiccup
                     self._crashed.add(node)
                     self._lost_at[node] = time.monotonic()
-                    self._crash_index[node] = _reconnections(events, node)
+                    self._reconnections_when_lost[node] = _reconnections(events, node)
                     self._emitter.emit(EventKind.NODE_CRASHED, f'node {node} left the graph', target=node,
                                        reason='its node disappeared from the graph before the episode ended '
                                               '(it exited, or its host was cut off the network)')

@@ -108,6 +108,11 @@ class Toolbox:
         with self._lock:
             self._cancelled.add(task_id)
 
+    def cancelled(self, task_id: str) -> bool:
+        """Return whether ``task_id`` was cancelled: its further calls are refused."""
+        with self._lock:
+            return task_id in self._cancelled
+
     def register(self, name: str, description: str, input_model: type[BaseModel],
                  func: Callable[[Any], Any]) -> None:
         """Add a tool this robot owns.
@@ -173,8 +178,7 @@ class Toolbox:
         self._emit(EventKind.TOOL_CALL, f'{caller} calls {name}', name, '', task_id=task_id, args=args)
         start = time.perf_counter()
         result = ToolResult(tool=name, args=args, ok=False, stamp_s=self._clock())
-        with self._lock:
-            cancelled = task_id in self._cancelled
+        cancelled = self.cancelled(task_id)
         try:   # validated once: the repeat check, the prerequisites and the run all use it
             parsed, invalid = spec.input_model.model_validate(args), None
         except ValidationError as exc:

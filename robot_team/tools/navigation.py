@@ -167,23 +167,20 @@ class NavigateToPoseClient:
         done = threading.Event()
         result_future.add_done_callback(lambda _f: done.set())
         while not done.wait(0.01):
-            if now_s(self._node) - start > timeout_s:
+            timed_out = now_s(self._node) - start > timeout_s
+            if timed_out:
                 self.cancel()
-                done.wait(CANCEL_RESULT_WAIT_S)
-                if not done.is_set():
-                    result.outcome, result.error_code = NavOutcome.CANCELED, 9003
-                    result.error_msg = f'no result within {timeout_s:.0f} s; goal cancelled'
-                    return result
             with self._lock:
                 cancelled = self._cancel_requested
-            if cancelled:   # cancelled from another thread: the answer to the result request may have been
-                again = handle.get_result_async()   # lost with the link; the server keeps results: ask again
+            if cancelled:   # past its time, or cancelled from another thread: the answer to the result
+                again = handle.get_result_async()   # request may have been lost with the link; ask again
                 again.add_done_callback(lambda _f: done.set())
                 if not done.wait(CANCEL_RESULT_WAIT_S):
                     with self._lock:
                         self._goal_handle = None
                     result.outcome, result.error_code = NavOutcome.CANCELED, 9003
-                    result.error_msg = f'cancelled; no result from the server within {CANCEL_RESULT_WAIT_S:g} s'
+                    result.error_msg = (f'no result within {timeout_s:.0f} s; goal cancelled' if timed_out else
+                                        f'cancelled; no result from the server within {CANCEL_RESULT_WAIT_S:g} s')
                     result.duration_s = now_s(self._node) - start
                     return result
                 if not result_future.done():
