@@ -9,6 +9,9 @@ For every tool of the team this module declares, once:
 - **what its output proves** (:class:`Proof`): what a success claim of its task needs from it
   (the false-completion guard, ``robot_team.grounding``), and how the run report keeps it as
   evidence (``robot_team.report``);
+- **what its output can show against its task** (``negative``: a negative finding, e.g. an HCW
+  the RTLS does not know): with a failed call, what grounds a failure report
+  (``robot_team.grounding.failure_grounds``);
 - its **role in the rubric** (:class:`RubricUse`: the key tool that starts a task, where the
   HCW's location, the directory record or the care team come from);
 - and, per role (:class:`RoleDecl`), the task type it executes and the class that implements its
@@ -377,6 +380,11 @@ class ToolDecl:
         (:func:`missing_prerequisites`): the Toolbox refuses the call otherwise (``invalid_call``
         of category ``missing_prerequisite``) and a constrained request does not offer it yet.
         E.g. no Nav2 goal before the HCW acknowledged the page: the escort has nobody to escort.
+    negative
+        ``(args, output, hcw_id) -> str``: the negative finding a *successful* call shows about a
+        task with HCW ``hcw_id`` (its arguments, its output), in words; ``''`` when none. Such a
+        result grounds a failure report as a failed call does (the protocol brains report these
+        cases as failures), e.g. the RTLS does not know the task's HCW.
     """
 
     tool: Tool
@@ -395,6 +403,7 @@ class ToolDecl:
     closed: tuple[tuple[str, ClosedSet], ...] = ()
     usage: str = ''
     requires: tuple[Tool, ...] = ()
+    negative: Callable[[Mapping[str, Any], Mapping[str, Any], str], str] | None = None
 
     @property
     def name(self) -> str:
@@ -412,10 +421,34 @@ class ToolDecl:
         return self.report_key or self.name
 
 
+def _hcw_not_located(args: Mapping[str, Any], output: Mapping[str, Any], hcw_id: str) -> str:
+    """The RTLS was asked for the task's HCW and does not list them."""
+    asked = [str(h) for h in args.get('hcw_ids') or ()]
+    listed = {str(s.get('hcw_id')) for s in output.get('staff') or ()}
+    if hcw_id and hcw_id in asked and hcw_id not in listed:
+        return f'HCW #{hcw_id} is unknown to the location system'
+    return ''
+
+
+def _badge_of_another_hcw(args: Mapping[str, Any], output: Mapping[str, Any], hcw_id: str) -> str:
+    """The scanned badge belongs to another HCW than the task's."""
+    found = str(output.get('hcw_id') or '')
+    if hcw_id and found and found != hcw_id:
+        return f"badge {output.get('badge_id', args.get('badge_id', '?'))} belongs to HCW #{found}, not #{hcw_id}"
+    return ''
+
+
+def _no_care_team(args: Mapping[str, Any], output: Mapping[str, Any], hcw_id: str) -> str:
+    """The staff directory lists nobody on the room's care team."""
+    if not output.get('members'):
+        return f"the staff directory lists no care team for {output.get('room', args.get('room', '?'))}"
+    return ''
+
+
 _NAV, _INFO, _DISP = Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY
 TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl(Tool.LOCATE_STAFF, _NAV, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
-             evidence=True, key=True, rubric=RubricUse.LOCATION,
+             evidence=True, key=True, rubric=RubricUse.LOCATION, negative=_hcw_not_located,
              proof=Proof('where the HCW is, to pick them up', required=True,
                          missing="the HCW's location was never looked up", visited_by=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PAGE_STAFF, _NAV, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
@@ -440,13 +473,15 @@ TOOLS: tuple[ToolDecl, ...] = (
              proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
     ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, _INFO, TaskType.INFO_COLLECTION, BadgeInput, StaffRecordOutput,
              evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,),
+             negative=_badge_of_another_hcw,
              proof=Proof("the scanned badge is this HCW's", required=True,
                          missing='no badge was found in the staff directory',
                          claim_keys=('hcw_id', 'name', 'specialty'))),
     ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True,
              closed=(('room', ClosedSet.ROOMS),), requires=(Tool.LOOKUP_STAFF_BY_BADGE,)),
     ToolDecl(Tool.FETCH_CARE_TEAM, _DISP, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
-             evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.ROOMS),)),
+             evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.ROOMS),),
+             negative=_no_care_team),
     ToolDecl(Tool.SHOW_DISPLAY, _DISP, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput, evidence=True,
              closed=(('room', ClosedSet.ROOMS),), requires=(Tool.FETCH_CARE_TEAM,),
              proof=Proof('the room screen shows the layout', missing='the display service never accepted a layout',

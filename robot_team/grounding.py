@@ -1,15 +1,19 @@
-"""Ground-truth checks of success claims (false completion guard).
+"""Ground-truth checks of a robot's report: success claims (false completion guard) and failure claims.
 
 A robot's claim of success is accepted only if its own tools' journal supports it: the Nav2
 goal to the room succeeded, the badge scan resolved to the reported HCW, the display service
-accepted the layout. Pure functions over :class:`~robot_team.tools.base.ToolResult` lists.
+accepted the layout. A claim of failure needs grounds too (:func:`failure_grounds`): a call of the
+task that failed, or a result that shows the task cannot be done as asked (the catalog's
+``negative`` findings); or nothing left to try. A robot that gives up while its tools showed
+nothing wrong leaves an HCW who answered the page waiting and sends the manager to the next one.
+Pure functions over :class:`~robot_team.tools.base.ToolResult` lists.
 """
 
 from __future__ import annotations
 
 from robot_team.brains.base import BrainReport
 from robot_team.reports import TaskStatus, TaskType
-from robot_team.catalog import Tool, ToolDecl, tools_for
+from robot_team.catalog import TOOLS_BY_NAME, Tool, ToolDecl, tools_for
 from robot_team.tools.base import ToolResult
 
 
@@ -83,3 +87,39 @@ def contradictions(task_type: TaskType, claim: BrainReport, journal: list[ToolRe
     unmet = sorted(unmet_proofs(task_type, claim, journal),   # stable: the catalog's order within each group
                    key=lambda found: not (found[0].proof.required or found[0].proof.last_must_succeed))
     return [problem for _, problems in unmet for problem in problems]
+
+
+UNGROUNDED_FAILURE = ('no call of this task failed and no result shows that it cannot be done: keep working '
+                      'on it (a failure report is accepted after a failed call, or on the last request)')
+"""Why a failure report without grounds is refused (:func:`failure_refusal`)."""
+
+
+def failure_grounds(hcw_id: str, journal: list[ToolResult]) -> list[str]:
+    """Return what in ``journal`` grounds a failure report on a task with HCW ``hcw_id`` (empty: nothing).
+
+    Each call that failed (``ok`` false: a tool error, or a call the Toolbox refused), and each
+    successful call whose output is a negative finding the catalog declares
+    (:attr:`~robot_team.catalog.ToolDecl.negative`: the RTLS does not know the HCW, the badge is
+    another HCW's, the room has no care team), in journal order.
+    """
+    grounds = []
+    for result in journal:
+        if not result.ok:
+            grounds.append(f'{result.tool} failed: {result.error}' if result.error else f'{result.tool} failed')
+            continue
+        decl = TOOLS_BY_NAME.get(result.tool)
+        finding = decl.negative(result.args, result.output, hcw_id) if decl is not None and decl.negative else ''
+        if finding:
+            grounds.append(f'{result.tool}: {finding}')
+    return grounds
+
+
+def failure_refusal(hcw_id: str, journal: list[ToolResult], *, nothing_else: bool) -> str:
+    """Return why a failure report on a task with HCW ``hcw_id`` is refused now (``''``: accepted).
+
+    Accepted when :func:`failure_grounds` finds grounds in ``journal``, or when ``nothing_else``
+    can be tried (the task's last request, or no tool left to offer). The one rule behind the LLM
+    robot's refusal of an ungrounded failure report and the constrained offer of ``submit_report``
+    (``robot_team.llm.decoding.report_tool``).
+    """
+    return '' if nothing_else or failure_grounds(hcw_id, journal) else UNGROUNDED_FAILURE

@@ -11,7 +11,7 @@ from team_harness import World, build_toolbox
 from robot_team.brains.base import BrainReport, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
 from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
 from robot_team.escalation_model import EscalationRecord
-from robot_team.grounding import contradictions
+from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
 from robot_team.llm.decoding import (
     REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, hcw_refusal, manager_offer, next_step, refused_hcws,
     robot_offer)
@@ -34,11 +34,12 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
     task = nav_task()
     first = robot_offer(box, task, one_call=True)
     # no page before the HCW was located, no Nav2 goal before the page was acknowledged (catalog requires)
-    assert first.names == [Tool.LOCATE_STAFF.value, Tool.ROOM_DOOR_POSE.value, Tool.PLAN_PATH.value, 'submit_report']
+    # nothing proven and nothing failed: no report at all (neither status would be accepted), and why
+    assert first.names == [Tool.LOCATE_STAFF.value, Tool.ROOM_DOOR_POSE.value, Tool.PLAN_PATH.value]
+    assert first.withheld.startswith('submit_report is not available yet') and first.record()['withheld']
     # a reply that may hold several calls may put the prerequisites first: everything is offered
-    assert robot_offer(box, task).names == [t['function']['name'] for t in robot_tools(box)]
+    assert robot_offer(box, task).names == [t['function']['name'] for t in robot_tools(box)][:-1]   # no report
     assert first.enums[f'{Tool.ROOM_DOOR_POSE.value}.room'] == ROOMS
-    assert first.enums['submit_report.status'] == ['failure']          # nothing proven yet: no success claim
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     located = robot_offer(box, task, one_call=True)
     assert Tool.PAGE_STAFF.value in located.names and Tool.NAVIGATE_TO_POSE.value not in located.names
@@ -52,13 +53,39 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
     assert after.choices < first.choices
     # paged and at the door, but the HCW was never picked up: still no success report
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
-    assert robot_offer(box, task).enums['submit_report.status'] == ['failure']
+    assert 'submit_report' not in robot_offer(box, task).names
+    assert robot_offer(box, task, last=True).enums['submit_report.status'] == ['failure']   # out of requests
     # to the HCW (where locate_staff found #90), then the escort to the door: a success report is offered
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
-    assert robot_offer(box, task).enums['submit_report.status'] == ['success', 'failure']
+    assert robot_offer(box, task).enums['submit_report.status'] == ['success']   # and no failed call: no failure
+    assert not robot_offer(box, task).withheld
     free = robot_offer(box, task, decoding='free')
     assert free.names == [t['function']['name'] for t in robot_tools(box)] and free.decoding == 'free'
+
+
+def test_a_failure_report_is_offered_only_with_grounds_a_failed_call_or_a_negative_finding():
+    world = World()
+    box = build_toolbox(Robot.NAVIGATION.value, world)
+    box.closed_sets[ClosedSet.ROOMS] = ROOMS
+    task = nav_task()
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    assert 'submit_report' not in robot_offer(box, task, one_call=True).names   # #90 located: nothing wrong
+    assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
+    assert failure_grounds('90', box.journal('nav-1')) and not failure_refusal('90', box.journal('nav-1'),
+                                                                               nothing_else=False)
+    assert robot_offer(box, task, one_call=True).enums['submit_report.status'] == ['failure']
+    # a successful call can ground it too: the RTLS does not know the task's HCW (catalog 'negative')
+    unknown = nav_task('77')
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-2', hcw_ids=['77']).ok
+    assert failure_grounds('77', box.journal('nav-2')) == [
+        f'{Tool.LOCATE_STAFF.value}: HCW #77 is unknown to the location system']
+    assert robot_offer(box, unknown, one_call=True).enums['submit_report.status'] == ['failure']
+    # ... but asking the RTLS for a specialty is no finding about the task's HCW
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-3', specialty='Physician').ok
+    assert failure_grounds('77', box.journal('nav-3')) == []
+    assert failure_refusal('77', box.journal('nav-3'), nothing_else=False) == UNGROUNDED_FAILURE
+    assert failure_refusal('77', box.journal('nav-3'), nothing_else=True) == ''
 
 
 def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of_the_procedure():
@@ -150,7 +177,9 @@ def test_a_success_report_fixes_the_values_the_proofs_compare():
     task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
     scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
-    offer = robot_offer(box, task)
+    assert robot_offer(box, task).enums['submit_report.status'] == ['success']   # nothing failed: no failure
+    assert not box.call(Tool.RECORD_CHECK_IN.value, task_id='info-1').ok   # no arguments: a failed call
+    offer = robot_offer(box, task)               # which grounds a failure report as well
     report = next(t for t in offer.tools if t['function']['name'] == 'submit_report')
     success, failure = report['function']['parameters']['anyOf']
     assert success['properties']['data']['properties']['name']['enum'] == ['Dr. Lucas Brennan']

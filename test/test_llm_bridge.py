@@ -13,6 +13,7 @@ import pytest
 from robot_team.brains.base import (
     FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec)
 from robot_team.escalation_model import EscalationRecord
+from robot_team.grounding import UNGROUNDED_FAILURE
 from robot_team.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
@@ -147,10 +148,10 @@ def test_well_behaved_team_completes_onboarding():
             manager_offers.append(offered)
         else:
             own = {n for n, o in TOOL_OWNERS.items() if o == robot} | {'submit_report'}
-            assert 'submit_report' in offered and offered <= own
-            if robot not in first:
+            assert offered <= own
+            if robot not in first:   # nothing proven or failed yet: no report (neither status would be accepted)
                 first.add(robot)
-                assert offered == own
+                assert offered == own - {'submit_report'}
     assert manager_offers == [{'delegate_task'}, {'delegate_task', 'escalate_to_supervisor'}, {'delegate_task'},
                               {'delegate_task'}, {'submit_reflection'}]   # all done: the workflow moves on
     # the info-collection robot sent its dependent calls as one plan ($1.badge_id): one request
@@ -399,14 +400,38 @@ def test_invalid_report_is_sent_back_then_accepted():
         if len(calls) == 1:
             return tool_calls(('submit_report', {'status': 'done', 'summary': 'ok'}))
         if len(calls) == 2:
-            assert 'invalid report' in body['messages'][-1]['content']
+            assert 'invalid report' in [m for m in body['messages'] if m['role'] == 'tool'][-1]['content']
             return tool_calls(('submit_report', {'status': 'failure'}))     # failure without an issue
-        return tool_calls(('submit_report', {'status': 'failure', 'issue': 'no badge scan yet'}))
+        if len(calls) == 3:   # a badge the directory does not know: a failed call, which grounds a failure
+            return tool_calls(('read_badge_scan', {'room': 'ER-12'}), ('lookup_staff_by_badge', {'badge_id': 'ED-9'}))
+        return tool_calls(('submit_report', {'status': 'failure', 'issue': 'badge ED-9 is unknown'}))
     with ScriptedServer({'info_collection_robot': info}) as server:
-        report, record, _ = run_robot_task(server, 'info_collection_robot')
-    assert report.status is TaskStatus.FAILURE and report.issue == 'no badge scan yet'
+        report, record, _ = run_robot_task(server, 'info_collection_robot', world=World(scan_badge='ED-9'))
+    assert report.status is TaskStatus.FAILURE and report.issue == 'badge ED-9 is unknown'
     rejected = kinds(record, 'report_rejected')
     assert len(rejected) == 2 and 'status' in rejected[0]['reason'] and 'issue' in rejected[1]['reason']
+
+
+def test_a_failure_report_without_grounds_is_refused_until_the_task_runs_out_of_requests():
+    def lazy(body):   # gives up at once, every time: nothing was tried, nothing failed
+        return scripted.report('failure', 'cannot do it')
+    with ScriptedServer({'info_collection_robot': lazy}) as server:
+        report, record, box = run_robot_task(server, 'info_collection_robot', max_steps=4)
+    assert box.journal('info-1') == [] and len(server.requests) == 4
+    refused = [e for e in kinds(record, 'report_rejected') if e['data'].get('category') == 'ungrounded_failure']
+    assert len(refused) == 3 and refused[0]['reason'] == UNGROUNDED_FAILURE
+    assert 'report not accepted' in [m for m in server.requests[1][1]['messages'] if m['role'] == 'tool'][-1]['content']
+    assert report.status is TaskStatus.FAILURE and report.issue == 'cannot do it'   # the last request: accepted
+
+    def works(body):   # gives up only once a call showed the task cannot be done (a badge of another HCW)
+        res = scripted.results(body)
+        if not res:
+            return tool_calls(("read_badge_scan", {"room": "ER-12"}),
+                              ("lookup_staff_by_badge", {"badge_id": "$1.badge_id"}))
+        return scripted.report('failure', 'the badge is another HCW\'s')
+    with ScriptedServer({'info_collection_robot': works}) as server:
+        report, record, _ = run_robot_task(server, 'info_collection_robot', world=World(scan_badge='ED-0041'))
+    assert report.status is TaskStatus.FAILURE and not kinds(record, 'report_rejected') and len(server.requests) == 2
 
 
 def test_report_that_never_validates_becomes_non_compliance_failure():
@@ -697,10 +722,13 @@ def test_a_plan_with_references_runs_in_one_request_and_a_bad_reference_stops_it
                               ('record_check_in', {'room': 'ER-12', 'hcw_id': '$2.hcw_number',
                                                    'badge_id': '$1.badge_id'}),
                               scripted.report_call('success', '', 'checked in', name='$2.name'))
-        return scripted.report('failure', 'check-in not recorded')
+        # the bad reference never reached a tool: nothing failed, so the model fixes its call (not a failure report)
+        return tool_calls(('record_check_in', {'room': 'ER-12', 'hcw_id': '90', 'badge_id': 'ED-0090'}),
+                          scripted.report_call('success', '', 'checked in', hcw_id='90', name='Dr. Lucas Brennan',
+                                               specialty='Physician'))
     with ScriptedServer({'info_collection_robot': info}) as server:
         report, record, box = run_robot_task(server, 'info_collection_robot')
-    assert [r.tool for r in box.journal('info-1')] == ['read_badge_scan', 'lookup_staff_by_badge']
+    assert [r.tool for r in box.journal('info-1')][:2] == ['read_badge_scan', 'lookup_staff_by_badge']
     assert box.journal('info-1')[1].args['badge_id'] == 'ED-0090'   # the reference resolved before the call
     seen = [json.loads(m['content']) if m['content'].startswith('{') else m['content']
             for m in server.requests[-1][1]['messages'] if m['role'] == 'tool']
@@ -708,7 +736,7 @@ def test_a_plan_with_references_runs_in_one_request_and_a_bad_reference_stops_it
     assert seen[3] == 'report not accepted: record_check_in failed'
     bad = kinds(record, 'invalid_call')
     assert [(e['target'], e['data']['category']) for e in bad] == [('record_check_in', 'unresolved_reference')]
-    assert report.status is TaskStatus.FAILURE and len(server.requests) == 2
+    assert len(server.requests) == 2
 
 
 def test_a_report_with_a_bad_reference_is_sent_back_like_an_invalid_one():
@@ -717,10 +745,13 @@ def test_a_report_with_a_bad_reference_is_sent_back_like_an_invalid_one():
         if not res:
             return tool_calls(('fetch_care_team', {'room': 'ER-12'}),
                               scripted.report_call('success', '', 'shown', first='$3.members'))
-        return scripted.report('failure', 'nothing shown yet')
+        if not any(n == 'show_display' for n, _, _ in res):
+            return tool_calls(('show_display', {'room': 'ER-12', 'title': 'ER-12', 'layout': 'rows',
+                                                'entries': res[0][2]['result']['members']}))
+        return scripted.report('failure', 'nothing shown yet')   # the screen refused it: a grounded failure
     task = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
     with ScriptedServer({'display_robot': display}) as server:
-        report, record, _ = run_robot_task(server, 'display_robot', task=task)
+        report, record, _ = run_robot_task(server, 'display_robot', task=task, world=World(display_ok=False))
     rejected = kinds(record, 'report_rejected')
     assert len(rejected) == 1 and 'reference $3.members' in rejected[0]['reason']
     assert report.status is TaskStatus.FAILURE and report.issue == 'nothing shown yet'

@@ -188,11 +188,11 @@ def test_the_attempted_view_leaves_out_what_the_fallback_decided():
     assert count_decisions(events) == score.decisions
 
 
-def display_core(record, brain):
-    """A display robot's core on the stub floor, with ``brain``, recording into ``record``."""
+def display_core(record, brain, world=None):
+    """A display robot's core on the stub floor (``world``, default the stub's), with ``brain``, into ``record``."""
     from robot_team.core.robot import RobotCore
     from team_harness import World, build_toolbox
-    toolbox = build_toolbox('display_robot', World(), record.emitter('display_robot'))
+    toolbox = build_toolbox('display_robot', world or World(), record.emitter('display_robot'))
     return RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
 
 
@@ -249,7 +249,8 @@ def test_the_llm_budget_counts_the_time_waiting_on_the_llm_not_the_robots_physic
         settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', fallback='fail',
                                task_budget_s=0.3, max_retries=0)
         brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False)
-        core = display_core(record, brain)
+        from team_harness import World
+        core = display_core(record, brain, World(care_team=[]))   # an empty care team: the model's failure holds
         spec = core.toolbox._tools['fetch_care_team']
         work = spec.func
         spec.func = lambda args: (time.sleep(0.6), work(args))[1]   # a slow tool (e.g. a long Nav2 goal)

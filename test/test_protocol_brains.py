@@ -186,3 +186,33 @@ def test_manager_reflection_covers_all_tasks_and_recovery_then_finishes():
     [again] = ManagerProtocolBrain().decide(bare)
     assert isinstance(again, Reflect) and again.reflection.missing_parts() == []
     assert 'display-1 reported success' in again.reflection.task_outcomes[-1].summary
+
+
+def test_every_failure_a_protocol_brain_reports_is_grounded_by_the_rule_the_llm_robots_obey():
+    """The catalog's negative findings cover what the protocol brains report as failures (one rule).
+
+    An LLM robot's failure report without grounds is refused (``grounding.failure_refusal``); each
+    case a protocol brain reports as a failure must be grounded by the same rule, or the LLM robot
+    could not report it before its last request.
+    """
+    from team_harness import STAFF as FLOOR, World, build_toolbox
+    from robot_team.grounding import failure_grounds
+    from robot_team.names import Robot
+    busy = {h: {**s, 'availability': 'busy'} for h, s in FLOOR.items()}
+    cases = [   # (role, brain, task HCW, world): each one a failure
+        (Robot.NAVIGATION, NavigationProtocolBrain(), '77', World()),                     # unknown to the RTLS
+        (Robot.NAVIGATION, NavigationProtocolBrain(), '90', World(staff=busy)),           # page not answered
+        (Robot.NAVIGATION, NavigationProtocolBrain(), '90', World(nav_error='NO_VALID_PATH')),
+        (Robot.INFO_COLLECTION, InfoCollectionProtocolBrain(), '90', World(scan_badge='ED-9')),     # unknown badge
+        (Robot.INFO_COLLECTION, InfoCollectionProtocolBrain(), '90', World(scan_badge='ED-0041')),  # another HCW's
+        (Robot.DISPLAY, DisplayProtocolBrain(), '90', World(care_team=[])),                # no care team
+        (Robot.DISPLAY, DisplayProtocolBrain(), '90', World(display_ok=False)),            # screen offline
+    ]
+    task_types = {Robot.NAVIGATION: TaskType.NAVIGATION, Robot.INFO_COLLECTION: TaskType.INFO_COLLECTION,
+                  Robot.DISPLAY: TaskType.DISPLAY}
+    for role, brain, hcw, world in cases:
+        box = build_toolbox(role.value, world)
+        task = TaskSpec(task_id='t-1', task_type=task_types[role], room='ER-12', hcw_id=hcw)
+        report = brain.execute(task, box, progress)
+        assert report.status is TaskStatus.FAILURE, (role, hcw, world)
+        assert failure_grounds(hcw, box.journal('t-1')), (role, report.issue)

@@ -63,6 +63,7 @@ from robot_team.catalog import REPORT_TOOL, TOOL_OWNERS, ManagerTool
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
+from robot_team.grounding import failure_refusal
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.decoding import failed_attempts, hcw_refusal, manager_offer, next_step, robot_offer
 from robot_team.llm.kb import kb_for, load_profiles
@@ -226,6 +227,8 @@ class LLMRobotBrain(RobotBrain):
                 system = {'role': 'system', 'content': self.system_prompt(first=step == 0)}
                 # where the task stands, last (read right before the decision); not kept in the history
                 now = [{'role': 'user', 'content': next_step(tools, task, offer)}] if self.kb and step > 0 else []
+                if offer.withheld:   # the report guards' reasons, in both knowledge-base conditions
+                    now = [{'role': 'user', 'content': ' '.join([offer.withheld, *(m['content'] for m in now)])}]
                 asked = time.monotonic()
                 try:
                     reply = self.client.chat([system, *messages, *now], offer.tools, offered=offer.record())
@@ -275,6 +278,15 @@ class LLMRobotBrain(RobotBrain):
                     continue
                 if failed:   # a report sent with tool calls stands only if they all succeeded
                     answers[call['id']] = f'report not accepted: {failed[0]} failed'
+                    continue
+                refusal = '' if candidate.status is not TaskStatus.FAILURE else failure_refusal(
+                    task.hcw_id, tools.journal(task.task_id),
+                    nothing_else=step == self.settings.max_steps - 1 or offer.names == [REPORT_TOOL])
+                if refusal:   # an ungrounded failure: the robot keeps working (bounded by max_steps)
+                    self._emit(EventKind.REPORT_REJECTED, f'{self.role} reported failure on {task.task_id} '
+                               f'without grounds', target=task.task_id, reason=refusal, task_id=task.task_id,
+                               raw=raw_args[:500], category='ungrounded_failure')
+                    answers[call['id']] = f'report not accepted: {refusal}'
                     continue
                 report, answers[call['id']] = candidate, 'report received'
             messages.extend({'role': 'tool', 'tool_call_id': c['id'], 'content': answers[c['id']]}

@@ -16,8 +16,11 @@ open to the model.
   (:class:`~robot_team.catalog.ClosedSet`: the floor's rooms, which any other room a tool refuses;
   the HCW the task names). A success report is offered only once the catalog's proofs hold (the
   false-completion guard turns any other success claim into a failure), with the keys it must agree
-  on fixed to the tools' output (``Proof.claim_keys``); a failure report needs its issue. Status,
-  issue, summary and every other field stay the model's.
+  on fixed to the tools' output (``Proof.claim_keys``); a failure report needs its issue, and grounds
+  (a failed call, a negative finding of the catalog, or the task's last request: the LLM robot
+  refuses any other failure report, :func:`~robot_team.grounding.failure_refusal`); while neither
+  status is accepted ``submit_report`` is withheld and the request says why. Status (where both are
+  accepted), issue, summary and every other field stay the model's.
 - The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts now
   (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from the
   staff directory less those a rule refuses (the same HCW after failed attempts, unless a human
@@ -43,7 +46,7 @@ from typing import Any, Iterable, Literal
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, tools_for)
-from robot_team.grounding import contradictions, unmet_proofs
+from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, unmet_proofs
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
@@ -83,11 +86,15 @@ class Offer:
         ``'<tool>.<argument>'`` -> the values offered for that argument.
     decoding
         ``'constrained'`` or ``'free'``.
+    withheld
+        Why ``submit_report`` is not offered (``''``: it is, or decoding is free): neither status
+        would be accepted now (:func:`withheld_report`).
     """
 
     tools: list[dict]
     enums: dict[str, list[Any]] = field(default_factory=dict)
     decoding: str = 'constrained'
+    withheld: str = ''
 
     @property
     def names(self) -> list[str]:
@@ -105,7 +112,8 @@ class Offer:
 
     def record(self) -> dict:
         """Return the offered set as recorded in an ``llm_request`` event."""
-        return {'decoding': self.decoding, 'tools': self.names, 'enums': self.enums, 'choices': self.choices}
+        record = {'decoding': self.decoding, 'tools': self.names, 'enums': self.enums, 'choices': self.choices}
+        return {**record, 'withheld': self.withheld} if self.withheld else record
 
 
 def _enums_of(name: str, schema: Any, path: str = '') -> dict[str, list[Any]]:
@@ -160,13 +168,15 @@ def _proven_claim(task_type: TaskType, journal: list[ToolResult]) -> tuple[Brain
     return BrainReport(status=TaskStatus.SUCCESS, data=dict(fixed)), fixed
 
 
-def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool = True) -> dict:
-    """Return the ``submit_report`` definition the false-completion guard would accept now.
+def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool = True,
+                failure: bool = True) -> dict | None:
+    """Return the ``submit_report`` definition the report guards would accept now (None: neither status).
 
     A success variant only when the catalog's proofs hold for ``journal``
     (:func:`~robot_team.grounding.contradictions` of a success claim), its ``data`` fixing the
-    keys the proofs compare with the tools' output; a failure variant always (its issue required).
-    While a success is not provable, the description says what it still needs.
+    keys the proofs compare with the tools' output; a failure variant (its issue required) when
+    ``failure`` (:func:`~robot_team.grounding.failure_refusal` accepts one now). While a success is
+    not provable, the description says what it still needs.
     Without ``variants`` (native tool calls: a function's parameters must be one object) only the
     status is closed.
     """
@@ -174,19 +184,21 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     params = tool['function']['parameters']
     claim, fixed = _proven_claim(task_type, journal)
     missing = contradictions(task_type, claim, journal)
+    if missing and not failure:
+        return None
     if missing:   # say what a success still needs, so the next step can be chosen (or the failure reported)
         needs = '; '.join(missing)
         tool['function']['description'] = f"{tool['function']['description']} Success not provable yet: {needs}."
     if not variants:
-        statuses = [TaskStatus.FAILURE.value] if missing else [TaskStatus.SUCCESS.value, TaskStatus.FAILURE.value]
+        statuses = ([] if missing else [TaskStatus.SUCCESS.value]) + ([TaskStatus.FAILURE.value] if failure else [])
         params['properties']['status'] = {'type': 'string', 'enum': statuses}
         return tool
-    failure = copy.deepcopy(params)
-    failure['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.FAILURE.value]}
-    failure['properties']['issue'] = {'type': 'string', 'minLength': 1, 'description': 'What went wrong'}
-    failure['required'] = sorted({*failure.get('required', []), 'status', 'issue'})
+    failure_variant = copy.deepcopy(params)
+    failure_variant['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.FAILURE.value]}
+    failure_variant['properties']['issue'] = {'type': 'string', 'minLength': 1, 'description': 'What went wrong'}
+    failure_variant['required'] = sorted({*failure_variant.get('required', []), 'status', 'issue'})
     if missing:
-        tool['function']['parameters'] = failure
+        tool['function']['parameters'] = failure_variant
         return tool
     success = copy.deepcopy(params)
     success['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.SUCCESS.value]}
@@ -195,8 +207,20 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
             'type': 'object', 'additionalProperties': True, 'required': sorted(fixed),
             'properties': {k: {'type': 'string', 'enum': [str(v)]} for k, v in fixed.items()}}
         success['required'] = sorted({*success.get('required', []), 'status', 'data'})
-    tool['function']['parameters'] = {'anyOf': [success, failure]}
+    tool['function']['parameters'] = {'anyOf': [success, failure_variant]} if failure else success
     return tool
+
+
+def withheld_report(task_type: TaskType, journal: list[ToolResult]) -> str:
+    """Return, in one line, why ``submit_report`` is not offered now: what each status still needs.
+
+    The report guards' own reasons (the unmet proofs of a success claim, the failure rule), as the
+    model would have read them refused; said in both knowledge-base conditions.
+    """
+    claim, _ = _proven_claim(task_type, journal)
+    needs = '; '.join(contradictions(task_type, claim, journal))
+    return (f'{REPORT_TOOL} is not available yet. Success not provable: {needs}. Failure not grounded: '
+            f'{UNGROUNDED_FAILURE}.')
 
 
 def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained', variants: bool = True,
@@ -205,7 +229,10 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
 
     ``variants``: alternatives as ``anyOf`` (``json_schema`` mode); native tool calls get one object each.
     ``last``: the task's last request (``max_steps``): only ``submit_report`` is offered, since a
-    task left without a valid report is not accepted (the robot is taken over).
+    task left without a valid report is not accepted (the robot is taken over); a failure is then
+    always accepted. Before that, ``submit_report`` offers failure only with grounds
+    (:func:`~robot_team.grounding.failure_refusal`) and is withheld while neither status would be
+    accepted (:attr:`Offer.withheld` says why).
     ``one_call``: the reply holds one call (``calls_per_request: 1``): a tool is offered only once
     its prerequisites succeeded. Otherwise also when they are offered too, since calls run in
     order and a plan may hold the prerequisite first (the Toolbox checks each call as it runs).
@@ -232,8 +259,13 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
         for argument, closed in (decl.closed if decl is not None else ()):
             _close(tool['function']['parameters'], argument, _closed_values(closed, task, toolbox))
         tools.append(tool)
-    tools.append(report_tool(task_type, journal, variants))
-    return _offer(tools, decoding)
+    failure = not failure_refusal(task.hcw_id, journal, nothing_else=last or not tools)
+    report = report_tool(task_type, journal, variants, failure)
+    if report is None:   # neither status would be accepted: the robot keeps working, and is told why
+        offer = _offer(tools, decoding)
+        offer.withheld = withheld_report(task_type, journal)
+        return offer
+    return _offer([*tools, report], decoding)
 
 
 def escorted_hcw(obs: ManagerObservation) -> str | None:
