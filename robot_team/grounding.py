@@ -57,7 +57,8 @@ def _proof_problems(decl: ToolDecl, claim: BrainReport, journal: list[ToolResult
             goal = reached.output.get('goal', [None, None])
             if (abs(goal[0] - ok.output['x']) > proof.tolerance_m
                     or abs(goal[1] - ok.output['y']) > proof.tolerance_m):
-                problems.append(f"the last successful goal {goal[:2]} is not the door of {ok.output['room']}")
+                problems.append(f"the last successful goal {goal[:2]} is not the door of {ok.output['room']} "
+                                f"({ok.output['x']}, {ok.output['y']})")
     return problems
 
 

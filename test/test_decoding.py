@@ -107,7 +107,7 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
     assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
     assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
     assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (the last successful goal [22.0, 3.0] is not ' \
-                    f'the door of ER-12).'
+                    f'the door of ER-12 (30.0, 9.5)).'
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
     assert now().startswith('Next step: submit_report success')
 
