@@ -532,12 +532,19 @@ class RoleDecl:
         tools as methods marked with :func:`implements`.
     truth
         Its task's ground truth in a few words, from the condensed evidence (empty if none).
+    report_data
+        ``(key, what it holds)``: what its report's ``data`` states, each item from a tool's output,
+        described in the ``submit_report`` schema (optional there: no guard refuses a report
+        without them). The items of the published evaluation's local reasoning metric (Bai, Ding,
+        Taylor): the HCW's location and the path; the HCW's ID, name and specialty; the care team
+        and the layout built from it (the rubric reads them under these keys, among others).
     """
 
     robot: Robot
     task_type: TaskType
     implementation: str
     truth: Callable[[Mapping[str, Any]], str] = field(default=lambda _evidence: '')
+    report_data: tuple[tuple[str, str], ...] = ()
 
     def implementation_class(self) -> type:
         """Import and return the class that implements this role's tools.
@@ -553,10 +560,15 @@ class RoleDecl:
 
 ROLES: tuple[RoleDecl, ...] = (
     RoleDecl(Robot.NAVIGATION, TaskType.NAVIGATION, 'robot_team.tools.navigation.NavigationTools',
-             _navigation_truth),
+             _navigation_truth,
+             (('hcw_location', f'where {Tool.LOCATE_STAFF.value} found the HCW: area, x, y'),
+              ('path', f'the route {Tool.PLAN_PATH.value} planned: length_m, waypoints'))),
     RoleDecl(Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, 'robot_team.tools.info.InfoCollectionTools',
-             _info_truth),
-    RoleDecl(Robot.DISPLAY, TaskType.DISPLAY, 'robot_team.tools.display.DisplayTools', _display_truth),
+             _info_truth,
+             tuple((key, f'from {Tool.LOOKUP_STAFF_BY_BADGE.value}') for key in ('hcw_id', 'name', 'specialty'))),
+    RoleDecl(Robot.DISPLAY, TaskType.DISPLAY, 'robot_team.tools.display.DisplayTools', _display_truth,
+             (('members', f'the care team {Tool.FETCH_CARE_TEAM.value} returned, as shown'),
+              ('layout', 'the layout plan shown, naming each member'))),
 )
 """The operational robots, in workflow order."""
 

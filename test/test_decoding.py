@@ -306,3 +306,22 @@ def test_the_reflection_offered_follows_the_record_and_fits_the_token_limit():
         'recovery_attempts', 'lessons_learned')]
     assert all(t['maxLength'] == REFLECTION_TEXT_MAX_CHARS for t in texts)
     assert reflection['lessons_learned']['maxItems'] == REFLECTION_MAX_ITEMS
+
+
+def test_a_report_schema_describes_what_the_role_reports_under_keys_the_rubric_reads():
+    from robot_team.catalog import ROLES
+    from robot_team.evaluation.rubric import ALIASES
+    from robot_team.llm.toolschema import report_schema
+    read = {key for aliases in ALIASES.values() for key in aliases}
+    for role in ROLES:
+        data = report_schema(role.robot.value)['function']['parameters']['properties']['data']
+        assert list(data['properties']) == [key for key, _ in role.report_data] and data['additionalProperties']
+        assert not data.get('required')                         # optional: no guard refuses a report without them
+        assert set(data['properties']) <= read, role.robot      # the local-reasoning items, as the rubric reads them
+    box = build_toolbox(Robot.INFO_COLLECTION.value, World())
+    task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
+    scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
+    assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
+    report = next(t for t in robot_offer(box, task).tools if t['function']['name'] == 'submit_report')
+    data = report['function']['parameters']['properties']['data']    # success only: the proofs fix the values
+    assert data['properties']['name'] == {'type': 'string', 'enum': ['Dr. Lucas Brennan']}

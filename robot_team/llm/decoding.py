@@ -49,7 +49,7 @@ from robot_team.catalog import (
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, unmet_proofs
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
-    MANAGER_TOOL_MODELS, SubmitReport, function_schema, manager_tool_names, robot_tools)
+    MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow import TaskOutline, delegation_refusal, manager_may_escalate, open_escalation_of
@@ -180,7 +180,7 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     Without ``variants`` (native tool calls: a function's parameters must be one object) only the
     status is closed.
     """
-    tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
+    tool = report_schema(TASK_OWNER[task_type])
     params = tool['function']['parameters']
     claim, fixed = _proven_claim(task_type, journal)
     missing = contradictions(task_type, claim, journal)
@@ -203,9 +203,10 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     success = copy.deepcopy(params)
     success['properties']['status'] = {'type': 'string', 'enum': [TaskStatus.SUCCESS.value]}
     if fixed:
+        described = (params['properties'].get('data') or {}).get('properties') or {}
         success['properties']['data'] = {
             'type': 'object', 'additionalProperties': True, 'required': sorted(fixed),
-            'properties': {k: {'type': 'string', 'enum': [str(v)]} for k, v in fixed.items()}}
+            'properties': {**described, **{k: {'type': 'string', 'enum': [str(v)]} for k, v in fixed.items()}}}
         success['required'] = sorted({*success.get('required', []), 'status', 'data'})
     tool['function']['parameters'] = {'anyOf': [success, failure_variant]} if failure else success
     return tool

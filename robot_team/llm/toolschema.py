@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
-from robot_team.catalog import REPORT_TOOL, TOOLS, ManagerTool
+from robot_team.catalog import REPORT_TOOL, ROLES_BY_ROBOT, TOOLS, ManagerTool
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
 from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
@@ -163,10 +163,26 @@ def function_schema(name: str, description: str, model: type[BaseModel]) -> dict
                                              'parameters': parameters_schema(model)}}
 
 
+def report_schema(robot: str) -> dict:
+    """Return ``robot``'s ``submit_report`` definition: its ``data`` described by the role's ``report_data``.
+
+    The items are optional properties (any JSON value) with their descriptions
+    (:attr:`~robot_team.catalog.RoleDecl.report_data`); other keys stay allowed. A robot without a
+    role declaration gets the bare schema.
+    """
+    tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
+    role = ROLES_BY_ROBOT.get(robot)
+    if role is not None and role.report_data:
+        tool['function']['parameters']['properties']['data'] = {
+            'type': 'object', 'additionalProperties': True,
+            'properties': {key: {'description': what} for key, what in role.report_data}}
+    return tool
+
+
 def robot_tools(toolbox: Toolbox) -> list[dict]:
     """Return the tool definitions of ``toolbox``'s robot: its own tools, then ``submit_report``."""
     tools = [function_schema(s.name, s.description, s.input_model) for s in toolbox.specs()]
-    tools.append(function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport))
+    tools.append(report_schema(toolbox.owner))
     return tools
 
 
