@@ -325,3 +325,12 @@ def test_a_report_schema_describes_what_the_role_reports_under_keys_the_rubric_r
     report = next(t for t in robot_offer(box, task).tools if t['function']['name'] == 'submit_report')
     data = report['function']['parameters']['properties']['data']    # success only: the proofs fix the values
     assert data['properties']['name'] == {'type': 'string', 'enum': ['Dr. Lucas Brennan']}
+
+
+def test_a_described_report_item_is_bounded_in_a_json_schema_reply():
+    from robot_team.llm.jsonschema_calls import FREE_VALUE
+    from robot_team.llm.toolschema import report_schema
+    schema = response_schema([report_schema(Robot.NAVIGATION.value)])
+    data = schema['properties']['tool_calls']['items']['properties']['arguments']['properties']['data']
+    # a model that loops inside a path string is stopped by the schema, not cut at max_tokens
+    assert data['properties']['path'] == FREE_VALUE and data['properties']['hcw_location'] == FREE_VALUE

@@ -55,14 +55,16 @@ echoed its whole call into ``data``, nested until cut)."""
 def _strict(node: Any) -> Any:
     """Return a parameters schema made strict: closed objects, references allowed for numbers and booleans.
 
-    Free strings get ``maxLength`` :data:`FREE_TEXT_MAX_CHARS` and open objects :data:`FREE_VALUE`
-    values (the reply must end within its token limit).
+    Free strings get ``maxLength`` :data:`FREE_TEXT_MAX_CHARS`, and open objects' values and
+    untyped properties (any value) :data:`FREE_VALUE` (the reply must end within its token limit).
     """
     if isinstance(node, list):
         return [_strict(x) for x in node]
     if not isinstance(node, dict):
         return node
     out = {k: _strict(v) for k, v in node.items() if k not in ('default', 'description')}
+    if not out:   # any value (e.g. a described report item): bounded like an open object's values
+        return copy.deepcopy(FREE_VALUE)
     if out.get('type') == 'object' and 'properties' in out and 'additionalProperties' not in out:
         out['additionalProperties'] = False
     if out.get('type') == 'object' and out.get('additionalProperties', 'properties' not in out) is True:
