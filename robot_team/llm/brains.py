@@ -3,19 +3,22 @@
 :class:`LLMRobotBrain` runs a function-calling loop over the robot's own tools (its
 :class:`~robot_team.tools.base.Toolbox`, nothing else) and ends with ``submit_report``, whose
 arguments are validated with pydantic: an invalid report goes back to the model with the
-validation error, at most ``max_report_retries`` times; the LLM then leaves the task
-non-compliant (a ``brain_error``) and the robot reports ``failure`` with a non-compliance issue.
-When such tasks reach ``robot_takeover_after`` (default 1), the protocol brain takes over the
-robot's role for the rest of the episode, starting by carrying out the task the LLM left (a
-``takeover``; its work and report ``source: fallback``): the patient does not wait on a model
-that cannot do the job. Tool errors and refused calls (``ToolAccessError``) go back to the model
-as tool messages. When the endpoint stays down, the robot falls back to its protocol brain
-(``fallback='protocol'``) or reports failure. Tool calls of one reply run in order; after a
-failed or refused call the rest of that reply is skipped (the model is told), so a plan such
-as "drive to the HCW, then to the room" never continues past a failed step. A call's arguments
-may name an earlier call's output of the same reply (``"$1.badge_id"``,
-:mod:`robot_team.llm.references`), so a plan whose steps depend on each other fits in one
-request.
+validation error, at most ``max_report_retries`` times; the LLM then leaves the task non-compliant
+(a ``brain_error``) and the robot reports ``failure`` with a non-compliance issue. A valid failure
+report without grounds (no call of the task failed, no result is a negative finding, requests
+remain: :func:`~robot_team.grounding.failure_refusal`) is refused as well (``report_rejected``,
+category ``ungrounded_failure``, not counted as invalid) and the robot keeps working; on the
+task's last request a failure is always accepted. When non-compliant tasks reach
+``robot_takeover_after`` (default 1), the protocol brain takes over the robot's role for the rest
+of the episode, starting by carrying out the task the LLM left (a ``takeover``; its work and
+report ``source: fallback``): the patient does not wait on a model that cannot do the job. Tool
+errors and refused calls (``ToolAccessError``) go back to the model as tool messages. When the
+endpoint stays down, the robot falls back to its protocol brain (``fallback='protocol'``) or
+reports failure. Tool calls of one reply run in order; after a failed or refused call the rest of
+that reply is skipped (the model is told), so a plan such as "drive to the HCW, then to the room"
+never continues past a failed step. A call's arguments may name an earlier call's output of the
+same reply (``"$1.badge_id"``, :mod:`robot_team.llm.references`), so a plan whose steps depend on
+each other fits in one request.
 
 :class:`LLMManagerBrain` keeps a conversation: each :meth:`~LLMManagerBrain.decide` appends the
 new cues, task updates and guard feedback as one user message and turns the model's tool
