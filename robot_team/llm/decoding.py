@@ -205,7 +205,7 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     if fixed:
         described = (params['properties'].get('data') or {}).get('properties') or {}
         success['properties']['data'] = {
-            'type': 'object', 'additionalProperties': True, 'required': sorted(fixed),
+            'type': 'object', 'additionalProperties': False, 'required': sorted(fixed),
             'properties': {**described, **{k: {'type': 'string', 'enum': [str(v)]} for k, v in fixed.items()}}}
         success['required'] = sorted({*success.get('required', []), 'status', 'data'})
     tool['function']['parameters'] = {'anyOf': [success, failure_variant]} if failure else success

@@ -167,14 +167,16 @@ def report_schema(robot: str) -> dict:
     """Return ``robot``'s ``submit_report`` definition: its ``data`` described by the role's ``report_data``.
 
     The items are optional properties (any JSON value) with their descriptions
-    (:attr:`~robot_team.catalog.RoleDecl.report_data`); other keys stay allowed. A robot without a
-    role declaration gets the bare schema.
+    (:attr:`~robot_team.catalog.RoleDecl.report_data`), and the only keys: a reply must end within
+    its ``max_tokens`` (a reply cut there is refused), and a small model that loops adds key after
+    key to an open object (the JSON schema decoder bounds an object's keys only by listing them).
+    Other findings go into the summary. A robot without a role declaration gets the bare schema.
     """
     tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
     role = ROLES_BY_ROBOT.get(robot)
     if role is not None and role.report_data:
         tool['function']['parameters']['properties']['data'] = {
-            'type': 'object', 'additionalProperties': True,
+            'type': 'object', 'additionalProperties': False,
             'properties': {key: {'description': what} for key, what in role.report_data}}
     return tool
 
