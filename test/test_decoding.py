@@ -328,10 +328,30 @@ def test_a_report_schema_describes_what_the_role_reports_under_keys_the_rubric_r
     assert data['properties']['name'] == {'type': 'string', 'enum': ['Dr. Lucas Brennan']}
 
 
+def _bounded(schema):
+    """Whether every string, list and object ``schema`` allows is bounded (maxLength, maxItems, maxProperties)."""
+    if 'anyOf' in schema:
+        return all(_bounded(s) for s in schema['anyOf'])
+    kind = schema.get('type')
+    if kind == 'string':
+        return 'maxLength' in schema or 'enum' in schema or 'pattern' in schema
+    if kind == 'array':
+        return 'maxItems' in schema and _bounded(schema.get('items') or {})
+    if kind == 'object':
+        extra = schema.get('additionalProperties', True)
+        return all(_bounded(v) for v in (schema.get('properties') or {}).values()) and (
+            extra is False or ('maxProperties' in schema and extra is not True and _bounded(extra)))
+    return kind in ('number', 'integer', 'boolean', 'null') or 'enum' in schema
+
+
 def test_a_described_report_item_is_bounded_in_a_json_schema_reply():
-    from robot_team.llm.jsonschema_calls import FREE_VALUE
-    from robot_team.llm.toolschema import report_schema
-    schema = response_schema([report_schema(Robot.NAVIGATION.value)])
-    data = schema['properties']['tool_calls']['items']['properties']['arguments']['properties']['data']
-    # a model that loops inside a path string is stopped by the schema, not cut at max_tokens
-    assert data['properties']['path'] == FREE_VALUE and data['properties']['hcw_location'] == FREE_VALUE
+    from robot_team.catalog import ROLES
+    from robot_team.llm.toolschema import REPORT_ITEM_TEXT_MAX_CHARS, report_schema
+    for role in ROLES:
+        schema = response_schema([report_schema(role.robot.value)])
+        data = schema['properties']['tool_calls']['items']['properties']['arguments']['properties']['data']
+        # a model that loops inside a waypoint list, or adds key after key, is stopped by the schema
+        assert _bounded(data), role.robot
+    nav = response_schema([report_schema(Robot.NAVIGATION.value)])['properties']['tool_calls']['items']
+    path = nav['properties']['arguments']['properties']['data']['properties']['path']
+    assert path['anyOf'][0] == {'type': 'string', 'maxLength': REPORT_ITEM_TEXT_MAX_CHARS}

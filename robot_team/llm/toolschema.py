@@ -163,10 +163,24 @@ def function_schema(name: str, description: str, model: type[BaseModel]) -> dict
                                              'parameters': parameters_schema(model)}}
 
 
+REPORT_ITEM_TEXT_MAX_CHARS = 200
+REPORT_ITEM_ENTRY_MAX_CHARS = 40
+REPORT_ITEM_MAX_ENTRIES = 6
+_ENTRY = {'anyOf': [{'type': 'number'}, {'type': 'string', 'maxLength': REPORT_ITEM_ENTRY_MAX_CHARS}]}
+REPORT_ITEM: dict[str, Any] = {'anyOf': [
+    {'type': 'string', 'maxLength': REPORT_ITEM_TEXT_MAX_CHARS}, {'type': 'number'},
+    {'type': 'array', 'items': _ENTRY, 'maxItems': REPORT_ITEM_MAX_ENTRIES},
+    {'type': 'object', 'additionalProperties': _ENTRY, 'maxProperties': REPORT_ITEM_MAX_ENTRIES}]}
+"""What one declared report item may be: a text, a number, or one level of a few numbers and short
+texts (an HCW's area and x, y; a path's length; the members' names). Tight enough that a report of
+every item and its free texts ends within a small model's ``max_tokens`` (384 for the built-in one):
+a model that looped inside a waypoint list had its report cut there, and was taken over."""
+
+
 def report_schema(robot: str) -> dict:
     """Return ``robot``'s ``submit_report`` definition: its ``data`` described by the role's ``report_data``.
 
-    The items are optional properties (any JSON value) with their descriptions
+    The items are optional properties (:data:`REPORT_ITEM` values) with their descriptions
     (:attr:`~robot_team.catalog.RoleDecl.report_data`), and the only keys: a reply must end within
     its ``max_tokens`` (a reply cut there is refused), and a small model that loops adds key after
     key to an open object (the JSON schema decoder bounds an object's keys only by listing them).
@@ -177,7 +191,7 @@ def report_schema(robot: str) -> dict:
     if role is not None and role.report_data:
         tool['function']['parameters']['properties']['data'] = {
             'type': 'object', 'additionalProperties': False,
-            'properties': {key: {'description': what} for key, what in role.report_data}}
+            'properties': {key: {**REPORT_ITEM, 'description': what} for key, what in role.report_data}}
     return tool
 
 
