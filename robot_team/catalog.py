@@ -425,7 +425,7 @@ def _hcw_not_located(args: Mapping[str, Any], output: Mapping[str, Any], hcw_id:
     """The RTLS was asked for the task's HCW and does not list them."""
     asked = [str(h) for h in args.get('hcw_ids') or ()]
     listed = {str(s.get('hcw_id')) for s in output.get('staff') or ()}
-    if hcw_id and hcw_id in asked and hcw_id not in listed:
+    if hcw_id in asked and hcw_id not in listed:
         return f'HCW #{hcw_id} is unknown to the location system'
     return ''
 
@@ -602,6 +602,17 @@ EVIDENCE_TOOLS: dict[str, tuple[str, ...]] = {
 KEY_TOOLS: dict[TaskType, tuple[str, ...]] = {
     r.task_type: tuple(t.name for t in TOOLS if t.task_type is r.task_type and t.key) for r in ROLES}
 """Task type -> the tool that starts the task (the data it works from); it must be called by the task's owner."""
+
+
+def negative_finding(tool: str, args: Mapping[str, Any], output: Mapping[str, Any], hcw_id: str) -> str:
+    """Return the negative finding a successful call of ``tool`` shows about a task with HCW ``hcw_id``.
+
+    ``args`` and ``output``: the call's arguments and output. ``''`` when none, or when ``tool``
+    declares none (:attr:`ToolDecl.negative`). The one rule behind the protocol brains' failures
+    of this kind and the grounds of an LLM robot's failure report (``robot_team.grounding``).
+    """
+    decl = TOOLS_BY_NAME.get(tool)
+    return decl.negative(args, output, hcw_id) if decl is not None and decl.negative is not None else ''
 
 
 def missing_prerequisites(tool: str, succeeded: set[str]) -> list[str]:

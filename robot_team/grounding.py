@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from robot_team.brains.base import BrainReport
 from robot_team.reports import TaskStatus, TaskType
-from robot_team.catalog import TOOLS_BY_NAME, Tool, ToolDecl, tools_for
+from robot_team.catalog import Tool, ToolDecl, negative_finding, tools_for
 from robot_team.tools.base import ToolResult
 
 
@@ -108,8 +108,7 @@ def failure_grounds(hcw_id: str, journal: list[ToolResult]) -> list[str]:
         if not result.ok:
             grounds.append(f'{result.tool} failed: {result.error}' if result.error else f'{result.tool} failed')
             continue
-        decl = TOOLS_BY_NAME.get(result.tool)
-        finding = decl.negative(result.args, result.output, hcw_id) if decl is not None and decl.negative else ''
+        finding = negative_finding(result.tool, result.args, result.output, hcw_id)
         if finding:
             grounds.append(f'{result.tool}: {finding}')
     return grounds

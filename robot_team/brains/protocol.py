@@ -27,7 +27,7 @@ from robot_team.brains.base import (
     TaskRecord,
     TaskSpec,
 )
-from robot_team.catalog import TASK_OWNER, Tool
+from robot_team.catalog import TASK_OWNER, Tool, negative_finding
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
@@ -68,9 +68,10 @@ class NavigationProtocolBrain(RobotBrain):
         found = call(Tool.LOCATE_STAFF.value, hcw_ids=[hcw])
         if not found.ok:
             return _failure(f'cannot locate HCW #{hcw}: {found.error}', failed_tool=Tool.LOCATE_STAFF.value)
-        if not found.output['staff']:
-            return _failure(f'HCW #{hcw} is unknown to the location system', failed_tool=Tool.LOCATE_STAFF.value)
-        where = found.output['staff'][0]
+        unknown = negative_finding(Tool.LOCATE_STAFF.value, found.args, found.output, hcw)
+        if unknown:
+            return _failure(unknown, failed_tool=Tool.LOCATE_STAFF.value)
+        where = next(s for s in found.output['staff'] if s['hcw_id'] == hcw)
         location = {k: where[k] for k in ('area', 'x', 'y')}
         door = call(Tool.ROOM_DOOR_POSE.value, room=room)
         if not door.ok:
@@ -147,9 +148,9 @@ class InfoCollectionProtocolBrain(RobotBrain):
         if not record.ok:
             return _failure(record.error, failed_tool=Tool.LOOKUP_STAFF_BY_BADGE.value, badge_scan=scan.output)
         info = record.output
-        if task.hcw_id and info['hcw_id'] != task.hcw_id:
-            return _failure(f"badge {badge} belongs to HCW #{info['hcw_id']}, not the expected #{task.hcw_id}",
-                            badge_scan=scan.output, hcw=info)
+        another = negative_finding(Tool.LOOKUP_STAFF_BY_BADGE.value, record.args, info, task.hcw_id)
+        if another:
+            return _failure(another, badge_scan=scan.output, hcw=info)
         check_in = call(Tool.RECORD_CHECK_IN.value, room=task.room, hcw_id=info['hcw_id'], badge_id=badge)
         if not check_in.ok:
             return _failure(f'could not record the check-in: {check_in.error}', failed_tool=Tool.RECORD_CHECK_IN.value,
@@ -176,9 +177,9 @@ class DisplayProtocolBrain(RobotBrain):
         if not team.ok:
             return _failure(team.error, failed_tool=Tool.FETCH_CARE_TEAM.value)
         members = team.output['members']
-        if not members:
-            return _failure(f'the staff directory lists no care team for {task.room}',
-                            failed_tool=Tool.FETCH_CARE_TEAM.value)
+        empty = negative_finding(Tool.FETCH_CARE_TEAM.value, team.args, team.output, task.hcw_id)
+        if empty:
+            return _failure(empty, failed_tool=Tool.FETCH_CARE_TEAM.value)
 
         def rank(member):
             text = f"{member['role']} {member['specialty']}".lower()
