@@ -283,8 +283,7 @@ class LLMRobotBrain(RobotBrain):
                     answers[call['id']] = f'report not accepted: {failed[0]} failed'
                     continue
                 refusal = '' if candidate.status is not TaskStatus.FAILURE else failure_refusal(
-                    task.hcw_id, tools.journal(task.task_id),
-                    nothing_else=step == self.settings.max_steps - 1 or offer.names == [REPORT_TOOL])
+                    task.hcw_id, tools.journal(task.task_id), nothing_else=offer.nothing_else)
                 if refusal:   # an ungrounded failure: the robot keeps working (bounded by max_steps)
                     self._emit(EventKind.REPORT_REJECTED, f'{self.role} reported failure on {task.task_id} '
                                f'without grounds', target=task.task_id, reason=refusal, task_id=task.task_id,

@@ -89,12 +89,17 @@ class Offer:
     withheld
         Why ``submit_report`` is not offered (``''``: it is, or decoding is free): neither status
         would be accepted now (:func:`withheld_report`).
+    nothing_else
+        A robot has nothing else to try: the task's last request, or no tool but ``submit_report``
+        offered; a failure report is then accepted without grounds
+        (:func:`~robot_team.grounding.failure_refusal`).
     """
 
     tools: list[dict]
     enums: dict[str, list[Any]] = field(default_factory=dict)
     decoding: str = 'constrained'
     withheld: str = ''
+    nothing_else: bool = False
 
     @property
     def names(self) -> list[str]:
@@ -244,7 +249,9 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
         If the toolbox's owner is not an operational robot.
     """
     if decoding == 'free':
-        return _offer(robot_tools(toolbox), decoding)
+        offer = _offer(robot_tools(toolbox), decoding)
+        offer.nothing_else = last
+        return offer
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     done = toolbox.succeeded(task.task_id)
@@ -260,13 +267,14 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
         for argument, closed in (decl.closed if decl is not None else ()):
             _close(tool['function']['parameters'], argument, _closed_values(closed, task, toolbox))
         tools.append(tool)
-    failure = not failure_refusal(task.hcw_id, journal, nothing_else=last or not tools)
-    report = report_tool(task_type, journal, variants, failure)
+    nothing_else = last or not tools
+    report = report_tool(task_type, journal, variants,
+                         failure=not failure_refusal(task.hcw_id, journal, nothing_else=nothing_else))
+    offer = _offer(tools if report is None else [*tools, report], decoding)
+    offer.nothing_else = nothing_else
     if report is None:   # neither status would be accepted: the robot keeps working, and is told why
-        offer = _offer(tools, decoding)
         offer.withheld = withheld_report(task_type, journal)
-        return offer
-    return _offer([*tools, report], decoding)
+    return offer
 
 
 def escorted_hcw(obs: ManagerObservation) -> str | None:
