@@ -33,6 +33,7 @@ import time
 
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
@@ -52,7 +53,8 @@ from robot_team.msg import (
     Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
     TeamHold)
 from robot_team.names import Robot
-from robot_team.reports import OPERATIONAL_TASKS, EscalationAnswer, ReportAnswer, ReportError, TaskReportModel
+from robot_team.reports import (
+    OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
 from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
@@ -87,6 +89,31 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *
                                  hold=hold, model=model, decoding=decoding,
                                  fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
     raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol', 'openai' or 'local'")
+
+
+RESULT_GRACE_S = 2.0
+"""Wall time (s) an ExecuteTask result may trail the supervisor's copy of its report before that copy is taken."""
+
+
+class _AwaitedResult:
+    """A delegated task whose report the manager's core still waits for.
+
+    It comes as the robot's ExecuteTask result or, when that is lost, as the supervisor's
+    recorded copy on ``team/task_reports``; :meth:`deliver` lets the first one through.
+    """
+
+    def __init__(self, task_id: str, robot: str, done):
+        self.task_id, self.robot, self.done = task_id, robot, done
+        self.delivered = threading.Event()
+        self._lock = threading.Lock()
+
+    def deliver(self) -> bool:
+        """Return True exactly once: for the first copy of the report to reach the core."""
+        with self._lock:
+            if self.delivered.is_set():
+                return False
+            self.delivered.set()
+            return True
 
 
 class ManagerNode(Node):
@@ -128,6 +155,8 @@ class ManagerNode(Node):
         self._group = ReentrantCallbackGroup()
         self._stop = threading.Event()
         self._restarted: set[str] = set()   # robots back as a new incarnation (their goals wait for one server)
+        self._awaited: dict[str, _AwaitedResult] = {}   # task_id -> its goal whose ExecuteTask result is owed
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
 
         qos = reliable_qos()
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
@@ -217,14 +246,46 @@ class ManagerNode(Node):
         self.core.on_staff([member.hcw_id for member in msg.staff])
 
     def task_report_callback(self, msg) -> None:
-        """Take a task the supervisor closed (a lost robot's); other reports come as ExecuteTask results."""
+        """Take a task the supervisor closed (a lost robot's); other reports come as ExecuteTask results.
+
+        The supervisor republishes every report it recorded; when a robot's own report is on a task
+        whose ExecuteTask result has not come :data:`RESULT_GRACE_S` later, that copy is taken
+        (:meth:`_take_recorded_report`).
+        """
         try:
             report = report_from_msg(msg)
         except ReportError as exc:
             self.events.emit(EventKind.INPUT_ERROR, f'unreadable report on {names.TASK_REPORTS}', target=msg.task_id,
                              reason=str(exc), task_id=msg.task_id)
             return
+        awaited = self._awaited.get(report.task_id)
+        if awaited is not None and report.issue_code is IssueCode.NONE and not awaited.delivered.is_set():
+            timer = None
+
+            def fire():
+                timer.cancel()
+                self.destroy_timer(timer)
+                self._take_recorded_report(awaited, report)
+            timer = self.create_timer(RESULT_GRACE_S, fire, callback_group=self._group, clock=self._steady)
         self.core.on_task_closed(report)
+
+    def _take_recorded_report(self, awaited: _AwaitedResult, report: TaskReportModel) -> None:
+        """Take the supervisor's recorded copy of a report whose ExecuteTask result did not come.
+
+        The robot submits its report to the supervisor and then returns the same report as its
+        ExecuteTask result. A goal response or result request sent to a robot's new incarnation
+        before DDS matched its ``execute_task/_action`` endpoints is lost, and rclpy's ActionClient
+        sends neither again, so without this the manager would wait for a report the team already
+        recorded. The first of the two copies is taken; the other is dropped.
+        """
+        if not awaited.deliver():
+            return
+        self._awaited.pop(awaited.task_id, None)
+        self.events.emit(EventKind.OBSERVATION, f'{awaited.task_id} taken from the supervisor\'s record',
+                         target=awaited.task_id, reason=f'its ExecuteTask result from {awaited.robot} did not come '
+                         f'within {RESULT_GRACE_S:g} s of the report on {names.TASK_REPORTS}',
+                         cue='result_from_record', task_id=awaited.task_id, robot=awaited.robot)
+        awaited.done(report, '')
 
     def liveness_callback(self, msg) -> None:
         """Take the supervisor's notice of a team node lost or back (``team/liveness``)."""
@@ -295,7 +356,13 @@ class ManagerNode(Node):
                                 hcw_id=task.hcw_id, instructions=task.instructions,
                                 context_json=json.dumps(task.context, default=str))
 
+        awaited = _AwaitedResult(task.task_id, robot, done)
+        self._awaited[task.task_id] = awaited
+
         def on_result(future):
+            if not awaited.deliver():
+                return   # the supervisor's recorded copy was taken first
+            self._awaited.pop(task.task_id, None)
             try:
                 done(report_from_msg(future.result().result.report), '')
             except ReportError as exc:
@@ -304,7 +371,9 @@ class ManagerNode(Node):
         def on_goal(future):
             handle = future.result()
             if not handle.accepted:
-                done(None, f'{robot} rejected goal {task.task_id}')
+                if awaited.deliver():
+                    self._awaited.pop(task.task_id, None)
+                    done(None, f'{robot} rejected goal {task.task_id}')
                 return
             handle.get_result_async().add_done_callback(on_result)
         client.send_goal_async(goal).add_done_callback(on_goal)
