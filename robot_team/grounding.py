@@ -24,6 +24,17 @@ def _last_ok(journal: list[ToolResult], tool: str) -> ToolResult | None:
     return None
 
 
+def _labelled(x: float, y: float) -> str:
+    """Return a map position as the goal arguments that reach it, ``(x 12.5, y 19.5)`` (m, 'map').
+
+    Said this way, with navigate_to_pose's own argument names, a small model copies the position
+    into its goal; as a bare pair beside the last goal's, Qwen2.5-Coder-0.5B repeated the last goal
+    (replays of a recorded baseline request after the pickup, with five HCW and door poses: the
+    door 5 times of 5 with this wording, 0 of 5 with the bare pair).
+    """
+    return f'(x {x:g}, y {y:g})'
+
+
 def _proof_problems(decl: ToolDecl, claim: BrainReport, journal: list[ToolResult]) -> list[str]:
     """Return why ``journal`` lacks what ``decl``'s :class:`~robot_team.catalog.Proof` requires of a success claim."""
     proof, problems = decl.proof, []
@@ -50,15 +61,16 @@ def _proof_problems(decl: ToolDecl, claim: BrainReport, journal: list[ToolResult
         if where is not None and not any(
                 g[0] is not None and abs(g[0] - where['x']) <= proof.visit_tolerance_m
                 and abs(g[1] - where['y']) <= proof.visit_tolerance_m for g in goals):
-            problems.append(f"no goal reached HCW #{hcw} at ({where['x']}, {where['y']}): the HCW was not picked up")
+            problems.append(f"no goal reached HCW #{hcw} at {_labelled(where['x'], where['y'])}: the HCW was not "
+                            'picked up')
     if proof.goal_of is not None and ok is not None:
         reached = _last_ok(journal, proof.goal_of.value)
         if reached is not None:
             goal = reached.output.get('goal', [None, None])
             if (abs(goal[0] - ok.output['x']) > proof.tolerance_m
                     or abs(goal[1] - ok.output['y']) > proof.tolerance_m):
-                problems.append(f"the last successful goal {goal[:2]} is not the door of {ok.output['room']} "
-                                f"({ok.output['x']}, {ok.output['y']})")
+                problems.append(f"the last goal ({goal[0]:g}, {goal[1]:g}) is not the door of {ok.output['room']} "
+                                f"{_labelled(ok.output['x'], ok.output['y'])}")
     return problems
 
 

@@ -99,15 +99,15 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
     assert now() == f'Next step: call {Tool.PAGE_STAFF.value}.'
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
     # the pickup before the door (the catalog's order of the proofs), with where the HCW is
-    assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (no goal reached HCW #90 at (22.0, 3.0): the ' \
+    assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (no goal reached HCW #90 at (x 22, y 3): the ' \
                     f'HCW was not picked up).'
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # picked the HCW up
     assert now() == f'Next step: call {Tool.ROOM_DOOR_POSE.value}.'
     assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
     assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
     assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
-    assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (the last successful goal [22.0, 3.0] is not ' \
-                    f'the door of ER-12 (30.0, 9.5)).'
+    assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (the last goal (22, 3) is not ' \
+                    f'the door of ER-12 (x 30, y 9.5)).'
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=30.0, y=9.5, yaw=1.5708).ok
     assert now().startswith('Next step: submit_report success')
 

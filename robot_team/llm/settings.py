@@ -92,8 +92,11 @@ class LocalServerSettings(BaseModel):
                                   '$ROBOT_TEAM_MODEL_CACHE, else <venv>/share/robot_team/models, else '
                                   '$XDG_CACHE_HOME/robot_team/models).')
     max_tokens: int = Field(256, ge=1, description='Most completion tokens per request to the local model.')
-    max_steps: int = Field(6, ge=1, description='Most requests per robot task (or manager decision) with the '
-                           'local model: a small model that repeats itself reports failure sooner.')
+    max_steps: int = Field(7, ge=1, description='Most requests per robot task (or manager decision) with the '
+                           'local model: a small model that repeats itself reports failure sooner. An escort '
+                           'takes 6 with one call each (locate_staff, page_staff, room_door_pose, two '
+                           'navigate_to_pose goals, submit_report): 7 leaves one for an optional call '
+                           '(plan_path).')
     timeout_s: float = Field(300.0, gt=0, description='Per-request timeout, wall s (a CPU model is slow).')
     model: str = Field('qwen2.5-coder-0.5b-instruct-q4_k_m', min_length=1, description=(
         "The model it serves: a shipped model's name or alias (robot_team.llm.local.MODELS: "
