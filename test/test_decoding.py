@@ -3,8 +3,10 @@
 Each offer is checked against the guard it mirrors: a tool withdrawn after it succeeded is a call
 the Toolbox refuses when repeated; a success report appears only once grounding accepts one; a
 delegation offers only the task types the supervisor's gate authorises and the HCWs the manager's
-repeat and escort rules allow. ``decoding: free`` offers the full schemas.
+repeat, attempts and escort rules allow. ``decoding: free`` offers the full schemas.
 """
+
+import json
 
 from team_harness import World, build_toolbox
 
@@ -13,12 +15,12 @@ from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
 from robot_team.escalation_model import EscalationRecord
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
 from robot_team.llm.decoding import (
-    REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, hcw_refusal, manager_offer, next_step, refused_hcws,
-    robot_offer)
+    REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, failed_in_a_row, hcw_refusal, manager_offer,
+    next_step, refused_hcws, robot_offer)
 from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
 from robot_team.names import Robot
-from robot_team.reports import TaskReportModel, TaskStatus, TaskType
+from robot_team.reports import IssueCode, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import WorkflowPolicy
 
 ROOMS = ['ER-12', 'ER-3', 'Staff lounge']
@@ -104,7 +106,9 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # picked the HCW up
     assert now() == f'Next step: call {Tool.ROOM_DOOR_POSE.value}.'
     assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok
-    assert f'The last call ({Tool.ROOM_DOOR_POSE.value}) failed' in now()
+    # after a failed call: a failure report with that call's error as its quoted issue, or another way
+    assert now().startswith(f'Next step: submit_report failure with issue "{Tool.ROOM_DOOR_POSE.value} failed: ')
+    assert 'ER-99' in now() and now().endswith(', or try another way.')
     assert box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-12').ok
     assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (the last goal (22, 3) is not ' \
                     f'the door of ER-12 (x 30, y 9.5)).'
@@ -264,6 +268,32 @@ def test_the_llm_manager_refuses_what_its_hcw_rules_do_not_offer():
     assert refused_hcws('display', obs, ['80', '90', '41']) == {'80', '41'}
     failed = escorted.model_copy(update={'task_id': 'nav-1', 'hcw_id': '80', 'state': 'failure'})
     assert 'nav-1' in (hcw_refusal('navigation', '80', observation(failed)) or '')
+
+
+def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
+    staff = ['80', '90', '41', '55']
+    first = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='80',
+                       state='failure', issue='no valid path to ER-12')
+    second = first.model_copy(update={'task_id': 'nav-2', 'hcw_id': '90'})
+    assert ManagerTool.DELEGATE_TASK.value in manager_offer(observation(first), staff).names   # one alternative
+    assert failed_in_a_row('navigation', observation(first, second)) == ['nav-1', 'nav-2']
+    limited = manager_offer(observation(first, second), staff)
+    assert limited.names == [ManagerTool.ESCALATE_TO_SUPERVISOR.value]   # HCWs #41 and #55 are left, yet
+    why = hcw_refusal('navigation', '41', observation(first, second))    # the guard says the same
+    assert why is not None and 'nav-1, nav-2' in why and 'escalate nav-2' in why
+    lost = second.model_copy(update={'issue_code': IssueCode.ROBOT_LOST})   # says nothing about the task
+    assert hcw_refusal('navigation', '41', observation(first, lost)) is None
+    reassigned = EscalationRecord(escalation_id='esc-1', task_id='nav-2', decision='reassign', hcw_id='41')
+    decided = observation(first, second, escalations=[reassigned])          # a person decided: count again
+    assert failed_in_a_row('navigation', decided) == []
+    assert delegate_params(manager_offer(decided, staff))['properties']['hcw_id']['enum'] == ['41', '55']
+    success = first.model_copy(update={'task_id': 'nav-3', 'hcw_id': '41', 'state': 'success'})
+    info = [TaskRecord(task_id=f'info-{n}', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+                       hcw_id='41', state='failure', issue='badge unknown') for n in (1, 2)]
+    after = observation(first, second, success, *info)    # navigation's failures ended with its success
+    assert failed_in_a_row('navigation', after) == []
+    assert failed_in_a_row('info_collection', after) == ['info-1', 'info-2']
+    assert 'info_collection' not in json.dumps(delegate_params(manager_offer(after, staff)))
 
 
 def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():

@@ -635,10 +635,10 @@ class LLMManagerBrain(ManagerBrain):
                                target=args.robot, reason=why, task_type=args.task_type, robot=args.robot)
                     return None, f'refused: {why}'
                 why = hcw_refusal(args.task_type, args.hcw_id, obs)
-                if why is not None:   # repeating what failed, or another HCW than the one escorted
+                if why is not None:   # what failed again, a failure too many in a row, or not the escorted HCW
                     failed = failed_attempts(args.task_type, args.hcw_id, obs)
                     self._emit(EventKind.DELEGATION_REFUSED, f'manager named HCW #{args.hcw_id or "-"} for '
-                               f'{args.task_type}, which its HCW rules refuse', target=args.robot, reason=why,
+                               f'{args.task_type}, which its delegation rules refuse', target=args.robot, reason=why,
                                task_type=args.task_type, robot=args.robot, hcw_id=args.hcw_id, failed=failed)
                     return None, f'refused: {why}'
                 return self._delegate(args, obs), 'sent to the supervisor for authorization; result in next update'

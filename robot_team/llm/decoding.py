@@ -39,6 +39,7 @@ the values of every closed argument, and :attr:`Offer.choices`, the number of di
 from __future__ import annotations
 
 import copy
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
@@ -65,6 +66,15 @@ MAX_SAME_FAILURES: dict[str, int] = {TaskType.NAVIGATION.value: 1, TaskType.INFO
 unless a human decided ``retry``. A navigation failure is handled by another HCW or an escalation,
 never by the same HCW again (the published issue-handling metric, Bai, Ding, Taylor, Table II); a
 robot's failed info collection or display may be tried once more with the same HCW."""
+
+
+MAX_FAILED_IN_A_ROW: dict[str, int] = {TaskType.NAVIGATION.value: 2, TaskType.INFO_COLLECTION.value: 2,
+                                       TaskType.DISPLAY.value: 2}
+"""Failed attempts of one task type in a row (any HCW, since its last success or human decision) after
+which the LLM manager may not delegate it again: a further attempt is a person's call (escalate).
+The assigned HCW and one alternative, then the charge nurse: a failure that recurs with another HCW
+(no path to the room, an unreadable badge, no care team) is not the HCW's, and more HCWs only delay
+the human who can act. A robot lost while it ran is not counted (:func:`failed_in_a_row`)."""
 
 
 REFLECTION_TEXT_MAX_CHARS = 120
@@ -299,9 +309,10 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     it (its own tool until that succeeded, then the goal it relates to: ``visited_by``,
     ``goal_of``); the first one offered (or its prerequisite) is the next step, a related goal with
     the proof's reason (which names the pose). Once every proof
-    holds, the success report; after a failed call, that its error is a failure report's issue
-    unless another way is tried. Names no argument values beyond the proofs' own reasons: the model
-    still chooses the call and its arguments.
+    holds, the success report; after a failed call, a failure report with that call's error as
+    its issue, quoted (a small model copies a quoted issue; told to use "its error", the 0.5B wrote
+    that phrase as the issue), unless another way is tried. Names no argument values beyond the
+    proofs' own reasons and that error: the model still chooses the call and its arguments.
     """
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
@@ -310,8 +321,11 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     if not unmet:
         return f'Next step: {REPORT_TOOL} success, with data from the results.'
     if journal and not journal[-1].ok:
-        return f'The last call ({journal[-1].tool}) failed: {REPORT_TOOL} failure with its error as the issue, ' \
-               f'or try another way.'
+        failed = journal[-1]
+        error = failed.error or 'no error given'
+        issue = error if error.startswith(failed.tool) else f'{failed.tool} failed: {error}'
+        return f'Next step: {REPORT_TOOL} failure with issue {json.dumps(issue, ensure_ascii=False)}, or try ' \
+               f'another way.'
     done = toolbox.succeeded(task.task_id)
     for decl, problems in unmet:
         tool = _tool_for(decl, done)
@@ -361,14 +375,50 @@ def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] =
     return refused
 
 
+def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
+    """Return the IDs of ``task_type``'s failed tasks since its last success or human decision, in order.
+
+    A human decision (``retry``, ``reassign``...) on one of them starts the count again after it; a
+    robot lost while it ran (``robot_lost``) says nothing about the task and is not counted.
+    """
+    decided = {e.task_id for e in obs.escalations if e.resolved}
+    run: list[str] = []
+    for t in obs.tasks:
+        if t.task_type.value != task_type:
+            continue
+        if t.state == 'success' or t.task_id in decided:
+            run = []
+        elif t.state == 'failure' and t.issue_code is not IssueCode.ROBOT_LOST:
+            run.append(t.task_id)
+    return run
+
+
+def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
+    """Return why the LLM manager may not delegate ``task_type`` again now (None: it may).
+
+    :data:`MAX_FAILED_IN_A_ROW` failed attempts in a row (:func:`failed_in_a_row`): escalate the
+    last of them. The one rule behind the constrained offer (no ``delegate_task`` variant for
+    ``task_type``) and the manager's guard (:func:`hcw_refusal`).
+    """
+    run = failed_in_a_row(task_type, obs)
+    if len(run) < MAX_FAILED_IN_A_ROW.get(task_type, 2):
+        return None
+    return (f"{', '.join(run)} failed in a row: another {task_type} attempt is a person's call: escalate "
+            f'{run[-1]}')
+
+
 def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
     """Return why the manager's HCW rules refuse delegating ``task_type`` with ``hcw_id`` now (None: accepted).
 
-    The same rules as :func:`refused_hcws` (the guard behind the constrained offer), with the reason.
-    The escort rule speaks only for a task type the gate would accept now (:func:`delegable`): a
-    delegation out of workflow order goes to the supervisor's gate, whose refusal is on the record
+    The same rules as :func:`refused_hcws` (the guard behind the constrained offer), with the reason,
+    after the attempts rule (:func:`attempts_refusal`), which refuses every HCW. The escort rule
+    speaks only for a task type the gate would accept now (:func:`delegable`): a delegation out of
+    workflow order goes to the supervisor's gate, whose refusal is on the record
     as the workflow violation it is.
     """
+    limited = attempts_refusal(task_type, obs)
+    if limited is not None:
+        return limited
     demanded = _escort_demands(task_type, obs)
     if demanded is not None and hcw_id != demanded and task_type in {k.value for k in delegable(obs)}:
         nav = obs.latest(TaskType.NAVIGATION)
@@ -407,7 +457,12 @@ def delegable(obs: ManagerObservation) -> list[TaskType]:
 
 
 def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff: Iterable[str]) -> dict | None:
-    """Return ``delegate_task``'s parameters for ``kind``; None when the HCW rules refuse every HCW of ``staff``."""
+    """Return ``delegate_task``'s parameters for ``kind``; None when the HCW rules refuse every HCW of ``staff``.
+
+    Also None when the attempts rule refuses ``kind`` (:func:`attempts_refusal`).
+    """
+    if attempts_refusal(kind.value, obs) is not None:   # a person's call now: escalating is what is left
+        return None
     variant = copy.deepcopy(base)
     props = variant['properties']
     props['task_type'] = {'type': 'string', 'enum': [kind.value]}
