@@ -524,7 +524,10 @@ def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: 
 
     ``staff`` are the staff directory's HCW IDs (empty: HCW IDs stay open). ``variants``: one
     ``delegate_task`` alternative per task type as ``anyOf`` (``json_schema`` mode); native tool
-    calls get one object whose enums are the union.
+    calls get one object whose enums are the union. The task type of a failure waiting for
+    handling (:func:`failures_waiting`) comes first, then the workflow's order: a small model
+    tends to take the first one listed (the 0.5B redid a succeeded navigation after an info
+    collection failure, listed first by workflow order); every type stays offered.
     """
     names = manager_tool_names(obs)
     tools = [function_schema(n, MANAGER_TOOL_MODELS[n].__doc__, MANAGER_TOOL_MODELS[n]) for n in names]
@@ -545,6 +548,8 @@ def manager_offer(obs: ManagerObservation, staff: Iterable[str] = (), decoding: 
             kinds = delegable(obs)
             if not kinds:
                 continue
+            waiting = {t.task_type for t in obs.tasks if t.task_id in failures_waiting(obs)}
+            kinds.sort(key=lambda kind: kind not in waiting)   # a failure that waits for handling first
             base = tool['function']['parameters']
             options = [v for v in (_delegate_variant(base, kind, obs, staff) for kind in kinds) if v is not None]
             if not options:
