@@ -15,8 +15,8 @@ from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
 from robot_team.escalation_model import EscalationRecord
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
 from robot_team.llm.decoding import (
-    REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, failed_in_a_row, hcw_refusal, manager_offer,
-    next_step, refused_hcws, robot_offer)
+    REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, failed_in_a_row, hcw_refusal, manager_next_step,
+    manager_offer, next_step, refused_hcws, robot_offer)
 from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
 from robot_team.names import Robot
@@ -295,6 +295,23 @@ def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
     assert failed_in_a_row('navigation', after) == []
     assert failed_in_a_row('info_collection', after) == ['info-1', 'info-2']
     assert 'info_collection' not in json.dumps(delegate_params(manager_offer(after, staff)))
+
+
+def test_the_managers_next_step_names_the_ways_left_to_handle_a_waiting_failure():
+    staff = ['80', '90', '41']
+    assert manager_next_step(observation(), manager_offer(observation(), staff)) == ''   # nothing waits
+    first = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='80',
+                       state='failure', issue='HCW #80 did not answer')
+    obs = observation(first)
+    assert manager_next_step(obs, manager_offer(obs, staff)) == \
+        'Next step: handle nav-1: delegate_task navigation again (handles_task_id: nav-1) or ' \
+        'escalate_to_supervisor nav-1.'
+    second = first.model_copy(update={'task_id': 'nav-2', 'hcw_id': '90'})
+    obs = observation(first, second)   # the attempts rule leaves one way, and says why
+    step = manager_next_step(obs, manager_offer(obs, staff))
+    assert step.startswith('Next step: handle nav-2: escalate_to_supervisor nav-2 (') and 'in a row' in step
+    handled = obs.model_copy(update={'handled_failures': ['nav-2']})
+    assert manager_next_step(handled, manager_offer(handled, staff)) == ''
 
 
 def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():

@@ -68,7 +68,8 @@ from robot_team.errors import ToolAccessError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.grounding import failure_refusal
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
-from robot_team.llm.decoding import failed_attempts, hcw_refusal, manager_offer, next_step, robot_offer
+from robot_team.llm.decoding import (
+    failed_attempts, hcw_refusal, manager_next_step, manager_offer, next_step, robot_offer)
 from robot_team.llm.kb import kb_for, load_profiles
 from robot_team.llm.references import CallReferenceError, resolve
 from robot_team.llm.settings import LLMSettings
@@ -519,11 +520,12 @@ class LLMManagerBrain(ManagerBrain):
         if self._bad_reflections > self.settings.max_report_retries:
             return self._non_compliant_reflection()
         update = self.update_text(observation)
-        self._started = True
-        self._turn_starts.append(len(self.messages))
-        self.messages.append({'role': 'user', 'content': update})
         offer = manager_offer(observation, observation.staff_ids, self.settings.decoding,
                               self.client.resolved.tool_calls == 'json_schema')
+        step = manager_next_step(observation, offer) if self.kb else ''   # the KB's worked example, applied
+        self._started = True
+        self._turn_starts.append(len(self.messages))
+        self.messages.append({'role': 'user', 'content': '\n'.join(filter(None, [update, step]))})
         if not offer.tools:   # nothing the workflow accepts now: no request (its reply could only be text)
             if self._idle(observation):
                 return self._unusable(observation, 'nothing the workflow accepts while nothing runs')

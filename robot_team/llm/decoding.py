@@ -339,6 +339,40 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     return f"A success report still needs: {'; '.join(p for _, problems in unmet for p in problems)}."
 
 
+def _offered_task_types(offer: Offer) -> set[str]:
+    """Return the task types ``offer``'s ``delegate_task`` may name (empty: not offered)."""
+    tool = next((t for t in offer.tools if t['function']['name'] == ManagerTool.DELEGATE_TASK.value), None)
+    if tool is None:
+        return set()
+    params = tool['function']['parameters']
+    variants = params.get('anyOf', [params])
+    return {kind for v in variants for kind in v.get('properties', {}).get('task_type', {}).get('enum', [])}
+
+
+def manager_next_step(obs: ManagerObservation, offer: Offer) -> str:
+    """Return what the manager's knowledge base says to do next in ``obs``, in one line ('' when nothing waits).
+
+    Only for a failed task nothing handles yet (:func:`failures_waiting`, the latest): the ways
+    ``offer`` leaves open to handle it, delegating its task type again (``handles_task_id``) and
+    escalating it, or the one left (with why, e.g. :func:`attempts_refusal`). Names no HCW: which
+    one, and which way, stays the model's choice. The manager's counterpart of :func:`next_step`.
+    """
+    waiting = failures_waiting(obs)
+    if not waiting:
+        return ''
+    task = next(t for t in obs.tasks if t.task_id == waiting[-1])
+    kind = task.task_type.value
+    ways = []
+    if kind in _offered_task_types(offer):
+        ways.append(f'{ManagerTool.DELEGATE_TASK.value} {kind} again (handles_task_id: {task.task_id})')
+    if ManagerTool.ESCALATE_TO_SUPERVISOR.value in offer.names:
+        ways.append(f'{ManagerTool.ESCALATE_TO_SUPERVISOR.value} {task.task_id}')
+    if not ways:
+        return ''
+    why = '' if len(ways) > 1 else f' ({attempts_refusal(kind, obs) or "the only way the rules leave"})'
+    return f"Next step: handle {task.task_id}: {' or '.join(ways)}{why}."
+
+
 def _escort_demands(task_type: str, obs: ManagerObservation) -> str | None:
     """Return the HCW the escort rule demands for ``task_type`` (None: the rule does not apply).
 
