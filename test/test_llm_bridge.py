@@ -239,26 +239,26 @@ def test_a_manager_with_nothing_usable_while_the_team_waits_hands_over_to_the_pr
 def test_the_same_hcw_after_a_navigation_failure_is_refused_and_the_protocol_brain_proposes_another():
     record = Recorder()
     again = {'task_type': 'navigation', 'robot': 'navigation_robot', 'hcw_id': '80', 'reason': 'retry',
-             'handles_task_id': 'nav-2'}
+             'handles_task_id': 'nav-1'}
     patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
     alternatives = [{'hcw_id': '90', 'specialty': 'Physician', 'area': 'Staff lounge'}]
     failed = [TaskRecord(task_id=f'nav-{n}', task_type=TaskType.NAVIGATION, robot='navigation_robot', hcw_id='80',
                          state='failure', issue='HCW #80 unavailable: on an urgent call',
-                         data={'alternatives': alternatives}) for n in (1, 2)]
+                         data={'alternatives': alternatives}) for n in (1,)]   # a second: the attempts rule
     with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', again))}) as server:
         brain = LLMManagerBrain(settings(server, max_steps=2), record.emitter('manager'), kb=False)
-        actions = brain.decide(ManagerObservation(patient=patient, tasks=failed, new=['nav-2 failed']))
+        actions = brain.decide(ManagerObservation(patient=patient, tasks=failed, new=['nav-1 failed']))
     refused = record.of('delegation_refused')
-    assert len(refused) == 2 and refused[0]['data']['failed'] == ['nav-1', 'nav-2']
-    assert 'another HCW or escalate nav-2' in server.requests_of('manager')[-1]['messages'][-1]['content']
+    assert len(refused) == 2 and refused[0]['data']['failed'] == ['nav-1']
+    assert 'another HCW or escalate nav-1' in server.requests_of('manager')[-1]['messages'][-1]['content']
     [takeover] = record.of('takeover')
-    assert [(a.task_type, a.hcw_id, a.handles_task_id) for a in actions] == [(TaskType.NAVIGATION, '90', 'nav-2')]
+    assert [(a.task_type, a.hcw_id, a.handles_task_id) for a in actions] == [(TaskType.NAVIGATION, '90', 'nav-1')]
     # a human's retry on the last failure allows the same attempt again
-    retry = EscalationRecord(escalation_id='esc-1', task_id='nav-2', decision='retry')
+    retry = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='retry')
     with ScriptedServer({'manager': lambda body: tool_calls(('delegate_task', again))}) as server:
         brain = LLMManagerBrain(settings(server), Recorder().emitter('manager'), kb=False)
         allowed = brain.decide(ManagerObservation(patient=patient, tasks=failed, escalations=[retry], new=['esc-1']))
-    assert [(a.hcw_id, a.handles_task_id) for a in allowed] == [('80', 'nav-2')]
+    assert [(a.hcw_id, a.handles_task_id) for a in allowed] == [('80', 'nav-1')]
     # a robot's failed info collection may be tried once more with the same HCW, not twice
     info = {'task_type': 'info_collection', 'robot': 'info_collection_robot', 'hcw_id': '90', 'reason': 'retry'}
     info_failed = [TaskRecord(task_id=f'info-{n}', task_type=TaskType.INFO_COLLECTION, robot='info_collection_robot',
