@@ -251,3 +251,27 @@ def prefetched_context(events):
     guard = _like(events[i], 'workflow_violation', actor='manager', target=INFO, reason='role misalignment',
                   who='manager', found=["context key 'name'"], delegation=delegation)
     return events[:i + 1] + [guard] + events[i + 1:]
+
+
+def closed_after(events, task_id):
+    """The manager escalates ``task_id`` right after its report and a human aborts: the episode closes.
+
+    Everything the manager delegated after that report is cut; the reflection and the end follow
+    the human's decision (outcome ``escalated``).
+    """
+    events = copy.deepcopy(events)
+    r = _index(events, 'judgment', task_id=task_id)
+    end = next(k for k, e in enumerate(events) if k > r and e.kind == 'delegation_requested')
+    at = events[r]
+    closing = [_like(at, 'escalation_requested', actor='manager', target=task_id, task_id=task_id,
+                     reason=f'{task_id} failed', options=['reassign', 'retry', 'abort']),
+               _like(at, 'escalation', actor='supervisor', target=task_id, escalation_id='esc-1', task_id=task_id,
+                     raised_by='manager'),
+               _like(at, 'human_decision', actor='supervisor', target=task_id, escalation_id='esc-1',
+                     task_id=task_id, decision='abort', hcw_id='', closed=True)]
+    tail = [e for e in events[end:] if e.kind in ('delegation_authorized', 'reflection', 'episode_finished')
+            and (e.kind != 'delegation_authorized' or e.data.get('task_type') == 'reflection')]
+    for e in tail:
+        if e.kind == 'episode_finished':
+            e.data['outcome'] = 'escalated'
+    return events[:r + 1] + closing + tail

@@ -67,6 +67,12 @@ def test_eval_across_scenarios_runs_each_scenario_and_checks_its_expected_outcom
                     ('unknown_badge', 'baseline', 1, 'escalated', 'escalated')]
     assert [(c['scenario'], c['condition'], c['runs'], c['as_expected']) for c in summary['conditions']] == [
         ('onboarding', 'baseline', 1, 1), ('unknown_badge', 'baseline', 1, 1)]
+    badge = summary['runs'][1]['score']   # the human's abort closed the episode before display could start
+    for view in ('attempted', 'floor'):
+        cells = [c for c in badge[view]['cells'] if c['task'] == 'display']
+        assert len(cells) == 6 and all(c['score'] is None for c in cells), cells
+        assert all('closed the episode' in c['reason'] for c in cells if c['metric'] != 'issue_handling')
+        assert badge[view]['max_points'] == 11, badge[view]['cells']   # navigation's 5, info's 5, the reflection
     for scenario in ('onboarding', 'unknown_badge'):     # several scenarios: DIR/<scenario>/<condition>/trial-<k>
         trial = json.loads((out / scenario / 'baseline' / 'trial-1' / 'trial.json').read_text())
         assert trial['scenario'] == scenario and trial['outcome'] in ('success', 'escalated')

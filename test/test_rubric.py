@@ -9,7 +9,7 @@ import json
 import pytest
 from ros_helpers import reserve_domain_id
 from rubric_records import (
-    failure_echoed, false_success, manager_prefetch, onboarding_record, placeholder_reflection,
+    closed_after, failure_echoed, false_success, manager_prefetch, onboarding_record, placeholder_reflection,
     prefetched_context, redo_without_reason, refused_placeholder_first, skipped_step, without_reflection)
 
 from robot_team.evaluation.judge import LLMReflectionJudge
@@ -115,6 +115,35 @@ def test_edge_case_loses_the_expected_points(record, case):
         assert score.view(view).points == RUBRIC_POINTS - lost
     for view, metric, task in expected:
         assert score.view(view).cell(metric, task).reason   # says why
+
+
+def test_a_task_a_humans_abort_closed_before_it_could_start_does_not_apply(record):
+    """Closed after the first navigation failed: info and display are N/A (the gate's order rule at the abort).
+
+    Closed after the escort succeeded instead: info collection could have started and was not
+    delegated (0), display could not (N/A).
+    """
+    score = score_run(closed_after(record, 'nav-1'))
+    assert score.outcome == 'escalated'
+    for view in ('attempted', 'floor'):
+        result = score.view(view)
+        na = [(c.metric, c.task) for c in result.cells if c.score is None]
+        assert {t for _, t in na} == {INFO, DISPLAY} and len(na) == 12, na   # 2 were N/A already
+        assert all('abort on esc-1' in c.reason and 'navigation nav-1 failed' in c.reason
+                   for c in result.cells if c.score is None and c.metric is not Metric.ISSUE_HANDLING)
+        assert result.max_points == 7   # navigation's six cells (its issue escalated) and the reflection
+        assert result.cell(Metric.ISSUE_HANDLING, NAV).score == 1.0
+    score = score_run(closed_after(record, 'nav-2'))
+    for view in ('attempted', 'floor'):
+        result = score.view(view)
+        assert result.cell(Metric.DELEGATION_ACCURACY, INFO).score == 0.0
+        assert result.cell(Metric.TOOL_USAGE, INFO).score == 0.0
+        assert {c.task for c in result.cells if c.score is None} == {INFO, DISPLAY}   # info's issue handling
+        assert all(c.score is None for c in result.cells if c.task is DISPLAY)
+        assert result.max_points == 12
+    # not closed by a human: a task never delegated still scores 0
+    unclosed = [e for e in closed_after(record, 'nav-1') if e.kind != 'human_decision']
+    assert score_run(unclosed).floor.max_points == RUBRIC_POINTS
 
 
 def test_reasons_name_what_went_wrong(record):

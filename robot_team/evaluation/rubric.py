@@ -10,7 +10,11 @@ with a short reason:
 - robot level, per task: tool usage, local reasoning, report compliance.
 
 3 tasks x 6 metrics - 2 N/A + 1 reflection = 17 points. Issue handling is also N/A when no
-navigation attempt failed (nothing to handle); ``max_points`` then drops to 16.
+navigation attempt failed (nothing to handle); ``max_points`` then drops to 16. A task type that a
+human's ``abort`` closed before the workflow allowed it to start (its earlier step had not
+succeeded: the gate's order rule, :func:`robot_team.workflow.delegation_refusal`, at the decision)
+was never the manager's to delegate nor its robot's to do: its cells are N/A too
+(:func:`closed_before_start`), so an escalated run is scored on the work it could have done.
 
 Two views of the same record:
 
@@ -47,6 +51,7 @@ from robot_team.recorder import read_jsonl
 from robot_team.report import GUARD_KINDS
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
 from robot_team.tools.base import ToolResult
+from robot_team.workflow import TaskOutline, delegation_refusal
 
 MANAGER = Robot.MANAGER.value
 RUBRIC_POINTS = 17
@@ -801,6 +806,39 @@ def report_compliance(rec: _Record, task_type: TaskType, view: str) -> Cell:
 
 # --- Runs --------------------------------------------------------------------------------------
 
+def closed_before_start(events: list[TeamEventModel]) -> dict[TaskType, str]:
+    """Return the operational task types a human's ``abort`` closed before they could start, with why.
+
+    A type counts when nothing of it was ever requested or delegated and, at the first human
+    decision that closed the episode (the supervisor's ``human_decision`` event with
+    ``closed: true``), the gate's order rule (:func:`robot_team.workflow.delegation_refusal`,
+    rule 5) refused it: an earlier step had not succeeded. After that decision only the reflection
+    may start (rule 4), so the type's cells do not apply. A type the gate already allowed when the
+    human closed the episode is not in the result: the manager could have delegated it and did not.
+    Read from the whole record (both views: what the floor allowed, whoever decided).
+    """
+    rec = _Record(list(events))
+    closing = next((i for i, e in rec.kind(EventKind.HUMAN_DECISION) if e.data.get('closed')), None)
+    if closing is None:
+        return {}
+    decision = rec.events[closing]
+    started = {t.task_type for t in rec.tasks.values() if t.delegated_at is not None}
+    started |= {_task_type(e.data.get('task_type')) for _, e in rec.kind(EventKind.DELEGATION_REQUESTED)}
+    outline = [TaskOutline(t.task_id, t.task_type,
+                           t.status if t.report_at is not None and t.report_at < closing else 'running',
+                           (t.report or {}).get('issue', ''))
+               for t in sorted(rec.tasks.values(), key=lambda t: t.delegated_at if t.delegated_at is not None else 0)
+               if t.delegated_at is not None and t.delegated_at < closing]
+    closed = {}
+    for task_type in OPERATIONAL_TASKS:
+        refusal = delegation_refusal(task_type, outline)
+        if task_type not in started and refusal is not None and refusal[0] == 'order':
+            closed[task_type] = (f"a human closed the episode ({decision.data.get('decision')} on "
+                                 f"{decision.data.get('escalation_id')}) while {task_type.value} could not start "
+                                 f"yet ({refusal[1]}) (N/A)")
+    return closed
+
+
 def _view_records(events: list[TeamEventModel], view: str) -> tuple[_Record, _Record]:
     """Return the records the manager's cells and the robots' cells of ``view`` are scored on."""
     if view == 'floor':
@@ -813,6 +851,9 @@ def _view_records(events: list[TeamEventModel], view: str) -> tuple[_Record, _Re
 def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudge | None = None,
                _records: tuple[_Record, _Record] | None = None) -> ViewScore:
     """Score the rubric's 19 cells (17 applicable on the published scenario) in ``view``.
+
+    The cells of a task type a human's ``abort`` closed before it could start are N/A
+    (:func:`closed_before_start`).
 
     Raises
     ------
@@ -830,6 +871,9 @@ def score_view(events: list[TeamEventModel], view: str, *, judge: ReflectionJudg
     for task_type in OPERATIONAL_TASKS:
         cells += [tool_usage(robots, task_type, view), local_reasoning(robots, task_type, view),
                   report_compliance(robots, task_type, view)]
+    closed = closed_before_start(events)
+    cells = [Cell(metric=c.metric, task=c.task, score=None, reason=closed[c.task])
+             if c.task in closed and c.score is not None else c for c in cells]
     return ViewScore(view=view, cells=cells)
 
 
