@@ -179,3 +179,25 @@ def test_store_survives_and_ids_continue(tmp_path):
     _, new_id, _ = core2.request_escalation('', 'third', [], 11.0, raised_by='supervisor')
     assert new_id == 'esc-3'
     assert desk2.resolve('esc-2', 'retry', '', '', 'charge_nurse', 12.0).accepted and not desk2.hold.active
+
+
+def test_a_deadline_pause_is_not_charged_to_the_manager(tmp_path):
+    """Paused deadlines are not checked; once the last overlapping pause ends they move on by the whole pause."""
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    failed_nav(core)                                   # issue handling due at 2 + 5 s
+    desk.pause_deadlines('navigation_robot back', 3.0)
+    desk.pause_deadlines('display_robot back', 4.0)
+    desk.pause_deadlines('navigation_robot back', 5.0)   # the same pause again: no change
+    desk.tick(40.0)
+    assert desk.deadlines_paused and not [e for e in events if e[0] == 'deadline_missed']
+    assert desk.resume_deadlines('navigation_robot back', 41.0) == 0.0   # another pause stays
+    assert desk.resume_deadlines('nobody', 41.0) == 0.0
+    desk.tick(41.5)
+    assert not [e for e in events if e[0] == 'deadline_missed']
+    assert desk.resume_deadlines('display_robot back', 42.0) == 39.0      # from the first pause's start
+    assert events[-1] == ('deadlines_postponed', 'display_robot back', {'paused_for_s': 39.0,
+                                                                        'why': 'display_robot back'})
+    desk.tick(46.0)                                    # 4 s of the 5 were left at 3.0: due at 46
+    assert not desk.deadlines_paused and not [e for e in events if e[0] == 'deadline_missed']
+    desk.tick(46.1)
+    assert [e[2]['task_id'] for e in events if e[0] == 'deadline_missed'] == ['nav-1']

@@ -260,6 +260,9 @@ def test_a_robot_host_cut_off_the_network_for_30_s_mid_escort_is_noticed_and_rec
     assert again['stamp_s'] >= back['stamp_s'] and again['data']['hcw_id'] == escort['data']['hcw_id']
     assert report['outcome'] == 'success' and report['outcome_as_expected'], report['outcome']
     assert report['escalations'] == []      # recovered by the workflow's rules, not by a human
+    # while the supervisor withheld the robot's return (its cancels first), no deadline ran
+    paused = first('deadlines_postponed')
+    assert nav in paused['reason'] and paused['stamp_s'] >= back['stamp_s'] and paused['data']['paused_for_s'] >= 0
     assert {e['target'] for e in events if e['kind'] == 'node_returned'} >= {nav}
     assert report['events']['complete'] and report['events']['sequence_gaps'] == {}
     # the stale escort the robot ended once back is refused (the task was closed) and on the record

@@ -116,6 +116,11 @@ HOLD_CANCELS = tuple(names.robot_name(r, names.EXECUTE_TASK) for r in
 """Actions whose goals a team hold cancels (each robot's tasks, the navigation robot's Nav2 goals)."""
 
 
+def _back_pause(robot: str) -> str:
+    """Return why the deadlines are paused while ``robot``'s back notice waits (one pause per robot)."""
+    return f'{robot} is back: its goals are cancelled before the team hears it'
+
+
 class SupervisorNode(Node):
     """The supervisor node (``supervisor``): workflow gate, deadlines, escalations.
 
@@ -322,6 +327,8 @@ class SupervisorNode(Node):
         task that was closed when it was lost: the cancel sent then could not reach it. Its goals
         are cancelled again, and the team hears that it is back once the cancels are answered (at
         most :data:`BACK_NOTICE_WAIT_S` later), so a new delegation never reaches it before them.
+        The workflow's deadlines are paused meanwhile (:meth:`EscalationDesk.pause_deadlines`): the
+        manager cannot act on the robot's closed task before it hears, however long the cancels take.
         """
         now = now_s(self)
         recovered = self.core.liveness_changed(change, now)
@@ -333,6 +340,7 @@ class SupervisorNode(Node):
         if change.node in OPERATIONAL_ROBOTS and change.state == 'lost':
             self.stop_robots(f'{change.node} was lost', robot=change.node)
         if change.node in OPERATIONAL_ROBOTS and change.state == 'back' and not change.restarted:
+            self.desk.pause_deadlines(_back_pause(change.node), now)
             threading.Thread(target=self._cancel_then_announce, args=(change.node, notice),
                              name=f'back-{change.node}', daemon=True).start()
             return
@@ -354,6 +362,7 @@ class SupervisorNode(Node):
         pending = self.stop_robots(f'{robot} is back: the task closed when it was lost must not go on', robot=robot)
         wait_until(lambda: all(f.done() for f in pending))
         self._publish_liveness(notice)
+        self.desk.resume_deadlines(_back_pause(robot), now_s(self))
 
     def _publish_liveness(self, notice: NodeLiveness) -> None:
         """Publish ``notice`` on ``team/liveness`` (from a worker thread too; nothing once the node is gone)."""

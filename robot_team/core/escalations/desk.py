@@ -89,6 +89,9 @@ class EscalationDesk:
         self._instructions = sum(1 for i in store.instructions() if i.accepted)
         self._saved_state = ''   # the core's state as last stored (save_state writes only a change)
         self.hold = TeamHold(emit, ports.stop_robots, ports.publish_hold)
+        self._pauses: set[str] = set()       # why the deadlines are paused (see pause_deadlines)
+        self._paused_since: float | None = None
+        self._pauses_lock = threading.Lock()
         core.on_escalation_opened = self._opened
         core.on_hold_team = self.hold_on
         core.on_takeover = self.covered_by_takeover
@@ -387,9 +390,52 @@ class EscalationDesk:
 
     # -- time --
 
+    def pause_deadlines(self, why: str, now_s: float) -> None:
+        """Pause the workflow's deadlines from ROS time ``now_s`` (s) while the supervisor keeps ``why`` from the team.
+
+        For news the manager needs to act on that the supervisor withholds for a moment: a robot
+        back on the network is announced only once its stale goals are cancelled
+        (:data:`robot_team.agents.supervisor_node.BACK_NOTICE_WAIT_S`, wall s), and sim time may
+        run on meanwhile. Nobody could act in that time, so it is not charged to the manager, as a
+        team hold's is not (:meth:`resume_deadlines`). Thread-safe; pausing the same ``why``
+        again changes nothing.
+        """
+        with self._pauses_lock:
+            if self._paused_since is None:
+                self._paused_since = now_s
+            self._pauses.add(why)
+
+    def resume_deadlines(self, why: str, now_s: float) -> float:
+        """End ``why``'s pause at ROS time ``now_s`` (s); once no pause is left, move the deadlines on.
+
+        Returns the ROS time (s) every pending deadline moved on by: the time since the first of
+        the overlapping pauses began (0 while another pause stays, or for a ``why`` not paused).
+        Recorded as ``deadlines_postponed``. A team hold over the same time moves them on as well
+        (:meth:`TeamHold.release`): each pause is short, and neither one charges the manager.
+        """
+        with self._pauses_lock:
+            if why not in self._pauses:
+                return 0.0
+            self._pauses.discard(why)
+            if self._pauses:
+                return 0.0
+            paused_for = max(0.0, now_s - self._paused_since)
+            self._paused_since = None
+            if paused_for > 0:   # before the pause ends: a tick never sees the old deadlines unpaused
+                self.core.policy.postpone_deadlines(paused_for)
+        self._emit(EventKind.DEADLINES_POSTPONED, f'deadlines moved on by {paused_for:g} s', reason=why,
+                   paused_for_s=paused_for, why=why)
+        return paused_for
+
+    @property
+    def deadlines_paused(self) -> bool:
+        """Whether a pause (:meth:`pause_deadlines`) holds the workflow's deadlines now."""
+        with self._pauses_lock:
+            return bool(self._pauses)
+
     def tick(self, now_s: float) -> None:
-        """Run the supervisor's deadlines (paused while held), expire and re-notify escalations."""
-        if not self.hold.active:
+        """Run the supervisor's deadlines (paused while held or paused), expire and re-notify escalations."""
+        if not self.hold.active and not self.deadlines_paused:
             self.core.check_deadlines(now_s)
         for record in self.records():
             if not record.is_open:
