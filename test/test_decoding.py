@@ -294,7 +294,13 @@ def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
     after = observation(first, second, success, *info)    # navigation's failures ended with its success
     assert failed_in_a_row('navigation', after) == []
     assert failed_in_a_row('info_collection', after) == ['info-1', 'info-2']
-    assert 'info_collection' not in json.dumps(delegate_params(manager_offer(after, staff)))
+    assert ManagerTool.DELEGATE_TASK.value not in manager_offer(after, staff).names
+    # escorting again would only retry the info collection that failed twice: refused as well
+    why = hcw_refusal('navigation', '41', after)
+    assert why is not None and 'info-1, info-2 failed in a row' in why and 'escalate info-2' in why
+    once = observation(first, second, success, info[0])   # one failure: the repeat may still recover it
+    assert hcw_refusal('navigation', '41', once) is None
+    assert 'navigation' in json.dumps(delegate_params(manager_offer(once, staff)))
 
 
 def test_the_managers_next_step_names_the_ways_left_to_handle_a_waiting_failure():

@@ -431,14 +431,35 @@ def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     """Return why the LLM manager may not delegate ``task_type`` again now (None: it may).
 
     :data:`MAX_FAILED_IN_A_ROW` failed attempts in a row (:func:`failed_in_a_row`): escalate the
-    last of them. The one rule behind the constrained offer (no ``delegate_task`` variant for
-    ``task_type``) and the manager's guard (:func:`hcw_refusal`).
+    last of them. A step that succeeded is repeated only to recover a later step that failed since
+    (the gate's repeat rule, :func:`robot_team.workflow.delegation_refusal`); when every such later
+    step has reached that limit, the repeat is another attempt at it in disguise and is refused
+    too (the 0.5B manager escorted the HCW again after each failed badge check, until the
+    issue-handling deadline passed). The one rule behind the constrained offer (no
+    ``delegate_task`` variant for ``task_type``) and the manager's guard (:func:`hcw_refusal`).
     """
-    run = failed_in_a_row(task_type, obs)
-    if len(run) < MAX_FAILED_IN_A_ROW.get(task_type, 2):
+    def limit_reached(kind: str) -> list[str]:
+        run = failed_in_a_row(kind, obs)
+        return run if len(run) >= MAX_FAILED_IN_A_ROW.get(kind, 2) else []
+    run = limit_reached(task_type)
+    if run:
+        return (f"{', '.join(run)} failed in a row: another {task_type} attempt is a person's call: escalate "
+                f'{run[-1]}')
+    kinds = [k.value for k in OPERATIONAL_TASKS]
+    if task_type not in kinds:
         return None
-    return (f"{', '.join(run)} failed in a row: another {task_type} attempt is a person's call: escalate "
-            f'{run[-1]}')
+    order = {t.task_id: i for i, t in enumerate(obs.tasks)}
+    latest = obs.latest(TaskType(task_type))
+    if latest is None or latest.state != 'success':
+        return None
+    recovers = [t for t in (obs.latest(TaskType(k)) for k in kinds[kinds.index(task_type) + 1:])
+                if t is not None and t.state == 'failure' and order[t.task_id] > order[latest.task_id]]
+    runs = [limit_reached(t.task_type.value) for t in recovers]
+    if not recovers or not all(runs):
+        return None
+    return (f"{task_type} succeeded ({latest.task_id}); repeating it would only retry "
+            f"{', '.join(t.task_type.value for t in recovers)}, and {', '.join(runs[-1])} failed in a row: "
+            f"a person's call: escalate {runs[-1][-1]}")
 
 
 def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
