@@ -824,11 +824,11 @@ def closed_before_start(events: list[TeamEventModel]) -> dict[TaskType, str]:
     decision = rec.events[closing]
     started = {t.task_type for t in rec.tasks.values() if t.delegated_at is not None}
     started |= {_task_type(e.data.get('task_type')) for _, e in rec.kind(EventKind.DELEGATION_REQUESTED)}
+    before = sorted((t for t in rec.tasks.values() if t.delegated_at is not None and t.delegated_at < closing),
+                    key=lambda t: t.delegated_at)   # in authorization order, as the gate saw them then
     outline = [TaskOutline(t.task_id, t.task_type,
                            t.status if t.report_at is not None and t.report_at < closing else 'running',
-                           (t.report or {}).get('issue', ''))
-               for t in sorted(rec.tasks.values(), key=lambda t: t.delegated_at if t.delegated_at is not None else 0)
-               if t.delegated_at is not None and t.delegated_at < closing]
+                           (t.report or {}).get('issue', '')) for t in before]
     closed = {}
     for task_type in OPERATIONAL_TASKS:
         refusal = delegation_refusal(task_type, outline)
