@@ -707,9 +707,8 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
         return ('running', f'{kind.value} {latest.task_id} is still running on {latest.robot}; '
                            f'wait for its report before delegating {kind.value} again')
     if latest is not None and latest.status == 'success':
-        later = [latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:]]
-        since = tasks.index(latest)   # a later step's failure before this success was what it recovered
-        if not any(t is not None and t.status == 'failure' and tasks.index(t) > since for t in later):
+        if not failed_since_success(kind, tasks):
+            later = [latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:]]
             following = next((k.value for k, t in zip(OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:], later)
                               if t is None or t.status != 'success'), 'the reflection')
             return ('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}) and no later step failed '
@@ -717,6 +716,23 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
                                      f'the workflow moves on to {following}; repeat {kind.value} only to recover '
                                      f'a later step that failed, with a reason')
     return None
+
+
+def failed_since_success(kind: TaskType, tasks: list[TaskOutline]) -> list[TaskOutline]:
+    """Return the later steps' latest tasks that failed since ``kind`` last succeeded, in workflow order.
+
+    What a repeat of the succeeded ``kind`` may recover (the gate's repeat rule,
+    :func:`delegation_refusal`); ``[]`` when ``kind``'s latest task did not succeed. A later step's
+    failure before that success was what it recovered. ``tasks``: every task, in authorization order.
+    """
+    def latest_of(task_type: TaskType) -> TaskOutline | None:
+        return next((t for t in reversed(tasks) if t.task_type is task_type), None)
+    latest = latest_of(kind)
+    if latest is None or latest.status != 'success':
+        return []
+    since = tasks.index(latest)
+    later = (latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:])
+    return [t for t in later if t is not None and t.status == 'failure' and tasks.index(t) > since]
 
 
 def reflection_wait(tasks: list[TaskOutline], resolved_about: set[str], *, closed: bool) -> str | None:

@@ -53,7 +53,8 @@ from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
-from robot_team.workflow import TaskOutline, delegation_refusal, manager_may_escalate, open_escalation_of
+from robot_team.workflow import (
+    TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
 
 Decoding = Literal['constrained', 'free']
 """``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""
@@ -427,6 +428,11 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
     return run
 
 
+def _outlines(obs: ManagerObservation) -> list[TaskOutline]:
+    """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.workflow.TaskOutline`)."""
+    return [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot) for t in obs.tasks]
+
+
 def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     """Return why the LLM manager may not delegate ``task_type`` again now (None: it may).
 
@@ -445,18 +451,14 @@ def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     if run:
         return (f"{', '.join(run)} failed in a row: another {task_type} attempt is a person's call: escalate "
                 f'{run[-1]}')
-    kinds = [k.value for k in OPERATIONAL_TASKS]
-    if task_type not in kinds:
+    if task_type not in {k.value for k in OPERATIONAL_TASKS}:
         return None
-    order = {t.task_id: i for i, t in enumerate(obs.tasks)}
-    latest = obs.latest(TaskType(task_type))
-    if latest is None or latest.state != 'success':
-        return None
-    recovers = [t for t in (obs.latest(TaskType(k)) for k in kinds[kinds.index(task_type) + 1:])
-                if t is not None and t.state == 'failure' and order[t.task_id] > order[latest.task_id]]
+    outlines = _outlines(obs)
+    recovers = failed_since_success(TaskType(task_type), outlines)
     runs = [limit_reached(t.task_type.value) for t in recovers]
     if not recovers or not all(runs):
         return None
+    latest = obs.latest(TaskType(task_type))
     return (f"{task_type} succeeded ({latest.task_id}); repeating it would only retry "
             f"{', '.join(t.task_type.value for t in recovers)}, and {', '.join(runs[-1])} failed in a row: "
             f"a person's call: escalate {runs[-1][-1]}")
@@ -506,7 +508,7 @@ def delegable(obs: ManagerObservation) -> list[TaskType]:
     """
     if any(e.decision == 'abort' for e in obs.escalations):
         return []
-    outlines = [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot) for t in obs.tasks]
+    outlines = _outlines(obs)
     return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None
             and not lost_robot_refusal(TASK_OWNER[kind], obs.lost_robots)]
 
