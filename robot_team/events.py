@@ -59,7 +59,7 @@ class EventKind(str, Enum):
     DEADLINE_STARTED = 'deadline_started'    # data: task_id, deadline_s
     DEADLINE_MET = 'deadline_met'
     DEADLINE_MISSED = 'deadline_missed'
-    DEADLINES_POSTPONED = 'deadlines_postponed'  # supervisor: nobody could act for a while; data: paused_for_s, why
+    DEADLINES_POSTPONED = 'deadlines_postponed'  # nobody could act for a while; data: paused_for_s, why (list)
     WORKFLOW_VIOLATION = 'workflow_violation'
     FALSE_COMPLETION = 'false_completion'    # a success claim contradicting ground truth
     REFLECTION = 'reflection'                # data: the Reflection as dict

@@ -195,8 +195,8 @@ def test_a_deadline_pause_is_not_charged_to_the_manager(tmp_path):
     desk.tick(41.5)
     assert not [e for e in events if e[0] == 'deadline_missed']
     assert desk.resume_deadlines('display_robot back', 42.0) == 39.0      # from the first pause's start
-    assert events[-1] == ('deadlines_postponed', 'display_robot back', {'paused_for_s': 39.0,
-                                                                        'why': 'display_robot back'})
+    assert events[-1] == ('deadlines_postponed', 'navigation_robot back; display_robot back',
+                          {'paused_for_s': 39.0, 'why': ['navigation_robot back', 'display_robot back']})
     desk.tick(46.0)                                    # 4 s of the 5 were left at 3.0: due at 46
     assert not desk.deadlines_paused and not [e for e in events if e[0] == 'deadline_missed']
     desk.tick(46.1)

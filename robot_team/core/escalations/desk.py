@@ -91,6 +91,7 @@ class EscalationDesk:
         self.hold = TeamHold(emit, ports.stop_robots, ports.publish_hold)
         self._pauses: set[str] = set()       # why the deadlines are paused (see pause_deadlines)
         self._paused_since: float | None = None
+        self._paused_for: list[str] = []     # every why of the overlapping pauses, in order (for the record)
         self._pauses_lock = threading.Lock()
         core.on_escalation_opened = self._opened
         core.on_hold_team = self.hold_on
@@ -403,6 +404,8 @@ class EscalationDesk:
         with self._pauses_lock:
             if self._paused_since is None:
                 self._paused_since = now_s
+            if why not in self._paused_for:
+                self._paused_for.append(why)
             self._pauses.add(why)
 
     def resume_deadlines(self, why: str, now_s: float) -> float:
@@ -410,8 +413,10 @@ class EscalationDesk:
 
         Returns the ROS time (s) every pending deadline moved on by: the time since the first of
         the overlapping pauses began (0 while another pause stays, or for a ``why`` not paused).
-        Recorded as ``deadlines_postponed``. A team hold over the same time moves them on as well
-        (:meth:`TeamHold.release`): each pause is short, and neither one charges the manager.
+        Recorded as ``deadlines_postponed``, whose ``why`` lists every pause of the overlapping
+        span in the order they began (the reason joins them). A team hold over the same time
+        moves them on as well (:meth:`TeamHold.release`): each pause is short, and neither one
+        charges the manager.
         """
         with self._pauses_lock:
             if why not in self._pauses:
@@ -421,10 +426,11 @@ class EscalationDesk:
                 return 0.0
             paused_for = max(0.0, now_s - self._paused_since)
             self._paused_since = None
+            whys, self._paused_for = self._paused_for, []
             if paused_for > 0:   # before the pause ends: a tick never sees the old deadlines unpaused
                 self.core.policy.postpone_deadlines(paused_for)
-        self._emit(EventKind.DEADLINES_POSTPONED, f'deadlines moved on by {paused_for:g} s', reason=why,
-                   paused_for_s=paused_for, why=why)
+        self._emit(EventKind.DEADLINES_POSTPONED, f'deadlines moved on by {paused_for:g} s', reason='; '.join(whys),
+                   paused_for_s=paused_for, why=whys)
         return paused_for
 
     @property
