@@ -133,3 +133,28 @@ def test_a_hold_that_is_never_released_expires_and_is_recorded(ros_context, exec
         assert expired.data['holder'] == 'manager' and expired.data['age_s'] >= 1.0
     finally:
         _close(executor, brain, sim)
+
+
+def test_the_follow_clock_ticks_slowly_while_held_and_steps_as_soon_as_the_hold_ends(ros_context, executor):
+    """While a brain waits on its LLM nothing steps: the clock source wakes the team every HELD_TICK_S only."""
+    from ros_helpers import wait_for
+
+    from robot_team.sim.motion_node import HELD_TICK_S
+    sim, brain, hold, clocks, events = _graph(ros_context, executor, clock_mode='follow', max_step_size=1.0)
+    try:
+        assert wait_for(lambda: len(clocks) > 5, 10.0)
+        with hold():
+            time.sleep(0.5)                       # the hold reaches the simulator
+            during, seen = clocks[-1], len(clocks)
+            time.sleep(2.0)
+            resent = clocks[seen:]
+            assert set(resent) <= {during}        # nothing stepped
+            # the current time is still resent (a lost /clock cannot stall the team), at the slow pace:
+            # at tick_hz (100) with FOLLOW_RESEND_S (0.1 s) it was 20 in these 2 s
+            assert 1 <= len(resent) <= 2.0 / HELD_TICK_S + 1, resent
+            released = time.monotonic()
+        assert wait_for(lambda: clocks[-1] > during, 2.0)
+        assert time.monotonic() - released < 0.5  # stepped at once, not at the next slow tick
+        assert sim._timer.timer_period_ns == int(1e9 / sim.tick_hz)
+    finally:
+        _close(executor, brain, sim)

@@ -204,14 +204,15 @@ class ClockHoldPublisher:
 
 
 def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None = None,
-                        callback_group=None) -> HoldTracker | None:
+                        callback_group=None, on_update: Callable[[], None] | None = None) -> HoldTracker | None:
     """Make ``node`` (the clock source) follow the holds on ``team/clock_holds`` in ``lockstep``.
 
     Declares the node's ``max_hold_s`` (wall s, default :data:`DEFAULT_MAX_HOLD_S`) and ``hold_step_s``
     (sim s per ended hold, default the LLM settings' ``lockstep_step_s``, :data:`DEFAULT_HOLD_STEP_S`)
     parameters.
     Returns the tracker whose :meth:`HoldTracker.held` the tick asks, or None for ``realtime``.
-    ``emit`` (the node's event emitter) records each expired hold as a ``sim`` event.
+    ``emit`` (the node's event emitter) records each expired hold as a ``sim`` event;
+    ``on_update()`` is called after each hold or release the tracker took (e.g. to step at once).
 
     Raises
     ------
@@ -231,7 +232,12 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
                  what='clock_hold_expired', hold_id=hold_id, holder=holder, age_s=round(age, 3))
 
     tracker = HoldTracker(max_hold, on_expired=expired, hold_step_s=step)
-    node.create_subscription(ClockHold, team_name(node, CLOCK_HOLDS),
-                             lambda msg: tracker.update(msg.hold_id, msg.holder, msg.active), clock_holds_qos(),
+
+    def take(msg: ClockHold) -> None:
+        tracker.update(msg.hold_id, msg.holder, msg.active)
+        if on_update is not None:
+            on_update()
+
+    node.create_subscription(ClockHold, team_name(node, CLOCK_HOLDS), take, clock_holds_qos(),
                              callback_group=callback_group)
     return tracker

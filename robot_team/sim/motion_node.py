@@ -148,6 +148,13 @@ AMCL_YAW_VARIANCE = 0.02 ** 2        # rad^2
 GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
 MAX_TICK_WALL_S = 0.5       # a stalled tick advances sim time by at most this much wall time
 FOLLOW_RESEND_S = 0.1       # follow clock: wall s without a step after which the current time is sent again
+HELD_TICK_S = 0.5
+"""Wall s between two ticks while a brain holds sim time (lockstep, :mod:`robot_team.llm.lockstep`).
+
+Nothing steps during a hold, so the tick only looks for expired holds and resends ``/clock``;
+at ``tick_hz`` each tick wakes the team's executor, which in one process rebuilt its wait set
+about 100 times a second and took half a core from the LLM it waited on (measured with the
+local endpoint on 2 cores). The last hold's release restores ``tick_hz`` and steps at once."""
 
 
 def _frame_problem(frame_id: str) -> str:
@@ -430,7 +437,9 @@ class MotionSimNode(Node):
         llm_clock = self.declare_parameter('llm_clock', 'realtime').value
         self.llm_clock = lockstep.llm_clock_under(self.clock_mode, llm_clock)   # follow: always lockstep
         self._holds = lockstep.attach_clock_source(self, self.llm_clock, self._record.emitter.emit,
-                                                   self._reentrant_group)
+                                                   self._reentrant_group, on_update=self._holds_changed)
+        self._slow_tick = False              # ticking every HELD_TICK_S (a hold is active)
+        self._pace_lock = threading.Lock()
         self._gate = self._cap = None
         self._last_publish_wall = 0.0
         if self.clock_mode == 'follow':
@@ -499,17 +508,40 @@ class MotionSimNode(Node):
         again if none came for a while (a lost message must not stall the team).
         """
         now = time.monotonic()
+        held = self._holds is not None and self._holds.held()   # lockstep: a brain waits on its LLM
+        if self._holds is not None:
+            self._pace(held)
         if self._gate is not None:
             if not self._follow_step() and now - self._last_publish_wall > FOLLOW_RESEND_S:
                 self._advance(0.0)
             return
-        if self._holds is not None and self._holds.held():   # lockstep: a brain waits on its LLM
+        if held:
             self._last_wall = now
             return
         last = self._last_wall if self._last_wall is not None else now - 1.0 / self.tick_hz
         wall_dt, self._last_wall = min(now - last, MAX_TICK_WALL_S), now
         held_for = self._holds.take_step() if self._holds is not None else 0.0
         self._advance(wall_dt * self.real_time_factor + held_for)
+
+    def _pace(self, held: bool) -> bool:
+        """Tick every :data:`HELD_TICK_S` while ``held``, else at ``tick_hz``; return whether the pace changed."""
+        with self._pace_lock:
+            if held == self._slow_tick:
+                return False
+            self._slow_tick = held
+            self._timer.timer_period_ns = int(1e9 * (HELD_TICK_S if held else 1.0 / self.tick_hz))
+            self._timer.reset()
+            return True
+
+    def _holds_changed(self) -> None:
+        """On each hold or release: slow the tick while held; once none is left, tick at ``tick_hz`` and step now."""
+        held = self._holds.held()
+        if not self._pace(held) or held:
+            return
+        if self._gate is not None:
+            self._follow_step()
+        else:
+            self._last_wall = time.monotonic()   # the held wall time is not sim time (the tick owes none)
 
     def _ack_callback(self, msg: ClockAck) -> None:
         """Record a follower's acknowledgement; step the follow clock if it was the last one awaited."""
