@@ -161,9 +161,13 @@ def test_llm_cost_and_tokens_are_summed():
         events.append(TeamEventModel(stamp_s=100 + k, wall_time=0.0, seq=100 + k, actor=robot, kind='llm_request'))
         events.append(TeamEventModel(stamp_s=100 + k, wall_time=0.0, seq=200 + k, actor=robot, kind='llm_reply',
                                      data={'robot': robot, 'model': 'gpt-4o-2024-08-06', 'prompt_tokens': 1000,
-                                           'completion_tokens': 50, 'cost_usd': 0.003}))
+                                           'completion_tokens': 50, 'cost_usd': 0.003,
+                                           # the endpoint's own usage (llama.cpp: its prompt cache; k=0: none)
+                                           'usage': {'prompt_tokens': 1000, 'prompt_tokens_details':
+                                                     {'cached_tokens': 400 * k} if k else None}}))
     usage = score_run(events).usage
     assert (usage.requests, usage.replies, usage.prompt_tokens, usage.completion_tokens) == (3, 3, 3000, 150)
+    assert usage.cached_prompt_tokens == 400 + 800
     assert usage.cost_usd == pytest.approx(0.009)
     assert usage.cost_by_robot['manager'] == pytest.approx(0.006)
     assert usage.models == ['gpt-4o-2024-08-06']

@@ -180,6 +180,8 @@ class LLMUsage(BaseModel):
     replies: int = 0
     errors: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = Field(0, description='Prompt tokens the endpoint took from its prompt cache (its '
+                                      "usage's ``prompt_tokens_details.cached_tokens``; 0 where it reports none).")
     completion_tokens: int = 0
     cost_usd: float = 0.0
     models: list[str] = Field(default_factory=list)
@@ -894,6 +896,8 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
             d = event.data
             usage.replies += 1
             usage.prompt_tokens += int(d.get('prompt_tokens') or 0)
+            details = (d.get('usage') or {}).get('prompt_tokens_details') if isinstance(d.get('usage'), dict) else None
+            usage.cached_prompt_tokens += int((details or {}).get('cached_tokens') or 0)
             usage.completion_tokens += int(d.get('completion_tokens') or 0)
             cost = float(d.get('cost_usd') or 0.0)
             usage.cost_usd += cost

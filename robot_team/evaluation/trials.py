@@ -127,6 +127,7 @@ class ConditionSummary(BaseModel):
     max_points_mean: float
     cost_per_run_usd: float
     prompt_tokens_per_run: float
+    cached_prompt_tokens_per_run: float = Field(0.0, description="Of those, taken from the endpoint's prompt cache.")
     completion_tokens_per_run: float
     llm_requests_per_run: float
     metric_means: dict[str, dict[str, float | None]] = Field(
@@ -302,6 +303,7 @@ def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> Co
         max_points_mean=sum(r.score.attempted.max_points for r in runs) / n,
         cost_per_run_usd=sum(r.score.usage.cost_usd for r in runs) / n,
         prompt_tokens_per_run=sum(r.score.usage.prompt_tokens for r in runs) / n,
+        cached_prompt_tokens_per_run=sum(r.score.usage.cached_prompt_tokens for r in runs) / n,
         completion_tokens_per_run=sum(r.score.usage.completion_tokens for r in runs) / n,
         llm_requests_per_run=sum(r.score.usage.requests for r in runs) / n,
         metric_means=means, outcomes=outcomes, wall_time_per_run_s=sum(r.wall_time_s for r in runs) / n,
@@ -566,6 +568,11 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def _cached(c: ConditionSummary) -> str:
+    """Return ' (N cached)' for a condition whose endpoint took prompt tokens from its cache ('' otherwise)."""
+    return f' ({c.cached_prompt_tokens_per_run:.0f} cached)' if c.cached_prompt_tokens_per_run else ''
+
+
 def _num(value: float | None, digits: int = 3) -> str:
     return '-' if value is None else f'{value:.{digits}f}'
 
@@ -595,7 +602,7 @@ def markdown(summary: EvalSummary) -> str:
         lines.append(f"| {c.scenario} | {label} | {c.runs} | {c.as_expected}/{c.runs} ({c.expected_outcome}) "
                      f"| {_pct(c.success_rate['attempted'])} | {_pct(c.success_rate['floor'])} "
                      f"| {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f} of {c.max_points_mean:g} "
-                     f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f} '
+                     f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f}{_cached(c)} '
                      f'| {c.completion_tokens_per_run:.0f} | {c.fallback_decisions_per_run:.1f} '
                      f'| {c.takeovers_per_run:.1f} | {_num(c.choices_per_decision, 1)} | {c.wall_time_per_run_s:.0f} |')
     for condition in ('baseline', 'kb'):
