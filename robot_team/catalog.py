@@ -67,9 +67,15 @@ REPORT_TOOL = 'submit_report'
 
 
 class ClosedSet(str, Enum):
-    """Where the state closes a tool argument to a few values (an enum in a constrained request)."""
+    """What a task closes a tool argument to: the Toolbox refuses any other value, a constrained request offers only it.
 
-    ROOMS = 'rooms'          # the rooms of the floor description (a tool refuses any other)
+    One rule (:func:`outside_task`) for the guard and the offer. A task is about one patient's
+    room and one HCW: a robot that looks up, reads or shows another room, or pages another HCW,
+    does not do its task (the display robot of a run showed ER-12's care team on the Triage
+    screen and reported success; the screen it wrote to was never the task's).
+    """
+
+    TASK_ROOM = 'task_room'  # the room the task names (the patient's room)
     TASK_HCW = 'task_hcw'    # the HCW the task names
 
 
@@ -372,7 +378,9 @@ class ToolDecl:
         Its evidence is complete once it succeeded: a constrained request no longer offers it in
         the same task (``False``: it may serve several times, e.g. one goal after another).
     closed
-        ``(argument, ClosedSet)``: arguments the state closes (enums in a constrained request).
+        ``(argument, ClosedSet)``: arguments the task closes to one value (:func:`outside_task`):
+        the Toolbox refuses any other (``invalid_call`` of category ``outside_task``) and a
+        constrained request offers only it.
     usage
         How a task uses it, for the worked example of the knowledge base (default: its description).
     requires
@@ -457,7 +465,7 @@ TOOLS: tuple[ToolDecl, ...] = (
                          flag='acknowledged')),
     ToolDecl(Tool.ROOM_DOOR_POSE, _NAV, TaskType.NAVIGATION, RoomInput, DoorPoseOutput,
              "Map pose inside a room's door (escort the HCW there) and its corridor approach ('door').",
-             closed=(('room', ClosedSet.ROOMS),),
+             closed=(('room', ClosedSet.TASK_ROOM),),
              proof=Proof("where the escort ends: the room's door", required=True,
                          missing="the room's door pose was never looked up", goal_of=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PLAN_PATH, _NAV, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
@@ -469,7 +477,7 @@ TOOLS: tuple[ToolDecl, ...] = (
                          missing='no navigate_to_pose goal succeeded', last_must_succeed=True,
                          not_last='the last navigate_to_pose goal did not succeed')),
     ToolDecl(Tool.READ_BADGE_SCAN, _INFO, TaskType.INFO_COLLECTION, ReadBadgeScanInput, BadgeScanOutput,
-             evidence=True, key=True, closed=(('room', ClosedSet.ROOMS),),
+             evidence=True, key=True, closed=(('room', ClosedSet.TASK_ROOM),),
              proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
     ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, _INFO, TaskType.INFO_COLLECTION, BadgeInput, StaffRecordOutput,
              evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,),
@@ -478,12 +486,12 @@ TOOLS: tuple[ToolDecl, ...] = (
                          missing='no badge was found in the staff directory',
                          claim_keys=('hcw_id', 'name', 'specialty'))),
     ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True,
-             closed=(('room', ClosedSet.ROOMS),), requires=(Tool.LOOKUP_STAFF_BY_BADGE,)),
+             closed=(('room', ClosedSet.TASK_ROOM),), requires=(Tool.LOOKUP_STAFF_BY_BADGE,)),
     ToolDecl(Tool.FETCH_CARE_TEAM, _DISP, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
-             evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.ROOMS),),
+             evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.TASK_ROOM),),
              negative=_no_care_team),
     ToolDecl(Tool.SHOW_DISPLAY, _DISP, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput, evidence=True,
-             closed=(('room', ClosedSet.ROOMS),), requires=(Tool.FETCH_CARE_TEAM,),
+             closed=(('room', ClosedSet.TASK_ROOM),), requires=(Tool.FETCH_CARE_TEAM,),
              proof=Proof('the room screen shows the layout', missing='the display service never accepted a layout',
                          flag='success')),
 )
@@ -624,6 +632,22 @@ def missing_prerequisites(tool: str, succeeded: set[str]) -> list[str]:
     """
     decl = TOOLS_BY_NAME.get(tool)
     return [] if decl is None else [r.value for r in decl.requires if r.value not in succeeded]
+
+
+def outside_task(tool: str, args: Mapping[str, Any], task: Mapping[ClosedSet, str]) -> list[str]:
+    """Return why ``args`` of ``tool`` leave its task (empty: they do not), one reason per argument.
+
+    ``task``: the values the task closes (:class:`ClosedSet` -> value, e.g. its room and HCW); a
+    value the task leaves empty closes nothing. An undeclared tool is never outside. The one rule
+    behind the Toolbox's refusal and the constrained offer (:attr:`ToolDecl.closed`).
+    """
+    decl = TOOLS_BY_NAME.get(tool)
+    problems = []
+    for argument, closed in decl.closed if decl is not None else ():
+        wanted = task.get(closed, '')
+        if wanted and argument in args and str(args[argument]) != wanted:
+            problems.append(f"{argument} {args[argument]!r} is not the task's ({wanted!r})")
+    return problems
 
 
 def tools_of(owner: 'Robot | str') -> list[ToolDecl]:

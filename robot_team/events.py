@@ -94,12 +94,12 @@ RAW_CHARS = 2000
 """Most characters of a raw reply or raw arguments kept in an ``invalid_call`` event."""
 
 INVALID_CATEGORIES = ('unparsable_arguments', 'invalid_arguments', 'closed_set', 'invalid_reply',
-                      'unresolved_reference', 'repeated_call', 'missing_prerequisite')
+                      'unresolved_reference', 'repeated_call', 'missing_prerequisite', 'outside_task')
 """``invalid_call`` categories: arguments that are not a JSON object; arguments that do not validate;
 a value outside a closed set (an enum); a reply that is not the tool calls asked for; a ``$N``
 reference to a call that did not succeed or a missing field; a call that already succeeded in the
 same task with the same arguments; a call whose prerequisite tools (catalog ``requires``) have not
-succeeded yet in the task."""
+succeeded yet in the task; a call naming another room or HCW than its task's (catalog ``closed``)."""
 
 
 def category_of(exc: Exception) -> str:

@@ -11,7 +11,7 @@ import json
 from team_harness import World, build_toolbox
 
 from robot_team.brains.base import BrainReport, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
-from robot_team.catalog import TASK_OWNER, ClosedSet, ManagerTool, Tool
+from robot_team.catalog import TASK_OWNER, ManagerTool, Tool
 from robot_team.escalation_model import EscalationRecord
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
 from robot_team.llm.decoding import (
@@ -23,8 +23,6 @@ from robot_team.names import Robot
 from robot_team.reports import IssueCode, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import WorkflowPolicy
 
-ROOMS = ['ER-12', 'ER-3', 'Staff lounge']
-
 
 def nav_task(hcw='90'):
     return TaskSpec(task_id='nav-1', task_type=TaskType.NAVIGATION, room='ER-12', hcw_id=hcw)
@@ -32,7 +30,6 @@ def nav_task(hcw='90'):
 
 def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_enums():
     box = build_toolbox(Robot.NAVIGATION.value, World())
-    box.closed_sets[ClosedSet.ROOMS] = ROOMS
     task = nav_task()
     first = robot_offer(box, task, one_call=True)
     # no page before the HCW was located, no Nav2 goal before the page was acknowledged (catalog requires)
@@ -41,7 +38,7 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
     assert first.withheld.startswith('submit_report is not available yet') and first.record()['withheld']
     # a reply that may hold several calls may put the prerequisites first: everything is offered
     assert robot_offer(box, task).names == [t['function']['name'] for t in robot_tools(box)][:-1]   # no report
-    assert first.enums[f'{Tool.ROOM_DOOR_POSE.value}.room'] == ROOMS
+    assert first.enums[f'{Tool.ROOM_DOOR_POSE.value}.room'] == ['ER-12']   # the task's room (outside_task)
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     located = robot_offer(box, task, one_call=True)
     assert Tool.PAGE_STAFF.value in located.names and Tool.NAVIGATE_TO_POSE.value not in located.names
@@ -69,7 +66,6 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
 def test_a_failure_report_is_offered_only_with_grounds_a_failed_call_or_a_negative_finding():
     world = World()
     box = build_toolbox(Robot.NAVIGATION.value, world)
-    box.closed_sets[ClosedSet.ROOMS] = ROOMS
     task = nav_task()
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     assert 'submit_report' not in robot_offer(box, task, one_call=True).names   # #90 located: nothing wrong
@@ -92,7 +88,6 @@ def test_a_failure_report_is_offered_only_with_grounds_a_failed_call_or_a_negati
 
 def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of_the_procedure():
     box = build_toolbox(Robot.NAVIGATION.value, World())
-    box.closed_sets[ClosedSet.ROOMS] = ROOMS
     task = nav_task()
 
     def now():
@@ -118,7 +113,6 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
 
 def test_the_next_step_may_be_a_prerequisite_of_the_tool_a_proof_needs():
     box = build_toolbox(Robot.DISPLAY.value, World())
-    box.closed_sets[ClosedSet.ROOMS] = ROOMS
     task = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
     step = next_step(box, task, robot_offer(box, task, one_call=True))
     assert step == f'Next step: call {Tool.FETCH_CARE_TEAM.value} (then {Tool.SHOW_DISPLAY.value}).'

@@ -108,3 +108,16 @@ def test_a_tool_cannot_be_registered_for_a_robot_the_catalog_does_not_give_it_to
     box = Toolbox('display_robot')
     with pytest.raises(ValueError, match="belongs to navigation_robot"):
         box.register('navigate_to_pose', 'drive', Args, lambda a: {})
+
+
+def test_a_call_on_another_room_than_its_tasks_is_refused_and_never_runs():
+    """The display robot of a run showed ER-12's care team on the Triage screen and reported success."""
+    box, events, calls = make_toolbox()
+    box.begin_task('display-1', room='ER-12', hcw_id='90')
+    other = box.call('fetch_care_team', task_id='display-1', room='Triage')
+    assert not other.ok and calls == []
+    assert other.error == "fetch_care_team serves display-1 only: room 'Triage' is not the task's ('ER-12'); not run"
+    invalid = [e for e in events.events if e[0] == 'invalid_call']
+    assert [e[3]['category'] for e in invalid] == ['outside_task'] and invalid[0][3]['task_id'] == 'display-1'
+    assert box.call('fetch_care_team', task_id='display-1', room='ER-12').ok and calls == ['ER-12']
+    assert box.call('fetch_care_team', task_id='not-begun', room='Triage').ok   # no task values: nothing closed

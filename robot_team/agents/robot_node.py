@@ -28,12 +28,11 @@ from robot_team import names
 from robot_team.action import ExecuteTask
 from robot_team.brains.base import RobotBrain, TaskSpec
 from robot_team.brains.protocol import protocol_robot_brain
-from robot_team.catalog import ROLE_TASK, ClosedSet, role_of
+from robot_team.catalog import ROLE_TASK, role_of
 from robot_team.config import ConfigError
 from robot_team.core.robot import RobotCore
 from robot_team.errors import ToolError
 from robot_team.events import EventKind
-from robot_team.floor import load_floor
 from robot_team.llm.factory import clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
 from robot_team.names import Robot, team_name
@@ -125,11 +124,6 @@ class RobotNode(Node):
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self.events = EventEmitter(self, role)
         self.toolbox = Toolbox(role, self.events, clock=lambda: now_s(self))
-        try:   # the floor's rooms close room arguments in constrained LLM requests
-            self.toolbox.closed_sets[ClosedSet.ROOMS] = list(load_floor(self.get_parameter('floor').value).rooms)
-        except ConfigError as exc:
-            self.events.emit(EventKind.INPUT_ERROR, f'{role}: floor description unusable, room arguments stay open',
-                             reason=str(exc))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._stopping = False

@@ -80,6 +80,7 @@ class RobotCore:
         """
         self._emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
                    task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
+        self.toolbox.begin_task(task.task_id, room=task.room, hcw_id=task.hcw_id)   # its calls stay in its room
         try:
             claim = BrainReport(status=TaskStatus.FAILURE, issue=f'not started: the team is held by {held_by}') \
                 if held_by else self.brain.execute(task, self.toolbox, progress)

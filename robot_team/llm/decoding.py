@@ -12,13 +12,14 @@ open to the model.
 - A robot is offered the tools whose evidence its task still lacks (a tool the catalog marks
   ``once`` is withdrawn after it succeeded: the Toolbox refuses the same successful call again) and
   whose prerequisites hold (catalog ``requires``: the Toolbox does not run a Nav2 goal before the
-  page was acknowledged), plus ``submit_report``. Arguments the state closes become enums
-  (:class:`~robot_team.catalog.ClosedSet`: the floor's rooms, which any other room a tool refuses;
-  the HCW the task names). A success report is offered only once the catalog's proofs hold (the
-  false-completion guard turns any other success claim into a failure), with the keys it must agree
-  on fixed to the tools' output (``Proof.claim_keys``); a failure report needs its issue, and grounds
-  (a failed call, a negative finding of the catalog, or the task's last request: the LLM robot
-  refuses any other failure report, :func:`~robot_team.grounding.failure_refusal`); while neither
+  page was acknowledged), plus ``submit_report``. Arguments the task closes become one-value
+  enums (:class:`~robot_team.catalog.ClosedSet`: the task's room and HCW, which the Toolbox
+  refuses any other of, :func:`~robot_team.catalog.outside_task`). A success report is offered
+  only once the catalog's proofs hold (the false-completion guard turns any other success claim
+  into a failure), with the keys it must agree on fixed to the tools' output
+  (``Proof.claim_keys``); a failure report needs its issue, and grounds (a failed call, a
+  negative finding of the catalog, or the task's last request: the LLM robot refuses any other
+  failure report, :func:`~robot_team.grounding.failure_refusal`); while neither
   status is accepted ``submit_report`` is withheld and the request says why. Status (where both are
   accepted), issue, summary and every other field stay the model's.
 - The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts now
@@ -166,10 +167,10 @@ def _close(schema: dict, argument: str, values: list[str]) -> None:
         prop.update({'type': 'string', 'enum': list(dict.fromkeys(values))})
 
 
-def _closed_values(closed: ClosedSet, task: TaskSpec, toolbox: Toolbox) -> list[str]:
-    if closed is ClosedSet.TASK_HCW:
-        return [task.hcw_id] if task.hcw_id else []
-    return list(toolbox.closed_sets.get(closed, []))
+def _closed_values(closed: ClosedSet, task: TaskSpec) -> list[str]:
+    """Return the one value ``task`` closes an argument to (:func:`~robot_team.catalog.outside_task`), or none."""
+    value = task.room if closed is ClosedSet.TASK_ROOM else task.hcw_id
+    return [value] if value else []
 
 
 def _proven_claim(task_type: TaskType, journal: list[ToolResult]) -> tuple[BrainReport, dict[str, Any]]:
@@ -276,7 +277,7 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
         may_succeed.add(spec.name)
         tool = function_schema(spec.name, spec.description, spec.input_model)
         for argument, closed in (decl.closed if decl is not None else ()):
-            _close(tool['function']['parameters'], argument, _closed_values(closed, task, toolbox))
+            _close(tool['function']['parameters'], argument, _closed_values(closed, task))
         tools.append(tool)
     nothing_else = last or not tools
     report = report_tool(task_type, journal, variants,

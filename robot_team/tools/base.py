@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from robot_team.catalog import TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites
+from robot_team.catalog import TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -83,6 +83,11 @@ class Toolbox:
     stamp), and a model's repeat is an ``invalid_call`` of category ``repeated_call``; a
     constrained LLM request does not offer the tool again (the same rule).
 
+    A call that names another room or HCW than its task's where the catalog closes that argument
+    to the task's (``closed``, :meth:`begin_task`) is not run: it fails with an error naming
+    both, an ``invalid_call`` of category ``outside_task``; a constrained request offers only the
+    task's value (the same rule, :func:`~robot_team.catalog.outside_task`).
+
     A call whose prerequisites (catalog ``requires``: tools that must have succeeded earlier in
     the same task) are missing is not run: it fails with an error naming them, and is an
     ``invalid_call`` of category ``missing_prerequisite`` (whoever decided it); a constrained
@@ -100,8 +105,21 @@ class Toolbox:
         self._lock = threading.Lock()
         self.decision_source: Callable[[], str] | None = None
         """Returns who decides the calls now (``robot_team.decisions.DecisionSource``), recorded with each."""
-        self.closed_sets: dict[ClosedSet, list[str]] = {}
-        """Values the deployment closes arguments to (e.g. the floor's rooms), for constrained LLM requests."""
+        self._tasks: dict[str, dict[ClosedSet, str]] = {}   # task_id -> what it closes (begin_task)
+
+    def begin_task(self, task_id: str, room: str = '', hcw_id: str = '') -> None:
+        """Start ``task_id`` for the patient's ``room`` and the HCW ``hcw_id``: its calls may not leave them.
+
+        A call whose room or HCW argument the catalog closes to the task's (:attr:`ToolDecl.closed`)
+        and that names another is refused (:func:`~robot_team.catalog.outside_task`).
+        """
+        with self._lock:
+            self._tasks[task_id] = {ClosedSet.TASK_ROOM: room, ClosedSet.TASK_HCW: hcw_id}
+
+    def task_values(self, task_id: str) -> dict[ClosedSet, str]:
+        """Return what ``task_id`` closes arguments to (:meth:`begin_task`; empty for a task not begun)."""
+        with self._lock:
+            return dict(self._tasks.get(task_id, {}))
 
     def cancel(self, task_id: str) -> None:
         """Refuse every further call made for ``task_id`` (the task was cancelled)."""
@@ -184,7 +202,9 @@ class Toolbox:
         except ValidationError as exc:
             parsed, invalid = None, exc
         earlier = None if cancelled or parsed is None else self.repeated(spec, parsed, task_id)
-        missing = [] if cancelled or parsed is None or earlier is not None \
+        outside = [] if cancelled or parsed is None else \
+            outside_task(name, parsed.model_dump(), self.task_values(task_id))
+        missing = [] if cancelled or parsed is None or earlier is not None or outside \
             else self.missing_prerequisites(name, task_id)   # bad arguments are reported as such first
         if cancelled:
             result.error = f'task {task_id} was cancelled; {name} not run'
@@ -192,6 +212,10 @@ class Toolbox:
             result.error = f"invalid arguments for '{name}': {explain_validation_error(invalid)}"
             invalid_call(self._events.emit if self._events is not None else None, caller, name,
                          category_of(invalid), result.error, json.dumps(args, default=str), task_id=task_id)
+        elif outside:   # another room or HCW than the task's: not this task's work
+            result.error = f"{name} serves {task_id} only: {'; '.join(outside)}; not run"
+            invalid_call(self._events.emit if self._events is not None else None, caller, name,
+                         'outside_task', result.error, json.dumps(args, default=str), task_id=task_id)
         elif missing:
             result.error = (f"{name} needs a successful {' and '.join(missing)} earlier in {task_id}; "
                             f'not run: call {missing[0]} first')
