@@ -16,7 +16,7 @@ from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text
 from team_harness import Recorder, World, build_toolbox
-from robot_team.llm.jsonschema_calls import REPLY_RULE, InvalidReply, parse_reply, response_schema
+from robot_team.llm.jsonschema_calls import InvalidReply, parse_reply, response_schema
 from robot_team.llm.record import exchanges
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import manager_tools
@@ -66,8 +66,7 @@ def test_request_carries_a_strict_union_schema_and_max_tokens_and_the_reply_beco
     assert delegate['properties']['task_type']['enum'] == ['navigation', 'info_collection', 'display']
     assert delegate['properties']['robot']['enum'] == ['navigation_robot', 'info_collection_robot', 'display_robot']
     assert delegate['additionalProperties'] is False
-    assert 'delegate_task {task_type: navigation|info_collection|display' in body['messages'][-2]['content']
-    assert body['messages'][0]['content'] == 'You manage.\n' + REPLY_RULE   # the same in every request
+    assert 'delegate_task {task_type: navigation|info_collection|display' in body['messages'][0]['content']
     call = result.tool_calls[0]['function']
     assert call['name'] == 'delegate_task' and json.loads(call['arguments'])['hcw_id'] == '80'
     # the record: what was sent and the full reply
@@ -126,9 +125,7 @@ def test_manager_foreign_and_invented_tools_are_refused_and_a_text_reply_is_nudg
     assert [(e['target'], e['data']['owner']) for e in refused] == [('navigate_to_pose', 'navigation_robot'),
                                                                     ('teleport_hcw', None)]
     assert 'no such tool' in refused[1]['reason']
-    # the refusals went back to the model as results of its calls, in the json_schema history form,
-    # the tools offered now right before the newest message, in every request
-    assert all(b['messages'][-2]['content'].startswith('Tools now:') for b in bodies)
+    # the refusals went back to the model as results of its calls, in the json_schema history form
     assert bodies[1]['messages'][-1]['role'] == 'user' and 'refused' in bodies[1]['messages'][-1]['content']
     assert bodies[2]['messages'][-1]['content'].startswith('Nothing is running')
     assert record.of('invalid_call')[0]['data']['category'] == 'invalid_reply'

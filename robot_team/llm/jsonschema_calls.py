@@ -10,11 +10,8 @@ tool-call tags, so an OpenAI-compatible server returns them as text. In ``json_s
   "arguments": <that tool's parameters>}`` (an empty list: nothing to do now). Closed sets stay
   enums; a number or boolean argument may also be a ``"$N.field"`` reference
   (:mod:`robot_team.llm.references`);
-- the message before the last lists the tools offered now (name, description, parameters), since
-  a schema given as ``response_format`` is a constraint on decoding, not something the model
-  reads; the system prompt says only how to reply. What changes from one request to the next
-  comes last, so llama.cpp's prompt cache (one slot per robot) reuses the system prompt and the
-  conversation, and a request processes only its new turns and the tools;
+- the system prompt lists the tools (name, description, parameters), since a schema given as
+  ``response_format`` is a constraint on decoding, not something the model reads;
 - earlier turns are shown as the model wrote them: an assistant turn with tool calls becomes the
   JSON it replied, tool results become one user message.
 
@@ -35,11 +32,7 @@ from typing import Any
 SCHEMA_NAME = 'tool_calls'
 
 REPLY_RULE = ('Reply with one JSON object only: {"tool_calls": [{"name": <tool>, "arguments": {...}}, ...]} '
-              '(an empty list to wait), with the tools listed under "Tools now".')
-"""How to reply, appended to the system prompt: the same in every request of a role, so the endpoint's
-prompt cache keeps the whole conversation before the tools (:func:`convert_messages`)."""
-
-TOOLS_HEADING = 'Tools now:'
+              '(an empty list to wait). Tools:')
 
 REFERENCE = {'type': 'string', 'pattern': r'^\$[0-9]+(\.[A-Za-z0-9_]+)*$'}
 """A ``$N.field`` reference to an earlier call's output in the same reply, allowed where a number or boolean is."""
@@ -132,8 +125,8 @@ def type_text(schema: dict) -> str:
 
 
 def tools_text(tools: list[dict]) -> str:
-    """Return the tools as the model reads them: a heading, then one line each, ``name {arguments}: description``."""
-    lines = [TOOLS_HEADING]
+    """Return the tools as the model reads them: one line each, ``name {arguments}: description``."""
+    lines = [REPLY_RULE]
     for tool in tools:
         fn = tool['function']
         params = fn.get('parameters') or {'type': 'object', 'properties': {}}
@@ -159,9 +152,7 @@ def _as_written(message: dict) -> str:
 def convert_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
     """Return ``messages`` as sent in ``json_schema`` mode (see the module docstring); the input is not changed.
 
-    :data:`REPLY_RULE` is appended to the first system message (one is added if there is none)
-    and the tools' text (:func:`tools_text`) is a user message of its own, right before the last
-    message (the newest: a task, results, a note, an update), which a small model follows most;
+    The tools' text is appended to the first system message (one is added if there is none);
     assistant tool calls become their JSON; consecutive tool messages become one user message
     ``Results: name#id: content`` in call order.
     """
@@ -190,12 +181,11 @@ def convert_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
         else:
             out.append(dict(message))
     flush()
+    text = tools_text(tools)
     if out and out[0].get('role') == 'system':
-        out[0] = {**out[0], 'content': f"{out[0].get('content', '')}\n{REPLY_RULE}"}
+        out[0] = {**out[0], 'content': f"{out[0].get('content', '')}\n{text}"}
     else:
-        out.insert(0, {'role': 'system', 'content': REPLY_RULE})
-    tools_message = {'role': 'user', 'content': tools_text(tools)}
-    out.insert(len(out) - 1 if len(out) > 1 else len(out), tools_message)   # the newest message stays last
+        out.insert(0, {'role': 'system', 'content': text})
     return out
 
 
