@@ -186,9 +186,8 @@ class WorkflowPolicy:
     - ``decision``: started by the patient cue (:meth:`patient_arrived`), a successful report
       and a human decision, unless a task runs or one is pending; met by any approved
       authorization (a delegation, the reflection) or any escalation (a human is paged);
-    - ``issue_handling``: started by a failure report; met by a delegation of that task type, a
-      repeat of an earlier step that recovers it (:func:`recovering_repeats`) or the manager's
-      escalation of that task;
+    - ``issue_handling``: started by a failure report; met by a delegation of that task type or
+      the manager's escalation of that task;
     - ``onboarding``: started by the patient cue; met by the reflection's report;
     - ``task``: started by each operational delegation; met by its report.
 
@@ -229,14 +228,9 @@ class WorkflowPolicy:
             previous = self._latest(kind)
             self._tasks[task_id] = TaskState(task_id=task_id, task_type=kind, robot=robot,
                                              requested_by=requested_by, reason=reason, started_s=now_s)
-            outlines = [TaskOutline(t.task_id, t.task_type, t.status, t.issue, t.robot) for t in self._tasks.values()]
             for deadline in self._pending('issue_handling'):
-                failed = next((o for o in outlines if o.task_id == deadline.task_id), None)
                 if deadline.task_type is kind:
                     self._close(deadline, 'met', f'delegation {task_id}', now_s)
-                elif failed is not None and recovering_repeats(failed, outlines):   # a repeat that recovers it
-                    self._close(deadline, 'met', f'delegation {task_id} (a repeat of {kind.value} to recover '
-                                                 f'{deadline.task_id})', now_s)
             for deadline in self._pending('decision'):
                 self._close(deadline, 'met', f'delegation {task_id}', now_s)
             if kind in OPERATIONAL_TASKS:   # the reflection is the manager's own work, not a robot's
@@ -739,22 +733,6 @@ def failed_since_success(kind: TaskType, tasks: list[TaskOutline]) -> list[TaskO
     since = tasks.index(latest)
     later = (latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:])
     return [t for t in later if t is not None and t.status == 'failure' and tasks.index(t) > since]
-
-
-def recovering_repeats(failed: TaskOutline, tasks: list[TaskOutline]) -> list[TaskOutline]:
-    """Return the tasks of earlier workflow steps delegated after ``failed``: the repeats that recover it.
-
-    The gate lets a succeeded step be repeated only to recover a later step that failed since
-    (:func:`failed_since_success`); such a repeat handles that failure as a delegation of its
-    own type would (escorting the HCW again after a failed badge check): the supervisor's
-    issue-handling deadline of ``failed`` is met by it, and the manager's LLM bridge no longer
-    counts ``failed`` as waiting. ``tasks``: every task, in authorization order.
-    """
-    if failed not in tasks:
-        return []
-    step = OPERATIONAL_TASKS.index(failed.task_type) if failed.task_type in OPERATIONAL_TASKS else 0
-    after = tasks[tasks.index(failed) + 1:]
-    return [t for t in after if t.task_type in OPERATIONAL_TASKS[:step]]
 
 
 def reflection_wait(tasks: list[TaskOutline], resolved_about: set[str], *, closed: bool) -> str | None:

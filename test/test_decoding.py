@@ -403,17 +403,3 @@ def test_a_described_report_item_is_bounded_in_a_json_schema_reply():
     nav = response_schema([report_schema(Robot.NAVIGATION.value)])['properties']['tool_calls']['items']
     path = nav['properties']['arguments']['properties']['data']['properties']['path']
     assert path['anyOf'][0] == {'type': 'string', 'maxLength': REPORT_ITEM_TEXT_MAX_CHARS}
-
-
-def test_a_failure_a_repeat_of_an_earlier_step_recovers_no_longer_waits():
-    """One rule with the supervisor's deadline (workflow.recovering_repeats): the repeat handles the failure."""
-    from robot_team.llm.decoding import failures_waiting
-
-    def record(task_id, kind, state):
-        return TaskRecord(task_id=task_id, task_type=kind, robot=TASK_OWNER[kind], hcw_id='90', state=state,
-                          issue='badge unknown' if state == 'failure' else '')
-    escorted = record('nav-1', TaskType.NAVIGATION, 'success')
-    badge = record('info-1', TaskType.INFO_COLLECTION, 'failure')
-    assert failures_waiting(observation(escorted, badge)) == ['info-1']
-    again = record('nav-2', TaskType.NAVIGATION, 'running')
-    assert failures_waiting(observation(escorted, badge, again)) == []

@@ -205,18 +205,6 @@ def test_issue_deadline_met_by_a_new_delegation(policy):
     assert policy.due(100.0) == []
 
 
-def test_issue_deadline_met_by_a_repeat_of_an_earlier_step_that_recovers_it(policy):
-    """The gate lets a succeeded escort be repeated to recover a failed badge check: that handles the failure."""
-    run(policy, 'navigation', now_s=0.0)
-    info = run(policy, 'info_collection', 'failure', now_s=10.0)
-    policy.take_deadline_changes()
-    assert ask(policy, 'navigation', 30.0, reason='escort the HCW to the door again').approved
-    met = [c for c in policy.take_deadline_changes() if c.change == 'met']
-    assert [(c.deadline.kind, c.deadline.task_id) for c in met] == [('issue_handling', info)]
-    assert 'a repeat of navigation to recover info-1' in met[0].deadline.met_by
-    assert policy.due(200.0) == []   # nav-2's own task deadline is 600 s
-
-
 def test_issue_deadline_met_by_the_managers_escalation_only(policy):
     nav = run(policy, 'navigation', 'failure', 0.0)
     policy.take_deadline_changes()

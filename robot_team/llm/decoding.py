@@ -55,8 +55,7 @@ from robot_team.llm.toolschema import (
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow import (
-    TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of,
-    recovering_repeats)
+    TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
 
 Decoding = Literal['constrained', 'free']
 """``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""
@@ -493,16 +492,13 @@ def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | N
 def failures_waiting(obs: ManagerObservation) -> list[str]:
     """Return the IDs of the failed tasks nothing handles yet.
 
-    The latest of their type, neither re-delegated (``handles_task_id``), nor recovered by a repeat
-    of an earlier step (:func:`robot_team.workflow.recovering_repeats`), nor escalated: what the
+    The latest of their type, neither re-delegated (``handles_task_id``) nor escalated: what the
     supervisor's issue-handling deadline waits for.
     """
     escalated = {e.task_id for e in obs.escalations}
-    outlines = _outlines(obs)
     latest = [obs.latest(kind) for kind in OPERATIONAL_TASKS]
     return [t.task_id for t in latest if t is not None and t.state == 'failure'
-            and t.task_id not in obs.handled_failures and t.task_id not in escalated
-            and not recovering_repeats(next(o for o in outlines if o.task_id == t.task_id), outlines)]
+            and t.task_id not in obs.handled_failures and t.task_id not in escalated]
 
 
 def delegable(obs: ManagerObservation) -> list[TaskType]:
