@@ -634,11 +634,20 @@ def missing_prerequisites(tool: str, succeeded: set[str]) -> list[str]:
     return [] if decl is None else [r.value for r in decl.requires if r.value not in succeeded]
 
 
+def task_closes(room: str, hcw_id: str) -> dict[ClosedSet, str]:
+    """Return what a task for the patient's ``room`` and the HCW ``hcw_id`` closes arguments to.
+
+    The one mapping from a task to :class:`ClosedSet` values, for the Toolbox's refusal and the
+    constrained offer alike (:func:`outside_task`); an empty value closes nothing.
+    """
+    return {ClosedSet.TASK_ROOM: room, ClosedSet.TASK_HCW: hcw_id}
+
+
 def outside_task(tool: str, args: Mapping[str, Any], task: Mapping[ClosedSet, str]) -> list[str]:
     """Return why ``args`` of ``tool`` leave its task (empty: they do not), one reason per argument.
 
-    ``task``: the values the task closes (:class:`ClosedSet` -> value, e.g. its room and HCW); a
-    value the task leaves empty closes nothing. An undeclared tool is never outside. The one rule
+    ``task``: the values the task closes (:func:`task_closes`); a value the task leaves empty
+    closes nothing. An undeclared tool is never outside. The one rule
     behind the Toolbox's refusal and the constrained offer (:attr:`ToolDecl.closed`).
     """
     decl = TOOLS_BY_NAME.get(tool)

@@ -678,6 +678,11 @@ def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecor
     return next((e for e in escalations if e.is_open and e.raised_by == raised_by), None)
 
 
+def _latest_outline(task_type: TaskType, tasks: list[TaskOutline]) -> TaskOutline | None:
+    """Return the latest task of ``task_type`` in ``tasks`` (authorization order), or None."""
+    return next((t for t in reversed(tasks) if t.task_type is task_type), None)
+
+
 def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, str] | None:
     """Return ``(rule, explanation)`` if the gate refuses delegating operational task ``kind`` now, else ``None``.
 
@@ -689,7 +694,7 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
     this accepts: guards at decode time).
     """
     def latest_of(task_type: TaskType) -> TaskOutline | None:
-        return next((t for t in reversed(tasks) if t.task_type is task_type), None)
+        return _latest_outline(task_type, tasks)
     for earlier in OPERATIONAL_TASKS[:OPERATIONAL_TASKS.index(kind)]:
         latest = latest_of(earlier)
         if latest is None:
@@ -725,13 +730,11 @@ def failed_since_success(kind: TaskType, tasks: list[TaskOutline]) -> list[TaskO
     :func:`delegation_refusal`); ``[]`` when ``kind``'s latest task did not succeed. A later step's
     failure before that success was what it recovered. ``tasks``: every task, in authorization order.
     """
-    def latest_of(task_type: TaskType) -> TaskOutline | None:
-        return next((t for t in reversed(tasks) if t.task_type is task_type), None)
-    latest = latest_of(kind)
+    latest = _latest_outline(kind, tasks)
     if latest is None or latest.status != 'success':
         return []
     since = tasks.index(latest)
-    later = (latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:])
+    later = (_latest_outline(k, tasks) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:])
     return [t for t in later if t is not None and t.status == 'failure' and tasks.index(t) > since]
 
 

@@ -896,8 +896,8 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
             d = event.data
             usage.replies += 1
             usage.prompt_tokens += int(d.get('prompt_tokens') or 0)
-            details = (d.get('usage') or {}).get('prompt_tokens_details') if isinstance(d.get('usage'), dict) else None
-            usage.cached_prompt_tokens += int((details or {}).get('cached_tokens') or 0)
+            endpoint = d.get('usage') if isinstance(d.get('usage'), dict) else {}
+            usage.cached_prompt_tokens += int((endpoint.get('prompt_tokens_details') or {}).get('cached_tokens') or 0)
             usage.completion_tokens += int(d.get('completion_tokens') or 0)
             cost = float(d.get('cost_usd') or 0.0)
             usage.cost_usd += cost

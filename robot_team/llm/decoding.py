@@ -47,7 +47,8 @@ from typing import Any, Iterable, Literal
 
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
-    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, tools_for)
+    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, task_closes,
+    tools_for)
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, unmet_proofs
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
@@ -169,7 +170,7 @@ def _close(schema: dict, argument: str, values: list[str]) -> None:
 
 def _closed_values(closed: ClosedSet, task: TaskSpec) -> list[str]:
     """Return the one value ``task`` closes an argument to (:func:`~robot_team.catalog.outside_task`), or none."""
-    value = task.room if closed is ClosedSet.TASK_ROOM else task.hcw_id
+    value = task_closes(task.room, task.hcw_id).get(closed, '')
     return [value] if value else []
 
 

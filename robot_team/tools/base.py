@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from robot_team.catalog import TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task
+from robot_team.catalog import (
+    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, task_closes)
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -114,7 +115,7 @@ class Toolbox:
         and that names another is refused (:func:`~robot_team.catalog.outside_task`).
         """
         with self._lock:
-            self._tasks[task_id] = {ClosedSet.TASK_ROOM: room, ClosedSet.TASK_HCW: hcw_id}
+            self._tasks[task_id] = task_closes(room, hcw_id)
 
     def task_values(self, task_id: str) -> dict[ClosedSet, str]:
         """Return what ``task_id`` closes arguments to (:meth:`begin_task`; empty for a task not begun)."""
