@@ -121,3 +121,25 @@ def test_a_call_on_another_room_than_its_tasks_is_refused_and_never_runs():
     assert [e[3]['category'] for e in invalid] == ['outside_task'] and invalid[0][3]['task_id'] == 'display-1'
     assert box.call('fetch_care_team', task_id='display-1', room='ER-12').ok and calls == ['ER-12']
     assert box.call('fetch_care_team', task_id='not-begun', room='Triage').ok   # no task values: nothing closed
+
+
+def test_a_robot_forgets_a_tasks_journal_once_its_report_carries_it():
+    """A deployed robot runs a task per patient for weeks: what its Toolbox keeps does not grow with them."""
+    from team_harness import World, build_toolbox, run_robot
+    from robot_team.brains.base import TaskSpec
+    from robot_team.brains.protocol import InfoCollectionProtocolBrain
+    from robot_team.reports import TaskStatus, TaskType
+    box, emitted = build_toolbox('info_collection_robot', World()), []
+    reports = [run_robot('info_collection_robot', InfoCollectionProtocolBrain(), box,
+                         TaskSpec(task_id=f'info-{k}', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90'),
+                         lambda *a, **k: emitted.append(a))
+               for k in range(1, 51)]
+    assert all(r.status is TaskStatus.SUCCESS for r in reports)
+    # every report carries its own task's calls as evidence, the last as much as the first
+    assert [len(r.evidence['tool_journal']) for r in reports] == [len(reports[0].evidence['tool_journal'])] * 50
+    assert {c['tool'] for c in reports[-1].evidence['tool_journal']} >= {'read_badge_scan', 'lookup_staff_by_badge'}
+    assert box._journal == {} and box._tasks == {}
+    assert box.journal('info-50') == [] and box.task_values('info-50') == {}
+    box.cancel('info-51')
+    box.end_task('info-51')
+    assert box.cancelled('info-51')   # a cancelled task stays cancelled: a late call for it is still refused

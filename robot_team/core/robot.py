@@ -88,6 +88,7 @@ class RobotCore:
             _log.error('%s brain crashed:\n%s', self.role, traceback.format_exc())
             claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')
         journal = self.toolbox.journal(task.task_id)
+        self.toolbox.end_task(task.task_id)   # the report carries the journal from here on
         problems = contradictions(self.task_type, claim, journal)
         if problems:
             self._emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',

@@ -122,6 +122,19 @@ class Toolbox:
         with self._lock:
             return dict(self._tasks.get(task_id, {}))
 
+    def end_task(self, task_id: str) -> None:
+        """Forget ``task_id``'s journal and closed values once its report carries the journal.
+
+        What the Toolbox keeps per task is then bounded by the tasks running at once, not by every
+        task a deployed robot ever ran (the record keeps each call as a ``tool_result`` event, and
+        the report the journal as evidence). A cancelled task stays cancelled (a late call for it
+        is still refused; the robot node reads the flag until it has let the task go). A task not
+        begun is a no-op.
+        """
+        with self._lock:
+            self._journal.pop(task_id, None)
+            self._tasks.pop(task_id, None)
+
     def cancel(self, task_id: str) -> None:
         """Refuse every further call made for ``task_id`` (the task was cancelled)."""
         with self._lock:
