@@ -73,10 +73,14 @@ class ClosedSet(str, Enum):
     room and one HCW: a robot that looks up, reads or shows another room, or pages another HCW,
     does not do its task (the display robot of a run showed ER-12's care team on the Triage
     screen and reported success; the screen it wrote to was never the task's).
+
+    Some values come from a call's result in the task (:attr:`ToolDecl.closes`): the badge a
+    robot looks up is the one its scan read.
     """
 
-    TASK_ROOM = 'task_room'  # the room the task names (the patient's room)
-    TASK_HCW = 'task_hcw'    # the HCW the task names
+    TASK_ROOM = 'task_room'          # the room the task names (the patient's room)
+    TASK_HCW = 'task_hcw'            # the HCW the task names
+    SCANNED_BADGE = 'scanned_badge'  # the badge ID the task's latest successful badge scan read
 
 
 class RubricUse(str, Enum):
@@ -377,6 +381,15 @@ class ToolDecl:
     once
         Its evidence is complete once it succeeded: a constrained request no longer offers it in
         the same task (``False``: it may serve several times, e.g. one goal after another).
+    final
+        Its answer depends only on its arguments and on data a task does not change (the staff
+        directory): a *failed* call is as final as a successful one, so the Toolbox answers a
+        repeat with the same arguments from the journal instead of running it, and a constrained
+        request no longer offers a tool whose every argument is closed to values it already ran
+        with (the 0.5B info-collection robot looked an unknown badge up five times in a row).
+    closes
+        ``(ClosedSet, output key)``: what a successful call's output closes for the rest of its
+        task (the latest such call's value), e.g. the badge scan closes the badge to look up.
     closed
         ``(argument, ClosedSet)``: arguments the task closes to one value (:func:`outside_task`):
         the Toolbox refuses any other (``invalid_call`` of category ``outside_task``) and a
@@ -408,7 +421,9 @@ class ToolDecl:
     proof: Proof | None = None
     rubric: RubricUse | None = None
     once: bool = True
+    final: bool = False
     closed: tuple[tuple[str, ClosedSet], ...] = ()
+    closes: tuple[tuple[ClosedSet, str], ...] = ()
     usage: str = ''
     requires: tuple[Tool, ...] = ()
     negative: Callable[[Mapping[str, Any], Mapping[str, Any], str], str] | None = None
@@ -478,9 +493,11 @@ TOOLS: tuple[ToolDecl, ...] = (
                          not_last='the last navigate_to_pose goal did not succeed')),
     ToolDecl(Tool.READ_BADGE_SCAN, _INFO, TaskType.INFO_COLLECTION, ReadBadgeScanInput, BadgeScanOutput,
              evidence=True, key=True, closed=(('room', ClosedSet.TASK_ROOM),),
+             closes=((ClosedSet.SCANNED_BADGE, 'badge_id'),),
              proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
     ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, _INFO, TaskType.INFO_COLLECTION, BadgeInput, StaffRecordOutput,
-             evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,),
+             evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,), final=True,
+             closed=(('badge_id', ClosedSet.SCANNED_BADGE),),
              negative=_badge_of_another_hcw,
              proof=Proof("the scanned badge is this HCW's", required=True,
                          missing='no badge was found in the staff directory',
@@ -643,11 +660,23 @@ def task_closes(room: str, hcw_id: str) -> dict[ClosedSet, str]:
     return {ClosedSet.TASK_ROOM: room, ClosedSet.TASK_HCW: hcw_id}
 
 
+def result_closes(tool: str, output: Mapping[str, Any]) -> dict[ClosedSet, str]:
+    """Return what a *successful* call of ``tool`` with ``output`` closes for the rest of its task.
+
+    From :attr:`ToolDecl.closes` (empty for an undeclared tool or a missing or empty value). The
+    Toolbox adds it to the task's values (:meth:`robot_team.tools.base.Toolbox.task_values`),
+    which both its refusal and the constrained offer read.
+    """
+    decl = TOOLS_BY_NAME.get(tool)
+    return {closed: str(output[key]) for closed, key in (decl.closes if decl is not None else ())
+            if output.get(key) not in (None, '')}
+
+
 def outside_task(tool: str, args: Mapping[str, Any], task: Mapping[ClosedSet, str]) -> list[str]:
     """Return why ``args`` of ``tool`` leave its task (empty: they do not), one reason per argument.
 
-    ``task``: the values the task closes (:func:`task_closes`); a value the task leaves empty
-    closes nothing. An undeclared tool is never outside. The one rule
+    ``task``: the values the task closes (:func:`task_closes`, and :func:`result_closes` of its
+    calls so far); a value the task leaves empty closes nothing. An undeclared tool is never outside. The one rule
     behind the Toolbox's refusal and the constrained offer (:attr:`ToolDecl.closed`).
     """
     decl = TOOLS_BY_NAME.get(tool)

@@ -143,6 +143,37 @@ def test_the_same_successful_call_is_not_run_again_by_the_toolbox():
     assert box.call(Tool.READ_BADGE_SCAN.value, task_id='info-2', room='ER-12').ok   # another task: runs
 
 
+def test_the_badge_looked_up_is_the_scanned_one_and_an_unknown_badge_is_looked_up_once():
+    """The 0.5B info-collection robot looked an unknown badge up five times in a row (catalog ``final``)."""
+    events, looked_up = [], []
+
+    class Events:
+        def emit(self, kind, summary, **data):
+            events.append((getattr(kind, 'value', kind), data))
+    box = build_toolbox(Robot.INFO_COLLECTION.value, World(scan_badge='ED-9999'))
+    box._events = Events()
+    lookup = box._tools[Tool.LOOKUP_STAFF_BY_BADGE.value]
+    box._tools[lookup.name] = type(lookup)(**{**vars(lookup), 'func': lambda a: looked_up.append(a) or lookup.func(a)})
+    task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
+    box.begin_task(task.task_id, room=task.room, hcw_id=task.hcw_id)
+    assert box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12').ok
+    offer = robot_offer(box, task, one_call=True)
+    assert offer.enums[f'{Tool.LOOKUP_STAFF_BY_BADGE.value}.badge_id'] == ['ED-9999']   # what the scan read
+    other = box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-0090')
+    assert not other.ok and 'is not the task' in other.error and looked_up == []      # outside_task, never run
+    first = box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-9999')
+    assert not first.ok and first.answered and len(looked_up) == 1
+    # the directory's answer stands for the task: no lookup offered, a grounded failure report is
+    after = robot_offer(box, task, one_call=True)
+    assert Tool.LOOKUP_STAFF_BY_BADGE.value not in after.names and after.enums['submit_report.status'] == ['failure']
+    again = box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-9999')
+    assert (again.ok, again.error, again.repeat_of) == (False, first.error, first.stamp_s) and len(looked_up) == 1
+    assert [d['category'] for kind, d in events if kind == 'invalid_call'] == ['outside_task', 'repeated_call']
+    box.end_task('info-1')
+    assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-2', badge_id='ED-9999').error.startswith(
+        'lookup_staff_by_badge needs a successful read_badge_scan')   # a task of its own: nothing stands
+
+
 def test_a_tool_whose_prerequisites_did_not_succeed_is_not_run_and_is_on_the_record():
     events = []
 

@@ -45,6 +45,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
+from pydantic import ValidationError
+
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, task_closes,
@@ -168,10 +170,29 @@ def _close(schema: dict, argument: str, values: list[str]) -> None:
         prop.update({'type': 'string', 'enum': list(dict.fromkeys(values))})
 
 
-def _closed_values(closed: ClosedSet, task: TaskSpec) -> list[str]:
-    """Return the one value ``task`` closes an argument to (:func:`~robot_team.catalog.outside_task`), or none."""
-    value = task_closes(task.room, task.hcw_id).get(closed, '')
-    return [value] if value else []
+def _task_values(toolbox: Toolbox, task: TaskSpec) -> dict[ClosedSet, str]:
+    """Return what ``task`` closes arguments to now: its room and HCW, then its calls' (the Toolbox's values)."""
+    return {**task_closes(task.room, task.hcw_id), **toolbox.task_values(task.task_id)}
+
+
+def _closed_args(decl, values: dict[ClosedSet, str]) -> dict[str, str]:
+    """Return ``decl``'s closed arguments that ``values`` close now, each to its one value."""
+    return {argument: values[closed] for argument, closed in decl.closed if values.get(closed)}
+
+
+def _answered(toolbox: Toolbox, spec, decl, closed: dict[str, str], task_id: str) -> bool:
+    """Return whether the Toolbox would answer every call the offer leaves open from its journal.
+
+    Only for a ``final`` tool whose every argument is closed (one call left open) and that call
+    already answered in the task (:meth:`~robot_team.tools.base.Toolbox.repeated`, the same rule).
+    """
+    if not decl.final or set(spec.input_model.model_fields) - set(closed):
+        return False
+    try:
+        parsed = spec.input_model.model_validate(closed)
+    except ValidationError:
+        return False
+    return toolbox.repeated(spec, parsed, task_id) is not None
 
 
 def _proven_claim(task_type: TaskType, journal: list[ToolResult]) -> tuple[BrainReport, dict[str, Any]]:
@@ -268,17 +289,20 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     done = toolbox.succeeded(task.task_id)
-    tools, may_succeed = [], set(done)
+    tools, may_succeed, values = [], set(done), _task_values(toolbox, task)
     for spec in ([] if last else toolbox.specs()):   # catalog order: prerequisites first
         decl = TOOLS_BY_NAME.get(spec.name)
         if decl is not None and decl.once and spec.name in done:
             continue
         if missing_prerequisites(spec.name, done if one_call else may_succeed):   # the Toolbox would not run it
             continue
+        closed = _closed_args(decl, values) if decl is not None else {}
+        if decl is not None and _answered(toolbox, spec, decl, closed, task.task_id):   # a final answer stands
+            continue
         may_succeed.add(spec.name)
         tool = function_schema(spec.name, spec.description, spec.input_model)
-        for argument, closed in (decl.closed if decl is not None else ()):
-            _close(tool['function']['parameters'], argument, _closed_values(closed, task))
+        for argument, value in closed.items():
+            _close(tool['function']['parameters'], argument, [value])
         tools.append(tool)
     nothing_else = last or not tools
     report = report_tool(task_type, journal, variants,

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from robot_team.catalog import (
-    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, task_closes)
+    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, result_closes, task_closes)
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
@@ -53,7 +53,10 @@ class ToolResult:
     stamp_s: float = 0.0
     wall_duration_s: float = 0.0
     repeat_of: float | None = None
-    """Stamp (s) of the earlier identical successful call whose result this is (not run again)."""
+    """Stamp (s) of the earlier identical call whose result this is (not run again)."""
+    answered: bool = False
+    """Whether the tool ran and answered: a result or its own failure (a ``ToolError``); False when
+    refused before it ran, when it crashed, or for a repeat answered from the journal."""
 
     def as_dict(self) -> dict:
         """Return this result as a JSON-ready dict."""
@@ -82,7 +85,8 @@ class Toolbox:
     A call of a ``once`` tool (catalog) that already succeeded in the same task with the same
     (validated) arguments is not run again: the earlier result is returned (``repeat_of``: its
     stamp), and a model's repeat is an ``invalid_call`` of category ``repeated_call``; a
-    constrained LLM request does not offer the tool again (the same rule).
+    constrained LLM request does not offer the tool again (the same rule). For a ``final`` tool
+    (an answer from data the task does not change) the same holds for an earlier failed call.
 
     A call that names another room or HCW than its task's where the catalog closes that argument
     to the task's (``closed``, :meth:`begin_task`) is not run: it fails with an error naming
@@ -118,9 +122,17 @@ class Toolbox:
             self._tasks[task_id] = task_closes(room, hcw_id)
 
     def task_values(self, task_id: str) -> dict[ClosedSet, str]:
-        """Return what ``task_id`` closes arguments to (:meth:`begin_task`; empty for a task not begun)."""
+        """Return what ``task_id`` closes arguments to: :meth:`begin_task`'s, then its successful calls'.
+
+        The calls' values (:func:`~robot_team.catalog.result_closes`, e.g. the badge the scan read)
+        in journal order, the latest winning. Empty for a task neither begun nor called.
+        """
         with self._lock:
-            return dict(self._tasks.get(task_id, {}))
+            values = dict(self._tasks.get(task_id, {}))
+            for result in self._journal.get(task_id, []):
+                if result.ok:
+                    values.update(result_closes(result.tool, result.output))
+            return values
 
     def end_task(self, task_id: str) -> None:
         """Forget ``task_id``'s journal and closed values once its report carries the journal.
@@ -237,12 +249,12 @@ class Toolbox:
                          'missing_prerequisite', result.error, json.dumps(args, default=str), task_id=task_id,
                          missing=missing)
         elif earlier is not None:   # not run again: the earlier result, flagged as a repeat
-            result.ok, result.output = True, dict(earlier.output)
+            result.ok, result.output, result.error = earlier.ok, dict(earlier.output), earlier.error
             result.repeat_of = earlier.stamp_s
             if self.decision_source is None or self.decision_source() == DecisionSource.LLM.value:
                 invalid_call(self._events.emit if self._events is not None else None, caller, name, 'repeated_call',
-                             f'{name} already succeeded in {task_id} with the same arguments (at '
-                             f'{earlier.stamp_s:.1f} s); not run again, its result returned',
+                             f"{name} already {'succeeded' if earlier.ok else 'failed'} in {task_id} with the same "
+                             f'arguments (at {earlier.stamp_s:.1f} s); not run again, its result returned',
                              json.dumps(args, default=str), task_id=task_id)
         else:
             self._run(spec, parsed, result)
@@ -263,18 +275,21 @@ class Toolbox:
         return missing_prerequisites(name, self.succeeded(task_id))
 
     def repeated(self, spec: ToolSpec, parsed: BaseModel, task_id: str) -> ToolResult | None:
-        """Return the earlier successful call of ``spec`` in ``task_id`` with the same validated arguments, if any.
+        """Return the earlier call of ``spec`` in ``task_id`` with the same validated arguments that stands, if any.
 
-        ``parsed``: this call's arguments, validated by ``spec``'s input model. Only for a tool the
-        catalog marks ``once`` (its evidence is complete once it succeeded); a physical action such
-        as a Nav2 goal runs again (the robot may have moved since).
+        ``parsed``: this call's arguments, validated by ``spec``'s input model. A successful call
+        stands for a tool the catalog marks ``once`` (its evidence is complete once it
+        succeeded); a failed one that answered (its own ``ToolError``, not a crash), too, for a
+        tool it marks ``final`` (its answer comes from data the task does not change). A
+        physical action such as a Nav2 goal runs again (the robot may have moved since).
         """
         decl = TOOLS_BY_NAME.get(spec.name)
         if decl is not None and not decl.once:
             return None
+        final = decl is not None and decl.final
         wanted = parsed.model_dump()
         for earlier in self.journal(task_id):
-            if earlier.tool == spec.name and earlier.ok:
+            if earlier.tool == spec.name and (earlier.ok or (final and earlier.answered)):
                 try:
                     if spec.input_model.model_validate(earlier.args).model_dump() == wanted:
                         return earlier
@@ -288,10 +303,11 @@ class Toolbox:
         try:
             output = spec.func(parsed)
             result.output = output.model_dump() if isinstance(output, BaseModel) else dict(output or {})
-            result.ok = True
+            result.ok = result.answered = True
         except ToolError as exc:
             result.error = str(exc)
             result.output = exc.output
+            result.answered = True
         except Exception as exc:  # noqa: BLE001 - a tool crash becomes a recorded failure
             result.error = f'{spec.name} crashed: {type(exc).__name__}: {exc}'
 
