@@ -147,6 +147,21 @@ def test_expiry_with_abort_closes_the_episode(tmp_path):
     desk.tick(40.0)
     assert desk.record(esc_id).state.value == 'expired' and core.policy.closed
     assert decisions[-1].decision == 'abort' and decisions[-1].operator_id == 'supervisor'
+    assert ports.stops == [f'supervisor closed the episode with abort on {esc_id}: no task may go on']
+
+
+def test_a_persons_abort_stops_every_robots_running_task(tmp_path):
+    """A navigation robot paged an HCW three more times after the human's abort, for 35 s."""
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    task = failed_nav(core)
+    _, esc_id, _ = core.request_escalation(task, 'HCW #80 unavailable', ['reassign:90', 'retry', 'abort'], 3.0)
+    assert desk.resolve(esc_id, 'retry', '', '', 'charge_nurse', 4.0).accepted and ports.stops == []
+    again = core.authorize('navigation', 'navigation_robot', '', 'manager', 5.0)
+    _, second, _ = core.request_escalation(again.task_id, 'no answer', ['abort'], 6.0)
+    assert ports.stops == []
+    assert desk.resolve(second, 'abort', '', 'badge office', 'charge_nurse', 7.0).accepted
+    assert core.policy.closed and ports.stops == [
+        f'charge_nurse closed the episode with abort on {second}: no task may go on']
 
 
 def test_an_escalation_covered_by_a_takeover_expires_without_holding_the_team(tmp_path):

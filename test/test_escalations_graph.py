@@ -201,6 +201,28 @@ def test_every_bad_input_is_refused_with_a_reason_and_recorded(graph):
                     == ['acknowledged', 'resolved'])
 
 
+def test_a_persons_abort_cancels_the_task_a_robot_is_still_running(graph):
+    """After the human's abort a navigation robot went on paging an HCW for 35 s: the abort stops it."""
+    from robot_team.action import ExecuteTask
+    nodes, team = graph
+    auth = team.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
+    assert team.robot_client.wait_for_server(timeout_sec=10.0)
+    sent = team.robot_client.send_goal_async(ExecuteTask.Goal(task_id=auth.task_id, task_type='navigation'))
+    assert wait_for(sent.done) and sent.result().accepted
+    esc = team.call('raise', operator_id='triage_nurse', kind='concern', task_id=auth.task_id,
+                    reason='the badge office must reissue the badge', severity='high')
+    assert esc.accepted
+    time.sleep(0.5)
+    assert not team.goal_cancelled.is_set()    # an open escalation alone does not stop the robots
+    closed = team.call('resolve', escalation_id=esc.escalation_id, decision='abort', operator_id='charge_nurse')
+    assert closed.accepted and 'the episode is closed' in closed.message, closed.message
+    assert wait_for(team.goal_cancelled.is_set, timeout=10.0), 'the running task was not cancelled'
+    assert wait_for(lambda: team.find('goals_cancelled', action='navigation_robot/execute_task')
+                    and team.find('goals_cancelled', action='navigation_robot/execute_task')[0].data['goals'])
+    [cancel] = team.find('goals_cancelled', action='navigation_robot/execute_task')
+    assert f'abort on {esc.escalation_id}' in cancel.reason
+
+
 def test_deadline_expiry_holds_the_team_and_cancels_the_robots_goals(graph):
     from robot_team.action import ExecuteTask
     nodes, team = graph

@@ -200,6 +200,15 @@ class EscalationDesk:
             return Answer(accepted=False, refusal=Refusal.BAD_VALUE, message=message)
         return Answer(accepted=True, escalation_id=escalation_id, message=message)
 
+    def _stop_closed(self, escalation_id: str, by: str) -> None:
+        """Stop every robot's running task: ``abort`` on ``escalation_id`` (by ``by``) closed the episode.
+
+        Nothing may be delegated any more (the gate's ``closed`` rule), and a task still running
+        would go on acting for an episode a person ended (a navigation robot paged an HCW three
+        more times after the human's abort, for 35 s, before its report let the reflection start).
+        """
+        self._ports.stop_robots(f'{by} closed the episode with abort on {escalation_id}: no task may go on')
+
     def hold_team(self, reason: str, *, by: str, now_s: float, task_id: str = '', options: list[str] | None = None,
                   proposal: str = '') -> str:
         """Hold the whole team until a person resolves the hold escalation this opens; return its ID.
@@ -350,6 +359,8 @@ class EscalationDesk:
         self._ports.publish_escalation(record, now_s)
         if record.holds_team:
             self._release(escalation_id, operator_id, now_s)
+        if decision == 'abort':
+            self._stop_closed(escalation_id, operator_id)
         return Answer(accepted=True, escalation_id=escalation_id, message=message
                       + (f' ({check_note})' if check_note else '')
                       + ('; the team hold is released' if record.holds_team and not self.hold.active else ''))
@@ -488,6 +499,8 @@ class EscalationDesk:
             accepted, message = self.core.resolve(record.escalation_id, 'abort', '', note, SUPERVISOR, now_s)
             record.note = note if accepted else message
             self._save(record)
+            if accepted:
+                self._stop_closed(record.escalation_id, SUPERVISOR)
         else:
             follow = self.hold_team(f'{record.escalation_id} expired unanswered: {record.reason}', by=SUPERVISOR,
                                     task_id=record.task_id, options=record.options or None,
