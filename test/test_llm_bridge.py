@@ -236,6 +236,27 @@ def test_a_manager_with_nothing_usable_while_the_team_waits_hands_over_to_the_pr
     assert [(a.task_type, a.hcw_id) for a in later] == [(TaskType.NAVIGATION, patient.assigned_hcw_id)]
 
 
+def test_a_note_on_a_delegation_that_went_ahead_amended_is_told_not_asked():
+    """Asked after a role-misalignment note, with a task running and nothing failed, a 0.5B manager escalated it."""
+    from robot_team.brains.base import FeedbackKind, GuardFeedback
+    patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
+    running = [TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot='info_collection_robot',
+                          hcw_id='80', state='running')]
+    note = GuardFeedback(kind=FeedbackKind.ROLE_MISALIGNMENT, text='Role misalignment: results removed.')
+    refused = GuardFeedback(kind=FeedbackKind.DELEGATION_REFUSED, text='refused: info_collection is running')
+    with ScriptedServer({'manager': lambda body: text('waiting')}) as server:
+        brain = LLMManagerBrain(settings(server), Recorder().emitter('manager'), kb=False)
+        assert brain.decide(ManagerObservation(patient=patient, tasks=running, new=['patient arrived'])) == []
+        assert len(server.requests_of('manager')) == 1
+        assert brain.decide(ManagerObservation(patient=patient, tasks=running, feedback=[note])) == []
+        assert len(server.requests_of('manager')) == 1                  # told: no request
+        brain.decide(ManagerObservation(patient=patient, tasks=running, feedback=[refused]))
+        assert len(server.requests_of('manager')) == 2                  # a refusal needs a decision
+        told = server.requests_of('manager')[-1]['messages'][-1]['content']
+        assert 'Guard: Role misalignment: results removed.\nGuard: refused: info_collection is running' in told
+    assert [k for k in FeedbackKind if not k.needs_decision] == [FeedbackKind.ROLE_MISALIGNMENT]
+
+
 def test_the_same_hcw_after_a_navigation_failure_is_refused_and_the_protocol_brain_proposes_another():
     record = Recorder()
     again = {'task_type': 'navigation', 'robot': 'navigation_robot', 'hcw_id': '80', 'reason': 'retry',

@@ -113,6 +113,16 @@ class FeedbackKind(str, Enum):
     REFLECTION_REFUSED = 'reflection_refused'          # the gate refused the reflection now (rule 8)
     ACTION_FAILED = 'action_failed'                    # an action could not be carried out (ROS timeout...)
 
+    @property
+    def needs_decision(self) -> bool:
+        """Whether the manager must decide again: False when its action went ahead, amended.
+
+        A delegation whose results were removed (``role_misalignment``) was carried out: the brain
+        is told, not asked (a 0.5B manager asked after that note, with a task running and nothing
+        failed, escalated the running task).
+        """
+        return self is not FeedbackKind.ROLE_MISALIGNMENT
+
 
 class GuardFeedback(BaseModel):
     """One guard refusal or explanation for the manager: typed, with the words for the model."""

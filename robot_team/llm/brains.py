@@ -414,6 +414,7 @@ class LLMManagerBrain(ManagerBrain):
         self._seen_escalations: dict[str, str] = {}
         self._seen_instructions: set[str] = set()
         self._seen_lost: set[str] = set()   # team nodes the model was told are lost (team/liveness)
+        self._notes: list[str] = []   # guard notes that needed no decision, for the next update
         self._started = False
         self._kb_now = True
         self._bad_reflections = 0
@@ -483,8 +484,9 @@ class LLMManagerBrain(ManagerBrain):
         for node in sorted(seen_lost - lost):
             lines.append(f'Supervisor: {node} is back and can take tasks again.')
         self._seen_lost = lost
-        for feedback in obs.feedback:
-            lines.append(f'Guard: {feedback.text}')
+        for note in [*self._notes, *(feedback.text for feedback in obs.feedback)]:
+            lines.append(f'Guard: {note}')
+        self._notes = []
         record = '; '.join(f'{t.task_id} {t.task_type.value} #{t.hcw_id or "-"} {t.state}' for t in obs.tasks
                            if t.task_id not in told)   # the rest of the record (older turns leave the window)
         if record:
@@ -497,7 +499,8 @@ class LLMManagerBrain(ManagerBrain):
         """Ask the model what to do about the new cues; return its valid actions (maybe none).
 
         Calls the model only when something is new (a cue, a finished task, an escalation
-        change or guard feedback), and only when the workflow accepts one of its tools now
+        change or guard feedback that needs a decision: a note on an action that went ahead
+        amended is told with the next request), and only when the workflow accepts one of its tools now
         (:func:`~robot_team.llm.decoding.manager_offer` not empty; e.g. while its escalation waits
         on a human with every HCW refused, there is nothing to ask). After the reflection was
         accepted, returns Finish with the outcome of the record, without a request.
@@ -508,7 +511,8 @@ class LLMManagerBrain(ManagerBrain):
             return [Finish(outcome=self._outcome(observation), reason='reflection accepted')]
         if observation.patient is None:
             return []
-        if not (observation.new or observation.feedback) and self._started:
+        if self._started and not observation.new and not any(f.kind.needs_decision for f in observation.feedback):
+            self._notes.extend(f.text for f in observation.feedback)   # told with the next request, not asked
             return []
         # The KB goes with the first update and with any that needs judgment (a failure, an
         # escalation, guard feedback); routine progress updates do not repeat it.
