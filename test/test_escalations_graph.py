@@ -108,6 +108,18 @@ class Team(Node):
         return [e for e in self.events if e.actor == 'supervisor' and e.kind == kind
                 and all(e.data.get(k) == v for k, v in data.items())]
 
+    def escort_with_concern(self, reason):
+        """Start a navigation goal at the robot (it runs until cancelled) and raise a concern on it."""
+        from robot_team.action import ExecuteTask
+        auth = self.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
+        assert self.robot_client.wait_for_server(timeout_sec=10.0)
+        sent = self.robot_client.send_goal_async(ExecuteTask.Goal(task_id=auth.task_id, task_type='navigation'))
+        assert wait_for(sent.done) and sent.result().accepted
+        esc = self.call('raise', operator_id='triage_nurse', kind='concern', task_id=auth.task_id, reason=reason,
+                        severity='high')
+        assert esc.accepted
+        return auth, esc
+
     def failed_navigation(self, supervisor):
         auth = self.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
         assert auth.approved
@@ -203,15 +215,8 @@ def test_every_bad_input_is_refused_with_a_reason_and_recorded(graph):
 
 def test_a_persons_abort_cancels_the_task_a_robot_is_still_running(graph):
     """After the human's abort a navigation robot went on paging an HCW for 35 s: the abort stops it."""
-    from robot_team.action import ExecuteTask
     nodes, team = graph
-    auth = team.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
-    assert team.robot_client.wait_for_server(timeout_sec=10.0)
-    sent = team.robot_client.send_goal_async(ExecuteTask.Goal(task_id=auth.task_id, task_type='navigation'))
-    assert wait_for(sent.done) and sent.result().accepted
-    esc = team.call('raise', operator_id='triage_nurse', kind='concern', task_id=auth.task_id,
-                    reason='the badge office must reissue the badge', severity='high')
-    assert esc.accepted
+    _, esc = team.escort_with_concern('the badge office must reissue the badge')
     time.sleep(0.5)
     assert not team.goal_cancelled.is_set()    # an open escalation alone does not stop the robots
     closed = team.call('resolve', escalation_id=esc.escalation_id, decision='abort', operator_id='charge_nurse')
@@ -224,16 +229,10 @@ def test_a_persons_abort_cancels_the_task_a_robot_is_still_running(graph):
 
 
 def test_deadline_expiry_holds_the_team_and_cancels_the_robots_goals(graph):
-    from robot_team.action import ExecuteTask
     nodes, team = graph
     supervisor = nodes['supervisor']
-    auth = team.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
-    assert team.robot_client.wait_for_server(timeout_sec=10.0)
-    sent = team.robot_client.send_goal_async(ExecuteTask.Goal(task_id=auth.task_id, task_type='navigation'))
-    assert wait_for(sent.done) and sent.result().accepted
-    esc = team.call('raise', operator_id='triage_nurse', kind='concern', task_id=auth.task_id,
-                    reason='the escort takes long', severity='high')
-    assert esc.accepted and esc.escalation_id == 'esc-1'
+    auth, esc = team.escort_with_concern('the escort takes long')
+    assert esc.escalation_id == 'esc-1'
     team.set_time(6.0, supervisor)                          # re-notified after 4 s, unacknowledged
     assert wait_for(lambda: team.latest('esc-1').notifications == 2)
     assert wait_for(lambda: team.find('escalation_renotified', escalation_id='esc-1'))
