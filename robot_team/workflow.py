@@ -693,10 +693,8 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
     Shared by the supervisor's gate and the manager's LLM bridge (which offers only the task types
     this accepts: guards at decode time).
     """
-    def latest_of(task_type: TaskType) -> TaskOutline | None:
-        return _latest_outline(task_type, tasks)
     for earlier in OPERATIONAL_TASKS[:OPERATIONAL_TASKS.index(kind)]:
-        latest = latest_of(earlier)
+        latest = _latest_outline(earlier, tasks)
         if latest is None:
             return ('order', f'{kind.value} must wait: {earlier.value} has not been delegated yet '
                              f'(workflow: {_order()}); delegate {earlier.value} first')
@@ -707,13 +705,13 @@ def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, s
             return ('order', f'{kind.value} must wait: {earlier.value} {latest.task_id} failed '
                              f'({latest.issue}); recover {earlier.value} first (retry, reassign or '
                              f'escalate)')
-    latest = latest_of(kind)
+    latest = _latest_outline(kind, tasks)
     if latest is not None and latest.status == 'running':
         return ('running', f'{kind.value} {latest.task_id} is still running on {latest.robot}; '
                            f'wait for its report before delegating {kind.value} again')
     if latest is not None and latest.status == 'success':
         if not failed_since_success(kind, tasks):
-            later = [latest_of(k) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:]]
+            later = [_latest_outline(k, tasks) for k in OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:]]
             following = next((k.value for k, t in zip(OPERATIONAL_TASKS[OPERATIONAL_TASKS.index(kind) + 1:], later)
                               if t is None or t.status != 'success'), 'the reflection')
             return ('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}) and no later step failed '
