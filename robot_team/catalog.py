@@ -31,7 +31,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -638,6 +638,25 @@ def negative_finding(tool: str, args: Mapping[str, Any], output: Mapping[str, An
     """
     decl = TOOLS_BY_NAME.get(tool)
     return decl.negative(args, output, hcw_id) if decl is not None and decl.negative is not None else ''
+
+
+def final_failure(journal: Iterable[Any]) -> str:
+    """Return the ``final`` tool whose own failed answer is in a task's ``journal``, else ``''``.
+
+    ``journal``: the task's tool journal as the report's evidence carries it (``tool_journal``:
+    mappings with ``tool``, ``ok`` and ``answered``, as ``ToolResult.as_dict`` writes them); an
+    entry of any other shape counts for nothing. Such an answer comes from data a task does not
+    change (:attr:`ToolDecl.final`: the staff directory does not know the scanned badge), so it
+    stands for every later attempt too; a crash or a refused call (``answered`` false) does not.
+    The first one in journal order when several.
+    """
+    for entry in journal:
+        if not isinstance(entry, Mapping) or entry.get('ok') or not entry.get('answered'):
+            continue
+        decl = TOOLS_BY_NAME.get(str(entry.get('tool', '')))
+        if decl is not None and decl.final:
+            return decl.name
+    return ''
 
 
 def missing_prerequisites(tool: str, succeeded: set[str]) -> list[str]:

@@ -11,7 +11,7 @@ import json
 from team_harness import World, build_toolbox
 
 from robot_team.brains.base import BrainReport, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
-from robot_team.catalog import TASK_OWNER, ManagerTool, Tool
+from robot_team.catalog import TASK_OWNER, ManagerTool, Tool, final_failure
 from robot_team.escalation_model import EscalationRecord
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
 from robot_team.llm.decoding import (
@@ -326,6 +326,33 @@ def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
     once = observation(first, second, success, info[0])   # one failure: the repeat may still recover it
     assert hcw_refusal('navigation', '41', once) is None
     assert 'navigation' in json.dumps(delegate_params(manager_offer(once, staff)))
+
+
+def test_a_failure_a_final_answer_grounds_is_a_persons_call_at_once():
+    """catalog.final_failure reads the report's evidence; the attempts rule acts on it for any HCW."""
+    box = build_toolbox(Robot.INFO_COLLECTION.value, World(scan_badge='ED-9999'))
+    box.begin_task('info-1', room='ER-12', hcw_id='90')
+    box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
+    box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-9999')
+    assert final_failure([r.as_dict() for r in box.journal('info-1')]) == Tool.LOOKUP_STAFF_BY_BADGE.value
+    crashed = [{**r.as_dict(), 'answered': False} for r in box.journal('info-1')]   # the tool crashed: no answer
+    assert final_failure(crashed) == '' and final_failure(['not an entry', {'tool': 'x'}]) == ''
+    staff = ['80', '90', '41']
+    nav = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='90',
+                     state='success')
+    info = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+                      hcw_id='90', state='failure', issue='badge unknown')
+    assert ManagerTool.DELEGATE_TASK.value in manager_offer(observation(nav, info), staff).names   # one retry left
+    final = info.model_copy(update={'final_failure': Tool.LOOKUP_STAFF_BY_BADGE.value})
+    obs = observation(nav, final)
+    assert manager_offer(obs, staff).names == [ManagerTool.ESCALATE_TO_SUPERVISOR.value]
+    for kind, hcw in (('info_collection', '90'), ('navigation', '90'), ('navigation', '41')):
+        why = hcw_refusal(kind, hcw, obs)   # the guard behind the offer: the same badge check, or a re-escort
+        assert why is not None and 'lookup_staff_by_badge' in why and 'escalate info-1' in why
+    assert 'escalate_to_supervisor info-1' in manager_next_step(obs, manager_offer(obs, staff))
+    reassigned = EscalationRecord(escalation_id='esc-1', task_id='info-1', decision='reassign', hcw_id='41')
+    decided = observation(nav, final, escalations=[reassigned])   # a person decided: the team may act again
+    assert hcw_refusal('navigation', '41', decided) is None
 
 
 def test_the_managers_next_step_names_the_ways_left_to_handle_a_waiting_failure():

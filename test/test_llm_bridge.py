@@ -825,3 +825,30 @@ def test_manager_is_offered_what_the_workflow_can_accept_and_a_call_to_another_i
     assert early == [{'delegate_task'}]
     assert 'reflection must wait' in kinds(result.record, 'reflection_rejected')[0]['reason']
     assert result.outcome == 'success'
+
+
+def test_a_badge_the_directory_does_not_know_leaves_the_manager_only_the_escalation():
+    """The 0.5B manager without the KB escorted HCW #90 again after the directory did not know the badge
+    their scan read, and was taken over when info collection's issue-handling deadline passed."""
+    ideal, offers = scripted.IdealManager(), []
+
+    def manager(body):
+        tools = {t['function']['name']: t['function']['parameters'] for t in body['tools']}
+        offers.append(tools)
+        if set(tools) == {'escalate_to_supervisor'}:
+            ideal.read(body)
+            failed = [v for v in tools['escalate_to_supervisor']['properties']['task_id']['enum'] if v]
+            return tool_calls(('escalate_to_supervisor', {'task_id': failed[0], 'reason': 'badge unknown',
+                                                          'options': ['abort']}))
+        return ideal(body)
+    with ScriptedServer({**scripted.ideal_policies(), 'manager': manager}) as server:
+        result = team(server, world=World(scan_badge='ED-9999'), operator=[('abort', '')]).run()
+    [info] = [t for t in result.observation.tasks if t.task_type is TaskType.INFO_COLLECTION]
+    assert (info.state, info.final_failure) == ('failure', 'lookup_staff_by_badge')   # from the report's evidence
+    escalations = [o for o in offers if set(o) == {'escalate_to_supervisor'}]
+    assert escalations and escalations[0]['escalate_to_supervisor']['properties']['task_id']['enum'][:2] == \
+        ['', info.task_id]   # neither a re-escort of #90 nor the same badge check again: a person's call
+    assert result.observation.tasks[-1] == info   # nothing delegated after it
+    assert not kinds(result.record, 'takeover') and not kinds(result.record, 'delegation_refused')
+    assert [e.task_id for e in result.observation.escalations] == [info.task_id]
+    assert result.outcome == 'escalated'

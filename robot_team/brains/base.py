@@ -98,6 +98,10 @@ class TaskRecord(BaseModel):
     issue: str = ''
     issue_code: IssueCode = Field(IssueCode.NONE,
                                   description="'robot_lost': the supervisor closed it, the robot was lost.")
+    final_failure: str = Field('', description="A failure's grounds that no later attempt changes: the ``final`` "
+                                               "tool whose own failed answer is in the report's evidence "
+                                               "(robot_team.catalog.final_failure), e.g. lookup_staff_by_badge; "
+                                               "'' otherwise.")
     summary: str = ''
     data: dict[str, Any] = Field(default_factory=dict)
 

@@ -45,6 +45,7 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain
+from robot_team.catalog import final_failure
 from robot_team.core.manager_store import ManagerState, ManagerStore
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
@@ -369,6 +370,8 @@ class ManagerCore:
                 rec.state, rec.issue = 'failure', error
             else:
                 rec.state, rec.issue, rec.issue_code = report.status.value, report.issue, report.issue_code
+                if report.status is TaskStatus.FAILURE:   # evidence the robot node attached, never the brain
+                    rec.final_failure = final_failure(report.evidence.get('tool_journal') or ())
                 rec.summary, rec.data = report.summary, report.data
             brain = self.brain
             status, why = brain.judge(rec)

@@ -462,32 +462,41 @@ def _outlines(obs: ManagerObservation) -> list[TaskOutline]:
 def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     """Return why the LLM manager may not delegate ``task_type`` again now (None: it may).
 
-    :data:`MAX_FAILED_IN_A_ROW` failed attempts in a row (:func:`failed_in_a_row`): escalate the
-    last of them. A step that succeeded is repeated only to recover a later step that failed since
-    (the gate's repeat rule, :func:`robot_team.workflow.delegation_refusal`); when every such later
-    step has reached that limit, the repeat is another attempt at it in disguise and is refused
-    too (the 0.5B manager escorted the HCW again after each failed badge check, until the
+    Another attempt of a task type is a person's call, for any HCW, once its failed attempts in a
+    row (:func:`failed_in_a_row`) number :data:`MAX_FAILED_IN_A_ROW`, or the last of them is
+    grounded by a ``final`` tool's answer (``TaskRecord.final_failure``: the staff directory does
+    not know the badge the escorted HCW wears; no attempt by the team changes that record, and
+    whether to have it fixed or to reassign the patient is the human's decision): escalate the
+    last of them. A step that succeeded is repeated only to recover a later step that failed
+    since (the gate's repeat rule, :func:`robot_team.workflow.delegation_refusal`); when every
+    such later step is a person's call, the repeat is another attempt at it in disguise and is
+    refused too (the 0.5B manager escorted the HCW again after a failed badge check, until the
     issue-handling deadline passed). The one rule behind the constrained offer (no
     ``delegate_task`` variant for ``task_type``) and the manager's guard (:func:`hcw_refusal`).
     """
-    def limit_reached(kind: str) -> list[str]:
+    def persons_call(kind: str) -> str:
         run = failed_in_a_row(kind, obs)
-        return run if len(run) >= MAX_FAILED_IN_A_ROW.get(kind, 2) else []
-    run = limit_reached(task_type)
-    if run:
-        return (f"{', '.join(run)} failed in a row: another {task_type} attempt is a person's call: escalate "
-                f'{run[-1]}')
+        if len(run) >= MAX_FAILED_IN_A_ROW.get(kind, 2):
+            return f"{', '.join(run)} failed in a row"
+        last = next((t for t in obs.tasks if run and t.task_id == run[-1]), None)
+        if last is not None and last.final_failure:
+            return f'{last.task_id} failed on an answer no attempt changes ({last.final_failure})'
+        return ''
+    why = persons_call(task_type)
+    if why:
+        return f"{why}: another {task_type} attempt is a person's call: escalate {failed_in_a_row(task_type, obs)[-1]}"
     if task_type not in {k.value for k in OPERATIONAL_TASKS}:
         return None
     outlines = _outlines(obs)
     recovers = failed_since_success(TaskType(task_type), outlines)
-    runs = [limit_reached(t.task_type.value) for t in recovers]
-    if not recovers or not all(runs):
+    calls = [persons_call(t.task_type.value) for t in recovers]
+    if not recovers or not all(calls):
         return None
     latest = obs.latest(TaskType(task_type))
+    last = failed_in_a_row(recovers[-1].task_type.value, obs)[-1]
     return (f"{task_type} succeeded ({latest.task_id}); repeating it would only retry "
-            f"{', '.join(t.task_type.value for t in recovers)}, and {', '.join(runs[-1])} failed in a row: "
-            f"a person's call: escalate {runs[-1][-1]}")
+            f"{', '.join(t.task_type.value for t in recovers)}, and {calls[-1]}: "
+            f"a person's call: escalate {last}")
 
 
 def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:

@@ -61,7 +61,7 @@ class ToolResult:
     def as_dict(self) -> dict:
         """Return this result as a JSON-ready dict."""
         return {'tool': self.tool, 'args': self.args, 'ok': self.ok, 'output': self.output,
-                'error': self.error, 'stamp_s': self.stamp_s}
+                'error': self.error, 'stamp_s': self.stamp_s, 'answered': self.answered}
 
 
 class Toolbox:
