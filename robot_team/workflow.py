@@ -451,8 +451,9 @@ class WorkflowPolicy:
         ------
         ValueError
             If ``task_id`` is not an authorized task, ``reason`` is empty, or the manager escalates
-            a task that succeeded while a failure waits (:func:`manager_may_escalate`) or while one
-            of its escalations is open (:func:`open_escalation_of`).
+            a task that succeeded while a failure waits (:func:`manager_may_escalate`), while one
+            of its escalations is open (:func:`open_escalation_of`) or after a human's ``abort``
+            closed the episode (:func:`closing_abort`).
         """
         with self._lock:
             task_id, raised_by = _text(task_id), _text(raised_by)
@@ -464,6 +465,9 @@ class WorkflowPolicy:
             if raised_by == MANAGER and task is not None and not manager_may_escalate(task.status, bool(waiting)):
                 raise ValueError(f"{task_id} succeeded while the failure of {', '.join(waiting)} waits to be "
                                  f"handled: escalate that failure, or the episode ('')")
+            if raised_by == MANAGER and self._closed_by:
+                raise ValueError(f"a human closed the episode with 'abort' on {self._closed_by}: nothing is left "
+                                 f'to escalate; submit the reflection')
             pending = open_escalation_of(self._escalations.values()) if raised_by == MANAGER else None
             if pending is not None:
                 about = pending.task_id or 'the episode'
@@ -665,6 +669,18 @@ def manager_may_escalate(status: str, failure_waits: bool) -> bool:
     Shared by the supervisor's gate and the manager's LLM bridge (which offers only these task IDs).
     """
     return status != 'success' or not failure_waits
+
+
+def closing_abort(escalations) -> str:
+    """Return the ID of the escalation whose human decision ``abort`` closed the episode, else ``''``.
+
+    ``escalations``: :class:`~robot_team.escalation_model.EscalationRecord` s. Once closed, only the
+    reflection may start (rule 4 of :class:`WorkflowPolicy`) and the manager escalates nothing more:
+    the human has decided (:meth:`WorkflowPolicy.open_escalation`; seen from a 0.5B model, which
+    escalated the aborted task again and paged the human a second time). Shared by the gate and the
+    manager's LLM offer.
+    """
+    return next((e.escalation_id for e in escalations if e.decision == 'abort'), '')
 
 
 def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecord | None:

@@ -280,7 +280,7 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     assert ManagerTool.ESCALATE_TO_SUPERVISOR.value not in asked.names   # one open at a time: wait for the human
     abort = EscalationRecord(escalation_id='esc-1', task_id='nav-1', decision='abort')
     closed = manager_offer(observation(failed, escalations=[abort]), ['80'])
-    assert ManagerTool.DELEGATE_TASK.value not in closed.names
+    assert closed.names == [ManagerTool.SUBMIT_REFLECTION.value]   # the human decided: nothing to escalate
 
 
 def test_the_llm_manager_refuses_what_its_hcw_rules_do_not_offer():

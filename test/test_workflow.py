@@ -170,6 +170,9 @@ def test_reflection_after_a_human_abort(policy):
     assert state.closed and state.closed_by == esc and policy.closed
     auth = ask(policy, 'navigation', reason='try again')
     assert not auth.approved and auth.rule == 'closed' and esc in auth.explanation
+    with pytest.raises(ValueError, match=f"closed the episode with 'abort' on {esc}"):   # the human decided
+        policy.open_escalation(info, 'manager', 'badge unknown again')
+    assert policy.open_escalation('', 'supervisor', 'onboarding deadline')   # the supervisor's own still go up
     assert ask(policy, 'reflection').approved
     assert nav == 'nav-1'
 
@@ -223,7 +226,7 @@ def test_the_manager_has_one_escalation_open_at_a_time(policy):
         with pytest.raises(ValueError, match=f'the manager already has {first} open'):
             policy.open_escalation(about, 'manager', 'still no physician', now_s=3.0)
     assert policy.open_escalation(nav, 'supervisor', 'a deadline', now_s=4.0)   # the supervisor's own are not limited
-    assert policy.resolve(first, 'abort', note='stop', now_s=5.0)[0]
+    assert policy.resolve(first, 'retry', note='try once more', now_s=5.0)[0]
     assert policy.open_escalation(nav, 'manager', 'again after the decision', now_s=6.0)
 
 

@@ -83,6 +83,7 @@ from robot_team.llm.toolschema import (
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
+from robot_team.workflow import closing_abort
 
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})
 """Guard feedback that counts as an invalid reflection (towards ``max_report_retries``)."""
@@ -684,7 +685,7 @@ class LLMManagerBrain(ManagerBrain):
 
     @staticmethod
     def _outcome(obs: ManagerObservation) -> str:
-        if any(e.decision == 'abort' for e in obs.escalations):
+        if closing_abort(obs.escalations):
             return 'escalated'
         finals = [obs.latest(t) for t in OPERATIONAL_TASKS]
         return 'success' if all(f is not None and f.state == 'success' for f in finals) else 'failure'

@@ -58,7 +58,7 @@ from robot_team.llm.toolschema import (
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow import (
-    TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
+    TaskOutline, closing_abort, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
 
 Decoding = Literal['constrained', 'free']
 """``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""
@@ -541,7 +541,7 @@ def delegable(obs: ManagerObservation) -> list[TaskType]:
     Those the supervisor's gate would authorise (its order and running rules) whose robot is not
     lost (the manager's guard, :func:`robot_team.guards.lost_robot_refusal`).
     """
-    if any(e.decision == 'abort' for e in obs.escalations):
+    if closing_abort(obs.escalations):
         return []
     outlines = _outlines(obs)
     return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None

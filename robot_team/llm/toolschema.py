@@ -24,7 +24,7 @@ from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.catalog import REPORT_TOOL, ROLES_BY_ROBOT, TOOLS, ManagerTool
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
+from robot_team.workflow import DECISIONS, TaskOutline, closing_abort, reflection_wait
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
 """The task types a manager may delegate (the closed set of the delegation's ``task_type``)."""
@@ -207,7 +207,8 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
 
     - ``ManagerTool.DELEGATE_TASK``: always;
     - ``ManagerTool.ESCALATE_TO_SUPERVISOR``: when the latest task of an operational type failed, or a guard
-      refused something since the last decision;
+      refused something since the last decision, unless a human's ``abort`` closed the episode
+      (:func:`~robot_team.workflow.closing_abort`);
     - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
       type succeeded, a human decided ``abort``, or the last operational task failed and a human
       decided on an escalation about it (:func:`~robot_team.workflow.reflection_wait`, the gate's rule 8).
@@ -219,11 +220,11 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
         return list(MANAGER_TOOL_MODELS)
     names = [ManagerTool.DELEGATE_TASK.value]
     latest = [obs.latest(kind) for kind in OPERATIONAL_TASKS]
-    if obs.feedback or any(t is not None and t.state == 'failure' for t in latest):
+    closed = bool(closing_abort(obs.escalations))   # the human decided: nothing left to escalate
+    if not closed and (obs.feedback or any(t is not None and t.state == 'failure' for t in latest)):
         names.append(ManagerTool.ESCALATE_TO_SUPERVISOR.value)
     why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.state, t.issue) for t in obs.tasks],
-                          {e.task_id for e in obs.escalations if e.resolved},
-                          closed=any(e.decision == 'abort' for e in obs.escalations))
+                          {e.task_id for e in obs.escalations if e.resolved}, closed=closed)
     if why is None:
         names.append(ManagerTool.SUBMIT_REFLECTION.value)
     return names
