@@ -23,7 +23,7 @@ def graph(ros_context, executor):
     supervisor = SupervisorNode(None, context=ros_context, parameter_overrides=SIM_TIME + [
         Parameter('scenario', value='onboarding')])
     script = [OperatorAnswer(task_type='display', decision='retry', delay_s=1.0),
-              OperatorAnswer(task_type='navigation', decision='abort', note='ER-12 door jammed', delay_s=3.0)]
+              OperatorAnswer(task_type='navigation', decision='retry', note='ER-12 door jammed', delay_s=3.0)]
     operator = ScriptedOperatorNode(script=script, context=ros_context, parameter_overrides=SIM_TIME)
     probe = GraphProbe(ros_context)
     nodes = (supervisor, operator, probe)
@@ -59,7 +59,7 @@ def test_operator_answers_after_its_delay_and_leaves_the_rest_to_humans(graph):
     assert wait_for(lambda: probe.find('operator_decision', actor='scripted_operator', stage='planned'))
     [planned] = probe.find('operator_decision', actor='scripted_operator', stage='planned')
     assert (planned.data['escalation_id'], planned.data['decision'], planned.data['script_index']) == (
-        esc, 'abort', 1)
+        esc, 'retry', 1)
     assert planned.data['due_s'] == pytest.approx(4.0, abs=0.01)
     probe.set_time(3.5, operator)
     assert probe.decisions == [] and supervisor.snapshot().escalation(esc).status == 'open'
@@ -68,8 +68,8 @@ def test_operator_answers_after_its_delay_and_leaves_the_rest_to_humans(graph):
     assert wait_for(lambda: probe.decisions)
     [decision] = probe.decisions
     assert (decision.escalation_id, decision.decision, decision.operator_id, decision.note) == (
-        esc, 'abort', 'scripted_operator', 'ER-12 door jammed')
-    assert supervisor.snapshot().closed
+        esc, 'retry', 'scripted_operator', 'ER-12 door jammed')
+    assert supervisor.snapshot().escalation(esc).status == 'resolved'
     assert wait_for(lambda: probe.find('operator_decision_result', actor='scripted_operator', accepted=True))
 
     # The navigation answer is used up: a second escalation about navigation awaits a human.

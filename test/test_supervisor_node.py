@@ -183,6 +183,9 @@ def test_manager_escalation_meets_the_deadline(graph):
     assert probe.escalations[0].raised_by == 'manager' and list(probe.escalations[0].options) == ['abort']
     probe.set_time(10.0, supervisor)
     assert len(probe.escalations) == 1 and not probe.find('deadline_missed')
+    assert resolve(probe, 'esc-1', 'abort').accepted   # the human closed the episode: nothing left to escalate
+    again = probe.call(probe.escalate, RequestEscalation.Request(task_id='nav-1', reason='still unreachable'))
+    assert not again.accepted and "closed the episode with 'abort' on esc-1" in again.message
 
 
 def test_bad_reports_are_recorded_as_rejected(graph):
