@@ -70,7 +70,8 @@ MAX_SAME_FAILURES: dict[str, int] = {TaskType.NAVIGATION.value: 1, TaskType.INFO
 """Failures of one attempt (task type and HCW) after which the LLM manager may not delegate it again
 unless a human decided ``retry``. A navigation failure is handled by another HCW or an escalation,
 never by the same HCW again (the published issue-handling metric, Bai, Ding, Taylor, Table II); a
-robot's failed info collection or display may be tried once more with the same HCW."""
+robot's failed info collection or display may be tried once more with the same HCW, unless a
+``final`` tool's answer grounds the failure (then no attempt is left: :func:`attempts_refusal`)."""
 
 
 MAX_FAILED_IN_A_ROW: dict[str, int] = {TaskType.NAVIGATION.value: 2, TaskType.INFO_COLLECTION.value: 2,
