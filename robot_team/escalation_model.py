@@ -140,6 +140,18 @@ class EscalationRecord(BaseModel):
         return self.closed_s
 
 
+def closing_abort(escalations) -> str:
+    """Return the ID of the escalation whose human decision ``abort`` closed the episode, else ``''``.
+
+    ``escalations``: :class:`EscalationRecord` s. Once closed, only the reflection may start (rule 4
+    of ``robot_team.workflow.WorkflowPolicy``) and the manager escalates nothing more: the human
+    has decided (``WorkflowPolicy.open_escalation``; seen from a 0.5B model, which escalated the
+    aborted task again and paged the human a second time). Shared by the gate, the manager's LLM
+    offer and outcome, and the protocol manager brain.
+    """
+    return next((e.escalation_id for e in escalations if e.decision == 'abort'), '')
+
+
 def transition(record: EscalationRecord, action: LifecycleAction | str) -> LifecycleState:
     """Move ``record`` to the state :data:`TRANSITIONS` gives for ``action``; return the new state.
 

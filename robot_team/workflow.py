@@ -453,7 +453,7 @@ class WorkflowPolicy:
             If ``task_id`` is not an authorized task, ``reason`` is empty, or the manager escalates
             a task that succeeded while a failure waits (:func:`manager_may_escalate`), while one
             of its escalations is open (:func:`open_escalation_of`) or after a human's ``abort``
-            closed the episode (:func:`closing_abort`).
+            closed the episode (:func:`~robot_team.escalation_model.closing_abort`).
         """
         with self._lock:
             task_id, raised_by = _text(task_id), _text(raised_by)
@@ -669,18 +669,6 @@ def manager_may_escalate(status: str, failure_waits: bool) -> bool:
     Shared by the supervisor's gate and the manager's LLM bridge (which offers only these task IDs).
     """
     return status != 'success' or not failure_waits
-
-
-def closing_abort(escalations) -> str:
-    """Return the ID of the escalation whose human decision ``abort`` closed the episode, else ``''``.
-
-    ``escalations``: :class:`~robot_team.escalation_model.EscalationRecord` s. Once closed, only the
-    reflection may start (rule 4 of :class:`WorkflowPolicy`) and the manager escalates nothing more:
-    the human has decided (:meth:`WorkflowPolicy.open_escalation`; seen from a 0.5B model, which
-    escalated the aborted task again and paged the human a second time). Shared by the gate and the
-    manager's LLM offer.
-    """
-    return next((e.escalation_id for e in escalations if e.decision == 'abort'), '')
 
 
 def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecord | None:

@@ -28,6 +28,7 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.catalog import TASK_OWNER, Tool, negative_finding
+from robot_team.escalation_model import closing_abort
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
@@ -233,7 +234,7 @@ class ManagerProtocolBrain(ManagerBrain):
             return [Finish(outcome=self._outcome(obs), reason='reflection written')]
         if any(t.state == 'running' for t in obs.tasks):
             return []
-        if self._aborted(obs):
+        if closing_abort(obs.escalations):
             return [Reflect(reflection=self.reflection(obs))]
         for task_type in OPERATIONAL_TASKS:
             latest = obs.latest(task_type)
@@ -274,7 +275,7 @@ class ManagerProtocolBrain(ManagerBrain):
             if escalation.decision == 'retry':
                 return [self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
                                        reason=f'human decision on {escalation.escalation_id}: retry')]
-            return []   # abort: handled by _aborted
+            return []   # abort: handled by closing_abort above
         if self.issue_handling == 'ignore':
             return []
         if failed.issue_code is IssueCode.ROBOT_LOST:   # nothing wrong with the HCW or the floor: the robot went
@@ -296,12 +297,8 @@ class ManagerProtocolBrain(ManagerBrain):
         options = [f"reassign:{a['hcw_id']}" for a in failed.data.get('alternatives') or []]
         return options + ['retry', 'abort']
 
-    @staticmethod
-    def _aborted(obs: ManagerObservation) -> bool:
-        return any(e.decision == 'abort' for e in obs.escalations)
-
     def _outcome(self, obs: ManagerObservation) -> str:
-        if self._aborted(obs):
+        if closing_abort(obs.escalations):
             return 'escalated'
         finals = [obs.latest(t) for t in OPERATIONAL_TASKS]
         return 'success' if all(f is not None and f.state == 'success' for f in finals) else 'failure'

@@ -65,6 +65,7 @@ from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brai
 from robot_team.catalog import REPORT_TOOL, TOOL_OWNERS, ManagerTool
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolAccessError
+from robot_team.escalation_model import closing_abort
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.grounding import failure_refusal
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
@@ -83,7 +84,6 @@ from robot_team.llm.toolschema import (
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
-from robot_team.workflow import closing_abort
 
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})
 """Guard feedback that counts as an invalid reflection (towards ``max_report_retries``)."""

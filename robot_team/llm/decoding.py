@@ -51,6 +51,7 @@ from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, task_closes,
     tools_for)
+from robot_team.escalation_model import closing_abort
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, unmet_proofs
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
@@ -58,7 +59,7 @@ from robot_team.llm.toolschema import (
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow import (
-    TaskOutline, closing_abort, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
+    TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
 
 Decoding = Literal['constrained', 'free']
 """``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""

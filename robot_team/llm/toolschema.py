@@ -22,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.catalog import REPORT_TOOL, ROLES_BY_ROBOT, TOOLS, ManagerTool
+from robot_team.escalation_model import closing_abort
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.workflow import DECISIONS, TaskOutline, closing_abort, reflection_wait
+from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
 """The task types a manager may delegate (the closed set of the delegation's ``task_type``)."""
@@ -208,7 +209,7 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
     - ``ManagerTool.DELEGATE_TASK``: always;
     - ``ManagerTool.ESCALATE_TO_SUPERVISOR``: when the latest task of an operational type failed, or a guard
       refused something since the last decision, unless a human's ``abort`` closed the episode
-      (:func:`~robot_team.workflow.closing_abort`);
+      (:func:`~robot_team.escalation_model.closing_abort`);
     - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
       type succeeded, a human decided ``abort``, or the last operational task failed and a human
       decided on an escalation about it (:func:`~robot_team.workflow.reflection_wait`, the gate's rule 8).
