@@ -476,29 +476,30 @@ def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     issue-handling deadline passed). The one rule behind the constrained offer (no
     ``delegate_task`` variant for ``task_type``) and the manager's guard (:func:`hcw_refusal`).
     """
-    def persons_call(kind: str) -> str:
+    def persons_call(kind: str) -> tuple[str, str]:
+        """Return (why another attempt of ``kind`` is a person's call, the failure to escalate); ('', '') if not."""
         run = failed_in_a_row(kind, obs)
         if len(run) >= MAX_FAILED_IN_A_ROW.get(kind, 2):
-            return f"{', '.join(run)} failed in a row"
-        last = next((t for t in obs.tasks if run and t.task_id == run[-1]), None)
+            return f"{', '.join(run)} failed in a row", run[-1]
+        last = next((t for t in obs.tasks if t.task_id == run[-1]), None) if run else None
         if last is not None and last.final_failure:
-            return f'{last.task_id} failed on an answer no attempt changes ({last.final_failure})'
-        return ''
-    why = persons_call(task_type)
+            return f'{last.task_id} failed on an answer no attempt changes ({last.final_failure})', last.task_id
+        return '', ''
+    why, failed = persons_call(task_type)
     if why:
-        return f"{why}: another {task_type} attempt is a person's call: escalate {failed_in_a_row(task_type, obs)[-1]}"
+        return f"{why}: another {task_type} attempt is a person's call: escalate {failed}"
     if task_type not in {k.value for k in OPERATIONAL_TASKS}:
         return None
     outlines = _outlines(obs)
     recovers = failed_since_success(TaskType(task_type), outlines)
     calls = [persons_call(t.task_type.value) for t in recovers]
-    if not recovers or not all(calls):
+    if not recovers or not all(why for why, _ in calls):
         return None
     latest = obs.latest(TaskType(task_type))
-    last = failed_in_a_row(recovers[-1].task_type.value, obs)[-1]
+    why, failed = calls[-1]
     return (f"{task_type} succeeded ({latest.task_id}); repeating it would only retry "
-            f"{', '.join(t.task_type.value for t in recovers)}, and {calls[-1]}: "
-            f"a person's call: escalate {last}")
+            f"{', '.join(t.task_type.value for t in recovers)}, and {why}: "
+            f"a person's call: escalate {failed}")
 
 
 def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
