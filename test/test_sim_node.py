@@ -5,7 +5,6 @@ clock fast (real_time_factor 50-100), so that sim minutes take wall seconds. The
 on sim time and sees the robots only through their ``amcl_pose``, as it would next to Gazebo.
 """
 
-import json
 import math
 import os
 import signal
@@ -24,11 +23,10 @@ from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import String
 
 from robot_team.config import ConfigError, load_scenario
 from robot_team.events import TeamEventModel
-from robot_team.msg import BadgeScan, DisplayEntry, PatientArrival, TeamEvent
+from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, PatientArrival, TeamEvent
 from robot_team.names import (AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
                               PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_name)
 from robot_team.rosmsgs import event_from_msg, events_qos
@@ -272,14 +270,16 @@ def test_locate_page_and_display_services(graph_factory):
     assert not unknown.delivered and "unknown HCW '404'" in unknown.reply
 
     content = []
-    graph.client.create_subscription(String, DISPLAY_CONTENT, lambda m: content.append(json.loads(m.data)),
-                                     LATCHED)
+    graph.client.create_subscription(DisplayContent, DISPLAY_CONTENT, content.append, LATCHED)
     entries = [DisplayEntry(role='Attending physician', hcw_id='90', name='Dr. Lucas Brennan',
                             specialty='Physician')]
     shown = graph.call(ShowDisplay, SHOW_DISPLAY, ShowDisplay.Request(room='ER-12', title='Care team',
                                                                       entries=entries, layout='rows'))
     assert shown.success and shown.rendered_lines[0] == '[ER-12] Care team'
-    assert wait_for(lambda: content, 5.0) and content[-1]['room'] == 'ER-12'
+    assert wait_for(lambda: content, 5.0) and content[-1].room == 'ER-12'
+    assert [(e.hcw_id, e.name, e.role) for e in content[-1].entries] == [('90', 'Dr. Lucas Brennan',
+                                                                          'Attending physician')]
+    assert list(content[-1].lines) == list(shown.rendered_lines)
     bad = graph.call(ShowDisplay, SHOW_DISPLAY, ShowDisplay.Request(room='ER-99', title='x', entries=entries))
     assert not bad.success and "unknown room 'ER-99'" in bad.message
     assert wait_for(lambda: len([e for e in graph.events if e.kind == 'input_error']) >= 3, 5.0)

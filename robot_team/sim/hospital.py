@@ -557,8 +557,9 @@ class HospitalEngine:
         if layout.strip():
             lines.append(f'Layout: {layout.strip()}')
         self.displays[room] = lines
+        members = [{key: _field(entry, key) for key in ('role', 'hcw_id', 'name', 'specialty')} for entry in ordered]
         self._log.emit('display_shown', room=room, title=title, layout=layout, lines=list(lines),
-                       entries=len(ordered))
+                       entries=len(ordered), members=members)
         message = f'{room} screen shows {len(ordered)} care-team member(s)'
         return True, message, list(lines)
 

@@ -13,8 +13,8 @@ Interfaces (names from :mod:`robot_team.names`, relative to the team namespace `
 * ``ed/rtls/locate_staff`` (LocateStaff): where HCWs are and whether they are free.
 * ``ed/paging/page_staff`` (PageStaff): page an HCW and wait, in ROS time, up to ``timeout_s``
   for the acknowledgement; an HCW who acknowledges a page naming a robot follows that robot.
-* ``ed/display/show`` (ShowDisplay) and ``ed/display/content`` (std_msgs/String, reliable +
-  transient local: a JSON object ``{"room", "title", "lines", "stamp_s"}`` per screen update).
+* ``ed/display/show`` (ShowDisplay) and ``ed/display/content`` (DisplayContent, reliable +
+  transient local, 50 deep: each screen update, with the entries and lines shown).
 * ``ed/badge_scans`` (BadgeScan, reliable): an HCW passing a door's badge reader.
 * ``ed/patient_arrivals`` (PatientArrival, reliable + transient local): the scenario's patient.
 * Subscribed, per robot: ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, as
@@ -54,7 +54,6 @@ under it, which keeps the event record in engine order.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -71,12 +70,11 @@ from rclpy.duration import Duration
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import String
 
 from robot_team import names
 from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
 from robot_team.events import EventKind
-from robot_team.msg import BadgeScan, NodeLiveness, PatientArrival, StaffLocation
+from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, NodeLiveness, PatientArrival, StaffLocation
 from robot_team.names import (
     AMCL_POSE,
     BADGE_SCANS,
@@ -178,7 +176,7 @@ class HospitalSystemsNode(Node):
         # The badge system keeps its last 100 scans for late joiners (a restarted info-collection robot).
         self._scan_pub = self.create_publisher(BadgeScan, BADGE_SCANS, QoSProfile(
             depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self._display_pub = self.create_publisher(String, DISPLAY_CONTENT, QoSProfile(
+        self._display_pub = self.create_publisher(DisplayContent, DISPLAY_CONTENT, QoSProfile(
             depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._services_group = ReentrantCallbackGroup()
         self._locate_srv = self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
@@ -328,9 +326,10 @@ class HospitalSystemsNode(Node):
                 msg.header.frame_id = d['reader_id'].removesuffix('_door') + '_badge_reader'
                 self._scan_pub.publish(msg)
             elif event.kind == 'display_shown':
-                self._display_pub.publish(String(data=json.dumps(
-                    {'room': d['room'], 'title': d['title'], 'lines': d['lines'],
-                     'stamp_s': self._origin + event.t})))
+                msg = DisplayContent(room=d['room'], title=d['title'], layout=d['layout'], lines=list(d['lines']),
+                                     entries=[DisplayEntry(**member) for member in d['members']])
+                msg.header.stamp = s_to_stamp(self._origin + event.t)
+                self._display_pub.publish(msg)
         self._record.sim_events(events)
 
     @contextmanager
