@@ -7,15 +7,19 @@ For every tool of the team this module declares, once:
   the model's docstring is the tool's description unless one is given) and its **output
   schema** (what a successful call returns: the ground truth a report carries);
 - **what its output proves** (:class:`Proof`): what a success claim of its task needs from it
-  (the false-completion guard, ``robot_team.grounding``), and how the run report keeps it as
-  evidence (``robot_team.report``);
+  (the false-completion guard, ``robot_team.grounding``), bound to the task (:class:`TaskFacts`:
+  its room and HCW; a call with empty or unrelated arguments proves nothing), and how the run
+  report keeps it as evidence (``robot_team.report``);
 - **what its output can show against its task** (``negative``: a negative finding, e.g. an HCW
   the RTLS does not know): with a failed call, what grounds a failure report
   (``robot_team.grounding.failure_grounds``);
 - its **role in the rubric** (:class:`RubricUse`: the key tool that starts a task, where the
   HCW's location, the directory record or the care team come from);
-- and, per role (:class:`RoleDecl`), the task type it executes and the class that implements its
-  tools (bound to its node by ``robot_team.agents.robot_node``).
+- and, per role (:class:`RoleDecl`), the task type it executes, the class that implements its
+  tools (bound to its node by ``robot_team.agents.robot_node``) and **what the world must show**
+  for a success of its task (:class:`WorldFact`: the RTLS sees the HCW at the room's door, the
+  directory holds the check-in, the room's screen shows its care team), observed by the robot's
+  own tools when it claims success and checked again by the manager on the report's evidence.
 
 Everything else derives from :data:`TOOLS` and :data:`ROLES`: ownership (:data:`TOOL_OWNERS`,
 :data:`TASK_OWNER`), the toolbox registrations (:func:`register_tools`), the LLM schemas, the
@@ -31,7 +35,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,6 +85,82 @@ class ClosedSet(str, Enum):
     TASK_ROOM = 'task_room'          # the room the task names (the patient's room)
     TASK_HCW = 'task_hcw'            # the HCW the task names
     SCANNED_BADGE = 'scanned_badge'  # the badge ID the task's latest successful badge scan read
+
+
+class TaskFacts(NamedTuple):
+    """What one task is about, for its proofs (``robot_team.grounding``).
+
+    ``room``: the patient's room; ``hcw_id``: the HCW the supervisor's gate says the task is about
+    (the one a navigation escorts; for the later steps the one it escorted); ``started_s``: when
+    the task began (ROS time, s): what the world shows of it is stamped no earlier.
+    """
+
+    room: str
+    hcw_id: str
+    started_s: float = 0.0
+
+
+class WorldFact(str, Enum):
+    """What the world must show for a role's success (:attr:`RoleDecl.world`), beyond its tools' answers.
+
+    Observed by the robot's tools when it claims success (each role's tools class answers its own,
+    ``observe``), kept in the report's evidence (``world``) and checked by the one rule
+    ``robot_team.grounding.world_contradictions``, at the robot and again at the manager.
+    """
+
+    HCW_AT_ROOM = 'hcw_at_room'                  # the RTLS sees the task's HCW in the room or at its door
+    CHECKED_IN = 'checked_in'                    # the directory holds the HCW's check-in at the room (this task)
+    SCREEN_SHOWS_CARE_TEAM = 'screen_shows_care_team'   # the room's screen shows the directory's care team
+
+
+AT_DOOR_M = 2.5
+"""How far from a room's door (its corridor approach or the pose just inside) an HCW the RTLS
+sees counts as at the room, m: an escorted HCW follows 1 m behind the robot, which stops just
+inside the door, and steps in a few seconds later (``robot_team.sim.hospital``)."""
+
+STAMP_SLACK_S = 1.0
+"""How much earlier than a task's start (as one node saw it) the world's stamps of it may be, s: two team
+nodes' ROS time may differ by one step of the follow clock (``robot_team.clock_sync``, 1 s by default)."""
+
+OBSERVE_WAIT_S = 20.0
+"""The longest a robot waits for the world to show its task's success, ROS s (e.g. the HCW stepping
+in behind the robot, the screen's new content announced): past it, what it shows is what counts."""
+
+
+def same_care_team(shown: Iterable[Mapping[str, Any]], team: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Return how the entries ``shown`` differ from the care team ``team`` (empty: they are the same).
+
+    Each entry and member is a mapping with ``hcw_id``, ``name``, ``role``, ``specialty``. The same
+    HCWs, once each; each shown with the member's name and role (compared without case or outer
+    spaces), and a specialty, when shown, equal to the member's. An empty ``team`` is never shown
+    (nobody to show). The one rule behind the display proof (what the robot showed against what
+    it fetched) and the world's (the screen against the directory).
+    """
+    def norm(value) -> str:
+        return str(value or '').strip().casefold()
+    members = {str(m.get('hcw_id', '')): m for m in team}
+    if not members:
+        return ['the care team is empty: nobody to show']
+    problems, seen = [], set()
+    for entry in shown:
+        hcw = str(entry.get('hcw_id', ''))
+        member = members.get(hcw)
+        if member is None:
+            problems.append(f"#{hcw or '?'} ({entry.get('name', '')!r}) is not on the care team")
+            continue
+        if hcw in seen:
+            problems.append(f'#{hcw} is shown twice')
+        seen.add(hcw)
+        for key in ('name', 'role'):
+            if norm(entry.get(key)) != norm(member.get(key)):
+                problems.append(f"#{hcw}'s {key} is shown as {entry.get(key)!r}, not {member.get(key)!r}")
+        if norm(entry.get('specialty')) and norm(entry.get('specialty')) != norm(member.get('specialty')):
+            problems.append(f"#{hcw}'s specialty is shown as {entry.get('specialty')!r}, not "
+                            f"{member.get('specialty')!r}")
+    missing = [h for h in members if h not in seen]
+    if missing:
+        problems.append('not shown: ' + ', '.join(f"#{h} ({members[h].get('name', '')})" for h in missing))
+    return problems
 
 
 class RubricUse(str, Enum):
@@ -333,9 +413,17 @@ class Proof:
         This output is the pose the last successful call of ``goal_of`` must have reached (its
         output's ``goal``), within ``tolerance_m`` m in x and y.
     visited_by, visit_tolerance_m
-        The paged HCW's position in this output (its ``staff`` entry, ``map`` frame) must have been
-        the goal of an earlier successful call of ``visited_by``, within ``visit_tolerance_m`` m in
-        x and y: the escort picked the HCW up.
+        The task's HCW's position in this output (its ``staff`` entry, ``map`` frame) must have
+        been the goal of an earlier successful call of ``visited_by``, within ``visit_tolerance_m``
+        m in x and y: the escort picked the HCW up.
+    lists_task_hcw
+        Only a successful call whose output's ``staff`` lists the task's HCW counts (the RTLS was
+        asked where *that* HCW is; a call about nobody or about others proves nothing).
+    task_hcw_key
+        The output key that must equal the task's HCW (the scanned badge is that HCW's).
+    shows
+        ``(tool, output key)``: this call's ``entries`` argument must be exactly the members the last
+        successful call of ``tool`` returned under that key (:func:`same_care_team`).
     """
 
     text: str
@@ -349,6 +437,9 @@ class Proof:
     tolerance_m: float = 0.5
     visited_by: 'Tool | None' = None
     visit_tolerance_m: float = 1.0
+    lists_task_hcw: bool = False
+    task_hcw_key: str = ''
+    shows: 'tuple[Tool, str] | None' = None
 
 
 @dataclass(frozen=True)
@@ -472,8 +563,9 @@ _NAV, _INFO, _DISP = Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY
 TOOLS: tuple[ToolDecl, ...] = (
     ToolDecl(Tool.LOCATE_STAFF, _NAV, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
              evidence=True, key=True, rubric=RubricUse.LOCATION, negative=_hcw_not_located,
-             proof=Proof('where the HCW is, to pick them up', required=True,
-                         missing="the HCW's location was never looked up", visited_by=Tool.NAVIGATE_TO_POSE)),
+             proof=Proof('where the HCW is, to pick them up', required=True, lists_task_hcw=True,
+                         missing="the RTLS was never asked where the task's HCW is",
+                         visited_by=Tool.NAVIGATE_TO_POSE)),
     ToolDecl(Tool.PAGE_STAFF, _NAV, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
              closed=(('hcw_id', ClosedSet.TASK_HCW),), requires=(Tool.LOCATE_STAFF,),
              proof=Proof('the HCW answered the page', missing='the HCW never acknowledged a page',
@@ -499,18 +591,24 @@ TOOLS: tuple[ToolDecl, ...] = (
              evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,), final=True,
              closed=(('badge_id', ClosedSet.SCANNED_BADGE),),
              negative=_badge_of_another_hcw,
-             proof=Proof("the scanned badge is this HCW's", required=True,
-                         missing='no badge was found in the staff directory',
+             proof=Proof("the scanned badge is the escorted HCW's", required=True,
+                         missing='no badge was found in the staff directory', task_hcw_key='hcw_id',
                          claim_keys=('hcw_id', 'name', 'specialty'))),
     ToolDecl(Tool.RECORD_CHECK_IN, _INFO, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput, evidence=True,
-             closed=(('room', ClosedSet.TASK_ROOM),), requires=(Tool.LOOKUP_STAFF_BY_BADGE,)),
+             closed=(('room', ClosedSet.TASK_ROOM), ('hcw_id', ClosedSet.TASK_HCW),
+                     ('badge_id', ClosedSet.SCANNED_BADGE)),
+             requires=(Tool.LOOKUP_STAFF_BY_BADGE,),
+             proof=Proof("the directory recorded the HCW's check-in at the room", required=True,
+                         missing='the check-in was never recorded')),
     ToolDecl(Tool.FETCH_CARE_TEAM, _DISP, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
              evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.TASK_ROOM),),
-             negative=_no_care_team),
+             negative=_no_care_team,
+             proof=Proof("the room's care team, as the directory gives it", required=True,
+                         missing='the care team was never fetched')),
     ToolDecl(Tool.SHOW_DISPLAY, _DISP, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput, evidence=True,
              closed=(('room', ClosedSet.TASK_ROOM),), requires=(Tool.FETCH_CARE_TEAM,),
-             proof=Proof('the room screen shows the layout', missing='the display service never accepted a layout',
-                         flag='success')),
+             proof=Proof('the room screen shows the care team', missing='the display service never accepted a layout',
+                         flag='success', shows=(Tool.FETCH_CARE_TEAM, 'members'))),
 )
 """Every operational robot's tools, in the order they are offered."""
 
@@ -563,6 +661,11 @@ class RoleDecl:
         without them). The items of the published evaluation's local reasoning metric (Bai, Ding,
         Taylor): the HCW's location and the path; the HCW's ID, name and specialty; the care team
         and the layout built from it (the rubric reads them under these keys, among others).
+    world
+        What the world must show for a success of its task (:class:`WorldFact`), observed by its
+        tools class's ``observe(fact, task, until)`` (a JSON-ready mapping).
+    needs_hcw
+        Its task is about one HCW: a success needs the task to name one (:attr:`TaskFacts.hcw_id`).
     """
 
     robot: Robot
@@ -570,6 +673,8 @@ class RoleDecl:
     implementation: str
     truth: Callable[[Mapping[str, Any]], str] = field(default=lambda _evidence: '')
     report_data: tuple[tuple[str, str], ...] = ()
+    world: tuple[WorldFact, ...] = ()
+    needs_hcw: bool = False
 
     def implementation_class(self) -> type:
         """Import and return the class that implements this role's tools.
@@ -587,13 +692,16 @@ ROLES: tuple[RoleDecl, ...] = (
     RoleDecl(Robot.NAVIGATION, TaskType.NAVIGATION, 'robot_team.tools.navigation.NavigationTools',
              _navigation_truth,
              (('hcw_location', f'where {Tool.LOCATE_STAFF.value} found the HCW: area, x, y'),
-              ('path', f'the route {Tool.PLAN_PATH.value} planned: length_m, waypoints'))),
+              ('path', f'the route {Tool.PLAN_PATH.value} planned: length_m, waypoints')),
+             world=(WorldFact.HCW_AT_ROOM,), needs_hcw=True),
     RoleDecl(Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, 'robot_team.tools.info.InfoCollectionTools',
              _info_truth,
-             tuple((key, f'from {Tool.LOOKUP_STAFF_BY_BADGE.value}') for key in ('hcw_id', 'name', 'specialty'))),
+             tuple((key, f'from {Tool.LOOKUP_STAFF_BY_BADGE.value}') for key in ('hcw_id', 'name', 'specialty')),
+             world=(WorldFact.CHECKED_IN,), needs_hcw=True),
     RoleDecl(Robot.DISPLAY, TaskType.DISPLAY, 'robot_team.tools.display.DisplayTools', _display_truth,
              (('members', f'the care team {Tool.FETCH_CARE_TEAM.value} returned, as shown'),
-              ('layout', 'the layout plan shown, naming each member'))),
+              ('layout', 'the layout plan shown, naming each member')),
+             world=(WorldFact.SCREEN_SHOWS_CARE_TEAM,)),
 )
 """The operational robots, in workflow order."""
 

@@ -3,8 +3,10 @@
 - :func:`reflection_contradictions`: a reflection whose task outcomes contradict the record
   (e.g. claims navigation succeeded when no navigation task succeeded) is refused.
 - :func:`report_contradictions`: the manager accepts an operational success only from the
-  robot that owns the task *with its tools' ground truth attached* and consistent with it (the
-  same check the robot node runs, repeated on the evidence that travelled with the report).
+  robot that owns the task *with its tools' ground truth and what the world showed attached*,
+  consistent with both for the task the manager delegated (its room and HCW): the same check the
+  robot node runs (:func:`robot_team.grounding.success_problems`), repeated on the evidence that
+  travelled with the report.
 - :func:`prefetched_results`: a delegation must carry who, where and why (HCW number, room,
   patient cue, recovery reason), never the task's results. The rule: ``context`` may hold only
   the keys in :data:`DELEGATION_CONTEXT_KEYS`, and ``instructions`` may not state result fields
@@ -20,9 +22,9 @@ import re
 from typing import Iterable
 
 from robot_team.brains.base import BrainReport, Delegate, TaskRecord
-from robot_team.grounding import contradictions
+from robot_team.grounding import success_problems
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
-from robot_team.catalog import TASK_OWNER
+from robot_team.catalog import TASK_OWNER, TaskFacts
 from robot_team.tools.base import ToolResult
 
 DELEGATION_CONTEXT_KEYS = frozenset({'patient_id', 'presentation', 'esi_level', 'required_specialty',
@@ -57,12 +59,13 @@ def reflection_contradictions(reflection: Reflection, tasks: Iterable[TaskRecord
     return problems
 
 
-def report_contradictions(report: TaskReportModel) -> list[str]:
+def report_contradictions(report: TaskReportModel, task: TaskFacts) -> list[str]:
     """Return why ``report``'s success is not supported by its attached evidence (empty: supported).
 
     Failures are always accepted (a failure needs no proof); a success of an operational task
-    needs ``evidence['tool_journal']`` from the owning robot's tools, consistent with the claim
-    (:func:`robot_team.grounding.contradictions`).
+    needs ``evidence['tool_journal']`` from the owning robot's tools and ``evidence['world']``
+    (what its tools observed), consistent with the claim for ``task`` (what the manager delegated:
+    room, HCW, when; :func:`robot_team.grounding.success_problems`).
     """
     if report.status is not TaskStatus.SUCCESS or report.task_type not in OPERATIONAL_TASKS:
         return []
@@ -78,8 +81,11 @@ def report_contradictions(report: TaskReportModel) -> list[str]:
                                   error=str(entry.get('error') or '')))
     if TASK_OWNER.get(report.task_type) != report.robot:
         return [f'{report.robot} does not own {report.task_type.value}']
+    world = report.evidence.get('world')
+    if not isinstance(world, dict):
+        return [f'{report.task_type.value} success reported without what the world showed (evidence: world)']
     claim = BrainReport(status=report.status, issue=report.issue, summary=report.summary, data=report.data)
-    return contradictions(report.task_type, claim, journal)
+    return success_problems(report.task_type, claim, journal, task, world)
 
 
 def prefetched_results(delegation: Delegate) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Callable, TypeVar
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -20,6 +21,8 @@ from robot_team.reports import ReportAnswer
 from robot_team.rosmsgs import report_to_msg
 from robot_team.rostime import now_s
 from robot_team.srv import SubmitReport
+
+T = TypeVar('T')
 
 
 def wait_future(future, timeout_s: float, what: str):
@@ -90,6 +93,24 @@ def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.
             return bool(condition())
         time.sleep(poll_s)
     return True
+
+
+def watch_ros_time(node, look: Callable[[], T], until: Callable[[T], bool], timeout_s: float, *,
+                   every_s: float = 0.5) -> T:
+    """Return ``look()``'s latest answer once ``until`` holds of it, or once ``timeout_s`` of ROS time passed.
+
+    ``look`` is asked at most once per ``every_s`` of ROS time (it may be a service call: the
+    RTLS, the directory), and once at the start; bounded in wall time as :func:`wait_ros_time`.
+    """
+    seen: dict = {'t': None, 'value': None}
+
+    def shows() -> bool:
+        t = now_s(node)
+        if seen['t'] is None or t - seen['t'] >= every_s:
+            seen['t'], seen['value'] = t, look()
+        return bool(until(seen['value']))
+    wait_ros_time(node, shows, timeout_s)
+    return seen['value']
 
 
 def submit_report(client, report, timeout_s: float):

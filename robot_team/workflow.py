@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from enum import Enum
-from typing import Literal, NamedTuple
+from typing import Iterable, Literal, Mapping, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -53,6 +53,7 @@ class WorkflowRule(str, Enum):
     RUNNING = 'running'                      # 6
     REPEAT_REASON = 'repeat_reason'          # 7
     REFLECTION = 'reflection'                # 8
+    HCW = 'hcw'                              # 9
     HELD = 'held'                            # the team is held (robot_team.core.escalations.TeamHold)
 
 
@@ -70,6 +71,8 @@ class Authorization(BaseModel):
     rule: WorkflowRule = Field(WorkflowRule.OK, description='The rule that decided (see WORKFLOW_RULES).')
     task_type: str = ''
     robot: str = ''
+    hcw_id: str = Field('', description="The HCW the approved task is about (rule 9): the one named for a "
+                                        "navigation, the one the latest navigation escorted for the later steps.")
 
     @property
     def violation(self) -> bool:
@@ -93,6 +96,7 @@ class TaskState(BaseModel):
     issue: str = ''
     issue_code: IssueCode = IssueCode.NONE
     summary: str = ''
+    hcw_id: str = Field('', description='The HCW the task is about (rule 9; empty for the reflection).')
     started_s: float
     finished_s: float | None = None
 
@@ -144,6 +148,8 @@ class WorkflowState(BaseModel):
     escalations: list[EscalationRecord]
     deadlines: list[Deadline]
     patient_id: str = Field('', description='The patient whose arrival started the onboarding deadlines.')
+    assigned_hcw_id: str = Field('', description="The HCW the hospital assigned to the patient (a person's choice).")
+    required_specialty: str = Field('', description="The specialty the patient needs, e.g. 'Physician'.")
     closed: bool = Field(description="Whether a human closed the episode with an 'abort' decision.")
     closed_by: str = Field('', description="The escalation whose 'abort' closed the episode.")
 
@@ -179,7 +185,10 @@ class WorkflowPolicy:
        on (a failed type is retried freely: recovery);
     8. the reflection needs no task running and either all three operational tasks succeeded,
        the episode closed by ``abort``, or the latest operational task failed and an escalation
-       about it was resolved; once a reflection runs or succeeded, no second one.
+       about it was resolved; once a reflection runs or succeeded, no second one;
+    9. the HCW (:func:`task_hcw_refusal`): a navigation names an HCW of the patient's required
+       specialty who is on shift, unless a person chose them (the hospital's assignment, a
+       ``reassign`` decision); the later steps are about the HCW the latest navigation escorted.
 
     Deadlines (:class:`Deadline`; durations from :class:`~robot_team.config.Deadlines`):
 
@@ -205,28 +214,37 @@ class WorkflowPolicy:
         self._changes: list[DeadlineChange] = []
         self._closed_by = ''
         self._patient_id = ''
+        self._assigned_hcw_id = ''
+        self._required_specialty = ''
 
     # --- Authorization ------------------------------------------------------------------------
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str,
-                  now_s: float) -> Authorization:
+                  now_s: float, *, hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None) -> Authorization:
         """Decide whether ``requested_by`` may delegate ``task_type`` to ``robot`` at ROS time ``now_s`` (s).
 
-        An approved request creates a running task (its ID in the answer), starts its task
-        deadline (operational tasks only: the reflection is the manager's own work) and meets a
-        pending issue-handling deadline of that task type.
+        ``hcw_id``: the HCW the delegation names; ``staff``: what is known of each HCW (the staff
+        directory and the RTLS, by HCW ID) for rule 9; ``None``: no staff view, so a navigation's
+        HCW is not checked for specialty and shift (the supervisor node always gives one).
+
+        An approved request creates a running task (its ID in the answer, with the HCW it is
+        about), starts its task deadline (operational tasks only: the reflection is the manager's
+        own work) and meets a pending issue-handling deadline of that task type.
         """
         with self._lock:
             task_type, robot, requested_by = _text(task_type), _text(robot), _text(requested_by)
-            reason = _text(reason)
+            reason, hcw_id = _text(reason), _text(hcw_id).strip()
             refusal = self._check(task_type, robot, reason, requested_by)
+            if refusal is None and task_type != TaskType.REFLECTION.value:
+                refusal = self._check_hcw(TaskType(task_type), robot, hcw_id, staff)
             if refusal is not None:
                 return refusal
             kind = TaskType(task_type)
+            hcw_id = task_hcw(kind, hcw_id, self._outlines())
             self._counters[kind] += 1
             task_id = f'{TASK_ID_PREFIX[kind]}-{self._counters[kind]}'
             previous = self._latest(kind)
-            self._tasks[task_id] = TaskState(task_id=task_id, task_type=kind, robot=robot,
+            self._tasks[task_id] = TaskState(task_id=task_id, task_type=kind, robot=robot, hcw_id=hcw_id,
                                              requested_by=requested_by, reason=reason, started_s=now_s)
             for deadline in self._pending('issue_handling'):
                 if deadline.task_type is kind:
@@ -245,7 +263,7 @@ class WorkflowPolicy:
             if kind in OPERATIONAL_TASKS:
                 why += f'; report on {task_id} within {self.deadlines.task_s:g} s'
             return Authorization(approved=True, task_id=task_id, rule='ok', task_type=kind.value, robot=robot,
-                                 explanation=f'approved {task_id} for {robot}: {why}')
+                                 hcw_id=hcw_id, explanation=f'approved {task_id} for {robot}: {why}')
 
     def _check(self, task_type: str, robot: str, reason: str, requested_by: str) -> Authorization | None:
         def refuse(rule: str, explanation: str) -> Authorization:
@@ -274,8 +292,7 @@ class WorkflowPolicy:
                                     f"operational tasks: only the reflection may start")
         if kind is TaskType.REFLECTION:
             return self._check_reflection(refuse)
-        outlines = [TaskOutline(t.task_id, t.task_type, t.status, t.issue, t.robot) for t in self._tasks.values()]
-        refusal = delegation_refusal(kind, outlines)
+        refusal = delegation_refusal(kind, self._outlines())
         if refusal is not None:
             return refuse(*refusal)
         latest = self._latest(kind)
@@ -283,6 +300,21 @@ class WorkflowPolicy:
             return refuse('repeat_reason', f'{kind.value} already succeeded ({latest.task_id}); to repeat '
                                            f'it (a later step failed), give a reason')
         return None
+
+    def _check_hcw(self, kind: TaskType, robot: str, hcw_id: str,
+                   staff: Mapping[str, StaffFacts] | None) -> Authorization | None:
+        """Rule 9 (:func:`task_hcw_refusal`) with what this policy knows: the patient, people's choices."""
+        refusal = task_hcw_refusal(kind, hcw_id, self._outlines(), required_specialty=self._required_specialty,
+                                   chosen=people_chose(self._assigned_hcw_id, self._escalations.values()),
+                                   staff=staff)
+        if refusal is None:
+            return None
+        return Authorization(approved=False, rule=refusal[0], explanation=refusal[1], task_type=kind.value,
+                             robot=robot)
+
+    def _outlines(self) -> list['TaskOutline']:
+        """Return every task as the shared rules see them, in authorization order (lock held)."""
+        return [TaskOutline(t.task_id, t.task_type, t.status, t.issue, t.robot, t.hcw_id) for t in self._tasks.values()]
 
     def _check_reflection(self, refuse) -> Authorization | None:
         done = [t for t in self._tasks.values()
@@ -403,11 +435,14 @@ class WorkflowPolicy:
 
     # --- The patient cue and the manager's deadlines -------------------------------------------
 
-    def patient_arrived(self, patient_id: str, now_s: float) -> bool:
+    def patient_arrived(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
+                        required_specialty: str = '') -> bool:
         """Start the onboarding's deadlines for ``patient_id``'s arrival at ROS time ``now_s`` (s).
 
-        Starts a ``decision`` deadline (the manager's first step, ``deadlines.decision_s``) and
-        the ``onboarding`` deadline (the reflection, ``deadlines.onboarding_s``). Returns False,
+        ``assigned_hcw_id`` and ``required_specialty`` (the arrival's) are what rule 9 checks a
+        navigation's HCW against. Starts a ``decision`` deadline (the manager's first step,
+        ``deadlines.decision_s``) and the ``onboarding`` deadline (the reflection,
+        ``deadlines.onboarding_s``). Returns False,
         changing nothing, for a repeat of the same cue or a second patient (one per episode).
 
         Raises
@@ -422,6 +457,8 @@ class WorkflowPolicy:
             if self._patient_id:
                 return False
             self._patient_id = patient_id
+            self._assigned_hcw_id = _text(assigned_hcw_id).strip()
+            self._required_specialty = _text(required_specialty).strip()
             self._start_decision(f'patient {patient_id} arrived', now_s)
             self._start(Deadline(kind='onboarding', cue=f'patient {patient_id} arrived', started_s=now_s,
                                  duration_s=self.deadlines.onboarding_s))
@@ -558,7 +595,8 @@ class WorkflowPolicy:
                 tasks=[t.model_copy(deep=True) for t in self._tasks.values()],
                 escalations=[e.model_copy(deep=True) for e in self._escalations.values()],
                 deadlines=[d.model_copy(deep=True) for d in self._deadlines],
-                closed=bool(self._closed_by), closed_by=self._closed_by, patient_id=self._patient_id)
+                closed=bool(self._closed_by), closed_by=self._closed_by, patient_id=self._patient_id,
+                assigned_hcw_id=self._assigned_hcw_id, required_specialty=self._required_specialty)
 
     def state(self) -> WorkflowState:
         """Return the whole state to store for a restart (:meth:`restore` takes it back); as :meth:`snapshot`.
@@ -616,6 +654,8 @@ class WorkflowPolicy:
             self._escalations = {e.escalation_id: e.model_copy(deep=True) for e in state.escalations}
             self._deadlines = [d.model_copy(deep=True) for d in state.deadlines]
             self._patient_id = state.patient_id
+            self._assigned_hcw_id = state.assigned_hcw_id
+            self._required_specialty = state.required_specialty
             self._closed_by = state.closed_by
             self._changes = []
 
@@ -657,6 +697,81 @@ class TaskOutline(NamedTuple):
     status: str
     issue: str
     robot: str = ''
+    hcw_id: str = ''
+
+
+class StaffFacts(NamedTuple):
+    """What the gate knows of one HCW (rule 9): specialty (staff directory, else RTLS) and availability (RTLS)."""
+
+    specialty: str
+    availability: str = 'unknown'   # available | busy | off_shift | unknown (no RTLS answer yet)
+
+
+def people_chose(assigned_hcw_id: str, escalations: Iterable[EscalationRecord]) -> set[str]:
+    """Return the HCWs a person chose for the patient: the hospital's assignment and every ``reassign`` decision."""
+    chosen = {e.hcw_id for e in escalations if e.decision == 'reassign' and e.hcw_id}
+    return chosen | ({assigned_hcw_id} if assigned_hcw_id else set())
+
+
+def escorted_hcw(tasks: list[TaskOutline]) -> str:
+    """Return the HCW the latest navigation in ``tasks`` escorted, if it succeeded, else ``''``."""
+    nav = _latest_outline(TaskType.NAVIGATION, tasks)
+    return nav.hcw_id if nav is not None and nav.status == 'success' else ''
+
+
+def task_hcw(kind: TaskType, hcw_id: str, tasks: list[TaskOutline]) -> str:
+    """Return the HCW a task of ``kind`` delegated with ``hcw_id`` is about, given ``tasks`` (authorization order).
+
+    A navigation is about the HCW it names; info collection and display about the HCW the
+    latest navigation escorted (:func:`escorted_hcw`): whose badge is read, who joins the care
+    team shown. The reflection is about no HCW.
+    """
+    if kind is TaskType.NAVIGATION:
+        return hcw_id
+    return escorted_hcw(tasks) if kind in OPERATIONAL_TASKS else ''
+
+
+def task_hcw_refusal(kind: TaskType, hcw_id: str, tasks: list[TaskOutline], *, required_specialty: str,
+                     chosen: set[str], staff: Mapping[str, StaffFacts] | None) -> tuple[str, str] | None:
+    """Return ``('hcw', explanation)`` if rule 9 refuses a ``kind`` delegation naming ``hcw_id``, else ``None``.
+
+    - A navigation escorts an HCW: it must name one; a person's choice (``chosen``: the hospital's
+      assignment, a ``reassign`` decision; :func:`people_chose`) stands; anyone else must be known
+      to ``staff`` (the staff directory, or the RTLS), of ``required_specialty`` (compared without
+      case; none given: any) and on shift (availability not ``off_shift``; ``busy`` is on shift:
+      the page tells whether they can come). ``staff`` ``None``: no staff view, only the name is
+      required.
+    - Info collection and display are about the HCW the latest navigation escorted
+      (:func:`task_hcw`): a delegation naming another is refused; naming none is fine.
+
+    The one rule behind the supervisor's gate and the LLM manager's offer
+    (``robot_team.llm.decoding``): an escort of technician #55 for a patient who needs a
+    physician was accepted before it.
+    """
+    if kind is TaskType.NAVIGATION:
+        if not hcw_id:
+            return ('hcw', 'a navigation escorts an HCW: name the HCW (hcw_id)')
+        if hcw_id in chosen or staff is None:
+            return None
+        facts = staff.get(hcw_id)
+        if facts is None:
+            known = ', '.join(f'#{h}' for h in staff) or 'none yet'
+            return ('hcw', f'HCW #{hcw_id} is not known to the staff directory or the location system '
+                           f'(known: {known})')
+        wanted = required_specialty.strip()
+        if wanted and facts.specialty.strip().casefold() != wanted.casefold():
+            return ('hcw', f"HCW #{hcw_id} is a {facts.specialty or 'HCW of unknown specialty'}; the patient needs "
+                           f'a {wanted}: name an HCW of that specialty, or escalate for a person to choose')
+        if facts.availability == 'off_shift':
+            return ('hcw', f'HCW #{hcw_id} is off shift: name an HCW on shift, or escalate for a person to choose')
+        return None
+    escorted = task_hcw(kind, hcw_id, tasks)
+    if kind in OPERATIONAL_TASKS and hcw_id and hcw_id != escorted:
+        nav = _latest_outline(TaskType.NAVIGATION, tasks)
+        return ('hcw', f'{kind.value} is about the HCW navigation escorted'
+                       + (f' ({nav.task_id}): HCW #{escorted}' if escorted and nav is not None else ' (none yet)')
+                       + f', not #{hcw_id}')
+    return None
 
 
 def manager_may_escalate(status: str, failure_waits: bool) -> bool:

@@ -6,18 +6,20 @@ Used by tests that need many episodes fast. It is wiring only: the manager is th
 :class:`~robot_team.core.supervisor.SupervisorCore` (gate, report record, deadlines) its node
 runs; this module only connects their ports in memory and plays the human operator. Tools are
 stubs with the real tools' names, descriptions and input models (the real ``register`` methods
-bind them), answering from the onboarding scenario's staff table (no physical action). Time is
-a counter (s): a robot's task takes 30 s, and an idle team jumps past the issue-handling
-deadline so that the supervisor's deadlines run.
+bind them), answering from the onboarding scenario's staff table; the stub world keeps what the
+tools did (who was paged and picked up, the escort's end, check-ins, the screen), so each robot's
+``observe`` (what the world shows of a success claim) answers from it as the real tools do from
+the RTLS, the directory and the display system. Time is a counter (s): a robot's task takes 30 s,
+and an idle team jumps past the issue-handling deadline so that the supervisor's deadlines run.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from robot_team.brains.base import ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, TaskSpec
+from robot_team.brains.base import ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, StaffInfo, TaskSpec
 from robot_team.config import Deadlines
 from robot_team.core.manager import ManagerCore, TaskDone
 from robot_team.reports import EscalationAnswer, ReportAnswer
@@ -27,11 +29,11 @@ from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.reports import TaskReportModel
 from robot_team.tools.base import Toolbox
-from robot_team.catalog import Tool, register_tools
+from robot_team.catalog import TaskFacts, Tool, WorldFact, register_tools
 from robot_team.errors import ToolError
 from robot_team.names import Robot
 from robot_team.tools.navigation import page_result
-from robot_team.workflow import Authorization, WorkflowPolicy
+from robot_team.workflow import Authorization, StaffFacts, WorkflowPolicy
 
 STAFF = {
     '80': {'hcw_id': '80', 'badge_id': 'ED-0080', 'name': 'Dr. Amara Okafor', 'specialty': 'Physician',
@@ -83,6 +85,15 @@ class World:
     nav_error: str = ''
     checked_in: list[str] = field(default_factory=list)
     shown: list[dict] = field(default_factory=list)
+    clock: Callable[[], float] = lambda: 0.0
+    paged: str = ''         # the HCW who acknowledged the latest page (waits for the robot)
+    following: str = ''     # the HCW following the robot (picked up where they waited)
+    check_in_stamps: dict[str, float] = field(default_factory=dict)
+    screen_stamp: float | None = None
+
+    def staff_facts(self) -> dict[str, StaffFacts]:
+        """Return the gate's view of the staff (specialty, availability), as the supervisor's board gives it."""
+        return {h: StaffFacts(s['specialty'], s['availability']) for h, s in self.staff.items()}
 
 
 def _navigation_stubs(world: World) -> dict:
@@ -97,6 +108,8 @@ def _navigation_stubs(world: World) -> dict:
     def page(a):
         ok = world.staff.get(a.hcw_id, {}).get('availability') == 'available'
         meet_at = {k: world.staff[a.hcw_id][k] for k in ('area', 'x', 'y')} if ok else {}
+        if ok:
+            world.paged = a.hcw_id
         return page_result({'hcw_id': a.hcw_id, 'delivered': a.hcw_id in world.staff, 'acknowledged': ok,
                             'reply': 'on my way' if ok else '', 'response_time_s': 12.0 if ok else a.timeout_s,
                             'meet_at': meet_at})
@@ -113,6 +126,13 @@ def _navigation_stubs(world: World) -> dict:
         if world.nav_error:
             raise ToolError(f'navigate_to_pose aborted: {world.nav_error}', output={
                 'outcome': 'aborted', 'error_name': world.nav_error, 'goal': [a.x, a.y, a.yaw]})
+        waiting = world.staff.get(world.paged)
+        if waiting is not None and math.hypot(a.x - waiting['x'], a.y - waiting['y']) <= 1.0:
+            world.following = world.paged   # picked up where they waited
+        elif world.following and (a.x, a.y) == (DOOR['x'], DOOR['y']):
+            world.staff[world.following].update(area=DOOR['room'], x=DOOR['x'], y=DOOR['y'])   # steps in
+        elif world.following:
+            world.staff[world.following].update(area='corridor', x=a.x, y=a.y)
         return {'action': 'navigate_to_pose', 'outcome': 'succeeded', 'error_code': 0, 'error_name': 'NONE',
                 'goal': [a.x, a.y, a.yaw], 'final_pose': [a.x, a.y, a.yaw], 'duration_s': 30.0}
     return {Tool.LOCATE_STAFF: locate, Tool.PAGE_STAFF: page, Tool.ROOM_DOOR_POSE: door, Tool.PLAN_PATH: plan,
@@ -130,16 +150,18 @@ def _info_stubs(world: World) -> dict:
         raise ToolError(f"badge '{a.badge_id}' is not in the staff directory")
 
     def check_in(a):
+        if world.staff.get(a.hcw_id, {}).get('badge_id') != a.badge_id:
+            raise ToolError(f"check-in refused by the staff directory: badge '{a.badge_id}' is not HCW "
+                            f"{a.hcw_id}'s badge")
         world.checked_in.append(a.hcw_id)
-        return {'room': a.room, 'hcw_id': a.hcw_id, 'badge_id': a.badge_id, 'stamp_s': 96.0}
+        world.check_in_stamps[a.hcw_id] = world.clock()
+        return {'room': a.room, 'hcw_id': a.hcw_id, 'badge_id': a.badge_id, 'stamp_s': world.clock()}
     return {Tool.READ_BADGE_SCAN: read, Tool.LOOKUP_STAFF_BY_BADGE: lookup, Tool.RECORD_CHECK_IN: check_in}
 
 
 def _display_stubs(world: World) -> dict:
     def fetch(a):
-        ids = world.care_team + [h for h in world.checked_in if h not in world.care_team]
-        keys = ('hcw_id', 'name', 'specialty', 'role')
-        return {'room': a.room, 'members': [{k: world.staff[h][k] for k in keys} for h in ids]}
+        return {'room': a.room, 'members': _care_team(world)}
 
     def show(a):
         reply = {'service': '/ed/display/show', 'success': world.display_ok,
@@ -148,12 +170,37 @@ def _display_stubs(world: World) -> dict:
         if not world.display_ok:
             raise ToolError('display service refused: screen offline', output=reply)
         world.shown.append(a.model_dump())
+        world.screen_stamp = world.clock()
         return reply
     return {Tool.FETCH_CARE_TEAM: fetch, Tool.SHOW_DISPLAY: show}
 
 
 STUBS = {Robot.NAVIGATION: _navigation_stubs, Robot.INFO_COLLECTION: _info_stubs, Robot.DISPLAY: _display_stubs}
 """Each operational role's stub tools (every role of ``robot_team.catalog.ROLES``)."""
+
+
+def _care_team(world: World) -> list[dict]:
+    """Return the room's care team as the stub directory gives it: standing members, then check-ins."""
+    ids = world.care_team + [h for h in world.checked_in if h not in world.care_team]
+    return [{k: world.staff[h][k] for k in ('hcw_id', 'name', 'specialty', 'role')} for h in ids]
+
+
+def observer(world: World):
+    """Return an ``observe(fact, task, until)`` answering from the stub world, as the real tools classes do."""
+    def observe(fact: WorldFact, task: TaskFacts, until) -> dict:
+        if fact is WorldFact.HCW_AT_ROOM:
+            where = world.staff.get(task.hcw_id)
+            return {'hcw_id': task.hcw_id, 'room': task.room, 'door': {'x': DOOR['x'], 'y': DOOR['y'] - 3.0},
+                    'entry': {'x': DOOR['x'], 'y': DOOR['y']},
+                    'located': {k: where[k] for k in ('area', 'x', 'y')} if where else None}
+        if fact is WorldFact.CHECKED_IN:
+            return {'room': task.room, 'check_ins': [
+                {'hcw_id': h, 'badge_id': world.staff[h]['badge_id'], 'stamp_s': t}
+                for h, t in world.check_in_stamps.items()]}
+        shown = world.shown[-1] if world.shown else None
+        return {'room': task.room, 'care_team': _care_team(world),
+                'screen': {'entries': shown['entries'], 'stamp_s': world.screen_stamp} if shown else None}
+    return observe
 
 
 def build_toolbox(role: str, world: World, emit=None) -> Toolbox:
@@ -172,9 +219,15 @@ class _EmitAdapter:
         self.emit = emit
 
 
-def run_robot(role: str, brain: RobotBrain, toolbox: Toolbox, task: TaskSpec, emit) -> TaskReportModel:
-    """Run ``brain`` on ``task`` with the robot node's own core: claim, grounding check, evidence, report."""
-    return RobotCore(role, brain, toolbox, emit, lambda: 0.0).run(task, lambda *_: None)
+def run_robot(role: str, brain: RobotBrain, toolbox: Toolbox, task: TaskSpec, emit,
+              world: World | None = None) -> TaskReportModel:
+    """Run ``brain`` on ``task`` with the robot node's own core: claim, grounding check, evidence, report.
+
+    ``world``: the stub world the toolbox was built on, which shows (or not) a success claim;
+    ``None``: nothing can be observed, so no success is accepted.
+    """
+    observe = observer(world) if world is not None else None
+    return RobotCore(role, brain, toolbox, emit, lambda: 0.0, observe).run(task, lambda *_: None)
 
 
 @dataclass
@@ -220,6 +273,7 @@ class InMemoryTeam:
         self.record = record or Recorder()
         self.operator = list(operator if operator is not None else [('reassign', '90')])
         self.t = 1.0
+        self.world.clock = lambda: self.t
         make = tool_emitter or self.record.emitter
         self.toolboxes = {role: build_toolbox(role, self.world, make(role)) for role in robots}
         self.supervisor = SupervisorCore(WorkflowPolicy(deadlines or Deadlines(issue_handling_s=60.0)),
@@ -227,12 +281,14 @@ class InMemoryTeam:
                                          publish_directive=self._directed)
         self.workflow = self.supervisor.policy
         self.robots = {role: RobotCore(role, brain, self.toolboxes[role], self.record.emitter(role),
-                                       lambda: self.t) for role, brain in robots.items()}
+                                       lambda: self.t, observer(self.world)) for role, brain in robots.items()}
         self.manager = ManagerCore(manager, self, self.record.emitter('manager'), list(robots))
         self.manager.on_arrival(PatientInfo(
             patient_id='P-0001', room='ER-12', presentation='signs of confusion and distress', esi_level=2,
             assigned_hcw_id='80', required_specialty='Physician'))
-        self.supervisor.on_patient_arrival('P-0001', self.t)
+        self.manager.on_staff([StaffInfo(hcw_id=h, specialty=f.specialty, availability=f.availability)
+                               for h, f in self.world.staff_facts().items()])
+        self.supervisor.on_patient_arrival('P-0001', self.t, assigned_hcw_id='80', required_specialty='Physician')
 
     def run(self, max_rounds: int = 40) -> Outcome:
         """Run until the manager finishes (or ``max_rounds`` decision rounds); return the outcome."""
@@ -248,9 +304,10 @@ class InMemoryTeam:
 
     # -- ManagerPorts: the supervisor's services and the robots' action servers, in memory --
 
-    def authorize(self, task_type: str, robot: str, reason: str) -> Authorization:
-        """Ask the supervisor core's gate."""
-        return self.supervisor.authorize(task_type, robot, reason, 'manager', self.t)
+    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '') -> Authorization:
+        """Ask the supervisor core's gate, with the stub world's staff as its staff view."""
+        return self.supervisor.authorize(task_type, robot, reason, 'manager', self.t, hcw_id=hcw_id,
+                                         staff=self.world.staff_facts())
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask the supervisor core to escalate."""

@@ -92,8 +92,12 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
 
     def now():
         return next_step(box, task, robot_offer(box, task, one_call=True))
+    assert now() == f'Next step: call {Tool.LOCATE_STAFF.value}.'
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', specialty='Nurse').ok   # about others: not the HCW
+    assert now() == f'Next step: call {Tool.LOCATE_STAFF.value}.'
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
-    assert now() == f'Next step: call {Tool.PAGE_STAFF.value}.'
+    # the pickup needs the page first (the goal's prerequisite)
+    assert now() == f'Next step: call {Tool.PAGE_STAFF.value} (then {Tool.NAVIGATE_TO_POSE.value}).'
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
     # the pickup before the door (the catalog's order of the proofs), with where the HCW is
     assert now() == f'Next step: call {Tool.NAVIGATE_TO_POSE.value} (no goal reached HCW #90 at (x 22, y 3): the ' \
@@ -112,10 +116,15 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
 
 
 def test_the_next_step_may_be_a_prerequisite_of_the_tool_a_proof_needs():
-    box = build_toolbox(Robot.DISPLAY.value, World())
-    task = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
-    step = next_step(box, task, robot_offer(box, task, one_call=True))
-    assert step == f'Next step: call {Tool.FETCH_CARE_TEAM.value} (then {Tool.SHOW_DISPLAY.value}).'
+    box = build_toolbox(Robot.NAVIGATION.value, World())
+    task = nav_task()
+    assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
+    step = next_step(box, task, robot_offer(box, task, one_call=True))   # the pickup goal needs the page
+    assert step == f'Next step: call {Tool.PAGE_STAFF.value} (then {Tool.NAVIGATE_TO_POSE.value}).'
+    display = build_toolbox(Robot.DISPLAY.value, World())
+    shown = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
+    assert next_step(display, shown, robot_offer(display, shown, one_call=True)) == \
+        f'Next step: call {Tool.FETCH_CARE_TEAM.value}.'   # the care team is a proof of its own
 
 
 def test_a_navigation_success_needs_the_door_pose_looked_up():
@@ -206,7 +215,11 @@ def test_a_success_report_fixes_the_values_the_proofs_compare():
     task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
     scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
-    assert robot_offer(box, task).enums['submit_report.status'] == ['success']   # nothing failed: no failure
+    assert 'submit_report' not in robot_offer(box, task).names   # no check-in yet, and nothing failed
+    assert box.call(Tool.RECORD_CHECK_IN.value, task_id='info-1', room='ER-12', hcw_id='90',
+                    badge_id=scan.output['badge_id']).ok
+    # every proof holds and no tool is left to call: a failure is accepted too (nothing else to try)
+    assert robot_offer(box, task).enums['submit_report.status'] == ['success', 'failure']
     assert not box.call(Tool.RECORD_CHECK_IN.value, task_id='info-1').ok   # no arguments: a failed call
     offer = robot_offer(box, task)               # which grounds a failure report as well
     report = next(t for t in offer.tools if t['function']['name'] == 'submit_report')
@@ -215,7 +228,8 @@ def test_a_success_report_fixes_the_values_the_proofs_compare():
     assert set(success['properties']['data']['required']) == {'hcw_id', 'name', 'specialty'}
     assert failure['properties']['issue']['minLength'] == 1
     schema = response_schema(offer.tools)                       # the json_schema union takes the variants
-    assert len(schema['properties']['tool_calls']['items']['anyOf']) == len(offer.tools)
+    items = schema['properties']['tool_calls']['items']
+    assert len(items.get('anyOf', [items])) == len(offer.tools)
     assert 'Dr. Lucas Brennan' in tools_text(offer.tools)       # and the model reads them
     native = robot_offer(box, task, variants=False)             # native tools: one object per function
     assert 'anyOf' not in next(t for t in native.tools if t['function']['name'] == 'submit_report')['function'][
@@ -383,11 +397,13 @@ def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():
         for probe in ('navigation', 'info_collection', 'display'):
             approved = WorkflowPolicy()
             for t in tasks:
-                auth = approved.authorize(t.task_type.value, t.robot, 'replay', Robot.MANAGER.value, 0.0)
+                auth = approved.authorize(t.task_type.value, t.robot, 'replay', Robot.MANAGER.value, 0.0,
+                                          hcw_id='90' if t.task_type is TaskType.NAVIGATION else '')
                 approved.record_report(TaskReportModel(task_id=auth.task_id, task_type=t.task_type, robot=t.robot,
                                                        status=t.state, issue='x' if t.state == 'failure' else ''),
                                        1.0)
-            decision = approved.authorize(probe, TASK_OWNER[TaskType(probe)], 'next', Robot.MANAGER.value, 2.0)
+            decision = approved.authorize(probe, TASK_OWNER[TaskType(probe)], 'next', Robot.MANAGER.value, 2.0,
+                                          hcw_id='90' if probe == 'navigation' else '')
             assert decision.approved == (probe in offered), (probe, tasks)
         assert kind in offered
         tasks.append(TaskRecord(task_id=f'{kind}-{step}', task_type=TaskType(kind), robot=TASK_OWNER[TaskType(kind)],
@@ -429,8 +445,11 @@ def test_a_report_schema_describes_what_the_role_reports_under_keys_the_rubric_r
     task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
     scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
+    assert box.call(Tool.RECORD_CHECK_IN.value, task_id='info-1', room='ER-12', hcw_id='90',
+                    badge_id=scan.output['badge_id']).ok
     report = next(t for t in robot_offer(box, task).tools if t['function']['name'] == 'submit_report')
-    data = report['function']['parameters']['properties']['data']    # success only: the proofs fix the values
+    success = report['function']['parameters']['anyOf'][0]           # the proofs fix the success's values
+    data = success['properties']['data']
     assert data['properties']['name'] == {'type': 'string', 'enum': ['Dr. Lucas Brennan']}
 
 

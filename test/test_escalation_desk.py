@@ -52,7 +52,7 @@ def make_desk(tmp_path, store=None, **policy):
 
 
 def failed_nav(core):
-    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0)
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0, hcw_id='90')
     core.submit_report(TaskReportModel(task_id=auth.task_id, task_type='navigation', robot='navigation_robot',
                                        status='failure', issue='HCW #80 unavailable'), 2.0)
     return auth.task_id
@@ -126,7 +126,7 @@ def test_renotify_then_expiry_holds_the_team_until_resolved(tmp_path):
     assert hold.options == ['reassign:90', 'abort'] and hold.proposal == 'reassign:90'
     assert desk.hold.active and ports.stops and ports.holds[-1].active
     refused = core.policy.snapshot()
-    auth = desk.authorize('navigation', 'navigation_robot', '', 'manager', 35.0)
+    auth = desk.authorize('navigation', 'navigation_robot', '', 'manager', 35.0, hcw_id='90')
     assert not auth.approved and auth.rule is WorkflowRule.HELD
     assert core.policy.snapshot().tasks == refused.tasks
     late = desk.resolve(esc_id, 'retry', '', '', 'charge_nurse', 36.0)
@@ -137,7 +137,7 @@ def test_renotify_then_expiry_holds_the_team_until_resolved(tmp_path):
     assert desk.resolve('esc-2', 'retry', '', '', 'charge_nurse', 500.0).accepted
     assert not desk.hold.active and not ports.holds[-1].active
     assert [e for e in events if e[0] == 'team_released'][0][2]['held_for_s'] == pytest.approx(466.0)
-    assert desk.authorize('navigation', 'navigation_robot', '', 'manager', 501.0).approved
+    assert desk.authorize('navigation', 'navigation_robot', '', 'manager', 501.0, hcw_id='90').approved
 
 
 def test_expiry_with_abort_closes_the_episode(tmp_path):
@@ -156,7 +156,7 @@ def test_a_persons_abort_stops_every_robots_running_task(tmp_path):
     task = failed_nav(core)
     _, esc_id, _ = core.request_escalation(task, 'HCW #80 unavailable', ['reassign:90', 'retry', 'abort'], 3.0)
     assert desk.resolve(esc_id, 'retry', '', '', 'charge_nurse', 4.0).accepted and ports.stops == []
-    again = core.authorize('navigation', 'navigation_robot', '', 'manager', 5.0)
+    again = core.authorize('navigation', 'navigation_robot', '', 'manager', 5.0, hcw_id='90')
     _, second, _ = core.request_escalation(again.task_id, 'no answer', ['abort'], 6.0)
     assert ports.stops == []
     assert desk.resolve(second, 'abort', '', 'badge office', 'charge_nurse', 7.0).accepted
@@ -175,7 +175,7 @@ def test_an_escalation_covered_by_a_takeover_expires_without_holding_the_team(tm
     expired = desk.record(esc_id)
     assert expired.state.value == 'expired' and expired.safe_default == 'takeover' and not expired.followed_by
     assert not desk.hold.active and not ports.stops and len(desk.records()) == 1
-    assert desk.authorize('navigation', 'navigation_robot', '', 'manager', 200.0).approved
+    assert desk.authorize('navigation', 'navigation_robot', '', 'manager', 200.0, hcw_id='90').approved
 
 
 def test_store_survives_and_ids_continue(tmp_path):

@@ -98,7 +98,7 @@ def test_unwatched_nodes_and_bad_announcements():
 
 def test_a_lost_robots_task_ends_as_a_failure_and_issue_handling_starts_at_once():
     policy = WorkflowPolicy(Deadlines(issue_handling_s=60.0, task_s=600.0))
-    auth = policy.authorize('navigation', NODE, '', 'manager', 10.0)
+    auth = policy.authorize('navigation', NODE, '', 'manager', 10.0, hcw_id='90')
     task = policy.robot_lost(NODE, 25.0)
     assert (task.task_id, task.status, task.issue_code) == (auth.task_id, 'failure', IssueCode.ROBOT_LOST)
     deadlines = {d.kind: d for d in policy.snapshot().deadlines}
@@ -108,13 +108,13 @@ def test_a_lost_robots_task_ends_as_a_failure_and_issue_handling_starts_at_once(
     late = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot=NODE, status='success')
     with pytest.raises(ValueError, match='already closed'):
         policy.record_report(late, 40.0)                               # the robot back on the network, late
-    retry = policy.authorize('navigation', NODE, '', 'manager', 30.0)
+    retry = policy.authorize('navigation', NODE, '', 'manager', 30.0, hcw_id='90')
     assert retry.approved and retry.explanation.startswith(f'approved nav-2 for {NODE}: retry of navigation')
 
 
 def test_only_the_supervisor_closes_a_task_as_robot_lost():
     policy = WorkflowPolicy()
-    auth = policy.authorize('navigation', NODE, '', 'manager', 0.0)
+    auth = policy.authorize('navigation', NODE, '', 'manager', 0.0, hcw_id='90')
     claim = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot=NODE, status='failure',
                             issue='I got lost', issue_code='robot_lost')
     with pytest.raises(ValueError, match="sets issue_code 'robot_lost': only the supervisor"):
@@ -126,7 +126,7 @@ def test_the_supervisor_records_the_loss_and_publishes_the_closed_task():
     record, published = Recorder(), []
     core = SupervisorCore(WorkflowPolicy(), record.emitter('supervisor'), lambda e: None, lambda e: None,
                           publish_report=published.append)
-    auth = core.authorize('navigation', NODE, '', 'manager', 5.0)
+    auth = core.authorize('navigation', NODE, '', 'manager', 5.0, hcw_id='90')
     report = core.liveness_changed(LivenessChange(node=NODE, state='lost', instance_id='a1',
                                                   noticed_by='liveliness'), 9.0)
     assert published == [report] and report.task_id == auth.task_id and report.issue_code is IssueCode.ROBOT_LOST
@@ -320,7 +320,7 @@ def test_a_corrupt_manager_store_is_a_clear_error(tmp_path):
 def test_the_same_report_twice_is_recorded_once_and_accepted():
     record = Recorder()
     core = SupervisorCore(WorkflowPolicy(), record.emitter('supervisor'), lambda e: None, lambda e: None)
-    auth = core.authorize('navigation', NODE, '', 'manager', 0.0)
+    auth = core.authorize('navigation', NODE, '', 'manager', 0.0, hcw_id='90')
     report = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot=NODE, status='success',
                              summary='escorted')
     assert core.submit_report(report, 5.0)[0] is True

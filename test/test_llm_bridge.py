@@ -683,22 +683,36 @@ def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
 
 
 def test_manager_accepts_a_success_only_with_consistent_ground_truth():
+    from robot_team.catalog import TaskFacts
     from robot_team.guards import report_contradictions
     from robot_team.reports import TaskReportModel
     journal = [{'tool': 'read_badge_scan', 'args': {}, 'ok': True, 'output': {'badge_id': 'ED-0090'}},
                {'tool': 'lookup_staff_by_badge', 'args': {}, 'ok': True,
-                'output': {'hcw_id': '90', 'name': 'Dr. Lucas Brennan', 'specialty': 'Physician'}}]
+                'output': {'hcw_id': '90', 'name': 'Dr. Lucas Brennan', 'specialty': 'Physician'}},
+               {'tool': 'record_check_in', 'args': {'room': 'ER-12', 'hcw_id': '90', 'badge_id': 'ED-0090'},
+                'ok': True, 'output': {'room': 'ER-12', 'hcw_id': '90', 'badge_id': 'ED-0090', 'stamp_s': 40.0}}]
+    world = {'checked_in': {'room': 'ER-12', 'check_ins': [{'hcw_id': '90', 'badge_id': 'ED-0090', 'stamp_s': 40.0}]}}
+    task = TaskFacts('ER-12', '90', 35.0)
     good = TaskReportModel(task_id='info-1', task_type='info_collection', robot='info_collection_robot',
                            status='success', data={'hcw_id': '90', 'name': 'Dr. Lucas Brennan',
-                                                   'specialty': 'Physician'}, evidence={'tool_journal': journal})
-    assert report_contradictions(good) == []
-    assert 'without its tools' in report_contradictions(good.model_copy(update={'evidence': {}}))[0]
+                                                   'specialty': 'Physician'},
+                           evidence={'tool_journal': journal, 'world': world})
+    assert report_contradictions(good, task) == []
+    assert 'without its tools' in report_contradictions(good.model_copy(update={'evidence': {}}), task)[0]
     forged = good.model_copy(update={'data': {**good.data, 'name': 'Dr. Nobody'}})
-    assert "reported name 'Dr. Nobody' differs" in report_contradictions(forged)[0]
+    assert "reported name 'Dr. Nobody' differs" in report_contradictions(forged, task)[0]
     wrong_robot = good.model_copy(update={'robot': 'display_robot'})
-    assert 'does not own' in report_contradictions(wrong_robot)[0]
+    assert 'does not own' in report_contradictions(wrong_robot, task)[0]
     failure = good.model_copy(update={'status': 'failure', 'issue': 'x', 'evidence': {}})
-    assert report_contradictions(failure) == []
+    assert report_contradictions(failure, task) == []
+    # the manager checks the task it delegated: another HCW's badge, or no check-in the world shows
+    assert "not the task's HCW #41" in report_contradictions(good, TaskFacts('ER-12', '41', 35.0))[0]
+    unseen = good.model_copy(update={'evidence': {'tool_journal': journal, 'world': {}}})
+    assert report_contradictions(unseen, task) == ['checked_in: nothing was observed']
+    stale = TaskFacts('ER-12', '90', 60.0)   # a check-in from before the task began shows nothing of it
+    assert 'no check-in of HCW #90 at ER-12 since 60.0 s' in report_contradictions(good, stale)[0]
+    assert 'without what the world showed' in report_contradictions(
+        good.model_copy(update={'evidence': {'tool_journal': journal}}), task)[0]
 
 
 def test_reflection_that_never_validates_ends_as_non_compliance():

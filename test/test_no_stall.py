@@ -64,7 +64,7 @@ def test_the_patient_cue_starts_the_first_step_and_onboarding_deadlines():
 def test_a_delegation_or_any_escalation_meets_the_decision_deadline():
     core, record, directives, _ = supervisor()
     core.on_patient_arrival('P-1', 1.0)
-    assert core.authorize('navigation', 'navigation_robot', '', 'manager', 50.0).approved
+    assert core.authorize('navigation', 'navigation_robot', '', 'manager', 50.0, hcw_id='90').approved
     assert [e['met_by'] for e in record.of('deadline_met')] == ['delegation nav-1']
     # after a successful report, the next step is due within decision_s; none while a task runs
     report(core, 'nav-1', 'navigation', 'navigation_robot', 'success', 100.0)
@@ -88,7 +88,7 @@ def test_a_refused_delegation_does_not_meet_the_deadline_and_the_reflection_ends
     t = 10.0
     for task_type, robot in (('navigation', 'navigation_robot'), ('info_collection', 'info_collection_robot'),
                              ('display', 'display_robot')):
-        auth = core.authorize(task_type, robot, '', 'manager', t)
+        auth = core.authorize(task_type, robot, '', 'manager', t, hcw_id='90')
         report(core, auth.task_id, task_type, robot, 'success', t + 5.0)
         t += 10.0
     auth = core.authorize('reflection', 'manager', 'all done', 'manager', t)
@@ -103,7 +103,7 @@ def test_a_refused_delegation_does_not_meet_the_deadline_and_the_reflection_ends
 def test_an_unhandled_failure_gets_the_safe_default_once_then_escalations_only():
     core, record, directives, escalations = supervisor(issue_handling_s=60.0)
     core.on_patient_arrival('P-1', 0.0)
-    core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0)
+    core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0, hcw_id='90')
     report(core, 'nav-1', 'navigation', 'navigation_robot', 'failure', 10.0, issue='HCW #80 unavailable')
     [esc] = core.check_deadlines(71.0)
     assert escalations[-1].task_id == 'nav-1' and escalations[-1].options == ['retry', 'reassign', 'abort']
@@ -191,9 +191,10 @@ def test_the_attempted_view_leaves_out_what_the_fallback_decided():
 def display_core(record, brain, world=None):
     """A display robot's core on the stub floor (``world``, default the stub's), with ``brain``, into ``record``."""
     from robot_team.core.robot import RobotCore
-    from team_harness import World, build_toolbox
-    toolbox = build_toolbox('display_robot', world or World(), record.emitter('display_robot'))
-    return RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0)
+    from team_harness import World, build_toolbox, observer
+    world = world or World()
+    toolbox = build_toolbox('display_robot', world, record.emitter('display_robot'))
+    return RobotCore('display_robot', brain, toolbox, record.emitter('display_robot'), lambda: 0.0, observer(world))
 
 
 def display_task(n):

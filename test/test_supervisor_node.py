@@ -92,10 +92,11 @@ def graph(ros_context, executor):
             node.destroy_node()
 
 
-def authorize(probe, task_type, robot, reason='', requested_by='manager'):
+def authorize(probe, task_type, robot, reason='', requested_by='manager', hcw_id=None):
     from robot_team.srv import AuthorizeTask
+    hcw_id = ('90' if task_type == 'navigation' else '') if hcw_id is None else hcw_id
     return probe.call(probe.authorize, AuthorizeTask.Request(task_type=task_type, robot=robot, reason=reason,
-                                                             requested_by=requested_by))
+                                                             requested_by=requested_by, hcw_id=hcw_id))
 
 
 def resolve(probe, escalation_id, decision, hcw_id='', operator_id='charge_nurse'):

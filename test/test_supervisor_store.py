@@ -29,7 +29,7 @@ def test_the_workflow_is_taken_up_with_its_deadlines_and_ids(tmp_path):
     core.on_patient_arrival('P-0001', 1.0)
     task = failed_nav(core)
     core.request_escalation(task, 'HCW #80 unavailable', ['reassign:90'], 3.0)
-    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 4.0)
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 4.0, hcw_id='90')
     assert auth.task_id == 'nav-2'
     assert desk.save_state(4.0)
     before = core.policy.snapshot()
@@ -79,7 +79,7 @@ def test_a_deadline_due_while_down_is_missed_at_the_first_tick(tmp_path):
 def test_a_hold_counts_the_downtime_when_released(tmp_path):
     store = EscalationStore(tmp_path / 'escalations.sqlite')
     desk, core, _, _, _ = make_desk(tmp_path, store=store)
-    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 10.0)   # task deadline due 610 s
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 10.0, hcw_id='90')   # task deadline due 610 s
     hold = desk.raise_escalation('security', 'stop_and_hold', '', 'fire door alarm', '', 20.0)
     assert hold.accepted and desk.hold.active
     desk.save_state(20.0)
@@ -97,7 +97,7 @@ def test_a_corrupt_state_is_recorded_and_the_supervisor_starts_empty(tmp_path):
     db = tmp_path / 'escalations.sqlite'
     store = EscalationStore(db)
     desk, core, _, _, _ = make_desk(tmp_path, store=store)
-    core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0)
+    core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0, hcw_id='90')
     desk.save_state(1.0)
     store.close()
     with sqlite3.connect(db) as conn:
@@ -109,7 +109,7 @@ def test_a_corrupt_state_is_recorded_and_the_supervisor_starts_empty(tmp_path):
     [(_, reason, data)] = [e for e in events if e[0] == 'input_error']
     assert data['escalation_db'] == str(db) and 'tasks' in reason and data['raw'].startswith('{"workflow"')
     assert 'workflow_restored' not in kinds(events)
-    assert core2.authorize('navigation', 'navigation_robot', '', 'manager', 2.0).task_id == 'nav-1'
+    assert core2.authorize('navigation', 'navigation_robot', '', 'manager', 2.0, hcw_id='90').task_id == 'nav-1'
     assert desk2.save_state(2.0)   # the bad state is replaced
     assert '"nav-1"' in desk2.store.saved_state().state_json
 
@@ -117,7 +117,7 @@ def test_a_corrupt_state_is_recorded_and_the_supervisor_starts_empty(tmp_path):
 def test_an_inconsistent_state_is_recorded_too(tmp_path):
     store = EscalationStore(tmp_path / 'escalations.sqlite')
     desk, core, _, _, _ = make_desk(tmp_path, store=store)
-    core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0)
+    core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0, hcw_id='90')
     store.save_state(core.state().model_dump_json().replace('"nav-1"', '"info-1"'), 1.0, 1000.0)
     store.close()
     _, core2, _, events, state = restart(tmp_path)

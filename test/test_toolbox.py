@@ -129,10 +129,11 @@ def test_a_robot_forgets_a_tasks_journal_once_its_report_carries_it():
     from robot_team.brains.base import TaskSpec
     from robot_team.brains.protocol import InfoCollectionProtocolBrain
     from robot_team.reports import TaskStatus, TaskType
-    box, emitted = build_toolbox('info_collection_robot', World()), []
+    world = World()
+    box, emitted = build_toolbox('info_collection_robot', world), []
     reports = [run_robot('info_collection_robot', InfoCollectionProtocolBrain(), box,
                          TaskSpec(task_id=f'info-{k}', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90'),
-                         lambda *a, **k: emitted.append(a))
+                         lambda *a, **k: emitted.append(a), world)
                for k in range(1, 51)]
     assert all(r.status is TaskStatus.SUCCESS for r in reports)
     # every report carries its own task's calls as evidence, the last as much as the first

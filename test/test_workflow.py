@@ -16,9 +16,10 @@ def policy() -> WorkflowPolicy:
     return WorkflowPolicy(Deadlines(issue_handling_s=60.0, task_s=600.0))
 
 
-def ask(policy, task_type, now_s=0.0, *, robot=None, reason='', requested_by='manager'):
+def ask(policy, task_type, now_s=0.0, *, robot=None, reason='', requested_by='manager', hcw_id=None):
+    hcw_id = ('90' if task_type == 'navigation' else '') if hcw_id is None else hcw_id
     return policy.authorize(task_type, robot or OWNER.get(task_type, 'navigation_robot'), reason,
-                            requested_by, now_s)
+                            requested_by, now_s, hcw_id=hcw_id)
 
 
 def report(policy, task_id, task_type, status='success', now_s=0.0, *, robot=None, issue=''):
@@ -48,7 +49,7 @@ def test_happy_path_in_order_with_ids_per_type(policy):
 
 
 def test_enum_arguments_are_their_values(policy):
-    auth = policy.authorize(TaskType.NAVIGATION, Robot.NAVIGATION, '', Robot.MANAGER, 0.0)
+    auth = policy.authorize(TaskType.NAVIGATION, Robot.NAVIGATION, '', Robot.MANAGER, 0.0, hcw_id='90')
     assert auth.approved and auth.task_id == 'nav-1' and auth.robot == 'navigation_robot'
     assert policy.open_escalation('nav-1', Robot.MANAGER, 'stuck') == 'esc-1'
     assert policy.snapshot().escalation('esc-1').raised_by == 'manager'

@@ -12,7 +12,8 @@ DEADLINES = Deadlines(issue_handling_s=60.0, task_s=600.0, decision_s=120.0, onb
 
 
 def ask(policy, task_type, now_s, reason=''):
-    auth = policy.authorize(task_type, OWNER[task_type], reason, 'manager', now_s)
+    auth = policy.authorize(task_type, OWNER[task_type], reason, 'manager', now_s,
+                            hcw_id='90' if task_type == 'navigation' else '')
     assert auth.approved, auth.explanation
     return auth.task_id
 
@@ -59,7 +60,7 @@ def test_ids_continue_after_a_restart(midway):
     assert ask(again, 'display', 81.0) == 'display-1'
     report(again, 'display-1', 'display', 'failure', 90.0)
     assert ask(again, 'display', 91.0) == 'display-2'
-    assert not again.authorize('navigation', 'navigation_robot', '', 'manager', 92.0).approved   # nav-1 succeeded
+    assert not again.authorize('navigation', 'navigation_robot', '', 'manager', 92.0, hcw_id='90').approved   # nav-1 succeeded
 
 
 def test_a_late_report_on_the_running_task_meets_its_deadline(midway):

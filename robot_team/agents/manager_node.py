@@ -39,7 +39,7 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.action import ExecuteTask
-from robot_team.brains.base import ManagerBrain, PatientInfo, SupervisorInstruction, TaskSpec
+from robot_team.brains.base import ManagerBrain, PatientInfo, StaffInfo, SupervisorInstruction, TaskSpec
 from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.catalog import MANAGER_TOOLS, TASK_OWNER
 from robot_team.config import ConfigError
@@ -242,8 +242,9 @@ class ManagerNode(Node):
                                                        task_id=msg.task_id, text=msg.text))
 
     def staff_callback(self, msg) -> None:
-        """Know the staff directory's HCW IDs (``team/staff``), for the HCWs a delegation may name."""
-        self.core.on_staff([member.hcw_id for member in msg.staff])
+        """Know the staff directory with availability (``team/staff``), for the HCWs a delegation may name."""
+        self.core.on_staff([StaffInfo(hcw_id=m.hcw_id, specialty=m.specialty, availability=m.availability)
+                            for m in msg.staff])
 
     def task_report_callback(self, msg) -> None:
         """Take a task the supervisor closed (a lost robot's); other reports come as ExecuteTask results.
@@ -312,8 +313,8 @@ class ManagerNode(Node):
 
     # -- ManagerPorts (called from the core's worker thread) --
 
-    def authorize(self, task_type: str, robot: str, reason: str) -> Authorization:
-        """Ask ``team/supervisor/authorize_task``; return its answer with its rule.
+    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '') -> Authorization:
+        """Ask ``team/supervisor/authorize_task`` about a delegation naming ``hcw_id``; return its answer and rule.
 
         Raises
         ------
@@ -323,7 +324,8 @@ class ManagerNode(Node):
         """
         wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
         response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
-            task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value)), self._timeout,
+            task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value, hcw_id=hcw_id)),
+            self._timeout,
             f'response of {names.AUTHORIZE_TASK}')
         try:
             rule = WorkflowRule(response.rule)
@@ -331,7 +333,8 @@ class ManagerNode(Node):
             raise ToolError(f'{names.AUTHORIZE_TASK} answered with unknown rule {response.rule!r}: expected one of '
                             f"{', '.join(r.value for r in WorkflowRule)}") from None
         return Authorization(approved=response.approved, task_id=response.task_id, rule=rule,
-                             explanation=response.explanation, task_type=task_type, robot=robot)
+                             explanation=response.explanation, task_type=task_type, robot=robot,
+                             hcw_id=response.hcw_id)
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask ``team/supervisor/request_escalation`` (raises ToolError on timeout)."""

@@ -137,7 +137,7 @@ class RobotNode(Node):
                                model=self.declare_parameter('llm_model', '').value,
                                decoding=self.declare_parameter('llm_decoding', '').value,
                                hold=clock_hold(self, role, llm_clock))
-        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self))
+        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self), self._observe)
         self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),
                                           callback_group=self._group)
         self._held_by = ''   # escalation IDs holding the team ('' when not held)
@@ -165,6 +165,7 @@ class RobotNode(Node):
             self.events.emit(EventKind.INPUT_ERROR, f'{self.role} cannot start', reason=str(exc))
             raise ConfigError(f'{self.role} parameters: {exc}') from exc
         tools.register(self.toolbox)
+        self._observe = tools.observe   # what the world shows of a success claim (catalog.WorldFact)
         self._cancel_hooks = [tools.cancel]
         self._started_data: dict = dict(tools.started_data)
 

@@ -251,10 +251,11 @@ class SupervisorNode(Node):
     def authorize_callback(self, request, response):
         """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule."""
         auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
-                                   now_s(self))
+                                   now_s(self), hcw_id=request.hcw_id)
         self._save_state()
         response.approved = auth.approved
         response.task_id = auth.task_id
+        response.hcw_id = auth.hcw_id
         response.rule = auth.rule.value
         response.explanation = auth.explanation
         return response
@@ -312,7 +313,8 @@ class SupervisorNode(Node):
 
     def arrival_callback(self, msg) -> None:
         """Start the onboarding's deadlines at the patient cue."""
-        self.core.on_patient_arrival(msg.patient_id, now_s(self))
+        self.core.on_patient_arrival(msg.patient_id, now_s(self), assigned_hcw_id=msg.assigned_hcw_id,
+                                     required_specialty=msg.required_specialty)
         self._save_state()
 
     def deadline_callback(self) -> None:
@@ -442,8 +444,8 @@ class SupervisorNode(Node):
         if future.exception() is not None:
             self.get_logger().warning(f'{names.LOCATE_STAFF} failed: {future.exception()}')
             return
-        located = [{'hcw_id': s.hcw_id, 'area': s.area, 'availability': s.availability, 'detail': s.detail}
-                   for s in future.result().staff]
+        located = [{'hcw_id': s.hcw_id, 'area': s.area, 'availability': s.availability, 'detail': s.detail,
+                    'specialty': s.specialty} for s in future.result().staff]
         if self.desk.staff.update(located, now_s(self)):
             self._publish_staff()
 

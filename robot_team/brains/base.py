@@ -94,6 +94,7 @@ class TaskRecord(BaseModel):
     robot: str
     hcw_id: str = ''
     room: str = ''
+    delegated_s: float = Field(0.0, description='When the supervisor authorized it, ROS time, s.')
     state: Literal['running', 'success', 'failure'] = 'running'
     issue: str = ''
     issue_code: IssueCode = Field(IssueCode.NONE,
@@ -145,6 +146,14 @@ class SupervisorInstruction(BaseModel):
     text: str
 
 
+class StaffInfo(BaseModel):
+    """One HCW as the manager knows them (``team/staff``): the directory's specialty, the RTLS's availability."""
+
+    hcw_id: str
+    specialty: str = ''
+    availability: str = Field('unknown', description='available | busy | off_shift | unknown (no RTLS answer yet).')
+
+
 class ManagerObservation(BaseModel):
     """Everything the manager knows, plus what is new since its last decision."""
 
@@ -161,6 +170,8 @@ class ManagerObservation(BaseModel):
         default_factory=list, description='IDs of failed tasks the manager already acted upon.')
     staff_ids: list[str] = Field(
         default_factory=list, description="The staff directory's HCW IDs (team/staff; empty until known).")
+    staff: list[StaffInfo] = Field(
+        default_factory=list, description='What team/staff says of each HCW, in the order of staff_ids.')
     lost_robots: list[str] = Field(
         default_factory=list, description='Team nodes the supervisor noticed lost and not back yet (team/liveness).')
 

@@ -40,12 +40,13 @@ from robot_team.brains.base import (
     ManagerObservation,
     PatientInfo,
     Reflect,
+    StaffInfo,
     SupervisorInstruction,
     TaskRecord,
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain
-from robot_team.catalog import final_failure
+from robot_team.catalog import TaskFacts, final_failure
 from robot_team.core.manager_store import ManagerState, ManagerStore
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
@@ -73,8 +74,11 @@ class ManagerPorts(Protocol):
     reached in time; the core records it and tells the brain.
     """
 
-    def authorize(self, task_type: str, robot: str, reason: str) -> Authorization:
-        """Ask the supervisor's gate for a delegation (``team/supervisor/authorize_task``)."""
+    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '') -> Authorization:
+        """Ask the supervisor's gate for a delegation naming HCW ``hcw_id`` (``team/supervisor/authorize_task``).
+
+        An approved answer names the HCW the task is about (``Authorization.hcw_id``).
+        """
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask the supervisor to escalate (``team/supervisor/request_escalation``)."""
@@ -254,10 +258,15 @@ class ManagerCore:
                        cue='hold_released', escalation_id=escalation_id, decision=decision)
         self._update(f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
 
-    def on_staff(self, hcw_ids: list[str]) -> None:
-        """Know the staff directory's HCW IDs (``team/staff``); not news by itself (no decision is asked)."""
+    def on_staff(self, staff: list[StaffInfo]) -> None:
+        """Know the staff directory with availability (``team/staff``); not news by itself (no decision is asked).
+
+        A repeated HCW ID keeps its first entry.
+        """
+        unique = list({s.hcw_id: s for s in reversed(staff)}.values())[::-1]
         with self._lock:
-            self._obs.staff_ids = list(dict.fromkeys(hcw_ids))
+            self._obs.staff = [s.model_copy() for s in unique]
+            self._obs.staff_ids = [s.hcw_id for s in unique]
 
     def on_instruction(self, instruction: SupervisorInstruction) -> None:
         """Record a person's instruction as a flagged observation (advisory: the gate and guards still apply)."""
@@ -353,7 +362,7 @@ class ManagerCore:
                 problem = (f'report for {report.task_id} from {report.robot} does not match {record.task_id} '
                            f'delegated to {record.robot}')
             else:
-                ungrounded = report_contradictions(report)
+                ungrounded = report_contradictions(report, TaskFacts(record.room, record.hcw_id, record.delegated_s))
                 if ungrounded:   # a success the attached ground truth does not support
                     problem = f'success on {report.task_id} not supported by its evidence: ' + '; '.join(ungrounded)
             if problem:
@@ -533,7 +542,7 @@ class ManagerCore:
                        reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
             self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
             return
-        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason)
+        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id)
         if not auth.approved:
             # The supervisor records the refusal itself; the manager records what it learnt.
             self._emit(EventKind.OBSERVATION, f'supervisor refused {act.task_type.value} for {act.robot}',
@@ -542,8 +551,10 @@ class ManagerCore:
             self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
                            auth.rule.value)
             return
+        # the task is about the HCW the gate names (the escorted one for the steps after navigation)
+        act = act.model_copy(update={'hcw_id': auth.hcw_id or act.hcw_id})
         record = TaskRecord(task_id=auth.task_id, task_type=act.task_type, robot=act.robot, hcw_id=act.hcw_id,
-                            room=act.room)
+                            room=act.room, delegated_s=self.ports.now())
 
         def add(obs):
             obs.tasks.append(record)

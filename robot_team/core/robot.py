@@ -2,8 +2,10 @@
 
 :class:`RobotCore` runs one delegated task: the brain works with the robot's own
 :class:`~robot_team.tools.base.Toolbox`, its claim is checked against the tool journal's ground
-truth (a contradicted success becomes a failure with a ``false completion`` issue) and the
-journal is attached as evidence. The robot node (``robot_team.agents.robot_node``) wraps it in
+truth for the task's room and HCW and against what the world shows (the role's
+:class:`~robot_team.catalog.WorldFact`, observed through the robot's own tools: a contradicted
+success becomes a failure with a ``false completion`` issue) and the journal and the observations
+are attached as evidence. The robot node (``robot_team.agents.robot_node``) wraps it in
 an ExecuteTask action server; offline harnesses call it directly.
 """
 
@@ -11,17 +13,22 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
 from robot_team.events import EventKind
-from robot_team.grounding import contradictions
+from robot_team.grounding import contradictions, success_problems, world_problems
 from robot_team.reports import TaskReportModel, TaskStatus
-from robot_team.catalog import ROLE_TASK
+from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, role_of
 from robot_team.tools.base import Toolbox
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
+
+Observe = Callable[[WorldFact, TaskFacts, Callable[[Mapping[str, Any]], bool]], dict]
+"""``observe(fact, task, until)``: what the robot's tools see of ``fact`` for ``task`` (JSON-ready), waiting
+(ROS time, at most :data:`~robot_team.catalog.OBSERVE_WAIT_S`) until ``until`` holds of it; each role's tools
+class implements it for the facts its role declares (:attr:`~robot_team.catalog.RoleDecl.world`)."""
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +48,9 @@ class RobotCore:
         Event sink (``task_started``, ``false_completion``, ``task_report``).
     now
         Returns ROS time, s (stamps the report).
+    observe
+        What the world shows (:data:`Observe`), asked when the brain claims success; ``None``:
+        nothing can be observed, so no success can be accepted.
 
     Raises
     ------
@@ -48,7 +58,8 @@ class RobotCore:
         If ``role`` is not an operational robot.
     """
 
-    def __init__(self, role: str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float]):
+    def __init__(self, role: str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float],
+                 observe: Observe | None = None):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
         self.role = role
@@ -57,6 +68,7 @@ class RobotCore:
         self.toolbox = toolbox
         self._emit = emit
         self._now = now
+        self._observe = observe
         toolbox.decision_source = lambda: self.brain.decision_source
 
     def accepts(self, task_type: str) -> bool:
@@ -75,11 +87,14 @@ class RobotCore:
         is a ``failure`` saying so, and the brain is not asked.
 
         A brain that raises becomes a ``failure`` report naming the exception; a success claim
-        the tool journal contradicts becomes a ``failure`` with a ``false completion`` issue (and
-        a ``false_completion`` event).
+        the tool journal or the world contradicts (:func:`~robot_team.grounding.success_problems`,
+        for the task's room and HCW) becomes a ``failure`` with a ``false completion`` issue (and a
+        ``false_completion`` event). The report's evidence holds the journal (``tool_journal``),
+        what the world showed (``world``, by fact) and what the task was about (``task``).
         """
         self._emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
                    task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
+        facts = TaskFacts(task.room, task.hcw_id, self._now())
         self.toolbox.begin_task(task.task_id, room=task.room, hcw_id=task.hcw_id)   # its calls stay in its room
         try:
             claim = BrainReport(status=TaskStatus.FAILURE, issue=f'not started: the team is held by {held_by}') \
@@ -89,7 +104,8 @@ class RobotCore:
             claim = BrainReport(status=TaskStatus.FAILURE, issue=f'robot brain crashed: {type(exc).__name__}: {exc}')
         journal = self.toolbox.journal(task.task_id)
         self.toolbox.end_task(task.task_id)   # the report carries the journal from here on
-        problems = contradictions(self.task_type, claim, journal)
+        world = self._world(claim, journal, facts)
+        problems = success_problems(self.task_type, claim, journal, facts, world)
         if problems:
             self._emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',
                        target=task.task_id, reason='; '.join(problems), task_id=task.task_id,
@@ -99,8 +115,32 @@ class RobotCore:
         report = TaskReportModel(
             task_id=task.task_id, task_type=self.task_type, robot=self.role, status=claim.status,
             issue=claim.issue, summary=claim.summary, data=claim.data,
-            evidence={'tool_journal': [r.as_dict() for r in journal]}, stamp_s=self._now())
+            evidence={'tool_journal': [r.as_dict() for r in journal], 'world': world, 'task': facts._asdict()},
+            stamp_s=self._now())
         self._emit(EventKind.TASK_REPORT, f'{self.role} reports {report.status.value} on {task.task_id}',
                    target=task.task_id, reason=report.issue, source=self.brain.decision_source,
                    **report.model_dump(mode='json'))
         return report
+
+    def _world(self, claim: BrainReport, journal: list, task: TaskFacts) -> dict:
+        """Return what the world shows of a success ``claim`` on ``task``, by fact (empty for any other claim).
+
+        Observed only when the journal supports the claim (a claim it contradicts is refused
+        anyway), through the robot's own tools, each fact waiting until it shows the success or
+        its time is up. An observation that fails is recorded as that fact's ``error`` (the
+        success is then refused: nothing shows it).
+        """
+        if claim.status is not TaskStatus.SUCCESS or contradictions(self.task_type, claim, journal, task):
+            return {}
+        seen: dict = {}
+        for fact in role_of(self.role).world:
+            if self._observe is None:
+                seen[fact.value] = {}
+                continue
+            try:
+                shows = (lambda found, fact=fact: not world_problems(fact, task, found))
+                seen[fact.value] = self._observe(fact, task, shows)
+            except Exception as exc:  # noqa: BLE001 - an observation that fails shows nothing; recorded
+                _log.error('%s could not observe %s:\n%s', self.role, fact.value, traceback.format_exc())
+                seen[fact.value] = {'error': f'{type(exc).__name__}: {exc}'}
+        return seen

@@ -13,7 +13,7 @@ methods; offline harnesses call them directly.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -23,7 +23,7 @@ from robot_team.names import SUPERVISOR, Robot
 from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus
 from robot_team.workflow import (
-    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, WorkflowPolicy, WorkflowState)
+    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowState)
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -128,21 +128,30 @@ class SupervisorCore:
         self._directives = state.directives
         self._took_over = state.took_over
 
-    def on_patient_arrival(self, patient_id: str, now_s: float) -> bool:
-        """Start the onboarding's deadlines at the patient cue (a repeat changes nothing); return whether started."""
+    def on_patient_arrival(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
+                           required_specialty: str = '') -> bool:
+        """Start the onboarding's deadlines at the patient cue (a repeat changes nothing); return whether started.
+
+        ``assigned_hcw_id`` and ``required_specialty`` are what the gate checks a navigation's HCW against.
+        """
         try:
-            started = self.policy.patient_arrived(patient_id, now_s)
+            started = self.policy.patient_arrived(patient_id, now_s, assigned_hcw_id=assigned_hcw_id,
+                                                  required_specialty=required_specialty)
         except ValueError as exc:
             self._emit(EventKind.INPUT_ERROR, 'ignored a patient cue without an ID', reason=str(exc))
             return False
         self._record_deadline_changes()
         return started
 
-    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float) -> Authorization:
-        """Decide a delegation request against the workflow rules; record the decision."""
-        auth = self.policy.authorize(task_type, robot, reason, requested_by, now_s)
+    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
+                  hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None) -> Authorization:
+        """Decide a delegation request against the workflow rules; record the decision.
+
+        ``hcw_id`` and ``staff``: as :meth:`WorkflowPolicy.authorize <robot_team.workflow.WorkflowPolicy.authorize>`.
+        """
+        auth = self.policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff)
         data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
-                    rule=auth.rule.value)
+                    rule=auth.rule.value, requested_hcw_id=hcw_id, hcw_id=auth.hcw_id)
         if auth.approved:
             self._emit(EventKind.DELEGATION_AUTHORIZED, f'authorized {auth.task_id} ({task_type}) for {robot}',
                        target=robot, reason=auth.explanation, task_id=auth.task_id, **data)

@@ -49,17 +49,18 @@ from pydantic import ValidationError
 
 from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
-    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, missing_prerequisites, role_of, task_closes,
-    tools_for)
+    REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, TaskFacts, missing_prerequisites, role_of,
+    task_closes, tools_for)
 from robot_team.escalation_model import closing_abort
-from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, unmet_proofs
+from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, proof_call, unmet_proofs
 from robot_team.guards import lost_robot_refusal
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow import (
-    TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of)
+    StaffFacts, TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of,
+    people_chose, task_hcw_refusal)
 
 Decoding = Literal['constrained', 'free']
 """``constrained``: each request offers only what the guards accept now; ``free``: the full schemas."""
@@ -210,12 +211,13 @@ def _proven_claim(task_type: TaskType, journal: list[ToolResult]) -> tuple[Brain
 
 
 def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool = True,
-                failure: bool = True) -> dict | None:
+                failure: bool = True, task: TaskFacts | None = None) -> dict | None:
     """Return the ``submit_report`` definition the report guards would accept now (None: neither status).
 
     A success variant only when the catalog's proofs hold for ``journal``
     (:func:`~robot_team.grounding.contradictions` of a success claim), its ``data`` fixing the
-    keys the proofs compare with the tools' output; a failure variant (its issue required) when
+    keys the proofs compare with the tools' output (``task``: what the task is about, its room and
+    HCW, as the robot's grounding checks it); a failure variant (its issue required) when
     ``failure`` (:func:`~robot_team.grounding.failure_refusal` accepts one now). While a success is
     not provable, the description says what it still needs.
     Without ``variants`` (native tool calls: a function's parameters must be one object) only the
@@ -224,7 +226,7 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     tool = report_schema(TASK_OWNER[task_type])
     params = tool['function']['parameters']
     claim, fixed = _proven_claim(task_type, journal)
-    missing = contradictions(task_type, claim, journal)
+    missing = contradictions(task_type, claim, journal, task)
     if missing and not failure:
         return None
     if missing:   # say what a success still needs, so the next step can be chosen (or the failure reported)
@@ -253,14 +255,14 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     return tool
 
 
-def withheld_report(task_type: TaskType, journal: list[ToolResult]) -> str:
+def withheld_report(task_type: TaskType, journal: list[ToolResult], task: TaskFacts | None = None) -> str:
     """Return, in one line, why ``submit_report`` is not offered now: what each status still needs.
 
     The report guards' own reasons (the unmet proofs of a success claim, the failure rule), as the
     model would have read them refused; said in both knowledge-base conditions.
     """
     claim, _ = _proven_claim(task_type, journal)
-    needs = '; '.join(contradictions(task_type, claim, journal))
+    needs = '; '.join(contradictions(task_type, claim, journal, task))
     return (f'{REPORT_TOOL} is not available yet. Success not provable: {needs}. Failure not grounded: '
             f'{UNGROUNDED_FAILURE}.')
 
@@ -291,10 +293,11 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     done = toolbox.succeeded(task.task_id)
+    facts = TaskFacts(task.room, task.hcw_id)
     tools, may_succeed, values = [], set(done), _task_values(toolbox, task)
     for spec in ([] if last else toolbox.specs()):   # catalog order: prerequisites first
         decl = TOOLS_BY_NAME.get(spec.name)
-        if decl is not None and decl.once and spec.name in done:
+        if decl is not None and decl.once and _complete(decl, journal, facts, done):
             continue
         if missing_prerequisites(spec.name, done if one_call else may_succeed):   # the Toolbox would not run it
             continue
@@ -308,23 +311,30 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
         tools.append(tool)
     nothing_else = last or not tools
     report = report_tool(task_type, journal, variants,
-                         failure=not failure_refusal(task.hcw_id, journal, nothing_else=nothing_else))
+                         failure=not failure_refusal(task.hcw_id, journal, nothing_else=nothing_else), task=facts)
     offer = _offer(tools if report is None else [*tools, report], decoding)
     offer.nothing_else = nothing_else
     if report is None:   # neither status would be accepted: the robot keeps working, and is told why
-        offer.withheld = withheld_report(task_type, journal)
+        offer.withheld = withheld_report(task_type, journal, facts)
     return offer
 
 
-def escorted_hcw(obs: ManagerObservation) -> str | None:
-    """Return the HCW the latest navigation task escorted, if it succeeded (else None)."""
-    nav = obs.latest(TaskType.NAVIGATION)
-    return nav.hcw_id if nav is not None and nav.state == 'success' and nav.hcw_id else None
+def _complete(decl, journal: list[ToolResult], task: TaskFacts, done: set[str]) -> bool:
+    """Return whether a ``once`` tool's evidence is complete in ``journal``: its proof's call, else any success.
+
+    A call that succeeded without being about the task (the RTLS asked about others, a screen
+    showing other entries than the care team fetched) leaves the tool offered.
+    """
+    return proof_call(decl, journal, task) is not None if decl.proof is not None else decl.name in done
 
 
-def _tool_for(decl, done: set[str]) -> str:
-    """Return the tool that meets ``decl``'s unmet proof: itself until it succeeded, then the goal it relates to."""
-    if decl.name not in done:
+def _tool_for(decl, journal: list[ToolResult], task: TaskFacts) -> str:
+    """Return the tool that meets ``decl``'s unmet proof: itself until its proof's call exists, then its related goal.
+
+    Its proof's call (:func:`~robot_team.grounding.proof_call`): a successful one, about the
+    task's HCW where the proof says so.
+    """
+    if proof_call(decl, journal, task) is None:
         return decl.name
     related = decl.proof.visited_by or decl.proof.goal_of
     return related.value if related is not None else decl.name
@@ -335,7 +345,7 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
 
     From the same declarations as the offer: the catalog's proofs (:class:`~robot_team.catalog.Proof`)
     a success claim does not meet yet, in the catalog's order, each mapped to the tool that meets
-    it (its own tool until that succeeded, then the goal it relates to: ``visited_by``,
+    it (its own tool until its proof's call succeeded, then the goal it relates to: ``visited_by``,
     ``goal_of``); the first one offered (or its prerequisite) is the next step, a related goal with
     the proof's reason (which names the pose). Once every proof
     holds, the success report; after a failed call, a failure report with that call's error as
@@ -346,7 +356,8 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
     task_type = role_of(toolbox.owner).task_type
     journal = toolbox.journal(task.task_id)
     claim, _ = _proven_claim(task_type, journal)
-    unmet = unmet_proofs(task_type, claim, journal)
+    facts = TaskFacts(task.room, task.hcw_id)
+    unmet = unmet_proofs(task_type, claim, journal, facts)
     if not unmet:
         return f'Next step: {REPORT_TOOL} success, with data from the results.'
     if journal and not journal[-1].ok:
@@ -357,7 +368,7 @@ def next_step(toolbox: Toolbox, task: TaskSpec, offer: Offer) -> str:
                f'another way.'
     done = toolbox.succeeded(task.task_id)
     for decl, problems in unmet:
-        tool = _tool_for(decl, done)
+        tool = _tool_for(decl, journal, facts)
         # a goal a proof relates to says which (its reason holds the pose); a first call needs no reason
         why = f" ({'; '.join(problems)})" if tool != decl.name else ''
         if tool in offer.names:
@@ -402,13 +413,24 @@ def manager_next_step(obs: ManagerObservation, offer: Offer) -> str:
     return f"Next step: handle {task.task_id}: {' or '.join(ways)}{why}."
 
 
-def _escort_demands(task_type: str, obs: ManagerObservation) -> str | None:
-    """Return the HCW the escort rule demands for ``task_type`` (None: the rule does not apply).
+def gate_hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
+    """Return why the supervisor's gate refuses ``hcw_id`` for ``task_type`` in ``obs`` (rule 9), else None.
 
-    The tasks after navigation (info collection, display) are about the HCW the latest navigation
-    escorted (:func:`escorted_hcw`).
+    :func:`~robot_team.workflow.task_hcw_refusal` with what the manager knows: the patient cue
+    (required specialty, the hospital's assignment), people's ``reassign`` decisions, and the
+    staff board (``team/staff``; before it arrives no staff view, so only the gate checks).
     """
-    return escorted_hcw(obs) if task_type != TaskType.NAVIGATION.value else None
+    try:
+        kind = TaskType(task_type)
+    except ValueError:
+        return None   # the gate's task-type rule speaks first
+    patient = obs.patient
+    staff = {s.hcw_id: StaffFacts(s.specialty, s.availability) for s in obs.staff} if obs.staff else None
+    refusal = task_hcw_refusal(kind, hcw_id, _outlines(obs),
+                               required_specialty=patient.required_specialty if patient else '',
+                               chosen=people_chose(patient.assigned_hcw_id if patient else '', obs.escalations),
+                               staff=staff)
+    return None if refusal is None else refusal[1]
 
 
 def failed_attempts(task_type: str, hcw_id: str, obs: ManagerObservation) -> list[str]:
@@ -422,8 +444,10 @@ def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] =
 
     - **Repeat rule:** an HCW whose attempts of ``task_type`` failed :data:`MAX_SAME_FAILURES`
       times, unless a human decided ``retry`` on the last of them.
-    - **Escort rule:** the tasks after navigation (info collection, display) are about the HCW the
-      latest navigation escorted (:func:`escorted_hcw`): every other HCW of ``staff`` is refused.
+    - **The gate's HCW rule** (rule 9, :func:`gate_hcw_refusal`): a navigation's HCW of the
+      patient's specialty and on shift unless a person chose them; the tasks after navigation
+      (info collection, display) are about the HCW the latest navigation escorted: every other
+      HCW of ``staff`` is refused.
     """
     failed_by_hcw: dict[str, list[str]] = {}
     for t in obs.tasks:   # a lost robot's task says nothing about the HCW: never counted
@@ -432,9 +456,7 @@ def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] =
     retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
     refused = {hcw for hcw, failed in failed_by_hcw.items()
                if len(failed) >= MAX_SAME_FAILURES.get(task_type, 1) and failed[-1] not in retried}
-    demanded = _escort_demands(task_type, obs)
-    if demanded is not None:
-        refused |= {h for h in staff if h != demanded}
+    refused |= {h for h in staff if gate_hcw_refusal(task_type, h, obs) is not None}
     return refused
 
 
@@ -458,7 +480,7 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
 
 def _outlines(obs: ManagerObservation) -> list[TaskOutline]:
     """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.workflow.TaskOutline`)."""
-    return [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot) for t in obs.tasks]
+    return [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot, t.hcw_id) for t in obs.tasks]
 
 
 def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
@@ -506,7 +528,7 @@ def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | N
     """Return why the manager's HCW rules refuse delegating ``task_type`` with ``hcw_id`` now (None: accepted).
 
     The same rules as :func:`refused_hcws` (the guard behind the constrained offer), with the reason,
-    after the attempts rule (:func:`attempts_refusal`), which refuses every HCW. The escort rule
+    after the attempts rule (:func:`attempts_refusal`), which refuses every HCW. The gate's HCW rule
     speaks only for a task type the gate would accept now (:func:`delegable`): a delegation out of
     workflow order goes to the supervisor's gate, whose refusal is on the record
     as the workflow violation it is.
@@ -514,11 +536,9 @@ def hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | N
     limited = attempts_refusal(task_type, obs)
     if limited is not None:
         return limited
-    demanded = _escort_demands(task_type, obs)
-    if demanded is not None and hcw_id != demanded and task_type in {k.value for k in delegable(obs)}:
-        nav = obs.latest(TaskType.NAVIGATION)
-        return (f'{task_type} is about the HCW navigation escorted ({nav.task_id}): HCW #{demanded}, '
-                f'not #{hcw_id or "-"}')
+    gate = gate_hcw_refusal(task_type, hcw_id, obs)
+    if gate is not None and task_type in {k.value for k in delegable(obs)}:
+        return gate
     if hcw_id in refused_hcws(task_type, obs):
         failed = failed_attempts(task_type, hcw_id, obs)
         return (f"{', '.join(failed)} failed with HCW #{hcw_id or '-'}: delegate with another HCW or "

@@ -2,17 +2,25 @@
 
 - ``Tool.FETCH_CARE_TEAM`` -> the staff directory (SQLite)
 - ``Tool.SHOW_DISPLAY`` -> ``/ed/display/show`` (robot_team/srv/ShowDisplay)
+
+What each screen shows comes from ``/ed/display/content`` (robot_team/msg/DisplayContent), the
+display system's own announcement: the success of a display task is checked against it.
 """
 
 from __future__ import annotations
 
+import threading
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import FetchCareTeamInput, ShowDisplayInput, Tool, implements, register_tools
+from robot_team.catalog import (
+    OBSERVE_WAIT_S, FetchCareTeamInput, ShowDisplayInput, TaskFacts, Tool, WorldFact, implements, register_tools)
 from robot_team.errors import ToolError
-from robot_team.msg import DisplayEntry
+from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.names import team_name
-from robot_team.rosutil import wait_for_server, wait_future
+from robot_team.rostime import stamp_to_s
+from robot_team.rosutil import wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import ShowDisplay
 from robot_team.tools.base import Toolbox
 from robot_team.tools.info import open_directory
@@ -33,6 +41,20 @@ class DisplayTools:
         self._node = node
         self._staff_db = staff_db
         self._show = node.create_client(ShowDisplay, team_name(node, names.SHOW_DISPLAY), callback_group=callback_group)
+        self._screens: dict[str, dict] = {}   # room -> what its screen shows (the latest announcement)
+        self._lock = threading.Lock()
+        node.create_subscription(   # every screen's latest content, also for a robot that joins late
+            DisplayContent, team_name(node, names.DISPLAY_CONTENT), self._content_callback,
+            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+            callback_group=callback_group)
+
+    def _content_callback(self, msg) -> None:
+        screen = {'entries': [{'role': e.role, 'hcw_id': e.hcw_id, 'name': e.name, 'specialty': e.specialty}
+                              for e in msg.entries],
+                  'lines': list(msg.lines), 'stamp_s': stamp_to_s(msg.header.stamp)}
+        with self._lock:
+            if screen['stamp_s'] >= self._screens.get(msg.room, {}).get('stamp_s', float('-inf')):
+                self._screens[msg.room] = screen
 
     @classmethod
     def from_node(cls, node, callback_group=None) -> 'DisplayTools':
@@ -52,13 +74,38 @@ class DisplayTools:
     @implements(Tool.FETCH_CARE_TEAM)
     def care_team(self, args: FetchCareTeamInput) -> dict:
         """Return ``{'room': ..., 'members': [{hcw_id, name, specialty, role}, ...]}``."""
+        return {'room': args.room, 'members': self._members(args.room)}
+
+    def _members(self, room: str) -> list[dict]:
+        """Return ``room``'s care team as the directory gives it now (hcw_id, name, specialty, role each)."""
         with open_directory(self._staff_db) as directory:
-            team = directory.care_team(args.room)
-        members = []
-        for entry in team:
-            data = entry.model_dump()
-            members.append({k: data.get(k, '') for k in ('hcw_id', 'name', 'specialty', 'role')})
-        return {'room': args.room, 'members': members}
+            team = directory.care_team(room)
+        return [{k: str(getattr(entry, k) or '') for k in ('hcw_id', 'name', 'specialty', 'role')} for entry in team]
+
+    def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
+        """Return what the room's screen and the directory show of ``fact`` (:attr:`WorldFact.SCREEN_SHOWS_CARE_TEAM`).
+
+        ``{room, screen: {entries, lines, stamp_s} | None, care_team: [members]}``: the screen as the
+        display system last announced it (stamp: ROS time, s) and the room's care team as the
+        directory gives it now; looked at again as ROS time passes until ``until`` holds of it, at
+        most :data:`~robot_team.catalog.OBSERVE_WAIT_S` (the announcement follows the service's reply).
+
+        Raises
+        ------
+        ValueError
+            If ``fact`` is not one this role observes.
+        ToolError
+            If the directory cannot be opened.
+        """
+        if fact is not WorldFact.SCREEN_SHOWS_CARE_TEAM:
+            raise ValueError(f'the display robot observes {WorldFact.SCREEN_SHOWS_CARE_TEAM.value}, not {fact.value}')
+
+        def look() -> dict:
+            with self._lock:
+                screen = self._screens.get(task.room)
+            return {'room': task.room, 'screen': dict(screen) if screen else None,
+                    'care_team': self._members(task.room)}
+        return watch_ros_time(self._node, look, until, OBSERVE_WAIT_S)
 
     @implements(Tool.SHOW_DISPLAY)
     def show(self, args: ShowDisplayInput) -> dict:

@@ -12,14 +12,16 @@ import threading
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import BadgeInput, CheckInInput, ReadBadgeScanInput, Tool, implements, register_tools
+from robot_team.catalog import (
+    OBSERVE_WAIT_S, BadgeInput, CheckInInput, ReadBadgeScanInput, TaskFacts, Tool, WorldFact, implements,
+    register_tools)
 from robot_team.config import ConfigError
 from robot_team.directory import StaffDirectory
 from robot_team.errors import ToolError
 from robot_team.msg import BadgeScan
 from robot_team.names import team_name
 from robot_team.rostime import now_s, stamp_to_s
-from robot_team.rosutil import wait_ros_time
+from robot_team.rosutil import wait_ros_time, watch_ros_time
 from robot_team.tools.base import Toolbox
 
 
@@ -82,6 +84,31 @@ class InfoCollectionTools:
     def register(self, toolbox: Toolbox) -> None:
         """Register every info-collection tool in ``toolbox``."""
         register_tools(toolbox, self)
+
+    def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
+        """Return what the staff directory shows of ``fact`` (:attr:`WorldFact.CHECKED_IN`) for ``task``.
+
+        ``{room, check_ins: [{hcw_id, badge_id, stamp_s}]}``: the latest check-in (ROS time, s) of
+        each HCW on the room's care team who checked in there; read again as ROS time passes until
+        ``until`` holds of it, at most :data:`~robot_team.catalog.OBSERVE_WAIT_S`.
+
+        Raises
+        ------
+        ValueError
+            If ``fact`` is not one this role observes.
+        ToolError
+            If the directory cannot be opened.
+        """
+        if fact is not WorldFact.CHECKED_IN:
+            raise ValueError(f'the info-collection robot observes {WorldFact.CHECKED_IN.value}, not {fact.value}')
+
+        def look() -> dict:
+            with open_directory(self._staff_db) as directory:
+                team = directory.care_team(task.room)
+            return {'room': task.room, 'check_ins': [
+                {'hcw_id': m.hcw_id, 'badge_id': m.badge_id, 'stamp_s': m.checked_in_s}
+                for m in team if m.checked_in_s is not None]}
+        return watch_ros_time(self._node, look, until, OBSERVE_WAIT_S)
 
     def _latest(self, room: str, max_age_s: float) -> dict | None:
         now = now_s(self._node)

@@ -30,12 +30,15 @@ from rclpy.action import ActionClient
 
 from robot_team import names
 from robot_team.catalog import (
+    OBSERVE_WAIT_S,
     LocateStaffInput,
     NavigateInput,
     PageStaffInput,
     PlanPathInput,
     RoomInput,
+    TaskFacts,
     Tool,
+    WorldFact,
     implements,
     register_tools,
 )
@@ -46,7 +49,7 @@ from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.names import team_name
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.rostime import now_s
-from robot_team.rosutil import wait_for_server, wait_future
+from robot_team.rosutil import wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
 from robot_team.tools.base import Toolbox
 from robot_team.tools.localization import RobotPose
@@ -471,6 +474,29 @@ class NavigationTools:
         except ToolError:
             return None
         return next((s for s in staff if s['hcw_id'] == hcw_id), None)
+
+    def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
+        """Return what the RTLS shows of ``fact`` (:attr:`WorldFact.HCW_AT_ROOM`) for ``task``.
+
+        ``{hcw_id, room, located: {area, x, y} | None, door: {x, y}, entry: {x, y}}``: where the RTLS
+        sees the task's HCW, and the room's door (corridor approach) and entry pose from the floor
+        description (``map``, m); asked again as ROS time passes until ``until`` holds of it, at
+        most :data:`~robot_team.catalog.OBSERVE_WAIT_S` (the HCW steps in behind the robot).
+
+        Raises
+        ------
+        ValueError
+            If ``fact`` is not one this role observes.
+        ConfigError
+            If the task's room is not on the floor.
+        """
+        if fact is not WorldFact.HCW_AT_ROOM:
+            raise ValueError(f'the navigation robot observes {WorldFact.HCW_AT_ROOM.value}, not {fact.value}')
+        room = self._world.room(task.room)
+        place = {'hcw_id': task.hcw_id, 'room': task.room, 'door': {'x': room.door.x, 'y': room.door.y},
+                 'entry': {'x': room.entry.x, 'y': room.entry.y}}
+        return watch_ros_time(self._node, lambda: {**place, 'located': self._where(task.hcw_id) or None},
+                              until, OBSERVE_WAIT_S)
 
     def _where(self, hcw_id: str) -> dict:
         """Return where the RTLS sees ``hcw_id`` now (``area``, ``x``, ``y`` in ``map``, m); {} if it cannot say."""

@@ -10,6 +10,7 @@ import threading
 from pydantic import BaseModel, Field
 
 from robot_team.core.escalations.lifecycle import Refusal
+from robot_team.workflow import StaffFacts
 
 
 class StaffEntry(BaseModel):
@@ -53,7 +54,8 @@ class StaffCheck:
 
     def update(self, located: list[dict], now_s: float) -> bool:
         """Take an RTLS answer (``hcw_id, area, availability, detail`` per HCW); return whether anything changed."""
-        fresh = {str(s['hcw_id']): {k: str(s.get(k, '')) for k in ('area', 'availability', 'detail')} for s in located}
+        fresh = {str(s['hcw_id']): {k: str(s.get(k, '')) for k in ('area', 'availability', 'detail', 'specialty')}
+                 for s in located}
         with self._lock:
             changed = fresh != self._located or self.located_s is None
             self._located, self.located_s = fresh, now_s
@@ -74,6 +76,19 @@ class StaffCheck:
         for hcw_id, where in located.items():
             entries.append(StaffEntry(hcw_id=hcw_id, **where))
         return entries
+
+    def facts(self) -> dict[str, StaffFacts] | None:
+        """Return what the gate's HCW rule reads (:func:`~robot_team.workflow.task_hcw_refusal`), by HCW ID.
+
+        The specialty from the directory (from the RTLS for an HCW only it knows), the availability
+        from the RTLS's latest answer (``unknown`` before one). ``None`` while this check knows no
+        HCW at all (no directory, no RTLS answer yet): the gate then has no staff view to check
+        against (a supervisor deployed without ``staff_db``, before the RTLS's first answer).
+        """
+        entries = self.entries()
+        if not entries and self._directory is None:
+            return None
+        return {e.hcw_id: StaffFacts(e.specialty, e.availability) for e in entries}
 
     def check(self, hcw_id: str) -> tuple[Refusal, str]:
         """Return ``(Refusal.NONE, note)`` if ``hcw_id`` may be assigned, else the refusal and why."""

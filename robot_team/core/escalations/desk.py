@@ -145,11 +145,16 @@ class EscalationDesk:
 
     # -- the workflow gate while held --
 
-    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float) -> Authorization:
-        """Refuse every delegation while the team is held (rule ``held``); else ask the core."""
+    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
+                  hcw_id: str = '') -> Authorization:
+        """Refuse every delegation while the team is held (rule ``held``); else ask the core.
+
+        The core checks the HCW ``hcw_id`` against this desk's staff view (:meth:`StaffCheck.facts`).
+        """
         hold = self.hold.state()
         if not hold.active:
-            return self.core.authorize(task_type, robot, reason, requested_by, now_s)
+            return self.core.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id,
+                                       staff=self.staff.facts())
         why = (f"the team is held by {', '.join(hold.escalation_ids)} ({hold.reason}); no delegation starts until "
                f'a person resolves it')
         self._emit(EventKind.DELEGATION_REFUSED, f'refused {task_type!r} for {robot!r}: the team is held',
