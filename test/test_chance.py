@@ -77,7 +77,8 @@ def real_offers() -> tuple[tuple[str, tuple], ...]:
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     assert not box.call(Tool.ROOM_DOOR_POSE.value, task_id='nav-1', room='ER-99').ok   # grounds a failure
     for variants in (True, False):
-        offers.append((f'navigation located variants={variants}', tuple(robot_offer(box, task, variants=variants).tools)))
+        offer = robot_offer(box, task, variants=variants)
+        offers.append((f'navigation located variants={variants}', tuple(offer.tools)))
     offers.append(('navigation last', tuple(robot_offer(box, task, last=True).tools)))
     offers.append(('navigation free', tuple(robot_offer(box, task, decoding='free').tools)))
     ibox = build_toolbox(Robot.INFO_COLLECTION.value, world)
@@ -94,7 +95,7 @@ def real_offers() -> tuple[tuple[str, tuple], ...]:
 
 @lru_cache(maxsize=1)
 def real_schemas() -> tuple[tuple[str, dict], ...]:
-    """The JSON schemas of those offers: the json_schema union (any number of calls, or one) and each tool's parameters."""
+    """The JSON schemas of those offers: the json_schema union (any number of calls, or one), each tool's parameters."""
     out = []
     for name, tools in real_offers():
         if not tools:
@@ -197,8 +198,8 @@ def test_harvest_keeps_ids_rooms_quotes_and_numbers_in_order():
 
 
 def test_a_schema_the_sampler_cannot_honour_is_refused_naming_the_keyword():
-    for schema, words in (({'not': {'type': 'null'}}, "'not'"), ({'type': 'integer', 'minimum': 1, 'maximum': 0},
-                                                                  'bounds'),
+    for schema, words in (({'not': {'type': 'null'}}, "'not'"),
+                          ({'type': 'integer', 'minimum': 1, 'maximum': 0}, 'bounds'),
                           ({'type': 'string', 'pattern': '^zzz$'}, "pattern '^zzz$'"),
                           ({'$ref': '#/$defs/missing'}, 'points at nothing'),
                           ({'type': 'object', 'required': ['a'], 'additionalProperties': False}, "'a'")):
