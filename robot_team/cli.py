@@ -24,13 +24,14 @@ from robot_team.evaluation.cli import eval_command
 from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
 from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
+from robot_team.llm.factory import LLM_BRAINS
 from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
 from robot_team import runner
 from robot_team.reports import WORKFLOW_ORDER
 from robot_team.restarts import DEFAULT_MAX_RESTARTS
-from robot_team.runner import ensure_localhost_dds
+from robot_team.runner import check_brain, ensure_localhost_dds
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
@@ -45,10 +46,14 @@ def run(
     scenario: Annotated[str, typer.Option(help='Scenario name (see `robot-team scenarios`) or YAML path.')]
     = 'onboarding',
     brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai' (any OpenAI-compatible "
-                                            "endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, config/llm.yaml) or "
+                                            "endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, config/llm.yaml), "
                                             "'local' (the built-in local model on 127.0.0.1, started and stopped "
-                                            'by the run).')]
+                                            "by the run) or 'random' (the chance baseline: every reply drawn at "
+                                            "random within its request's schema, on 127.0.0.1; see --seed).")]
     = 'protocol',
+    seed: Annotated[Optional[int], typer.Option(min=0, help="With --brain random: the random chooser's seed "
+                                                            '(default 0; the model is named chance-seed-SEED).')]
+    = None,
     clock: Annotated[str, typer.Option(help="'follow': sim time advances as fast as every node of the team keeps "
                                             'up (the same decisions under any load; holds while a brain waits on '
                                             "its LLM); 'wall': at --real-time-factor x wall time, as Gazebo (demos, "
@@ -90,21 +95,24 @@ def run(
     """
     try:
         loaded = load_scenario(scenario)
+        check_brain(brain, '--brain')
         check_clock_mode(clock, '--clock')
         if model is not None and brain != 'local':
             raise ConfigError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
+        if seed is not None and brain != 'random':
+            raise ConfigError(f"--seed is the random chooser's seed: use it with --brain random (not '{brain}')")
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     options = {}
-    if brain in ('openai', 'local'):
+    if brain in LLM_BRAINS:
         # Realtime: sim time keeps running while a brain waits on the LLM, so run slower than protocol runs.
         options = {'kb': kb}
         if llm_clock == 'realtime' and clock == 'wall':
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level, namespace, llm_clock, model, clock, max_restarts)
+                                    log_level, namespace, llm_clock, model, clock, max_restarts, seed)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -119,13 +127,13 @@ def run(
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
                        log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow',
-                       max_restarts=DEFAULT_MAX_RESTARTS):
+                       max_restarts=DEFAULT_MAX_RESTARTS, seed=None):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
                                   namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
-                                  max_restarts=max_restarts)
+                                  max_restarts=max_restarts, seed=seed)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -143,7 +151,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
-                                  local_model=model, clock=clock, max_restarts=max_restarts)
+                                  local_model=model, clock=clock, max_restarts=max_restarts, seed=seed)
 
 
 def print_summary(report: dict) -> None:
@@ -192,6 +200,10 @@ def print_summary(report: dict) -> None:
                       f"{llm['completion_tokens']} completion tokens, ${llm['cost_usd']:.4f}, {llm['errors']} errors ("
                       + ', '.join(f"{robot}: {u['prompt_tokens']}+{u['completion_tokens']}" for robot, u in per.items())
                       + ')')
+    chance = report.get('chance_llm')
+    if chance:
+        console.print(f"[bold]Chance[/bold] the random chooser {chance['model']} (seed {chance['seed']}): "
+                      + ', '.join(f'{robot}: {n} replies' for robot, n in chance['replies'].items()))
     events = report['events']
     console.print(f"sim time {report['sim_time_s']:.1f} s, wall time {report['wall_time_s']:.2f} s "
                   f"(x{report['real_time_factor']}), {events['count']} events "

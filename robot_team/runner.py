@@ -53,7 +53,8 @@ from robot_team.directory import StaffDirectory
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.floor import load_floor
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
-from robot_team.llm.factory import check_endpoint
+from robot_team.llm.chance import ChanceServer, check_seed
+from robot_team.llm.factory import LLM_BRAINS, check_endpoint
 from robot_team.llm.inflight import in_flight
 from robot_team.llm.local import LocalServer, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock, llm_clock_under
@@ -77,6 +78,9 @@ from robot_team.rostime import now_s
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 
+BRAINS = ('protocol', *LLM_BRAINS)
+"""Brain kinds of a run: the deterministic protocol brain, or an LLM brain (``random``: the chance endpoint)."""
+
 LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
 """Wall seconds an episode under the lockstep LLM clock may spend beyond its sim limit's wall time
 (the time brains waited on their LLM while sim time stood still)."""
@@ -98,6 +102,19 @@ class RunResult:
     report: dict
     out_dir: Path
     events: list[TeamEventModel] = field(default_factory=list)
+
+
+def check_brain(brain: str, what: str = 'brain') -> str:
+    """Return ``brain`` if it is a brain kind (:data:`BRAINS`).
+
+    Raises
+    ------
+    ValueError
+        If it is not, naming ``what`` (e.g. ``'--brain'``), the value and the kinds.
+    """
+    if brain not in BRAINS:
+        raise ValueError(f"{what} '{brain}' is not a brain: expected one of {', '.join(BRAINS)}")
+    return brain
 
 
 def ensure_localhost_dds() -> None:
@@ -176,8 +193,11 @@ class Episode:
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
                  log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
                  local_model: str | None = None, clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
-                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S):
+                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None):
         self.scenario = scenario
+        # --brain random: the chance endpoint's seed (checked by run(): a bad one is recorded as bad input)
+        self.seed = seed
+        self.chance: ChanceServer | None = None
         # processes mode: crashed node processes start again (RestartError, a ValueError, if out of range)
         self.restarts = RestartPolicy(max_restarts, restart_delay_s, NOT_RESTARTABLE)
         self.local_model = local_model
@@ -324,11 +344,17 @@ class Episode:
     # -- LLM endpoint and clock (robot_team.llm.factory, robot_team.llm.local, robot_team.llm.lockstep) --
 
     def _check_llm(self) -> None:
-        """Raise ConfigError for a bad LLM clock, --brain openai without an endpoint, or a bad local model.
+        """Raise ConfigError for a bad brain, seed or LLM clock, --brain openai without an endpoint, a bad local model.
 
         An endpoint error names the local one; a local model error names what to install.
         """
         try:
+            check_brain(self.brain)
+            if self.brain == 'random':
+                check_seed(0 if self.seed is None else self.seed, 'seed (--seed)')
+            elif self.seed is not None:
+                raise ValueError(f"seed (--seed) {self.seed!r} is the random chooser's: use it with brain 'random' "
+                                 f"(not '{self.brain}')")
             check_llm_clock(self.llm_clock, 'LLM clock (--llm-clock)')
             if self.brain == 'openai':
                 check_endpoint(LLMSettings())
@@ -338,9 +364,18 @@ class Episode:
             raise ConfigError(str(exc)) from None
 
     def _start_local_llm(self) -> None:
-        """For ``--brain local``: start the endpoint, give the nodes its URL and model (llm_base_url, llm_model)."""
-        if self.brain in ('openai', 'local'):
+        """For ``--brain local`` or ``random``: start the endpoint, give the nodes its URL and model.
+
+        (Node parameters ``llm_base_url`` and ``llm_model``.) ``random``: the chance endpoint of this
+        episode's seed (:class:`robot_team.llm.chance.ChanceServer`, model ``chance-seed-<seed>``).
+        """
+        if self.brain in LLM_BRAINS:
             self.brain_options.setdefault('llm_clock', self.llm_clock)
+        if self.brain == 'random':
+            self.chance = ChanceServer(0 if self.seed is None else self.seed).start()
+            self.brain_options['llm_base_url'] = self.chance.base_url
+            self.brain_options['llm_model'] = self.chance.model
+            return
         if self.brain != 'local':
             return
         if self.local_llm is None:
@@ -351,9 +386,14 @@ class Episode:
     def _stop_local_llm(self) -> None:
         if self.local_llm is not None and self._own_local_llm:
             self.local_llm.stop()
+        if self.chance is not None:
+            self.chance.stop()
 
     def _llm_report(self, events: list[TeamEventModel]) -> dict:
-        """Return the report's LLM clock (mode, expired holds) and, for ``--brain local``, the local endpoint."""
+        """Return the report's LLM clock (mode, expired holds) and the endpoint of ``--brain local`` or ``random``.
+
+        ``random``: ``chance_llm`` with the seed, the model name and the replies per caller.
+        """
         expired = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_hold_expired']
         lost = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_follower_lost']
         out: dict = {'llm_clock': {'mode': self.llm_clock, 'holds_expired': len(expired)},
@@ -367,6 +407,9 @@ class Episode:
             out['local_llm'] = {'model': self.local_llm.model, 'base_url': self.local_llm.base_url,
                                 'startup_s': round(self.local_llm.startup_s, 3),
                                 'threads': self.local_llm.settings.threads}
+        if self.chance is not None:
+            out['chance_llm'] = {'model': self.chance.model, 'seed': self.chance.seed,
+                                 'base_url': self.chance.base_url, 'replies': self.chance.replies()}
         return out
 
     def _namespace_args(self, node: str | None = None) -> list[str]:
@@ -631,7 +674,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/',
                 llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None,
                 clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
-                restart_delay_s: float = DEFAULT_RESTART_DELAY_S) -> RunResult:
+                restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None) -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -644,6 +687,10 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     :class:`robot_team.llm.local.LocalServer` to share across episodes; by default the run starts
     and stops its own, serving ``local_model``: a shipped model's name or alias, or a path to a
     ``.gguf``, default the LLM settings' ``local.model``; see :func:`robot_team.llm.local.resolve_model`).
+    ``brain`` 'random' runs every brain on the chance endpoint (:mod:`robot_team.llm.chance`: each
+    reply drawn at random within its request's schema), started and stopped by the episode with
+    ``seed`` (an integer >= 0, default 0; only with 'random'), recorded in ``report.json``'s
+    ``chance_llm`` and as the model name ``chance-seed-<seed>``.
     ``clock`` 'follow' (default) advances sim time as fast as every node of the team keeps up
     (:mod:`robot_team.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
     scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap).
@@ -657,8 +704,9 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     Raises
     ------
     ConfigError
-        If the scenario, floor or staff directory cannot be used, or (``brain`` 'local') the model
-        is unknown or not installed.
+        If the scenario, floor or staff directory cannot be used, ``brain`` is unknown, ``seed`` is
+        not an integer >= 0 or is given with another brain than 'random', or (``brain`` 'local')
+        the model is unknown or not installed.
     RestartError
         (a ValueError) If ``max_restarts`` is negative or ``restart_delay_s`` negative.
     RuntimeError
@@ -670,4 +718,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
                    log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
                    local_model=local_model, clock=clock, max_restarts=max_restarts,
-                   restart_delay_s=restart_delay_s).run()
+                   restart_delay_s=restart_delay_s, seed=seed).run()

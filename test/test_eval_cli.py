@@ -17,7 +17,7 @@ from robot_team.evaluation.trials import run_trials
 def test_eval_writes_tables_and_plot_then_resumes(tmp_path):
     out = tmp_path / 'eval'
     args = ['eval', '--trials', '2', '--condition', 'baseline', '--brain', 'protocol', '--scenario', 'onboarding',
-            '--out', str(out), '--domain-id', str(reserve_domain_id()), '--quiet']
+            '--out', str(out), '--domain-id', str(reserve_domain_id()), '--quiet', '--chance', '0']
     runner = CliRunner()
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
@@ -56,7 +56,8 @@ def test_eval_refuses_unknown_condition(tmp_path):
 def test_eval_across_scenarios_runs_each_scenario_and_checks_its_expected_outcome(tmp_path):
     out = tmp_path / 'eval'
     args = ['eval', '--trials', '1', '--condition', 'baseline', '--brain', 'protocol', '--scenario', 'onboarding',
-            '--scenario', 'unknown_badge', '--out', str(out), '--domain-id', str(reserve_domain_id()), '--quiet']
+            '--scenario', 'unknown_badge', '--out', str(out), '--domain-id', str(reserve_domain_id()), '--quiet',
+            '--chance', '0']
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / 'eval.json').read_text())
@@ -115,7 +116,7 @@ def _scores(out, condition: str) -> dict:
 def test_eval_jobs_2_scores_as_jobs_1_each_team_in_its_own_namespace_and_domain(tmp_path):
     base = reserve_domain_ids(2)
     args = ['eval', '--trials', '1', '--condition', 'baseline', '--condition', 'kb', '--brain', 'protocol',
-            '--scenario', 'onboarding', '--domain-id', str(base), '--quiet']
+            '--scenario', 'onboarding', '--domain-id', str(base), '--quiet', '--chance', '0']
     one = CliRunner().invoke(app, [*args, '--out', str(tmp_path / 'one')])
     assert one.exit_code == 0, one.output
     two = CliRunner().invoke(app, [*args, '--out', str(tmp_path / 'two'), '--jobs', '2'])
@@ -149,7 +150,8 @@ def test_eval_on_a_scheduler_reports_a_failed_trial_and_keeps_the_others(tmp_pat
                                   silence_logs=40) as cluster:
         result = CliRunner().invoke(app, ['eval', '--trials', '1', '--condition', 'baseline', '--condition', 'kb',
                                           '--scenario', 'onboarding', '--domain-id', str(base), '--jobs', '2',
-                                          '--scheduler', cluster.scheduler_address, '--out', str(out), '--quiet'])
+                                          '--scheduler', cluster.scheduler_address, '--out', str(out), '--quiet',
+                                          '--chance', '0'])
     output = ' '.join(result.output.split())
     assert result.exit_code == 1, result.output
     assert '1 trial(s) failed: kb trial 1: FileExistsError' in output and 'finished trials are kept' in output
@@ -172,7 +174,7 @@ def test_eval_jobs_and_scheduler_refuse_bad_input(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, 'SCHEDULER_TIMEOUT_S', 1.0)
     for bad in (address, 'no-port-here'):
         result = runner.invoke(app, ['eval', '--scheduler', bad, '--trials', '1', '--condition', 'baseline',
-                                     '--out', str(tmp_path / 'eval'), '--quiet'])
+                                     '--out', str(tmp_path / 'eval'), '--quiet', '--chance', '0'])
         output = ' '.join(result.output.split())
         assert result.exit_code == 2, result.output
         assert f"--scheduler '{bad}': could not connect to a Dask scheduler there" in output
@@ -181,3 +183,82 @@ def test_eval_jobs_and_scheduler_refuse_bad_input(tmp_path, monkeypatch):
         run_trials('onboarding', tmp_path, brain='local', scheduler=address)
     with pytest.raises(ValueError, match='on_event cannot be used with parallel trials'):
         run_trials('onboarding', tmp_path, jobs=2, on_event=print)
+
+
+def _write_trial(folder, spec, events):
+    """A finished trial in ``folder``: its record and its trial.json (reused by run_trials: no ROS)."""
+    from robot_team.evaluation.trials import TRIAL_FILE
+    from robot_team.recorder import write_jsonl
+    folder.mkdir(parents=True)
+    write_jsonl(events, folder / 'events.jsonl')
+    (folder / TRIAL_FILE).write_text(json.dumps({**spec, 'complete': True, 'wall_time_s': 1.0}))
+
+
+def test_a_chance_row_and_the_margin_over_it_beside_every_score(tmp_path):
+    from rubric_records import false_success, onboarding_record, without_reflection
+
+    from robot_team.evaluation.rubric import score_run
+    from robot_team.evaluation.trials import _trial_spec, write_outputs
+    for k in (1, 2):
+        _write_trial(tmp_path / 'kb' / f'trial-{k}', _trial_spec('onboarding', 'protocol', 'kb'), onboarding_record())
+    chance = {1: without_reflection(onboarding_record()), 2: false_success(onboarding_record())}
+    for k, events in chance.items():   # DIR/chance/<condition>/trial-<k>, brain random with seed k
+        _write_trial(tmp_path / 'chance' / 'kb' / f'trial-{k}',
+                     _trial_spec('onboarding', 'random', 'kb', 'lockstep', seed=k), events)
+    summary = run_trials('onboarding', tmp_path, conditions=['kb'], trials=2, chance=2)   # every trial reused
+    assert [(r.trial, r.reused, r.chance, r.seed) for r in summary.runs] == [(1, True, False, None),
+                                                                             (2, True, False, None)]
+    assert [(r.trial, r.reused, r.chance, r.seed, r.brain) for r in summary.chance_runs] == [
+        (1, True, True, 1, 'random'), (2, True, True, 2, 'random')]
+    expected = {view: sum(score_run(e).view(view).points for e in chance.values()) / 2 for view in
+                ('attempted', 'floor')}
+    assert expected['attempted'] < 17
+    kb = summary.conditions[0]
+    assert kb.points_mean == {'attempted': 17.0, 'floor': 17.0} and kb.chance_runs == 2
+    assert kb.chance_points_mean == pytest.approx(expected)
+    assert kb.margin_points == pytest.approx({view: 17.0 - expected[view] for view in expected})
+    assert kb.margin_success_rate['attempted'] == pytest.approx(1.0 - summary.chance[0].success_rate['attempted'])
+    paths = write_outputs(summary, tmp_path)
+    markdown = open(paths['summary.md']).read()
+    assert '## Margin over chance (the random chooser)' in markdown
+    margin = f"**{17.0 - expected['attempted']:+.2f}**"
+    assert f"| onboarding | With KB | 2 | 2 | 17.00 | {expected['attempted']:.2f} | {margin} |" in markdown
+    assert '| onboarding | chance/kb/trial-2 | 2 |' in markdown          # the chance runs, with their seeds
+    assert '45.29%' in markdown                                          # the published reference row stays
+    rows = list(csv.DictReader(open(paths['runs.csv'])))
+    assert [(r['chance'], r['brain'], r['seed']) for r in rows] == [
+        ('False', 'protocol', ''), ('False', 'protocol', ''), ('True', 'random', '1'), ('True', 'random', '2')]
+    metrics = list(csv.DictReader(open(paths['metrics.csv'])))
+    found = {(m['source'], m['view'], m['metric']): float(m['mean']) for m in metrics
+             if m['metric'] in ('points_mean', 'success_rate') and m['condition'] == 'kb'}
+    for view in ('attempted', 'floor'):
+        assert found[('this evaluation', view, 'points_mean')] == 17.0
+        assert found[('chance (random chooser)', view, 'points_mean')] == pytest.approx(expected[view], abs=1e-4)
+        assert found[('margin over chance', view, 'points_mean')] == pytest.approx(17.0 - expected[view], abs=1e-4)
+    assert {r['chance'] for r in csv.DictReader(open(paths['cells.csv']))} == {'False', 'True'}
+    saved = json.loads(open(paths['eval.json']).read())
+    assert saved['chance_trials'] == 2 and saved['conditions'][0]['margin_points']['floor'] == pytest.approx(
+        17.0 - expected['floor'])
+    # without the chance row: the same tables, a line saying so; the chance trials stay on disk
+    plain = run_trials('onboarding', tmp_path, conditions=['kb'], trials=2)
+    assert plain.conditions[0].margin_points is None and not plain.chance_runs
+    assert 'No chance row (--chance 0).' in open(write_outputs(plain, tmp_path / 'plain')['summary.md']).read()
+
+
+def test_the_random_chooser_evaluated_has_no_chance_row_and_a_trial_of_another_seed_is_not_reused(tmp_path):
+    from rubric_records import onboarding_record
+
+    from robot_team.evaluation.trials import _trial_spec, completed_trial, write_outputs
+    spec = _trial_spec('onboarding', 'random', 'baseline', 'lockstep', seed=1)
+    assert spec['model'] == 'chance-seed-1'
+    _write_trial(tmp_path / 'baseline' / 'trial-1', spec, onboarding_record())
+    summary = run_trials('onboarding', tmp_path, conditions=['baseline'], trials=1, brain='random')
+    assert summary.runs[0].reused and summary.runs[0].seed == 1 and not summary.chance
+    write_outputs(summary, tmp_path)
+    assert 'This evaluation is the chance baseline' in (tmp_path / 'summary.md').read_text()
+    assert completed_trial(tmp_path / 'baseline' / 'trial-1', _trial_spec(
+        'onboarding', 'random', 'baseline', 'lockstep', seed=2)) is None   # seed 2 would run again
+    with pytest.raises(ValueError, match='the random chooser is the chance baseline itself'):
+        run_trials('onboarding', tmp_path, brain='random', chance=1)
+    with pytest.raises(ValueError, match='--chance'):
+        run_trials('onboarding', tmp_path, chance=-1)

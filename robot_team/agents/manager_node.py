@@ -48,7 +48,7 @@ from robot_team.core.manager_store import ManagerStore
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
-from robot_team.llm.factory import clock_hold, llm_manager_brain
+from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
 from robot_team.msg import (
     Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
     TeamHold)
@@ -70,7 +70,7 @@ ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
 def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *, events=None,
                        kb: bool = True, base_url: str = '', hold=None, model: str = '',
                        decoding: str = '') -> ManagerBrain:
-    """Return the manager brain of kind ``kind`` ('protocol', 'openai' or 'local').
+    """Return the manager brain of kind ``kind`` ('protocol', or an LLM brain: 'openai', 'local', 'random').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests, replies and refused
     tool calls; ``kb`` gives an LLM brain its knowledge-base sections; ``base_url`` (the
@@ -84,11 +84,11 @@ def make_manager_brain(kind: str, issue_handling: str = 'propose_alternative', *
     """
     if kind == 'protocol':
         return ManagerProtocolBrain(issue_handling=issue_handling)
-    if kind in ('openai', 'local'):
+    if kind in LLM_BRAINS:
         return llm_manager_brain(kind, emit=events.emit if events is not None else None, kb=kb, base_url=base_url,
                                  hold=hold, model=model, decoding=decoding,
                                  fallback_brain=lambda: ManagerProtocolBrain(issue_handling=issue_handling))
-    raise ValueError(f"unknown brain '{kind}' for the manager: expected 'protocol', 'openai' or 'local'")
+    raise ValueError(f"unknown brain '{kind}' for the manager: expected {', '.join(('protocol', *LLM_BRAINS))}")
 
 
 RESULT_GRACE_S = 2.0

@@ -33,7 +33,7 @@ from robot_team.config import ConfigError
 from robot_team.core.robot import RobotCore
 from robot_team.errors import ToolError
 from robot_team.events import EventKind
-from robot_team.llm.factory import clock_hold, llm_robot_brain
+from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
 from robot_team.names import Robot, team_name
 from robot_team.reports import TaskReportModel
@@ -49,7 +49,7 @@ from robot_team.tools.base import Toolbox
 
 def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
                hold=None, model: str = '', decoding: str = '') -> RobotBrain:
-    """Return robot ``role``'s brain of kind ``brain`` ('protocol', 'openai' or 'local').
+    """Return robot ``role``'s brain of kind ``brain`` ('protocol', or an LLM brain: 'openai', 'local', 'random').
 
     ``events`` (the node's EventEmitter) records the LLM brain's requests and replies; ``kb``
     gives an LLM brain its knowledge-base sections. LLM settings come from
@@ -64,10 +64,10 @@ def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url:
     """
     if brain == 'protocol':
         return protocol_robot_brain(role)
-    if brain in ('openai', 'local'):
+    if brain in LLM_BRAINS:
         return llm_robot_brain(role, brain, emit=events.emit if events is not None else None, kb=kb,
                                base_url=base_url, hold=hold, model=model, decoding=decoding)
-    raise ValueError(f"unknown brain '{brain}' for {role}: expected 'protocol', 'openai' or 'local'")
+    raise ValueError(f"unknown brain '{brain}' for {role}: expected {', '.join(('protocol', *LLM_BRAINS))}")
 
 
 SUBMIT_ATTEMPTS = 3

@@ -16,12 +16,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.evaluation.judge import make_judge
 from robot_team.evaluation.parallel import SchedulerError
-from robot_team.evaluation.trials import CONDITIONS, TrialInterrupted, parallel_domains, run_trials, write_outputs
+from robot_team.evaluation.trials import (
+    CHANCE_BRAIN, CONDITIONS, TrialInterrupted, parallel_domains, run_trials, write_outputs)
 from robot_team.lifecycle import exit_code
 from robot_team.llm.local import MODEL_HELP, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock
+from robot_team.runner import check_brain
 
 console = Console()
+
+DEFAULT_CHANCE_TRIALS = 2
+"""Chance trials per scenario and condition when ``--chance`` is not given (0 with ``--brain random``)."""
 
 
 def expand_scenarios(values: list[str] | None) -> list[str]:
@@ -53,8 +58,14 @@ def eval_command(
     condition: Annotated[Optional[list[str]], typer.Option(
         '--condition', help="Condition to run: 'baseline' (no knowledge base) or 'kb'; repeat for both "
                             '(default: both).')] = None,
-    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai' or 'local' (the built-in "
-                                            'local model, one endpoint for all trials).')] = 'protocol',
+    brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai', 'local' (the built-in "
+                                            "local model, one endpoint for all trials) or 'random' (the chance "
+                                            'baseline, trial k with seed k).')] = 'protocol',
+    chance: Annotated[Optional[int], typer.Option(
+        min=0, help='Chance trials per scenario and condition: the random chooser (every reply drawn at random '
+                    "within its request's schema, trial k with seed k) in DIR/chance/, and per condition the margin "
+                    f'of the brain over it (default: {DEFAULT_CHANCE_TRIALS}; 0: none; none with --brain '
+                    f'{CHANCE_BRAIN}).')] = None,
     llm_clock: Annotated[Optional[str], typer.Option(help="LLM brains: 'lockstep' (default: sim time holds while a "
                                                           "brain waits on its LLM; the follow clock of the trials "
                                                           "always holds) or 'realtime'.")] = None,
@@ -87,12 +98,21 @@ def eval_command(
 ) -> None:
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR.
 
-    Exit code 2 for bad input (unknown scenario, condition, model or one not installed, ROS
-    domains out of range, no Dask scheduler at --scheduler); 1 when trials failed (the finished
-    ones are kept).
+    Besides the brain's trials, --chance N (default 2) trials of the random chooser per scenario and
+    condition, and the brain's margin over them (none when the brain is 'random').
+
+    Exit code 2 for bad input (unknown brain, scenario, condition, model or one not installed, ROS
+    domains out of range, no Dask scheduler at --scheduler, --chance with --brain random); 1 when
+    trials failed (the finished ones are kept).
     """
     conditions = condition or list(CONDITIONS)
     try:
+        check_brain(brain, '--brain')
+        if chance is None:
+            chance = 0 if brain == CHANCE_BRAIN else DEFAULT_CHANCE_TRIALS
+        elif chance and brain == CHANCE_BRAIN:
+            raise ValueError(f'--chance {chance} with --brain {CHANCE_BRAIN}: the random chooser is the chance '
+                             'baseline itself; leave --chance out (or 0)')
         scenarios = expand_scenarios(scenario)
         if model is not None and brain != 'local':
             raise ValueError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
@@ -112,7 +132,7 @@ def eval_command(
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(2) from exc
-    total = len(scenarios) * len(dict.fromkeys(conditions)) * trials
+    total = len(scenarios) * len(dict.fromkeys(conditions)) * (trials + chance)
     with Progress(TextColumn('[bold]{task.description}'), BarColumn(), MofNCompleteColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console,
                   disable=quiet) as progress:
@@ -130,7 +150,7 @@ def eval_command(
                                  trials=trials, brain=brain,
                                  domain_id=domain_id, real_time_factor=real_time_factor, judge=reflection_judge,
                                  judge_name=judge, on_trial=on_trial, llm_clock=llm_clock, model=model, jobs=jobs,
-                                 scheduler=scheduler)
+                                 scheduler=scheduler, chance=chance)
         except TrialInterrupted as exc:
             console.print(f'[red]interrupted:[/red] {exc} (finished trials are kept; run again to resume)')
             raise typer.Exit(exit_code({'outcome': 'interrupted', 'interrupted_by': exc.signal_name})) from exc
@@ -146,10 +166,16 @@ def eval_command(
                       f"outcome ({c.expected_outcome}), success rate attempted "
                       f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%, "
                       f'cost per run USD {c.cost_per_run_usd:.4f}')
+        if c.margin_points is not None:
+            console.print(f"  chance ({c.chance_runs} runs): attempted {c.chance_points_mean['attempted']:.2f} "
+                          f"/ floor {c.chance_points_mean['floor']:.2f} points per run; margin attempted "
+                          f"{c.margin_points['attempted']:+.2f} / floor {c.margin_points['floor']:+.2f} points "
+                          f"(this evaluation {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f})")
     if reflection_judge is not None and reflection_judge.errors:
         console.print(f'[yellow]LLM judge failed {reflection_judge.errors} time(s); structural scores kept[/yellow]')
-    reused = sum(r.reused for r in summary.runs)
+    reused = sum(r.reused for r in [*summary.runs, *summary.chance_runs])
     side_by_side = f', {jobs} at a time' if jobs > 1 else ''
     where = f' on {scheduler}' if scheduler else ''
-    console.print(f'{len(summary.runs)} trials ({reused} reused{side_by_side}{where}) in {summary.wall_time_s:.1f} s; '
-                  f"tables: {paths['summary.md']}")
+    chance_note = f' + {len(summary.chance_runs)} chance' if summary.chance_runs else ''
+    console.print(f'{len(summary.runs)}{chance_note} trials ({reused} reused{side_by_side}{where}) in '
+                  f"{summary.wall_time_s:.1f} s; tables: {paths['summary.md']}")

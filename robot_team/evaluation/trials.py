@@ -5,6 +5,8 @@ Layout of an evaluation folder ``DIR``::
     DIR/<condition>/trial-<k>/   one episode (report.json, events.jsonl, ...) plus trial.json
                                  (what ran) and score.json (its rubric score): one scenario
     DIR/<scenario>/<condition>/trial-<k>/   the same, when several scenarios are evaluated
+    DIR/chance/<condition>/trial-<k>/        the chance baseline's trials (brain 'random', seed k),
+    DIR/chance/<scenario>/<condition>/trial-<k>/   beside every (scenario, condition) evaluated
     DIR/eval.json                everything: per-run scores with every cell, means, the reference
     DIR/runs.csv                 one row per run; DIR/cells.csv one row per cell and view
     DIR/metrics.csv              metric means per scenario, condition and view, with the published means
@@ -14,8 +16,16 @@ Layout of an evaluation folder ``DIR``::
 Trials run per (scenario, condition); each run's outcome is compared with its scenario's expected
 outcome (``success`` when the scenario names none), as ``robot-team run``'s exit code does.
 A trial whose ``trial.json`` matches what is asked (scenario, brain, condition, and the model for
-brain 'local') is reused, not rerun, so an interrupted evaluation resumes where it stopped.
-Reused trials are rescored from their event record (the record is the only input of scoring).
+brain 'local', the seed for brain 'random') is reused, not rerun, so an interrupted evaluation
+resumes where it stopped. Reused trials are rescored from their event record (the record is the
+only input of scoring).
+
+The chance row (``chance`` N > 0; ``robot-team eval --chance``, 2 by default there): N trials of the
+random chooser (brain 'random', :mod:`robot_team.llm.chance`; trial ``k`` with seed ``k``) per
+(scenario, condition), run and resumed like the others, and per (scenario, condition) and rubric
+view the brain's mean points and success rate, the chance trials', and the margin (the brain's
+minus chance's): :class:`ConditionSummary`'s ``chance_*`` and ``margin_*`` fields. An evaluation
+of brain 'random' has no chance row (it is one).
 
 Trials run one after another in this process (``jobs`` 1), or side by side on Dask distributed
 (``jobs`` N > 1, or a ``scheduler``'s address; :mod:`robot_team.evaluation.parallel`): each team in
@@ -48,6 +58,8 @@ from robot_team.evaluation.rubric import (
 )
 from robot_team.evaluation.parallel import JobOutcome, JobsInterrupted, run_jobs
 from robot_team.config import load_scenario
+from robot_team.llm.chance import chance_model_name, check_seed
+from robot_team.llm.factory import LLM_BRAINS
 from robot_team.llm.local import LocalServer, resolve_model
 from robot_team.llm.settings import LLMSettings, LocalServerSettings
 from robot_team.runner import run_episode
@@ -62,6 +74,13 @@ decoding (the full schemas, as the published free-running team had)."""
 CONDITION_LABELS = {'baseline': 'Baseline (no KB)', 'kb': 'With KB',
                     'baseline-free': 'Baseline (no KB), free decoding', 'kb-free': 'With KB, free decoding'}
 TRIAL_FILE = 'trial.json'
+CHANCE_DIR = 'chance'
+"""The folder of an evaluation's chance trials (``DIR/chance/...``)."""
+CHANCE_BRAIN = 'random'
+"""The brain of the chance trials: the random chooser."""
+CHANCE_SOURCE = 'chance (random chooser)'
+MARGIN_SOURCE = 'margin over chance'
+"""``metrics.csv`` sources of the chance row and of the margins (this evaluation's value minus chance's)."""
 
 
 class TrialInterrupted(RuntimeError):
@@ -107,6 +126,9 @@ class TrialResult(BaseModel):
     scenario: str = Field('', description="The scenario's name.")
     expected_outcome: str = Field('success', description="The scenario's expected outcome ('success' if it "
                                   'names none).')
+    brain: str = Field('', description='The brain of the trial.')
+    seed: int | None = Field(None, description="Brain 'random': the random chooser's seed.")
+    chance: bool = Field(False, description="A trial of the evaluation's chance row (the random chooser).")
 
     @property
     def as_expected(self) -> bool:
@@ -139,6 +161,15 @@ class ConditionSummary(BaseModel):
                                               "LLM's place (endpoint down, takeover), per run.")
     takeovers_per_run: float = 0.0
     choices_per_decision: float | None = None
+    chance_runs: int = Field(0, description="The chance row's trials of this scenario and condition (0: none).")
+    chance_points_mean: dict[str, float] | None = Field(
+        None, description='Per view: the mean points of the chance trials (the random chooser).')
+    chance_success_rate: dict[str, float] | None = Field(
+        None, description='Per view: total points / total applicable points of the chance trials.')
+    margin_points: dict[str, float] | None = Field(
+        None, description="Per view: mean points minus the chance trials' (the margin over chance).")
+    margin_success_rate: dict[str, float] | None = Field(
+        None, description="Per view: success rate minus the chance trials'.")
 
 
 class EvalSummary(BaseModel):
@@ -157,9 +188,11 @@ class EvalSummary(BaseModel):
     jobs: int = Field(1, description='Trials at a time (1: one after another in one process).')
     scheduler: str | None = Field(None, description='The Dask scheduler whose workers ran the trials (None: '
                                   'this machine).')
-
-
-LLM_BRAINS = ('openai', 'local')
+    chance_trials: int = Field(0, description="Chance trials per scenario and condition (brain 'random', seed = "
+                               'trial number); 0: no chance row.')
+    chance: list[ConditionSummary] = Field(default_factory=list, description='The chance trials per scenario and '
+                                           'condition.')
+    chance_runs: list[TrialResult] = Field(default_factory=list, description='Every chance trial.')
 
 
 def default_llm_clock(brain: str) -> str:
@@ -180,12 +213,15 @@ def trial_dir(out: Path, condition: str, trial: int, scenario: str = '') -> Path
 
 
 def _trial_spec(scenario: str, brain: str, condition: str, llm_clock: str = 'realtime',
-                model: str | None = None) -> dict:
+                model: str | None = None, seed: int | None = None) -> dict:
     spec = {'scenario': scenario, 'brain': brain, 'condition': condition, 'brain_options': CONDITIONS[condition]}
     if brain in LLM_BRAINS:
         spec['llm_clock'] = llm_clock
     if brain == 'local' and model:
         spec['model'] = model
+    if brain == CHANCE_BRAIN:
+        spec['seed'] = check_seed(seed, 'the chance seed')
+        spec['model'] = chance_model_name(seed)
     return spec
 
 
@@ -204,21 +240,25 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
               domain_id: int | None = None, real_time_factor: float | None = None,
               judge: ReflectionJudge | None = None, judge_name: str = 'structural',
               on_event: Callable | None = None, llm_clock: str | None = None, local_llm=None,
-              model: str | None = None, per_scenario: bool = False, namespace: str = '/') -> TrialResult:
+              model: str | None = None, per_scenario: bool = False, namespace: str = '/',
+              seed: int | None = None, chance: bool = False) -> TrialResult:
     """Run (or reuse) one trial and score it.
 
     ``llm_clock`` defaults to :func:`default_llm_clock`; ``local_llm``: a started local endpoint
     shared by the trials of ``brain`` 'local' (see :func:`robot_team.runner.run_episode`);
     ``model``: the name of the model it serves (recorded in ``trial.json``; a trial of another
     model is not reused). ``per_scenario`` puts the trial under ``DIR/<scenario name>/``
-    (:func:`trial_dir`). ``namespace``: the team's ROS namespace (default '/').
+    (:func:`trial_dir`). ``namespace``: the team's ROS namespace (default '/'). ``seed`` (brain
+    'random'): the random chooser's seed (default: ``trial``; recorded in ``trial.json``, a trial of
+    another seed is not reused). ``chance``: a trial of the chance row (labelled ``chance/...``;
+    ``out`` is then the chance folder, ``DIR/chance``).
 
     Raises
     ------
     ConfigError
         If the scenario cannot be loaded.
     ValueError
-        If ``condition`` is unknown.
+        If ``condition`` is unknown, or ``seed`` is not an integer >= 0.
     TrialInterrupted
         If the episode was interrupted (its folder keeps the record so far; it is run again
         when the evaluation resumes).
@@ -228,7 +268,9 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     loaded = load_scenario(scenario)
     folder = trial_dir(out, condition, trial, loaded.name if per_scenario else '')
     llm_clock = llm_clock or default_llm_clock(brain)
-    spec = _trial_spec(scenario, brain, condition, llm_clock, model)
+    if brain == CHANCE_BRAIN and seed is None:
+        seed = trial
+    spec = _trial_spec(scenario, brain, condition, llm_clock, model, seed)
     info = completed_trial(folder, spec)
     reused = info is not None
     if not reused:
@@ -236,7 +278,7 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
                                   domain_id=domain_id, namespace=namespace, real_time_factor=real_time_factor,
                                   on_event=on_event, llm_clock=llm_clock, local_llm=local_llm)
     return _score_trial(loaded, folder, info, reused, condition, trial, per_scenario=per_scenario, judge=judge,
-                        judge_name=judge_name)
+                        judge_name=judge_name, chance=chance)
 
 
 def _run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: str, *, brain: str,
@@ -245,8 +287,8 @@ def _run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: st
     """Run the episode of one trial in ``folder`` and write its ``trial.json``; return what it holds.
 
     ``scenario``: a name, path or loaded :class:`robot_team.config.Scenario`; ``spec``: what
-    ran (:func:`_trial_spec`), recorded with the trial's number, outcome, wall time, namespace
-    and ROS domain.
+    ran (:func:`_trial_spec`; brain 'random': its ``seed``), recorded with the trial's number,
+    outcome, wall time, namespace and ROS domain.
 
     Raises
     ------
@@ -256,7 +298,8 @@ def _run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: st
     start = time.monotonic()
     result = run_episode(scenario, folder, brain=brain, domain_id=domain_id, namespace=namespace,
                          real_time_factor=real_time_factor, on_event=on_event,
-                         brain_options=dict(CONDITIONS[spec['condition']]), llm_clock=llm_clock, local_llm=local_llm)
+                         brain_options=dict(CONDITIONS[spec['condition']]), llm_clock=llm_clock, local_llm=local_llm,
+                         seed=spec.get('seed') if brain == CHANCE_BRAIN else None)
     report = result.report
     interrupted = report.get('outcome') == 'interrupted'
     info = {**spec, 'trial': trial, 'complete': not interrupted, 'wall_time_s': round(time.monotonic() - start, 3),
@@ -270,14 +313,20 @@ def _run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: st
 
 
 def _score_trial(loaded, folder: Path, info: dict, reused: bool, condition: str, trial: int, *,
-                 per_scenario: bool, judge: ReflectionJudge | None, judge_name: str) -> TrialResult:
-    """Score a finished trial from its record in ``folder``, write its ``score.json``; return its result."""
+                 per_scenario: bool, judge: ReflectionJudge | None, judge_name: str,
+                 chance: bool = False) -> TrialResult:
+    """Score a finished trial from its record in ``folder``, write its ``score.json``; return its result.
+
+    ``chance``: a trial of the chance row (its run is labelled ``chance/...``).
+    """
     score = score_run_dir(folder, judge=judge, judge_name=judge_name)
-    score.run = f"{f'{loaded.name}/' if per_scenario else ''}{condition}/trial-{trial}"
+    score.run = (f"{f'{CHANCE_DIR}/' if chance else ''}{f'{loaded.name}/' if per_scenario else ''}"
+                 f'{condition}/trial-{trial}')
     (folder / 'score.json').write_text(score.model_dump_json(indent=2))
     return TrialResult(condition=condition, trial=trial, out_dir=str(folder), reused=reused,
                        wall_time_s=float(info.get('wall_time_s', 0.0)), score=score, scenario=loaded.name,
-                       expected_outcome=loaded.expected_outcome or 'success')
+                       expected_outcome=loaded.expected_outcome or 'success', brain=str(info.get('brain', '')),
+                       seed=info.get('seed'), chance=chance)
 
 
 def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> ConditionSummary:
@@ -311,6 +360,21 @@ def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> Co
         fallback_decisions_per_run=sum(r.score.decisions.get('fallback', 0) for r in runs) / n,
         takeovers_per_run=sum(r.score.takeovers for r in runs) / n,
         choices_per_decision=_mean([r.score.usage.choices_per_decision for r in runs]))
+
+
+def with_chance(summary: ConditionSummary, chance: ConditionSummary | None) -> ConditionSummary:
+    """Return ``summary`` with its chance row: the chance trials' means and the margins over them, per view.
+
+    ``chance``: the summary of the chance trials of the same scenario and condition (None, or no
+    runs: ``summary`` unchanged, its chance fields None). Margin: ``summary``'s value minus chance's.
+    """
+    if chance is None or not chance.runs:
+        return summary
+    return summary.model_copy(update={
+        'chance_runs': chance.runs, 'chance_points_mean': dict(chance.points_mean),
+        'chance_success_rate': dict(chance.success_rate),
+        'margin_points': {view: summary.points_mean[view] - chance.points_mean[view] for view in VIEWS},
+        'margin_success_rate': {view: summary.success_rate[view] - chance.success_rate[view] for view in VIEWS}})
 
 
 MAX_DOMAIN_ID = 232
@@ -362,9 +426,11 @@ class _Planned:
     name: str               # the scenario's name
     condition: str
     trial: int
-    label: str              # the condition, or <scenario>/<condition> for several scenarios
+    label: str              # the condition, or <scenario>/<condition> for several scenarios; 'chance ...'
     folder: Path
     spec: dict
+    brain: str
+    chance: bool = False    # a trial of the chance row (brain 'random', seed = trial)
 
 
 def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
@@ -374,7 +440,8 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
                judge_name: str = 'structural',
                on_trial: Callable[[str, int, TrialResult | None], None] | None = None,
                on_event: Callable | None = None, llm_clock: str | None = None,
-               model: str | None = None, jobs: int = 1, scheduler: str | None = None) -> EvalSummary:
+               model: str | None = None, jobs: int = 1, scheduler: str | None = None,
+               chance: int = 0) -> EvalSummary:
     """Run ``trials`` trials of each (scenario, condition) (reusing finished ones), score, aggregate.
 
     ``scenario``: one scenario (name or YAML path; trials in ``DIR/<condition>/``) or several
@@ -393,14 +460,21 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
     ROS domain of its slot (:func:`parallel_domains`); brain 'local' starts one endpoint here
     for all of them (:func:`shared_local_settings`). Results come in the same order either way.
 
+    ``chance`` N > 0: besides, N trials of the random chooser (brain 'random', trial ``k`` with seed
+    ``k``) per (scenario, condition), in ``DIR/chance/`` (laid out as ``DIR``), planned after the
+    brain's trials and run the same way (resumed, side by side with ``jobs``); the summary gives
+    each condition its chance row and margins (:func:`with_chance`), ``chance`` and ``chance_runs``.
+    Brain 'random' itself has no chance row (``chance`` must be 0).
+
     Raises
     ------
     ValueError
-        If a condition is unknown, ``trials`` or ``jobs`` is below 1, no scenario is given, the
-        ROS domains are out of range, ``on_event`` is given with parallel trials (events stay in
-        the workers), brain 'local' is given with ``scheduler`` (its endpoint listens on this
-        machine's loopback only), or (brain 'local') the model is unknown
-        (:class:`robot_team.llm.local.ModelChoiceError`).
+        If a condition is unknown, ``trials`` or ``jobs`` is below 1, ``chance`` is below 0 or above 0
+        with brain 'random', a scenario is named 'chance' with chance trials and several scenarios
+        (its folder would be the chance folder), no scenario is given, the ROS domains are out of range,
+        ``on_event`` is given with parallel trials (events stay in the workers), brain 'local' is given
+        with ``scheduler`` (its endpoint listens on this machine's loopback only), or (brain 'local')
+        the model is unknown (:class:`robot_team.llm.local.ModelChoiceError`).
     ConfigError
         If a scenario cannot be loaded.
     robot_team.evaluation.parallel.SchedulerError
@@ -416,6 +490,11 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
         raise ValueError(f"unknown condition(s) {', '.join(unknown)}: expected {', '.join(CONDITIONS)}")
     if trials < 1:
         raise ValueError(f'trials must be at least 1, got {trials}')
+    if isinstance(chance, bool) or not isinstance(chance, int) or chance < 0:
+        raise ValueError(f'chance trials (--chance) must be an integer >= 0, got {chance!r}')
+    if chance and brain == CHANCE_BRAIN:
+        raise ValueError(f"chance trials (--chance {chance}) with brain '{CHANCE_BRAIN}': the random chooser is the "
+                         'chance baseline itself; use --chance 0')
     parallel = jobs != 1 or scheduler is not None
     domains = parallel_domains(domain_id, jobs) if parallel else None
     if parallel and on_event is not None:
@@ -429,30 +508,54 @@ def run_trials(scenario: str | list[str] | tuple[str, ...], out: Path, *,
         raise ValueError('no scenario to evaluate')
     loaded = {s: load_scenario(s) for s in scenarios}
     per_scenario = len(scenarios) > 1
+    if chance and per_scenario and CHANCE_DIR in {sc.name for sc in loaded.values()}:
+        raise ValueError(f"scenario '{CHANCE_DIR}': with several scenarios its trials would share "
+                         f'{Path(out) / CHANCE_DIR} with the chance trials; rename the scenario or use --chance 0')
     start = time.monotonic()
     llm_clock = llm_clock or default_llm_clock(brain)
     served = resolve_model(model).name if brain == 'local' else None
-    plan = [_Planned(s, loaded[s].name, condition, k, f'{loaded[s].name}/{condition}' if per_scenario else condition,
-                     trial_dir(out, condition, k, loaded[s].name if per_scenario else ''),
-                     _trial_spec(s, brain, condition, llm_clock, served))
+    chance_clock = llm_clock if brain in LLM_BRAINS else default_llm_clock(CHANCE_BRAIN)
+
+    def planned(s: str, condition: str, k: int, chance_row: bool) -> _Planned:
+        label = f'{loaded[s].name}/{condition}' if per_scenario else condition
+        root = Path(out) / CHANCE_DIR if chance_row else Path(out)
+        kind = CHANCE_BRAIN if chance_row else brain
+        seed = k if kind == CHANCE_BRAIN else None
+        spec = _trial_spec(s, kind, condition, chance_clock if chance_row else llm_clock,
+                           None if chance_row else served, seed)
+        return _Planned(s, loaded[s].name, condition, k, f'{CHANCE_DIR} {label}' if chance_row else label,
+                        trial_dir(root, condition, k, loaded[s].name if per_scenario else ''), spec, kind, chance_row)
+    plan = [planned(s, condition, k, False)
             for s in scenarios for condition in dict.fromkeys(conditions) for k in range(1, trials + 1)]
-    options = dict(brain=brain, real_time_factor=real_time_factor, llm_clock=llm_clock, model=model,
-                   judge=judge, judge_name=judge_name, on_trial=on_trial, per_scenario=per_scenario)
+    plan += [planned(s, condition, k, True)
+             for s in scenarios for condition in dict.fromkeys(conditions) for k in range(1, chance + 1)]
+    options = dict(real_time_factor=real_time_factor, model=model, judge=judge, judge_name=judge_name,
+                   on_trial=on_trial, per_scenario=per_scenario)
     if parallel:
-        results = _run_parallel(plan, loaded, jobs=jobs, scheduler=scheduler, domains=domains, **options)
+        done = _run_parallel(plan, loaded, jobs=jobs, scheduler=scheduler, domains=domains, **options)
     else:
-        results = _run_sequential(plan, out, domain_id=domain_id, on_event=on_event, served=served, **options)
-    summaries = [summarize(c, [r for r in results if r.condition == c and r.scenario == loaded[s].name],
-                           loaded[s].name)
-                 for s in scenarios for c in dict.fromkeys(conditions)]
+        done = _run_sequential(plan, out, domain_id=domain_id, on_event=on_event, served=served, **options)
+    results = [r for r in done if not r.chance]
+    chance_results = [r for r in done if r.chance]
+    summaries, chance_summaries = [], []
+    for s in scenarios:
+        for c in dict.fromkeys(conditions):
+            name = loaded[s].name
+            row = summarize(c, [r for r in chance_results if r.condition == c and r.scenario == name], name) \
+                if chance else None
+            if row is not None:
+                chance_summaries.append(row)
+            summaries.append(with_chance(
+                summarize(c, [r for r in results if r.condition == c and r.scenario == name], name), row))
     return EvalSummary(scenario=', '.join(loaded[s].name for s in scenarios),
                        scenarios=[loaded[s].name for s in scenarios], model=served, brain=brain, trials=trials,
                        judge=judge_name, conditions=summaries, runs=results,
-                       wall_time_s=round(time.monotonic() - start, 3), jobs=jobs, scheduler=scheduler)
+                       wall_time_s=round(time.monotonic() - start, 3), jobs=jobs, scheduler=scheduler,
+                       chance_trials=chance, chance=chance_summaries, chance_runs=chance_results)
 
 
-def _run_sequential(plan: list[_Planned], out: Path, *, brain: str, domain_id: int | None,
-                    real_time_factor: float | None, llm_clock: str, model: str | None, served: str | None,
+def _run_sequential(plan: list[_Planned], out: Path, *, domain_id: int | None,
+                    real_time_factor: float | None, model: str | None, served: str | None,
                     judge: ReflectionJudge | None, judge_name: str, on_trial: Callable | None,
                     on_event: Callable | None, per_scenario: bool) -> list[TrialResult]:
     """Run (or reuse) the planned trials one after another in this process; return their results in order."""
@@ -462,12 +565,14 @@ def _run_sequential(plan: list[_Planned], out: Path, *, brain: str, domain_id: i
         for p in plan:
             if on_trial is not None:
                 on_trial(p.label, p.trial, None)
-            if brain == 'local' and local is None and completed_trial(p.folder, p.spec) is None:
+            if p.brain == 'local' and local is None and completed_trial(p.folder, p.spec) is None:
                 local = LocalServer(model=model).start()
-            result = run_trial(p.scenario, Path(out), p.condition, p.trial, brain=brain, domain_id=domain_id,
-                               real_time_factor=real_time_factor, judge=judge, judge_name=judge_name,
-                               on_event=on_event, llm_clock=llm_clock, local_llm=local, model=served,
-                               per_scenario=per_scenario)
+            result = run_trial(p.scenario, Path(out) / CHANCE_DIR if p.chance else Path(out), p.condition, p.trial,
+                               brain=p.brain, domain_id=domain_id, real_time_factor=real_time_factor, judge=judge,
+                               judge_name=judge_name, on_event=on_event, llm_clock=p.spec.get('llm_clock'),
+                               local_llm=local if p.brain == 'local' else None,
+                               model=served if p.brain == 'local' else None, per_scenario=per_scenario,
+                               seed=p.spec.get('seed'), chance=p.chance)
             results.append(result)
             if on_trial is not None:
                 on_trial(p.label, p.trial, result)
@@ -478,7 +583,7 @@ def _run_sequential(plan: list[_Planned], out: Path, *, brain: str, domain_id: i
 
 
 def _run_parallel(plan: list[_Planned], loaded: dict, *, jobs: int, scheduler: str | None, domains: range,
-                  brain: str, real_time_factor: float | None, llm_clock: str, model: str | None,
+                  real_time_factor: float | None, model: str | None,
                   judge: ReflectionJudge | None, judge_name: str, on_trial: Callable | None,
                   per_scenario: bool) -> list[TrialResult]:
     """Run the planned trials ``jobs`` at a time on Dask (reusing finished ones); return their results in order.
@@ -495,17 +600,19 @@ def _run_parallel(plan: list[_Planned], loaded: dict, *, jobs: int, scheduler: s
         if on_trial is not None:
             on_trial(p.label, p.trial, None)
         results[index] = _score_trial(loaded[p.scenario], p.folder, info, True, p.condition, p.trial,
-                                      per_scenario=per_scenario, judge=judge, judge_name=judge_name)
+                                      per_scenario=per_scenario, judge=judge, judge_name=judge_name, chance=p.chance)
         if on_trial is not None:
             on_trial(p.label, p.trial, results[index])
     if not todo:
         return [results[i] for i in sorted(results)]
-    local = LocalServer(settings=shared_local_settings(jobs), model=model).start() if brain == 'local' else None
+    local = LocalServer(settings=shared_local_settings(jobs), model=model).start() \
+        if any(plan[i].brain == 'local' for i in todo) else None
     endpoint = local.endpoint() if local is not None else None
     items = [{'scenario': loaded[plan[i].scenario], 'folder': str(plan[i].folder.resolve()), 'spec': plan[i].spec,
-              'trial': plan[i].trial, 'label': f'{plan[i].name} {plan[i].condition}', 'brain': brain,
+              'trial': plan[i].trial, 'label': f'{plan[i].name} {plan[i].condition}', 'brain': plan[i].brain,
               'domains': domains, 'namespace': f'/t{i + 1}', 'real_time_factor': real_time_factor,
-              'llm_clock': llm_clock, 'local_llm': endpoint} for i in todo]
+              'llm_clock': plan[i].spec.get('llm_clock', 'realtime'),
+              'local_llm': endpoint if plan[i].brain == 'local' else None} for i in todo]
     failures: dict[str, str] = {}
 
     def submitted(n: int, _slot: int) -> None:
@@ -523,7 +630,7 @@ def _run_parallel(plan: list[_Planned], loaded: dict, *, jobs: int, scheduler: s
             return
         results[todo[outcome.index]] = result = _score_trial(
             loaded[p.scenario], p.folder, outcome.value, False, p.condition, p.trial, per_scenario=per_scenario,
-            judge=judge, judge_name=judge_name)
+            judge=judge, judge_name=judge_name, chance=p.chance)
         if on_trial is not None:
             on_trial(p.label, p.trial, result)
     try:
@@ -609,6 +716,7 @@ def markdown(summary: EvalSummary) -> str:
         lines.append(f"| - | Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} | - "
                      f"| {_pct(ref['success_rate'][condition])} | - | - "
                      f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - | - | - | - | - |")
+    lines += _chance_markdown(summary)
     header = ['Metric']
     for c in summary.conditions:
         label = _label(summary, c)
@@ -632,9 +740,50 @@ def markdown(summary: EvalSummary) -> str:
                      f'| {s.attempted.points:g} / {s.floor.points:g} '
                      f"of {s.attempted.max_points:g} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} "
                      f"| {d.get('human', 0)} |")
+    if summary.chance_runs:
+        lines += ['', '## Chance runs', '', '| Scenario | Run | Seed | Outcome | Expected | Points (attempted/floor) '
+                  '| LLM decisions | Fallback decisions | Takeovers | Human decisions | Wall s |',
+                  '|---|---|---|---|---|---|---|---|---|---|---|']
+        for r in summary.chance_runs:
+            s, d = r.score, r.score.decisions
+            lines.append(f'| {r.scenario} | {CHANCE_DIR}/{r.condition}/trial-{r.trial} | {r.seed} | {s.outcome} '
+                         f'| {r.expected_outcome} | {s.attempted.points:g} / {s.floor.points:g} of '
+                         f"{s.attempted.max_points:g} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} "
+                         f"| {d.get('human', 0)} | {r.wall_time_s:.0f} |")
     lines += ['', f"Reference: {ref['source']}; {model}, {ref['runs_per_condition']} hand-scored runs per "
               'condition, 17 points per run.', '']
     return '\n'.join(lines)
+
+
+def _chance_markdown(summary: EvalSummary) -> list[str]:
+    """Return the chance section: per scenario and condition, the brain's mean points, chance's, the margin."""
+    if summary.brain == CHANCE_BRAIN:
+        return ['', f"This evaluation is the chance baseline (brain {CHANCE_BRAIN}, trial k with seed k): no chance "
+                'row beside it.']
+    if not summary.chance_trials:
+        return ['', 'No chance row (--chance 0).']
+    lines = ['', '## Margin over chance (the random chooser)', '',
+             f'Chance: {summary.chance_trials} trial(s) per scenario and condition of the random chooser (brain '
+             f"{CHANCE_BRAIN}, trial k with seed k: every reply drawn at random within its request's schema; "
+             "docs/chance.md). Margin: this evaluation's mean minus chance's.", '',
+             '| Scenario | Condition | Runs | Chance runs | Attempted (mean points) | Chance attempted | Margin '
+             '(attempted) | Floor (mean points) | Chance floor | Margin (floor) | Success rate margin (attempted / '
+             'floor) | Chance outcomes |', '|---|---|---|---|---|---|---|---|---|---|---|---|']
+    chance = {(c.scenario, c.condition): c for c in summary.chance}
+    for c in summary.conditions:
+        row = chance.get((c.scenario, c.condition))
+        label = CONDITION_LABELS.get(c.condition, c.condition)
+        if row is None or c.margin_points is None:
+            lines.append(f'| {c.scenario} | {label} | {c.runs} | 0 | {c.points_mean["attempted"]:.2f} | - | - '
+                         f'| {c.points_mean["floor"]:.2f} | - | - | - | - |')
+            continue
+        outcomes = ', '.join(f'{k} {v}' for k, v in sorted(row.outcomes.items()))
+        lines.append(f'| {c.scenario} | {label} | {c.runs} | {row.runs} | {c.points_mean["attempted"]:.2f} '
+                     f'| {row.points_mean["attempted"]:.2f} | **{c.margin_points["attempted"]:+.2f}** '
+                     f'| {c.points_mean["floor"]:.2f} | {row.points_mean["floor"]:.2f} '
+                     f'| {c.margin_points["floor"]:+.2f} | {100 * c.margin_success_rate["attempted"]:+.2f} / '
+                     f'{100 * c.margin_success_rate["floor"]:+.2f} pp | {outcomes} |')
+    return lines
 
 
 def plot(summary: EvalSummary, path: Path) -> None:
@@ -644,14 +793,21 @@ def plot(summary: EvalSummary, path: Path) -> None:
     import matplotlib.pyplot as plt
     ref = summary.reference
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={'width_ratios': [1, 2.4]})
-    labels, attempted, floor = [], [], []
+    labels, attempted, floor, chance = [], [], [], []
     for c in summary.conditions:
         labels.append(_label(summary, c).replace(': ', '\n'))
         attempted.append(100 * c.success_rate['attempted'])
         floor.append(100 * c.success_rate['floor'])
+        chance.append(100 * c.chance_success_rate['attempted'] if c.chance_success_rate else 0.0)
     xs = list(range(len(labels)))
-    left.bar([x - 0.2 for x in xs], attempted, 0.4, label='attempted')
-    left.bar([x + 0.2 for x in xs], floor, 0.4, label='floor')
+    with_chance_bars = any(c.chance_success_rate for c in summary.conditions)
+    width = 0.27 if with_chance_bars else 0.4
+    shift = width if with_chance_bars else width / 2
+    left.bar([x - shift for x in xs], attempted, width, label='attempted')
+    left.bar([x + width - shift for x in xs], floor, width, label='floor')
+    if with_chance_bars:
+        left.bar([x + width for x in xs], chance, width, color='lightgrey', hatch='//',
+                 label='chance (random chooser), attempted')
     for k, condition in enumerate(('baseline', 'kb')):
         labels.append(f'Published\n{CONDITION_LABELS[condition]}')
         left.bar([len(xs) + k], [100 * ref['success_rate'][condition]], 0.5, color='grey',
@@ -694,8 +850,8 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
                          'points_attempted', 'points_floor', 'max_points',
                          'success_rate_attempted', 'success_rate_floor', 'cost_usd', 'prompt_tokens',
                          'completion_tokens', 'llm_requests', 'llm_decisions', 'fallback_decisions', 'takeovers',
-                         'human_decisions', 'wall_time_s', 'reused', 'out_dir'])
-        for r in summary.runs:
+                         'human_decisions', 'wall_time_s', 'reused', 'out_dir', 'brain', 'seed', 'chance'])
+        for r in [*summary.runs, *summary.chance_runs]:   # the chance row's trials last (chance True)
             s = r.score
             writer.writerow([r.scenario, r.condition, r.trial, s.outcome, r.expected_outcome, r.as_expected,
                              s.attempted.points, s.floor.points,
@@ -703,16 +859,16 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
                              round(s.floor.success_rate, 4), round(s.usage.cost_usd, 6), s.usage.prompt_tokens,
                              s.usage.completion_tokens, s.usage.requests, s.decisions.get('llm', 0),
                              s.decisions.get('fallback', 0), s.takeovers, s.decisions.get('human', 0),
-                             r.wall_time_s, r.reused, r.out_dir])
+                             r.wall_time_s, r.reused, r.out_dir, r.brain, '' if r.seed is None else r.seed, r.chance])
     with open(paths['cells.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
-        writer.writerow(['scenario', 'condition', 'trial', 'view', 'metric', 'task', 'score', 'reason'])
-        for r in summary.runs:
+        writer.writerow(['scenario', 'condition', 'trial', 'view', 'metric', 'task', 'score', 'reason', 'chance'])
+        for r in [*summary.runs, *summary.chance_runs]:
             for view in VIEWS:
                 for cell in r.score.view(view).cells:
                     writer.writerow([r.scenario, r.condition, r.trial, view, cell.metric.value,
                                      cell.task.value if cell.task else 'run',
-                                     'N/A' if cell.score is None else cell.score, cell.reason])
+                                     'N/A' if cell.score is None else cell.score, cell.reason, r.chance])
     ref = summary.reference
     with open(paths['metrics.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
@@ -726,6 +882,26 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
                                  c.scenario])
             writer.writerow(['this evaluation', c.condition, '', 'cost_per_run_usd', round(c.cost_per_run_usd, 6),
                              c.scenario])
+            for view in VIEWS:
+                writer.writerow(['this evaluation', c.condition, view, 'points_mean', round(c.points_mean[view], 4),
+                                 c.scenario])
+        for row in summary.chance:     # the chance row (the random chooser) and the margins over it
+            for view in VIEWS:
+                for metric in Metric:
+                    writer.writerow([CHANCE_SOURCE, row.condition, view, metric.value,
+                                     _num(row.metric_means[view][metric.value], 4), row.scenario])
+                writer.writerow([CHANCE_SOURCE, row.condition, view, 'success_rate', round(row.success_rate[view], 4),
+                                 row.scenario])
+                writer.writerow([CHANCE_SOURCE, row.condition, view, 'points_mean', round(row.points_mean[view], 4),
+                                 row.scenario])
+        for c in summary.conditions:
+            if c.margin_points is None:
+                continue
+            for view in VIEWS:
+                writer.writerow([MARGIN_SOURCE, c.condition, view, 'points_mean', round(c.margin_points[view], 4),
+                                 c.scenario])
+                writer.writerow([MARGIN_SOURCE, c.condition, view, 'success_rate',
+                                 round(c.margin_success_rate[view], 4), c.scenario])
         for condition in ('baseline', 'kb'):
             published = f"published ({ref['model']})"
             for metric in Metric:

@@ -1,9 +1,11 @@
 """LLM brains as the nodes make them: settings per brain kind, endpoint check, lockstep clock holds.
 
 Brain kinds (the nodes' ``brain`` parameter): ``openai`` (any OpenAI-compatible endpoint from the
-LLM settings: ``config/llm.yaml``, ``ROBOT_TEAM_LLM_*``, ``OPENAI_BASE_URL``/``OPENAI_API_KEY``)
-and ``local`` (the built-in local endpoint, :mod:`robot_team.llm.local`, whose URL the run gives
-each node as its ``llm_base_url`` parameter, and the model it serves as ``llm_model``). With the
+LLM settings: ``config/llm.yaml``, ``ROBOT_TEAM_LLM_*``, ``OPENAI_BASE_URL``/``OPENAI_API_KEY``),
+``local`` (the built-in local endpoint, :mod:`robot_team.llm.local`, whose URL the run gives
+each node as its ``llm_base_url`` parameter, and the model it serves as ``llm_model``) and
+``random`` (the chance endpoint, :mod:`robot_team.llm.chance`, given the same way; its model
+``chance-seed-<seed>``). With the
 ``lockstep`` LLM clock (parameter ``llm_clock``) every request holds sim time (:mod:`robot_team.llm.lockstep`).
 """
 
@@ -13,6 +15,7 @@ from typing import Callable, ContextManager
 
 from robot_team.catalog import OPERATIONAL_ROBOTS
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
+from robot_team.llm.chance import chance_settings
 from robot_team.llm.client import ChatClient
 from robot_team.llm.decoding import DECODINGS
 from robot_team.llm.local import local_settings
@@ -20,8 +23,11 @@ from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.settings import LLMSettings
 from robot_team.names import Robot
 
-LLM_BRAINS = ('openai', 'local')
-"""Brain kinds backed by an LLM."""
+LLM_BRAINS = ('openai', 'local', 'random')
+"""Brain kinds backed by an LLM endpoint (``random``: the chance endpoint, a random chooser)."""
+
+ENDPOINT_BRAINS = ('local', 'random')
+"""LLM brain kinds whose endpoint the run starts and gives each node (``llm_base_url``, ``llm_model``)."""
 
 LOCAL_HINT = ('use the built-in local model instead: `robot-team run --brain local` (it starts and stops a '
               'llama.cpp server on 127.0.0.1), or `robot-team llm serve` and then OPENAI_BASE_URL=<the URL it '
@@ -46,14 +52,15 @@ def brain_settings(kind: str, base_url: str = '', model: str = '', decoding: str
     """Return the LLM settings of brain ``kind`` (``base_url``: the node's ``llm_base_url`` parameter, may be '').
 
     ``model`` (the node's ``llm_model`` parameter, may be ''): for ``local``, the name the local
-    endpoint serves (default: the configured ``local.model``'s); ignored for ``openai``.
+    endpoint serves (default: the configured ``local.model``'s); for ``random``, the chance
+    endpoint's (``chance-seed-<seed>``, default seed 0); ignored for ``openai``.
     ``decoding`` (the node's ``llm_decoding`` parameter: ``constrained`` or ``free``; '' keeps the
     settings' value, :mod:`robot_team.llm.decoding`).
 
     Raises
     ------
     ValueError
-        If ``kind`` is ``local`` and no ``base_url`` is given, or ``kind`` is not an LLM brain.
+        If ``kind`` is ``local`` or ``random`` and no ``base_url`` is given, or ``kind`` is not an LLM brain.
     """
     settings = LLMSettings()
     if decoding:
@@ -63,8 +70,13 @@ def brain_settings(kind: str, base_url: str = '', model: str = '', decoding: str
             raise ValueError("brain 'local' needs the local endpoint's URL (parameter llm_base_url): run with "
                              '`robot-team run --brain local`, or start `robot-team llm serve` and pass its URL')
         return local_settings(base_url, settings, model)
+    if kind == 'random':
+        if not base_url:
+            raise ValueError("brain 'random' needs the chance endpoint's URL (parameter llm_base_url): run with "
+                             '`robot-team run --brain random`')
+        return chance_settings(base_url, settings, model)
     if kind != 'openai':
-        raise ValueError(f"unknown LLM brain '{kind}': expected {' or '.join(LLM_BRAINS)}")
+        raise ValueError(f"unknown LLM brain '{kind}': expected {', '.join(LLM_BRAINS)}")
     return settings.model_copy(update={'base_url': base_url}) if base_url else settings
 
 

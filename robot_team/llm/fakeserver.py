@@ -111,6 +111,11 @@ class ScriptedServer:
         with self._lock:
             return [body for who, body in self.requests if who == robot]
 
+    def policy_for(self, robot: str) -> Policy | None:
+        """Return the policy that answers ``robot`` (None: HTTP 404); a subclass may make one per caller."""
+        with self._lock:
+            return self.policies.get(robot)
+
     def start(self) -> 'ScriptedServer':
         """Start serving on 127.0.0.1 (a free port) in a daemon thread."""
         server = self
@@ -173,7 +178,7 @@ class ScriptedServer:
                     payload = fault.body if fault.body is not None else {'error': {
                         'message': f'scripted fault {fault.status}', 'type': 'server_error'}}
                     return self._send(fault.status, payload, fault.headers)
-                policy = server.policies.get(robot)
+                policy = server.policy_for(robot)
                 if policy is None:
                     return self._send(404, {'error': {'message': f'no scripted policy for {robot!r}'}})
                 try:
