@@ -10,23 +10,32 @@ import pytest
 from ros_helpers import reserve_domain_id
 from rubric_records import (
     closed_after, failure_echoed, false_success, manager_prefetch, onboarding_record, placeholder_reflection,
-    prefetched_context, redo_without_reason, refused_placeholder_first, skipped_step, without_reflection)
+    prefetched_context, redo_without_reason, refused_placeholder_first, skipped_step, without_reflection, write_run)
 
 from robot_team.evaluation.judge import LLMReflectionJudge
-from robot_team.evaluation.rubric import PUBLISHED_REFERENCE, RUBRIC_POINTS, Metric, score_run
+from robot_team.evaluation.rubric import PUBLISHED_REFERENCE, RUBRIC_POINTS, Metric, score_run, score_run_dir
+from robot_team.evaluation.truth import audit
 from robot_team.events import TeamEventModel
+from robot_team.recorder import read_jsonl
 from robot_team.reports import TaskType
 
 NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
 
 
 @pytest.fixture(scope='module')
-def recorded(tmp_path_factory):
-    """The event record of one protocol-brain onboarding episode (the published case)."""
+def recorded_dir(tmp_path_factory):
+    """The run folder of one protocol-brain onboarding episode (the published case)."""
     from robot_team.runner import run_episode
-    result = run_episode('onboarding', tmp_path_factory.mktemp('onboarding'), domain_id=reserve_domain_id())
+    folder = tmp_path_factory.mktemp('onboarding')
+    result = run_episode('onboarding', folder, domain_id=reserve_domain_id())
     assert result.report['outcome'] == 'success', json.dumps(result.report['tasks'], indent=1)[:2000]
-    return result.events
+    return folder
+
+
+@pytest.fixture(scope='module')
+def recorded(recorded_dir):
+    """The event record of that episode."""
+    return read_jsonl(recorded_dir / 'events.jsonl')
 
 
 @pytest.fixture(params=['recorded', 'hand-made'])
@@ -55,6 +64,17 @@ def test_protocol_run_scores_17_of_17_in_both_views(record):
     assert score.usage.cost_usd == 0.0 and score.usage.prompt_tokens == 0
     assert 'alternative HCW #90' in score.attempted.cell(Metric.ISSUE_HANDLING, NAV).reason
     assert 'nav-1 judged a failure' in score.floor.cell(Metric.COMPLETION_JUDGMENT, NAV).reason
+
+
+def test_protocol_run_is_true_to_the_world(recorded_dir):
+    """The recorded protocol run: 17/17 under the strict criteria too, no false success, a clean audit."""
+    score = score_run_dir(recorded_dir)
+    for view in ('attempted', 'floor'):
+        strict = score.view(view, 'strict')
+        assert (strict.points, strict.max_points) == (RUBRIC_POINTS, RUBRIC_POINTS), \
+            [c for c in strict.cells if c.score != 1.0]
+    assert score.false_successes == [] and score.world_success is True
+    assert audit(recorded_dir).clean, audit(recorded_dir)
 
 
 def test_attempted_view_leaves_out_the_fallback_only_where_it_stood_in():
@@ -209,11 +229,8 @@ def test_llm_judge_can_only_lower_the_structural_score():
 
 def test_published_reference_row_in_outputs(tmp_path):
     from robot_team.evaluation.trials import TRIAL_FILE, _trial_spec, run_trials, write_outputs
-    from robot_team.recorder import write_jsonl
     for condition, edit in (('baseline', failure_echoed), ('kb', lambda e: e)):
-        folder = tmp_path / condition / 'trial-1'
-        folder.mkdir(parents=True)
-        write_jsonl(edit(onboarding_record()), folder / 'events.jsonl')
+        folder = write_run(tmp_path / condition / 'trial-1', edit(onboarding_record()))
         (folder / TRIAL_FILE).write_text(json.dumps({**_trial_spec('onboarding', 'protocol', condition),
                                                      'complete': True, 'wall_time_s': 1.0}))
     summary = run_trials('onboarding', tmp_path, trials=1)   # both trials exist: reused, no ROS
