@@ -4,6 +4,7 @@ One protocol-brain onboarding episode is recorded per module (a real ROS graph o
 domain); every edge case is scored on that record and on the hand-made one, by editing events.
 """
 
+import csv
 import json
 
 import pytest
@@ -246,3 +247,14 @@ def test_published_reference_row_in_outputs(tmp_path):
     metrics = open(paths['metrics.csv']).read()
     assert 'published (gpt-4o-2024-08-06),kb,hand-scored,reflection_quality,0.8' in metrics
     assert open(paths['summary.png'], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
+    # the strict criteria beside the published ones, named, with the false successes
+    assert summary.conditions[0].strict_success_rate['attempted'] == pytest.approx(16 / 17)
+    assert summary.conditions[1].false_successes == 0
+    assert '| Strict success rate (attempted) | Strict success rate (floor) | False successes |' in markdown
+    assert 'Baseline (no KB) (strict, attempted)' in markdown and 'None: every success' in markdown
+    assert 'this evaluation,kb,floor,success_rate,1.0,onboarding,strict' in metrics
+    runs = list(csv.DictReader(open(paths['runs.csv'])))
+    assert [(r['points_strict_attempted'], r['false_successes'], r['world_success']) for r in runs] == [
+        ('16.0', '0', 'True'), ('17.0', '0', 'True')]
+    cells = list(csv.DictReader(open(paths['cells.csv'])))
+    assert {r['criteria'] for r in cells} == {'published', 'strict'} and len(cells) == 2 * 2 * 2 * 19

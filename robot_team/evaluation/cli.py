@@ -87,6 +87,9 @@ def eval_command(
 ) -> None:
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR.
 
+    Each run is scored under the published criteria and the strict ones (held to the run's ground
+    truth), in both views, with its false successes (docs/evaluation.md).
+
     Exit code 2 for bad input (unknown scenario, condition, model or one not installed, ROS
     domains out of range, no Dask scheduler at --scheduler); 1 when trials failed (the finished
     ones are kept).
@@ -144,8 +147,10 @@ def eval_command(
     for c in summary.conditions:
         console.print(f"[bold]{c.scenario} {c.condition}[/bold]: {c.runs} runs, {c.as_expected} with the expected "
                       f"outcome ({c.expected_outcome}), success rate attempted "
-                      f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%, "
-                      f'cost per run USD {c.cost_per_run_usd:.4f}')
+                      f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%"
+                      + (f", strict {100 * c.strict_success_rate['attempted']:.2f}% / "
+                         f"{100 * c.strict_success_rate['floor']:.2f}%" if c.strict_success_rate else '')
+                      + f', {c.false_successes} false success(es), cost per run USD {c.cost_per_run_usd:.4f}')
     if reflection_judge is not None and reflection_judge.errors:
         console.print(f'[yellow]LLM judge failed {reflection_judge.errors} time(s); structural scores kept[/yellow]')
     reused = sum(r.reused for r in summary.runs)
