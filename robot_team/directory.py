@@ -90,6 +90,15 @@ class CareTeamEntry(BaseModel):
     checked_in_s: float | None = Field(None, description='ROS time of the latest check-in, s (None: never).')
 
 
+class CheckInRecord(BaseModel):
+    """One row of ``check_ins``: an HCW badged in at a room's door."""
+
+    room: str
+    hcw_id: str
+    badge_id: str = Field(description='The badge the check-in was recorded with.')
+    stamp_s: float = Field(description='ROS time of the check-in, s (sim time under use_sim_time).')
+
+
 class StaffDirectory:
     """Open an existing staff directory database.
 
@@ -211,21 +220,24 @@ class StaffDirectory:
         rows = self._query('SELECT room FROM care_teams UNION SELECT room FROM check_ins ORDER BY room', ())
         return [str(row[0]) for row in rows]
 
-    def care_team(self, room: str) -> list[CareTeamEntry]:
+    def care_team(self, room: str, as_of_s: float | None = None) -> list[CareTeamEntry]:
         """Return ``room``'s care team: standing members, then HCWs checked in there.
 
         Standing members come first, in directory order, with their care-team role. HCWs who
         checked in follow, most recent check-in first, with their staff role. Each HCW appears
         once: a standing member who also checked in keeps the standing role and gains
-        ``checked_in_s``. An unknown room has an empty team.
+        ``checked_in_s``. An unknown room has an empty team. ``as_of_s`` (ROS time, s): the team
+        as it stood then, counting only the check-ins stamped up to it (None: all of them).
         """
         standing = self._query(
             'SELECT s.hcw_id, s.badge_id, s.name, s.specialty, c.role FROM care_teams c '
             'JOIN staff s ON s.hcw_id = c.hcw_id WHERE c.room = ? ORDER BY c.rowid', (str(room),))
+        until = float('inf') if as_of_s is None else float(as_of_s)
         checked = self._query(
             'SELECT s.hcw_id, s.badge_id, s.name, s.specialty, s.role, MAX(k.stamp_s) AS last_s, '
-            'MAX(k.id) AS last_id FROM check_ins k JOIN staff s ON s.hcw_id = k.hcw_id WHERE k.room = ? '
-            'GROUP BY s.hcw_id ORDER BY last_s DESC, last_id DESC', (str(room),))
+            'MAX(k.id) AS last_id FROM check_ins k JOIN staff s ON s.hcw_id = k.hcw_id '
+            'WHERE k.room = ? AND k.stamp_s <= ? '
+            'GROUP BY s.hcw_id ORDER BY last_s DESC, last_id DESC', (str(room), until))
         last_check_in = {str(row[0]): float(row[5]) for row in checked}
         team: list[CareTeamEntry] = []
         for row in standing:
@@ -240,6 +252,16 @@ class StaffDirectory:
             team.append(CareTeamEntry(hcw_id=hcw_id, badge_id=badge_id, name=name, specialty=specialty,
                                       role=role, source='check_in', checked_in_s=float(row[5])))
         return team
+
+    def check_ins(self, room: str | None = None) -> list[CheckInRecord]:
+        """Return every check-in (at ``room`` only, if given), in the order they were recorded."""
+        if room is None:
+            rows = self._query('SELECT room, hcw_id, badge_id, stamp_s FROM check_ins ORDER BY id', ())
+        else:
+            rows = self._query('SELECT room, hcw_id, badge_id, stamp_s FROM check_ins WHERE room = ? ORDER BY id',
+                               (str(room),))
+        return [CheckInRecord(room=_text(r[0]), hcw_id=_text(r[1]), badge_id=_text(r[2]), stamp_s=float(r[3]))
+                for r in rows]
 
     # --- Writes -------------------------------------------------------------------------------
 

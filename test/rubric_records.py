@@ -1,15 +1,24 @@
 """Event records for rubric tests: a hand-made onboarding record and edits that inject failure modes.
 
 The hand-made record has the shape of a protocol-brain onboarding run (HCW #80 busy, #90 proposed
-and escorted, badge read, care team shown, reflection). The edits work on any onboarding record,
-recorded or hand-made: each returns a new event list with one failure mode injected.
+and escorted, badge read, care team shown, reflection), with the simulator's ground truth (``sim``
+events) of the onboarding scenario and its staff (config/staff.yaml). The edits work on any
+onboarding record, recorded or hand-made: each returns a new event list with one failure mode
+injected; the last ones (after :func:`write_run`) make the team accept a success the world
+contradicts, which only the strict criteria see. :func:`write_run` writes a record as a run folder
+(with the staff directory and scenario the ground truth reads).
 """
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
+from robot_team.catalog import Tool
+from robot_team.config import load_scenario, load_staff_seed
+from robot_team.directory import StaffDirectory
 from robot_team.events import TeamEventModel
+from robot_team.recorder import write_jsonl
 
 NAV, INFO, DISPLAY = 'navigation_robot', 'info_collection_robot', 'display_robot'
 
@@ -26,6 +35,10 @@ class _Builder:
         self.events.append(TeamEventModel(stamp_s=self.t, wall_time=1.7e9 + self.t, seq=self.seq[actor],
                                           actor=actor, kind=kind, target=target, summary=summary or kind,
                                           reason=reason, data=data))
+
+    def sim(self, what, target='', **data):
+        """Record the simulator's ground truth (a ``sim`` event of hospital_systems at this sim time)."""
+        self.emit('hospital_systems', 'sim', target, what=what, sim_time_s=self.t + 0.5, **data)
 
     def tool(self, robot, task_id, journal, name, args, output, ok=True, error=''):
         self.emit(robot, 'tool_call', name, task_id=task_id, args=args)
@@ -52,15 +65,45 @@ class _Builder:
                   robot=robot, reported_status=status, judged_status=status, issue=issue)
 
 
-def onboarding_record() -> list[TeamEventModel]:
-    """Return a hand-made record of a correct onboarding run (scores 17/17 in both views)."""
+STAFF = {   # as config/staff.yaml gives them (the scenario's staff seed): badge, name, specialty, role
+    '80': ('ED-0080', 'Dr. Amara Okafor', 'Physician', 'Attending physician'),
+    '90': ('ED-0090', 'Dr. Lucas Brennan', 'Physician', 'Attending physician'),
+    '91': ('ED-0091', 'Dr. Mei Tanaka', 'Physician', 'Attending physician'),
+    '41': ('ED-0041', 'Sofia Alvarez', 'Nurse', 'Primary nurse'),
+    '55': ('ED-0055', 'Priya Raman', 'Technician', 'ED technician'),
+}
+STANDING = ('41', '55')
+"""ER-12's standing care team in config/staff.yaml (roles as in STAFF)."""
+
+
+def staff_record(hcw_id: str) -> dict:
+    """Return an HCW as ``lookup_staff_by_badge`` and ``fetch_care_team`` give them."""
+    badge, name, specialty, role = STAFF[hcw_id]
+    return {'hcw_id': hcw_id, 'name': name, 'specialty': specialty, 'role': role}
+
+
+def onboarding_record(alternative: str = '90', badge_of: str = '') -> list[TeamEventModel]:
+    """Return a hand-made record of an onboarding run of the onboarding scenario (ER-12, #80 busy).
+
+    The manager proposes ``alternative`` after #80's page goes unanswered; it is escorted, its badge
+    read and checked in, and ER-12's care team (the standing #41 and #55, and the alternative) shown.
+    The simulator's ground truth (``sim`` events) and the staff match config/staff.yaml, so with the
+    default #90 the run is correct in the world too: 17/17 under both criteria in both views. With
+    ``'55'`` (a technician: the wrong specialty) the team does everything it reports and the
+    published criteria still give 17/17. ``badge_of``: the info robot reads that HCW's badge instead
+    of the escorted one's and checks them in (the screen then shows them, as the directory gives it).
+    """
     b = _Builder()
+    b.sim('patient_arrival', 'ER-12', patient_id='P-0001', room='ER-12', assigned_hcw_id='80',
+          required_specialty='Physician')
     b.emit('manager', 'observation', 'ER-12', cue='patient_arrival', patient_id='P-0001', room='ER-12',
            assigned_hcw_id='80')
+    alt = alternative
+    badge, name, specialty, _ = STAFF[alt]
     staff80 = {'hcw_id': '80', 'area': 'Radiology', 'x': 30.5, 'y': 4.25, 'availability': 'busy',
-               'detail': 'on an urgent call', 'specialty': 'Physician', 'name': 'Dr. Ahmed'}
-    staff90 = {'hcw_id': '90', 'area': 'Staff lounge', 'x': 12.0, 'y': 8.5, 'availability': 'available',
-               'detail': '', 'specialty': 'Physician', 'name': 'Dr. Brennan'}
+               'detail': 'on an urgent call', 'specialty': 'Physician', 'name': STAFF['80'][1]}
+    staff_alt = {'hcw_id': alt, 'area': 'Staff lounge', 'x': 12.0, 'y': 8.5, 'availability': 'available',
+                 'detail': '', 'specialty': specialty, 'name': name}
     door = {'room': 'ER-12', 'x': 20.0, 'y': 2.0, 'yaw': 1.57}
     plan = {'length_m': 14.2, 'waypoints': [[30.5, 4.25], [20.0, 2.0]]}
     plan2 = {'length_m': 9.1, 'waypoints': [[12.0, 8.5], [20.0, 2.0]]}
@@ -71,53 +114,64 @@ def onboarding_record() -> list[TeamEventModel]:
     b.tool(NAV, 'nav-1', j, 'room_door_pose', {'room': 'ER-12'}, door)
     b.tool(NAV, 'nav-1', j, 'plan_path', {'goal_x': 30.5, 'goal_y': 4.25}, plan)
     b.tool(NAV, 'nav-1', j, 'plan_path', {'goal_x': 20.0, 'goal_y': 2.0}, plan)
+    b.sim('page_delivered', '80', page_id=1, hcw_id='80', robot=NAV, availability='busy')
     b.tool(NAV, 'nav-1', j, 'page_staff', {'hcw_id': '80'}, {'acknowledged': False, 'reply': ''})
-    b.tool(NAV, 'nav-1', j, 'locate_staff', {'specialty': 'Physician'}, {'staff': [staff80, staff90]})
+    b.tool(NAV, 'nav-1', j, 'locate_staff', {'specialty': specialty}, {'staff': [staff80, staff_alt]})
     b.report('nav-1', 'navigation', NAV, 'failure', 'HCW #80 unavailable: on an urgent call; paged, no response',
              {'hcw_location': {'area': 'Radiology', 'x': 30.5, 'y': 4.25}, 'path': {'to_hcw': plan, 'escort': plan},
-              'availability': 'busy', 'alternatives': [{'hcw_id': '90', 'area': 'Staff lounge'}]}, j)
+              'availability': 'busy', 'alternatives': [{'hcw_id': alt, 'area': 'Staff lounge'}]}, j)
     b.emit('supervisor', 'deadline_started', 'nav-1', task_id='nav-1', deadline='issue_handling', deadline_s=60.0)
 
-    b.delegate('nav-2', 'navigation', NAV, '90', 'nav-1 failed; proposing alternative physician #90', 'nav-1')
+    b.delegate('nav-2', 'navigation', NAV, alt, f'nav-1 failed; proposing alternative #{alt}', 'nav-1')
     b.emit('supervisor', 'deadline_met', 'nav-1', task_id='nav-1', deadline='issue_handling')
     j = []
-    b.tool(NAV, 'nav-2', j, 'locate_staff', {'hcw_ids': ['90']}, {'staff': [staff90]})
+    b.tool(NAV, 'nav-2', j, 'locate_staff', {'hcw_ids': [alt]}, {'staff': [staff_alt]})
     b.tool(NAV, 'nav-2', j, 'room_door_pose', {'room': 'ER-12'}, door)
     b.tool(NAV, 'nav-2', j, 'plan_path', {'goal_x': 12.0, 'goal_y': 8.5}, plan2)
     b.tool(NAV, 'nav-2', j, 'plan_path', {'goal_x': 20.0, 'goal_y': 2.0}, plan2)
-    b.tool(NAV, 'nav-2', j, 'page_staff', {'hcw_id': '90'}, {'acknowledged': True, 'reply': 'on my way'})
+    b.sim('page_delivered', alt, page_id=2, hcw_id=alt, robot=NAV, availability='available')
+    b.sim('page_acknowledged', alt, page_id=2, hcw_id=alt, robot=NAV)
+    b.tool(NAV, 'nav-2', j, 'page_staff', {'hcw_id': alt}, {'acknowledged': True, 'reply': 'on my way'})
+    b.sim('hcw_following', alt, hcw_id=alt, robot=NAV, area='Staff lounge')
     for goal in ([12.0, 8.5, 0.0], [20.0, 2.0, 1.57]):
+        if goal[1] == 2.0:
+            b.sim('badge_scan', 'ER-12', reader_id='er_12_door', room='ER-12', badge_id=badge, hcw_id=alt)
         b.tool(NAV, 'nav-2', j, 'navigate_to_pose', {'x': goal[0], 'y': goal[1]},
                {'outcome': 'succeeded', 'error_code': 0, 'goal': goal})
     b.report('nav-2', 'navigation', NAV, 'success', '',
-             {'hcw_id': '90', 'hcw_location': {'area': 'Staff lounge', 'x': 12.0, 'y': 8.5},
+             {'hcw_id': alt, 'hcw_location': {'area': 'Staff lounge', 'x': 12.0, 'y': 8.5},
               'path': {'to_hcw': plan2, 'escort': plan2}, 'room': 'ER-12', 'arrived_at': door}, j)
+    b.sim('hcw_arrived', alt, hcw_id=alt, room='ER-12', robot=NAV)   # steps in after the robot stopped
 
-    b.delegate('info-1', 'info_collection', INFO, '90', 'next step of the onboarding workflow')
+    b.delegate('info-1', 'info_collection', INFO, alt, 'next step of the onboarding workflow')
     j = []
-    record = {'hcw_id': '90', 'name': 'Dr. Brennan', 'specialty': 'Physician', 'role': 'Attending physician'}
-    b.tool(INFO, 'info-1', j, 'read_badge_scan', {'room': 'ER-12'}, {'badge_id': 'ED-0090', 'room': 'ER-12'})
-    b.tool(INFO, 'info-1', j, 'lookup_staff_by_badge', {'badge_id': 'ED-0090'}, record)
-    b.tool(INFO, 'info-1', j, 'record_check_in', {'room': 'ER-12', 'hcw_id': '90'}, {'recorded': True})
-    b.report('info-1', 'info_collection', INFO, 'success', '', {**record, 'badge_id': 'ED-0090', 'room': 'ER-12'}, j)
+    read = badge_of or alt
+    record = staff_record(read)
+    b.tool(INFO, 'info-1', j, 'read_badge_scan', {'room': 'ER-12'}, {'badge_id': STAFF[read][0], 'room': 'ER-12'})
+    b.tool(INFO, 'info-1', j, 'lookup_staff_by_badge', {'badge_id': STAFF[read][0]}, record)
+    b.tool(INFO, 'info-1', j, 'record_check_in', {'room': 'ER-12', 'hcw_id': read, 'badge_id': STAFF[read][0]},
+           {'room': 'ER-12', 'hcw_id': read, 'badge_id': STAFF[read][0], 'stamp_s': b.t + 1.0})
+    b.report('info-1', 'info_collection', INFO, 'success', '', {**record, 'badge_id': STAFF[read][0],
+                                                                'room': 'ER-12'}, j)
 
-    b.delegate('display-1', 'display', DISPLAY, '90', 'next step of the onboarding workflow')
+    b.delegate('display-1', 'display', DISPLAY, alt, 'next step of the onboarding workflow')
     j = []
-    members = [{'hcw_id': '90', 'name': 'Dr. Brennan', 'specialty': 'Physician', 'role': 'Attending physician'},
-               {'hcw_id': '12', 'name': 'Nurse Kim', 'specialty': 'Nurse', 'role': 'Primary nurse'}]
-    layout = 'one row per member, by role: Attending physician (Dr. Brennan), Primary nurse (Nurse Kim)'
+    members = [staff_record(read)] + [staff_record(hcw) for hcw in STANDING if hcw != read]
+    layout = 'one row per member, by role: ' + ', '.join(f"{m['role']} ({m['name']})" for m in members)
     b.tool(DISPLAY, 'display-1', j, 'fetch_care_team', {'room': 'ER-12'}, {'room': 'ER-12', 'members': members})
-    b.tool(DISPLAY, 'display-1', j, 'show_display', {'room': 'ER-12', 'layout': layout},
+    b.sim('display_shown', 'ER-12', room='ER-12', title='ER-12 care team', layout=layout, lines=[],
+          entries=len(members), members=members)
+    b.tool(DISPLAY, 'display-1', j, 'show_display', {'room': 'ER-12', 'layout': layout, 'entries': members},
            {'success': True, 'message': 'shown', 'rendered_lines': []})
     b.report('display-1', 'display', DISPLAY, 'success', '', {'room': 'ER-12', 'members': members,
                                                               'layout': layout}, j)
 
     b.emit('supervisor', 'delegation_authorized', 'manager', task_id='reflection-1', task_type='reflection')
     b.emit('manager', 'reflection', 'reflection-1', task_id='reflection-1', task_outcomes=[
-        {'task_type': 'navigation', 'status': 'success', 'robot': NAV, 'summary': 'Escorted #90 (after 1 failed)'},
-        {'task_type': 'info_collection', 'status': 'success', 'robot': INFO, 'summary': 'Badge ED-0090: #90'},
+        {'task_type': 'navigation', 'status': 'success', 'robot': NAV, 'summary': f'Escorted #{alt} (after 1 failed)'},
+        {'task_type': 'info_collection', 'status': 'success', 'robot': INFO, 'summary': f'Badge {badge}: #{alt}'},
         {'task_type': 'display', 'status': 'success', 'robot': DISPLAY, 'summary': 'Care team shown'}],
-        recovery_attempts=['nav-1 failed (HCW #80 unavailable); recovered with nav-2 (HCW #90)'],
+        recovery_attempts=[f'nav-1 failed (HCW #80 unavailable); recovered with nav-2 (HCW #{alt})'],
         lessons_learned=['Page early and keep an alternative ready.'])
     b.emit('manager', 'episode_finished', outcome='success')
     return b.events
@@ -275,3 +329,70 @@ def closed_after(events, task_id):
         if e.kind == 'episode_finished':
             e.data['outcome'] = 'escalated'
     return events[:r + 1] + closing + tail
+
+
+EDITS_SEEN_BY_THE_PUBLISHED_RUBRIC = (without_reflection, placeholder_reflection, refused_placeholder_first,
+                                      manager_prefetch, redo_without_reason, failure_echoed, false_success,
+                                      skipped_step, prefetched_context)
+"""The edits above: failure modes the published criteria already score."""
+
+
+# --- Run folders: the record with the world it ran in --------------------------------------------
+
+def write_run(folder, events, scenario: str = 'onboarding') -> Path:
+    """Write ``events`` as a run folder of ``scenario``: events.jsonl, scenario.json, staff.sqlite.
+
+    The staff directory is the scenario's seed (config/staff.yaml) with the check-ins the record's
+    successful ``record_check_in`` calls made, as the info robot's tool writes them.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    loaded = load_scenario(scenario)
+    resolved = loaded.model_copy(update={'staff_directory': str(loaded.staff_path)})
+    (folder / 'scenario.json').write_text(resolved.model_dump_json(indent=2))
+    with StaffDirectory.create(folder / 'staff.sqlite', load_staff_seed(loaded.staff_path)) as directory:
+        for e in events:
+            if e.kind == 'tool_result' and e.target == Tool.RECORD_CHECK_IN.value and e.data.get('ok'):
+                out = e.data['output']
+                directory.check_in(out['room'], out['hcw_id'], out['badge_id'], out.get('stamp_s', e.stamp_s))
+    write_jsonl(events, folder / 'events.jsonl')
+    return folder
+
+
+# --- Edits: the team accepts a success the world contradicts (the published criteria do not see it) ---
+
+def _sim(event, *whats):
+    return event.kind == 'sim' and event.data.get('what') in whats
+
+
+def nobody_escorted(events):
+    """The escort is reported and judged a success, but the world shows nobody acknowledged, followed or came."""
+    return [e for e in events if not _sim(e, 'page_acknowledged', 'hcw_following', 'hcw_arrived', 'badge_scan')]
+
+
+def world_silent(events):
+    """Every task is reported and judged a success and the episode too, while the world shows none of it."""
+    return [e for e in events if e.kind != 'sim' or _sim(e, 'patient_arrival', 'page_delivered')]
+
+
+def check_in_failed(events):
+    """``record_check_in`` failed, yet the info robot reports success and the manager accepts it."""
+    events = copy.deepcopy(events)
+    error = "check-in at ER-12: badge 'ED-0090' is not HCW 90's badge"
+    for e in events:
+        if e.kind == 'tool_result' and e.target == Tool.RECORD_CHECK_IN.value:
+            e.data.update(ok=False, output={}, error=error)
+        if e.kind == 'task_report':
+            for entry in e.data['evidence']['tool_journal']:
+                if entry['tool'] == Tool.RECORD_CHECK_IN.value:
+                    entry.update(ok=False, output={}, error=error)
+    return events
+
+
+def made_up_screen(events):
+    """ER-12's screen shows made-up entries while the display robot reports the care team it fetched."""
+    events = copy.deepcopy(events)
+    for e in events:
+        if _sim(e, 'display_shown'):
+            e.data['members'] = [{'role': 'str', 'hcw_id': '', 'name': 'Working on it.', 'specialty': ''}]
+    return events

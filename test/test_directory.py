@@ -57,6 +57,12 @@ def test_care_team_adds_check_ins_most_recent_first_without_duplicates(directory
     assert [e.hcw_id for e in directory.care_team('ER-3')] == ['63']
     assert directory.care_team('ER-99') == []
     assert directory.rooms() == ['ER-12', 'ER-3']
+    # as the team stood at 22 s: the check-ins stamped up to then only
+    then = directory.care_team('ER-12', as_of_s=22.0)
+    assert [(e.hcw_id, e.checked_in_s) for e in then] == [('41', None), ('55', None), ('90', 20.0), ('80', 10.0)]
+    assert [(c.room, c.hcw_id, c.badge_id, c.stamp_s) for c in directory.check_ins('ER-12')][:2] == [
+        ('ER-12', '80', 'ED-0080', 10.0), ('ER-12', '90', 'ED-0090', 20.0)]
+    assert len(directory.check_ins()) == 5 and directory.check_ins('ER-99') == []
 
 
 def test_check_in_needs_a_known_hcw_with_their_own_badge(directory):

@@ -29,11 +29,14 @@ def test_eval_writes_tables_and_plot_then_resumes(tmp_path):
     for run in summary['runs']:
         assert run['score']['outcome'] == 'success'
         assert run['score']['attempted']['points'] == run['score']['floor']['points'] == 17.0
+        assert run['score']['strict_attempted']['points'] == run['score']['strict_floor']['points'] == 17.0
+        assert run['score']['false_successes'] == [] and run['score']['world_success'] is True
     condition = summary['conditions'][0]
     assert condition['success_rate'] == {'attempted': 1.0, 'floor': 1.0} and condition['cost_per_run_usd'] == 0.0
     assert summary['reference']['success_rate'] == {'baseline': 0.4529, 'kb': 0.7294}
     rows = list(csv.DictReader((out / 'runs.csv').open()))
     assert [r['points_attempted'] for r in rows] == ['17.0', '17.0']
+    assert [(r['points_strict_floor'], r['false_successes']) for r in rows] == [('17.0', '0')] * 2
     assert '| - | Published, Baseline (no KB) (gpt-4o-2024-08-06) | 5 | - | 45.29%' in (out / 'summary.md').read_text()
     expected = [(r['scenario'], r['expected_outcome'], r['as_expected']) for r in rows]
     assert expected == [('onboarding', 'success', 'True')] * 2
@@ -82,7 +85,10 @@ def test_eval_across_scenarios_runs_each_scenario_and_checks_its_expected_outcom
         ('onboarding', 'success', 'True'), ('unknown_badge', 'escalated', 'True')]
     markdown = (out / 'summary.md').read_text()
     assert '| unknown_badge | Baseline (no KB) | 1 | 1/1 (escalated) |' in markdown
-    assert '| unknown_badge | baseline/trial-1 | escalated | escalated |' in markdown
+    assert '| unknown_badge | baseline/trial-1 | escalated | escalated | 11 / 11 of 11 | 11 / 11 of 11 | 0 |' \
+        in markdown
+    assert [(c['scenario'], c['false_successes'], c['strict_success_rate']['floor']) for c in summary['conditions']] \
+        == [('onboarding', 0, 1.0), ('unknown_badge', 0, 1.0)]
     assert 'unknown_badge: Baseline (no KB) (attempted)' in markdown      # Table IV: a column per scenario
     assert {r['scenario'] for r in csv.DictReader((out / 'cells.csv').open())} == {'onboarding', 'unknown_badge'}
 
@@ -186,11 +192,10 @@ def test_eval_jobs_and_scheduler_refuse_bad_input(tmp_path, monkeypatch):
 
 
 def _write_trial(folder, spec, events):
-    """A finished trial in ``folder``: its record and its trial.json (reused by run_trials: no ROS)."""
+    """A finished trial in ``folder``: its run folder and its trial.json (reused by run_trials: no ROS)."""
+    from rubric_records import write_run
     from robot_team.evaluation.trials import TRIAL_FILE
-    from robot_team.recorder import write_jsonl
-    folder.mkdir(parents=True)
-    write_jsonl(events, folder / 'events.jsonl')
+    write_run(folder, events, spec['scenario'])
     (folder / TRIAL_FILE).write_text(json.dumps({**spec, 'complete': True, 'wall_time_s': 1.0}))
 
 

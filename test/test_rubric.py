@@ -4,29 +4,39 @@ One protocol-brain onboarding episode is recorded per module (a real ROS graph o
 domain); every edge case is scored on that record and on the hand-made one, by editing events.
 """
 
+import csv
 import json
 
 import pytest
 from ros_helpers import reserve_domain_id
 from rubric_records import (
     closed_after, failure_echoed, false_success, manager_prefetch, onboarding_record, placeholder_reflection,
-    prefetched_context, redo_without_reason, refused_placeholder_first, skipped_step, without_reflection)
+    prefetched_context, redo_without_reason, refused_placeholder_first, skipped_step, without_reflection, write_run)
 
 from robot_team.evaluation.judge import LLMReflectionJudge
-from robot_team.evaluation.rubric import PUBLISHED_REFERENCE, RUBRIC_POINTS, Metric, score_run
+from robot_team.evaluation.rubric import PUBLISHED_REFERENCE, RUBRIC_POINTS, Metric, score_run, score_run_dir
+from robot_team.evaluation.truth import audit
 from robot_team.events import TeamEventModel
+from robot_team.recorder import read_jsonl
 from robot_team.reports import TaskType
 
 NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
 
 
 @pytest.fixture(scope='module')
-def recorded(tmp_path_factory):
-    """The event record of one protocol-brain onboarding episode (the published case)."""
+def recorded_dir(tmp_path_factory):
+    """The run folder of one protocol-brain onboarding episode (the published case)."""
     from robot_team.runner import run_episode
-    result = run_episode('onboarding', tmp_path_factory.mktemp('onboarding'), domain_id=reserve_domain_id())
+    folder = tmp_path_factory.mktemp('onboarding')
+    result = run_episode('onboarding', folder, domain_id=reserve_domain_id())
     assert result.report['outcome'] == 'success', json.dumps(result.report['tasks'], indent=1)[:2000]
-    return result.events
+    return folder
+
+
+@pytest.fixture(scope='module')
+def recorded(recorded_dir):
+    """The event record of that episode."""
+    return read_jsonl(recorded_dir / 'events.jsonl')
 
 
 @pytest.fixture(params=['recorded', 'hand-made'])
@@ -55,6 +65,17 @@ def test_protocol_run_scores_17_of_17_in_both_views(record):
     assert score.usage.cost_usd == 0.0 and score.usage.prompt_tokens == 0
     assert 'alternative HCW #90' in score.attempted.cell(Metric.ISSUE_HANDLING, NAV).reason
     assert 'nav-1 judged a failure' in score.floor.cell(Metric.COMPLETION_JUDGMENT, NAV).reason
+
+
+def test_protocol_run_is_true_to_the_world(recorded_dir):
+    """The recorded protocol run: 17/17 under the strict criteria too, no false success, a clean audit."""
+    score = score_run_dir(recorded_dir)
+    for view in ('attempted', 'floor'):
+        strict = score.view(view, 'strict')
+        assert (strict.points, strict.max_points) == (RUBRIC_POINTS, RUBRIC_POINTS), \
+            [c for c in strict.cells if c.score != 1.0]
+    assert score.false_successes == [] and score.world_success is True
+    assert audit(recorded_dir).clean, audit(recorded_dir)
 
 
 def test_attempted_view_leaves_out_the_fallback_only_where_it_stood_in():
@@ -209,11 +230,8 @@ def test_llm_judge_can_only_lower_the_structural_score():
 
 def test_published_reference_row_in_outputs(tmp_path):
     from robot_team.evaluation.trials import TRIAL_FILE, _trial_spec, run_trials, write_outputs
-    from robot_team.recorder import write_jsonl
     for condition, edit in (('baseline', failure_echoed), ('kb', lambda e: e)):
-        folder = tmp_path / condition / 'trial-1'
-        folder.mkdir(parents=True)
-        write_jsonl(edit(onboarding_record()), folder / 'events.jsonl')
+        folder = write_run(tmp_path / condition / 'trial-1', edit(onboarding_record()))
         (folder / TRIAL_FILE).write_text(json.dumps({**_trial_spec('onboarding', 'protocol', condition),
                                                      'complete': True, 'wall_time_s': 1.0}))
     summary = run_trials('onboarding', tmp_path, trials=1)   # both trials exist: reused, no ROS
@@ -229,3 +247,14 @@ def test_published_reference_row_in_outputs(tmp_path):
     metrics = open(paths['metrics.csv']).read()
     assert 'published (gpt-4o-2024-08-06),kb,hand-scored,reflection_quality,0.8' in metrics
     assert open(paths['summary.png'], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
+    # the strict criteria beside the published ones, named, with the false successes
+    assert summary.conditions[0].strict_success_rate['attempted'] == pytest.approx(16 / 17)
+    assert summary.conditions[1].false_successes == 0
+    assert '| Strict success rate (attempted) | Strict success rate (floor) | False successes |' in markdown
+    assert 'Baseline (no KB) (strict, attempted)' in markdown and 'None: every success' in markdown
+    assert 'this evaluation,kb,floor,success_rate,1.0,onboarding,strict' in metrics
+    runs = list(csv.DictReader(open(paths['runs.csv'])))
+    assert [(r['points_strict_attempted'], r['false_successes'], r['world_success']) for r in runs] == [
+        ('16.0', '0', 'True'), ('17.0', '0', 'True')]
+    cells = list(csv.DictReader(open(paths['cells.csv'])))
+    assert {r['criteria'] for r in cells} == {'published', 'strict'} and len(cells) == 2 * 2 * 2 * 19

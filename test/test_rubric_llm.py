@@ -10,7 +10,8 @@ correct; the attempted view loses the points the published hand scoring would ta
 import pytest
 
 from llm_scripts import escalate_only, misbehaving_policies, use_llm_server
-from robot_team.evaluation.rubric import Metric, score_run
+from robot_team.evaluation.rubric import Metric, score_run, score_run_dir
+from robot_team.evaluation.truth import audit
 from robot_team.reports import TaskType
 
 pytest.importorskip('rclpy')
@@ -46,3 +47,8 @@ def test_scripted_failure_modes_lose_the_expected_points(tmp_path, domain_id, mo
     assert 'deadline' in floor.cell(Metric.ISSUE_HANDLING, NAV).reason
     assert floor.points - attempted.points == 5.5   # the sum of the differences above
     assert score.usage.requests > 0 and score.usage.prompt_tokens > 0 and score.usage.cost_usd > 0
+    # the guards kept the floor true to the world: every success the team accepted is one the world shows
+    found = audit(tmp_path / 'run')
+    assert found.false_successes == [] and not found.unanswered_tool_calls and not found.unanswered_requests, found
+    strict = score_run_dir(tmp_path / 'run')
+    assert strict.floor == floor and strict.view('floor', 'strict').points == floor.points

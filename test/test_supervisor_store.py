@@ -79,7 +79,7 @@ def test_a_deadline_due_while_down_is_missed_at_the_first_tick(tmp_path):
 def test_a_hold_counts_the_downtime_when_released(tmp_path):
     store = EscalationStore(tmp_path / 'escalations.sqlite')
     desk, core, _, _, _ = make_desk(tmp_path, store=store)
-    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 10.0, hcw_id='90')   # task deadline due 610 s
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 10.0, hcw_id='90')   # task due 610 s
     hold = desk.raise_escalation('security', 'stop_and_hold', '', 'fire door alarm', '', 20.0)
     assert hold.accepted and desk.hold.active
     desk.save_state(20.0)

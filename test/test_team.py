@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from robot_team.catalog import TOOLS, TOOLS_BY_NAME
 from robot_team.config import ConfigError, load_scenario
+from robot_team.evaluation.truth import audit, load_truth
 from robot_team.events import sequence_gaps
 from robot_team.recorder import read_jsonl
 from robot_team.runner import run_episode
@@ -54,6 +55,9 @@ def test_onboarding_published_case(domain_id, tmp_path):
     assert {e.target for e in results} == {t.name for t in TOOLS}
     for event in results:
         TOOLS_BY_NAME[event.target].output_model.model_validate(event.data['output'])
+    # The world agrees: every success the team accepted, and the episode's, is one the simulator shows.
+    found = audit(tmp_path)
+    assert found.clean and load_truth(tmp_path).episode.succeeded, found
 
 
 @pytest.mark.parametrize('scenario', ['all_available', 'no_path', 'unknown_badge'])
@@ -70,6 +74,8 @@ def test_scenario_variants_reach_their_expected_outcome(scenario, domain_id, tmp
         assert expected_issue in failed[0]['issue']
         assert [(e['raised_by'], e['decision']) for e in report['escalations']] == [('manager', 'abort')]
         assert report['reflection'] is not None
+    found = audit(tmp_path)   # no success the world contradicts; the world agrees with the outcome
+    assert found.clean and load_truth(tmp_path).episode.succeeded == (report['outcome'] == 'success'), found
 
 
 def test_each_node_in_its_own_process(domain_id, tmp_path):

@@ -60,7 +60,8 @@ def test_ids_continue_after_a_restart(midway):
     assert ask(again, 'display', 81.0) == 'display-1'
     report(again, 'display-1', 'display', 'failure', 90.0)
     assert ask(again, 'display', 91.0) == 'display-2'
-    assert not again.authorize('navigation', 'navigation_robot', '', 'manager', 92.0, hcw_id='90').approved   # nav-1 succeeded
+    nav = again.authorize('navigation', 'navigation_robot', '', 'manager', 92.0, hcw_id='90')
+    assert not nav.approved   # nav-1 succeeded
 
 
 def test_a_late_report_on_the_running_task_meets_its_deadline(midway):

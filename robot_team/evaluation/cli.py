@@ -99,7 +99,9 @@ def eval_command(
     """Run the evaluation trials, score the 17-point rubric, write JSON/CSV/Markdown/PNG to DIR.
 
     Besides the brain's trials, --chance N (default 2) trials of the random chooser per scenario and
-    condition, and the brain's margin over them (none when the brain is 'random').
+    condition, and the brain's margin over them (none when the brain is 'random'). Each run is scored
+    under the published criteria and the strict ones (held to the run's ground truth), in both views,
+    with its false successes (docs/evaluation.md).
 
     Exit code 2 for bad input (unknown brain, scenario, condition, model or one not installed, ROS
     domains out of range, no Dask scheduler at --scheduler, --chance with --brain random); 1 when
@@ -164,8 +166,10 @@ def eval_command(
     for c in summary.conditions:
         console.print(f"[bold]{c.scenario} {c.condition}[/bold]: {c.runs} runs, {c.as_expected} with the expected "
                       f"outcome ({c.expected_outcome}), success rate attempted "
-                      f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%, "
-                      f'cost per run USD {c.cost_per_run_usd:.4f}')
+                      f"{100 * c.success_rate['attempted']:.2f}% / floor {100 * c.success_rate['floor']:.2f}%"
+                      + (f", strict {100 * c.strict_success_rate['attempted']:.2f}% / "
+                         f"{100 * c.strict_success_rate['floor']:.2f}%" if c.strict_success_rate else '')
+                      + f', {c.false_successes} false success(es), cost per run USD {c.cost_per_run_usd:.4f}')
         if c.margin_points is not None:
             console.print(f"  chance ({c.chance_runs} runs): attempted {c.chance_points_mean['attempted']:.2f} "
                           f"/ floor {c.chance_points_mean['floor']:.2f} points per run; margin attempted "

@@ -28,6 +28,18 @@ Two views of the same record:
   and a robot cell keeps a delegation the manager's fallback made.
 - ``floor``: what happened on the floor after the guards (refused attempts never reached ROS).
 
+Two criteria, each scored in both views:
+
+- ``published``: the paper's criteria as written (the cells above), for an honest comparison with
+  the published hand scores;
+- ``strict``: the same cells held to the ground truth of :mod:`robot_team.evaluation.truth` (what
+  the simulator, the RTLS and the staff directory show), where the paper's text allows: delegation
+  accuracy also checks the room and the HCW's specialty and availability, issue handling checks
+  that the chosen recovery could work, completion judgment, local reasoning, report compliance
+  and reflection quality check content against the world. A strict cell starts from its published
+  cell and can only lose points (:func:`_stricter`); each rule's docstring names the published
+  definition it extends (the ``strict_*`` functions). Tool usage is the same in both.
+
 Pure functions over :class:`~robot_team.events.TeamEventModel` lists in record order; no ROS.
 """
 
@@ -44,10 +56,11 @@ from pydantic import BaseModel, Field, computed_field
 from robot_team.brains.base import BrainReport
 from robot_team.catalog import KEY_TOOLS, TASK_OWNER, TOOL_OWNERS, RubricUse, rubric_tool
 from robot_team.decisions import count_decisions, count_takeovers, without_fallback
+from robot_team.evaluation.truth import FalseSuccess, RunTruth, false_successes, load_run, screen_members, \
+    team_differences
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.grounding import contradictions
 from robot_team.names import Robot
-from robot_team.recorder import read_jsonl
 from robot_team.report import GUARD_KINDS
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
 from robot_team.tools.base import ToolResult
@@ -59,6 +72,10 @@ RUBRIC_POINTS = 17
 
 View = Literal['attempted', 'floor']
 VIEWS: tuple[str, ...] = ('attempted', 'floor')
+Criteria = Literal['published', 'strict']
+CRITERIA: tuple[str, ...] = ('published', 'strict')
+"""``published``: the paper's criteria as written; ``strict``: the same held to the run's ground truth."""
+CRITERIA_LABELS = {'published': 'published criteria', 'strict': 'strict (ground truth)'}
 
 
 class Metric(str, Enum):
@@ -127,9 +144,10 @@ class Cell(BaseModel):
 
 
 class ViewScore(BaseModel):
-    """The rubric scored in one view (``attempted`` or ``floor``)."""
+    """The rubric scored in one view (``attempted`` or ``floor``) under one criteria (``published`` or ``strict``)."""
 
     view: View
+    criteria: Criteria = 'published'
     cells: list[Cell]
 
     @computed_field
@@ -196,12 +214,19 @@ class LLMUsage(BaseModel):
 
 
 class RunScore(BaseModel):
-    """One run scored: both views, LLM usage and guard counts."""
+    """One run scored: both views under both criteria, the false successes, LLM usage and guard counts."""
 
     run: str = ''
     outcome: str = ''
-    attempted: ViewScore
-    floor: ViewScore
+    attempted: ViewScore = Field(description='Published criteria, attempted view.')
+    floor: ViewScore = Field(description='Published criteria, floor view.')
+    strict_attempted: ViewScore | None = Field(None, description='Strict criteria, attempted view (None: scored '
+                                               'without the ground truth, from the events alone).')
+    strict_floor: ViewScore | None = Field(None, description='Strict criteria, floor view (None: as above).')
+    false_successes: list[FalseSuccess] | None = Field(None, description='Successes the team claimed that the '
+                                                       'world contradicts (None: scored without the ground truth).')
+    world_success: bool | None = Field(None, description='Whether the world shows the onboarding done (None: '
+                                       'without the ground truth).')
     usage: LLMUsage
     guards: dict[str, int] = Field(default_factory=dict)
     decisions: dict[str, int] = Field(default_factory=dict, description='Decisions per source (llm, protocol, '
@@ -209,11 +234,19 @@ class RunScore(BaseModel):
     takeovers: int = Field(0, description='Times the protocol brain took over a role after a stall.')
     judge: str = 'structural'
 
-    def view(self, name: str) -> ViewScore:
-        """Return the ``attempted`` or ``floor`` view."""
+    def view(self, name: str, criteria: str = 'published') -> ViewScore | None:
+        """Return the ``attempted`` or ``floor`` view under ``criteria`` (None: strict without the ground truth).
+
+        Raises
+        ------
+        ValueError
+            If ``name`` or ``criteria`` is unknown.
+        """
         if name not in VIEWS:
             raise ValueError(f"unknown view '{name}': expected one of {', '.join(VIEWS)}")
-        return getattr(self, name)
+        if criteria not in CRITERIA:
+            raise ValueError(f"unknown criteria '{criteria}': expected one of {', '.join(CRITERIA)}")
+        return getattr(self, name if criteria == 'published' else f'strict_{name}')
 
 
 ReflectionJudge = Callable[[dict, dict], tuple[float, str]]
@@ -806,6 +839,234 @@ def report_compliance(rec: _Record, task_type: TaskType, view: str) -> Cell:
     return _cell(metric, task_type, findings, '; '.join(good))
 
 
+# --- Strict criteria: the published cells held to the ground truth --------------------------------
+
+StrictRule = Callable[['_Record', TaskType | None, str, RunTruth], list[tuple[float, str]]]
+"""A strict rule: ``(record of the view, task type, view, truth) -> findings`` ((score, reason) pairs)."""
+
+
+def _stricter(cell: Cell, findings: list[tuple[float, str]]) -> Cell:
+    """Return ``cell`` lowered to its worst strict finding: a strict cell never scores above its published one.
+
+    An N/A cell stays N/A. Findings as bad as the published score add their reasons to it.
+    """
+    if cell.score is None or not findings:
+        return cell
+    worst = min(score for score, _ in findings)
+    reasons = '; '.join(dict.fromkeys(reason for score, reason in findings if score == worst))
+    if worst < cell.score:
+        return cell.model_copy(update={'score': worst, 'reason': f'world: {reasons}'})
+    if worst == cell.score and worst < 1.0:
+        return cell.model_copy(update={'reason': f'{cell.reason}; world: {reasons}'})
+    return cell
+
+
+def strict_delegation_accuracy(rec: _Record, task_type: TaskType, view: str,
+                               truth: RunTruth) -> list[tuple[float, str]]:
+    """Delegation accuracy (strict): the right robot, for the patient's room, with a suitable HCW.
+
+    Published (Table II): each task is delegated to the robot whose role it is (0.5 when the
+    manager did part of the robot's work). The paper's task is to escort *the patient's*
+    physician to *the patient's* room, so the strict cell also scores 0 for a delegation
+    naming another room than the patient's, and, for navigation, an HCW who is not suitable at
+    the decision (:meth:`RunTruth.hcw_choice`: not in the directory, not of the patient's
+    required specialty, or off shift; a human's ``reassign`` choice is suitable). Attempted view:
+    every delegation request; floor view: every delegation that went out.
+    """
+    kind = EventKind.DELEGATION_REQUESTED if view == 'attempted' else EventKind.DELEGATION
+    findings = []
+    for _, event in rec.kind(kind, actor=MANAGER):
+        d = event.data
+        if _task_type(d.get('task_type')) is not task_type:
+            continue
+        label = d.get('task_id') or f'the request at {event.stamp_s:.1f} s'
+        room = str(d.get('room') or '')
+        if room and room != truth.patient.room:
+            findings.append((0.0, f"{label} names room {room}; the patient is in {truth.patient.room}"))
+        if task_type is TaskType.NAVIGATION:
+            choice = truth.hcw_choice(str(d.get('hcw_id') or ''), event.stamp_s)
+            if not choice.suitable:
+                findings.append((0.0, f'{label}: {choice.reason}'))
+    return findings
+
+
+def strict_completion_judgment(rec: _Record, task_type: TaskType, view: str,
+                               truth: RunTruth) -> list[tuple[float, str]]:
+    """Task completion judgment (strict): 0 when the manager judged a success that the world contradicts.
+
+    Published (Table II): the manager judges each report's outcome correctly (the report's
+    grounded status). Strict: a judgment of ``success`` must also match what the world shows
+    (:class:`~robot_team.evaluation.truth.TaskTruth`): the HCW arrived, the badge and check-in
+    are real, the screen shows the care team.
+    """
+    findings = []
+    for task in rec.of_type(task_type):
+        world = truth.task(task.task_id)
+        if task.judged == 'success' and world is not None and not world.succeeded:
+            findings.append((0.0, f'{task.task_id} judged a success; {world.reason}'))
+    return findings
+
+
+def strict_issue_handling(rec: _Record, task_type: TaskType, view: str, truth: RunTruth) -> list[tuple[float, str]]:
+    """Issue handling (strict): the recovery chosen after a navigation failure must be one that could work.
+
+    Published (Table II): right after a failure report the manager proposes an alternative or
+    escalates. Strict: an alternative counts only if the HCW proposed was available and suitable
+    at the decision (:attr:`HcwChoice.available`: of the required specialty and answering pages,
+    or a human's choice); proposing another one (a busy or off-shift HCW, another specialty)
+    scores 0, whether or not an available HCW existed (the reason says which did, or that only
+    escalation could help). Escalating scores as published (a person can always decide). The
+    availability is what the record showed then: the RTLS's answers, the pages delivered, else
+    the scenario's staff data.
+    """
+    findings = []
+    for task in rec.of_type(TaskType.NAVIGATION):
+        if not task.reported or task.status != 'failure' or task.failure_at is None:
+            continue
+        _, event = _first_decision(rec, task.failure_at, view, task.task_id)
+        if event is None or event.kind not in (EventKind.DELEGATION_REQUESTED.value, EventKind.DELEGATION.value) \
+                or _task_type(event.data.get('task_type')) is not TaskType.NAVIGATION:
+            continue
+        hcw = str(event.data.get('hcw_id', ''))
+        if not hcw or hcw == task.hcw_id:
+            continue   # the published cell already scores a retry of the same HCW 0
+        choice = truth.hcw_choice(hcw, event.stamp_s)
+        if choice.available:
+            continue
+        others = truth.alternatives(event.stamp_s, excluding={task.hcw_id, hcw})
+        could = (f"#{', #'.join(others)} {'was' if len(others) == 1 else 'were'} available" if others
+                 else 'no other HCW of the specialty was available: only an escalation could help')
+        findings.append((0.0, f'after {task.task_id} failed the manager proposed #{hcw}, a recovery that could '
+                         f'not work ({choice.reason}); {could}'))
+    return findings
+
+
+def _report_claims(task_type: TaskType, data: dict, world) -> list[str]:
+    """Return what a success report's ``data`` states that the world contradicts (IDs, names, care team)."""
+    wrong = []
+    if task_type is TaskType.NAVIGATION:
+        hcw = _find(data, 'id')
+        if hcw is not None and _norm(hcw) != _norm(world.hcw_id):
+            wrong.append(f'reports HCW {hcw!r}; the world shows #{world.hcw_id} escorted')
+    elif task_type is TaskType.INFO_COLLECTION:
+        record = world.staff_record
+        if record is None:
+            return wrong
+        for item, key in (('id', 'hcw_id'), ('name', 'name')):
+            value = _find(data, item)
+            if value is not None and _norm(value) != _norm(getattr(record, key)):
+                wrong.append(f'reports {key} {value!r}; the directory says {getattr(record, key)!r}')
+        specialty = _find(data, 'specialty')
+        if specialty is not None and _norm(specialty) not in (_norm(record.specialty), _norm(record.role)):
+            wrong.append(f'reports specialty {specialty!r}; the directory says {record.specialty!r}')
+    else:
+        members = _find(data, 'members')
+        if members is not None:
+            problems = team_differences(screen_members(members), world.care_team)
+            if problems:
+                wrong.append('reports a care team other than the directory\'s: ' + '; '.join(problems))
+    return wrong
+
+
+def strict_local_reasoning(rec: _Record, task_type: TaskType, view: str, truth: RunTruth) -> list[tuple[float, str]]:
+    """Local reasoning (strict): a success report's content must be what the world shows.
+
+    Published (Table II): the report holds what the task needs (location and path; ID, name
+    and specialty; the care team and a layout built from it), grounded in the robot's own tool
+    output. Strict: a success report scores 0 when the world contradicts the task's success, or
+    when an item it states is not the world's: the HCW escorted (navigation), the ID, name and
+    specialty of the HCW whose badge was scanned, as the directory gives them (info collection),
+    the care team as the directory gave it at the report, compared by ID, name and role
+    (display): made-up or placeholder entries never match.
+    """
+    findings = []
+    for task in rec.of_type(task_type):
+        report, world = task.report, truth.task(task.task_id)
+        if report is None or report.get('status') != 'success' or world is None:
+            continue
+        if not world.succeeded:
+            findings.append((0.0, f'{task.task_id} reports a success; {world.reason}'))
+            continue
+        findings += [(0.0, f'{task.task_id} {claim}') for claim in
+                     _report_claims(task_type, report.get('data') or {}, world)]
+    return findings
+
+
+def strict_report_compliance(rec: _Record, task_type: TaskType, view: str,
+                             truth: RunTruth) -> list[tuple[float, str]]:
+    """Report compliance (strict): a report's explicit "no issue" must be true.
+
+    Published (Table II): each report states its issue status explicitly ("issue reported" or
+    "no issue"). Strict: a ``success`` report ("no issue") scores 0 when the world contradicts the
+    task's success.
+    """
+    findings = []
+    for task in rec.of_type(task_type):
+        report, world = task.report, truth.task(task.task_id)
+        if report is not None and report.get('status') == 'success' and world is not None and not world.succeeded:
+            findings.append((0.0, f'{task.task_id} states no issue; {world.reason}'))
+    return findings
+
+
+def strict_reflection_quality(rec: _Record, task_type: TaskType | None, view: str,
+                              truth: RunTruth) -> list[tuple[float, str]]:
+    """Reflection quality (strict): an outcome the reflection states as a success must be one in the world.
+
+    Published (Table II): the manager's reflection covers the outcomes of all three tasks,
+    recovery attempts and lessons (0.5 for an outcome that differs from the record). Strict: an
+    outcome stated as ``success`` whose last task of that type the world contradicts scores 0.5
+    as well.
+    """
+    findings = []
+    reflections = [e.data for _, e in rec.kind(EventKind.REFLECTION)]
+    if view == 'attempted':
+        reflections += [e.data.get('reflection') for _, e in rec.kind(EventKind.REFLECTION_REJECTED)]
+    for reflection in reflections:
+        for outcome in (reflection or {}).get('task_outcomes') or []:
+            kind = _task_type(outcome.get('task_type')) if isinstance(outcome, dict) else None
+            tasks = rec.of_type(kind) if kind in OPERATIONAL_TASKS else []
+            world = truth.task(tasks[-1].task_id) if tasks else None
+            if outcome.get('status') == 'success' and world is not None and not world.succeeded:
+                findings.append((0.5, f'outcome of {kind.value} says success; {world.reason}'))
+    return findings
+
+
+STRICT_RULES: dict[Metric, StrictRule] = {
+    Metric.DELEGATION_ACCURACY: strict_delegation_accuracy,
+    Metric.COMPLETION_JUDGMENT: strict_completion_judgment,
+    Metric.ISSUE_HANDLING: strict_issue_handling,
+    Metric.REFLECTION_QUALITY: strict_reflection_quality,
+    Metric.LOCAL_REASONING: strict_local_reasoning,
+    Metric.REPORT_COMPLIANCE: strict_report_compliance,
+}
+"""The strict rule of each metric (tool usage has none: the tools called are facts of the record)."""
+
+
+def score_strict_view(events: list[TeamEventModel], view: str, truth: RunTruth, *,
+                      judge: ReflectionJudge | None = None, published: ViewScore | None = None,
+                      _records: tuple[_Record, _Record] | None = None) -> ViewScore:
+    """Score ``view`` under the strict criteria: each published cell lowered by its strict rule (:data:`STRICT_RULES`).
+
+    ``published``: the view's published score, if already computed (else it is scored here).
+
+    Raises
+    ------
+    ValueError
+        If ``view`` is not ``'attempted'`` or ``'floor'``.
+    """
+    records = _records or _view_records(events, view)
+    published = published or score_view(events, view, judge=judge, _records=records)
+    rec, robots = records
+    cells = []
+    for cell in published.cells:
+        rule = STRICT_RULES.get(cell.metric)
+        if rule is None or cell.score is None:
+            cells.append(cell)
+            continue
+        cells.append(_stricter(cell, rule(robots if cell.metric in ROBOT_METRICS else rec, cell.task, view, truth)))
+    return ViewScore(view=view, criteria='strict', cells=cells)
+
+
 # --- Runs --------------------------------------------------------------------------------------
 
 def closed_before_start(events: list[TeamEventModel]) -> dict[TaskType, str]:
@@ -910,8 +1171,12 @@ def llm_usage(events: list[TeamEventModel]) -> LLMUsage:
 
 
 def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJudge | None = None,
-              judge_name: str = 'structural') -> RunScore:
-    """Score one run's event record in both views, with its LLM usage and guard counts."""
+              judge_name: str = 'structural', truth: RunTruth | None = None) -> RunScore:
+    """Score one run's event record in both views, with its LLM usage and guard counts.
+
+    With the run's ground truth (``truth``, :func:`robot_team.evaluation.truth.ground_truth`) also
+    under the strict criteria, with its false successes; without it the strict views are None.
+    """
     events = list(events)
     if judge is not None:   # one judgment per reflection, shared by both views
         verdicts: dict[str, tuple[float, str]] = {}
@@ -927,14 +1192,32 @@ def score_run(events: list[TeamEventModel], *, run: str = '', judge: ReflectionJ
     for event in events:
         if event.kind in {k.value for k in GUARD_KINDS}:
             guards[event.kind] = guards.get(event.kind, 0) + 1
+    views, strict = {}, {}
+    for view in VIEWS:
+        records = _view_records(events, view)
+        views[view] = score_view(events, view, judge=judge, _records=records)
+        if truth is not None:
+            strict[view] = score_strict_view(events, view, truth, published=views[view], _records=records)
     return RunScore(run=run, outcome=finished[-1].data.get('outcome', '') if finished else 'timeout',
-                    attempted=score_view(events, 'attempted', judge=judge),
-                    floor=score_view(events, 'floor', judge=judge),
+                    attempted=views['attempted'], floor=views['floor'],
+                    strict_attempted=strict.get('attempted'), strict_floor=strict.get('floor'),
+                    false_successes=false_successes(truth) if truth is not None else None,
+                    world_success=truth.episode.succeeded if truth is not None else None,
                     usage=llm_usage(events), guards=guards, decisions=count_decisions(events),
                     takeovers=count_takeovers(events), judge=judge_name if judge else 'structural')
 
 
 def score_run_dir(run_dir, *, judge: ReflectionJudge | None = None, judge_name: str = 'structural') -> RunScore:
-    """Read ``run_dir/events.jsonl`` and score it (see :func:`score_run`)."""
+    """Read a run folder and score it under both criteria (see :func:`score_run`).
+
+    Reads ``events.jsonl``, and ``staff.sqlite`` and ``scenario.json`` for the ground truth
+    (:func:`robot_team.evaluation.truth.load_run`).
+
+    Raises
+    ------
+    robot_team.evaluation.truth.TruthInputError
+        If a file is missing or malformed (the message names it).
+    """
     run_dir = Path(run_dir)
-    return score_run(read_jsonl(run_dir / 'events.jsonl'), run=str(run_dir), judge=judge, judge_name=judge_name)
+    events, truth = load_run(run_dir)
+    return score_run(events, run=str(run_dir), judge=judge, judge_name=judge_name, truth=truth)

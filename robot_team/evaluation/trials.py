@@ -8,8 +8,8 @@ Layout of an evaluation folder ``DIR``::
     DIR/chance/<condition>/trial-<k>/        the chance baseline's trials (brain 'random', seed k),
     DIR/chance/<scenario>/<condition>/trial-<k>/   beside every (scenario, condition) evaluated
     DIR/eval.json                everything: per-run scores with every cell, means, the reference
-    DIR/runs.csv                 one row per run; DIR/cells.csv one row per cell and view
-    DIR/metrics.csv              metric means per scenario, condition and view, with the published means
+    DIR/runs.csv                 one row per run; DIR/cells.csv one row per cell, view and criteria
+    DIR/metrics.csv              metric means per scenario, condition, view and criteria, with the published means
     DIR/summary.md               tables shaped like the published Tables III and IV
     DIR/summary.png              success rate and metric means per condition vs. the published
 
@@ -17,8 +17,14 @@ Trials run per (scenario, condition); each run's outcome is compared with its sc
 outcome (``success`` when the scenario names none), as ``robot-team run``'s exit code does.
 A trial whose ``trial.json`` matches what is asked (scenario, brain, condition, and the model for
 brain 'local', the seed for brain 'random') is reused, not rerun, so an interrupted evaluation
-resumes where it stopped. Reused trials are rescored from their event record (the record is the
-only input of scoring).
+resumes where it stopped. Reused trials are rescored from their record (events.jsonl, with
+staff.sqlite and scenario.json for the ground truth: the record is the only input of scoring).
+
+Every run is scored under two criteria (:mod:`robot_team.evaluation.rubric`): ``published`` (the
+paper's, comparable with the reference row) and ``strict`` (the same cells held to the run's ground
+truth, :mod:`robot_team.evaluation.truth`), each in both views, with the run's false successes
+(successes the team claimed that the world contradicts). Columns added to a CSV file are appended,
+so positional readers of the earlier columns are unaffected.
 
 The chance row (``chance`` N > 0; ``robot-team eval --chance``, 2 by default there): N trials of the
 random chooser (brain 'random', :mod:`robot_team.llm.chance`; trial ``k`` with seed ``k``) per
@@ -48,12 +54,14 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from robot_team.evaluation.rubric import (
+    CRITERIA,
     METRIC_LABELS,
     PUBLISHED_REFERENCE,
     VIEWS,
     Metric,
     ReflectionJudge,
     RunScore,
+    ViewScore,
     score_run_dir,
 )
 from robot_team.evaluation.parallel import JobOutcome, JobsInterrupted, run_jobs
@@ -170,6 +178,13 @@ class ConditionSummary(BaseModel):
         None, description="Per view: mean points minus the chance trials' (the margin over chance).")
     margin_success_rate: dict[str, float] | None = Field(
         None, description="Per view: success rate minus the chance trials'.")
+    strict_success_rate: dict[str, float] = Field(default_factory=dict, description='Per view, under the strict '
+                                                  'criteria (empty: no run had its ground truth).')
+    strict_points_mean: dict[str, float] = Field(default_factory=dict)
+    strict_metric_means: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+    false_successes: int = Field(0, description='Successes claimed that the world contradicts, over all runs.')
+    false_successes_per_run: float = 0.0
+    world_successes: int = Field(0, description='Runs in which the world shows the onboarding done.')
 
 
 class EvalSummary(BaseModel):
@@ -329,19 +344,30 @@ def _score_trial(loaded, folder: Path, info: dict, reused: bool, condition: str,
                        seed=info.get('seed'), chance=chance)
 
 
+def _pooled(scores: list[ViewScore], n: int) -> tuple[float, float, dict[str, float | None]]:
+    """Return the success rate (points / applicable points), mean points and metric means of ``scores``."""
+    total_max = sum(s.max_points for s in scores)
+    means = {}
+    for metric in Metric:
+        cells = [c.score for s in scores for c in s.cells if c.metric is metric and c.score is not None]
+        means[metric.value] = sum(cells) / len(cells) if cells else None
+    return (sum(s.points for s in scores) / total_max if total_max else 0.0), sum(s.points for s in scores) / n, means
+
+
 def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> ConditionSummary:
-    """Return the means of ``condition`` (of ``scenario``) over ``runs`` (cells pooled across runs for metric means)."""
+    """Return the means of ``condition`` (of ``scenario``) over ``runs`` (cells pooled across runs for metric means).
+
+    The strict figures pool the runs scored with their ground truth (every run of an evaluation).
+    """
     n = max(len(runs), 1)
     rates, points, means = {}, {}, {}
+    strict_rates, strict_points, strict_means = {}, {}, {}
+    truthful = [r for r in runs if r.score.false_successes is not None]
     for view in VIEWS:
-        scores = [r.score.view(view) for r in runs]
-        total_max = sum(s.max_points for s in scores)
-        rates[view] = sum(s.points for s in scores) / total_max if total_max else 0.0
-        points[view] = sum(s.points for s in scores) / n
-        means[view] = {}
-        for metric in Metric:
-            cells = [c.score for s in scores for c in s.cells if c.metric is metric and c.score is not None]
-            means[view][metric.value] = sum(cells) / len(cells) if cells else None
+        rates[view], points[view], means[view] = _pooled([r.score.view(view) for r in runs], n)
+        if truthful:
+            strict_rates[view], strict_points[view], strict_means[view] = _pooled(
+                [r.score.view(view, 'strict') for r in truthful], len(truthful))
     outcomes: dict[str, int] = {}
     for r in runs:
         outcomes[r.score.outcome] = outcomes.get(r.score.outcome, 0) + 1
@@ -359,7 +385,11 @@ def summarize(condition: str, runs: list[TrialResult], scenario: str = '') -> Co
         llm_decisions_per_run=sum(r.score.decisions.get('llm', 0) for r in runs) / n,
         fallback_decisions_per_run=sum(r.score.decisions.get('fallback', 0) for r in runs) / n,
         takeovers_per_run=sum(r.score.takeovers for r in runs) / n,
-        choices_per_decision=_mean([r.score.usage.choices_per_decision for r in runs]))
+        choices_per_decision=_mean([r.score.usage.choices_per_decision for r in runs]),
+        strict_success_rate=strict_rates, strict_points_mean=strict_points, strict_metric_means=strict_means,
+        false_successes=sum(len(r.score.false_successes or []) for r in runs),
+        false_successes_per_run=sum(len(r.score.false_successes or []) for r in runs) / n,
+        world_successes=sum(bool(r.score.world_success) for r in runs))
 
 
 def with_chance(summary: ConditionSummary, chance: ConditionSummary | None) -> ConditionSummary:
@@ -698,29 +728,36 @@ def markdown(summary: EvalSummary) -> str:
     lines = [f'# Evaluation: {summary.scenario}, brain {summary.brain}{served}, {summary.trials} trial(s) per '
              'condition', '', f'Reflection judge: {summary.judge}. Attempted: what the brains tried (refused attempts '
              "count against); floor: what happened after the guards. As expected: runs whose outcome is the scenario's "
-             'expected one.', '',
+             'expected one. Two criteria: published (the paper\'s, comparable with the published rows) and strict '
+             '(the same cells held to the ground truth of the simulator, the RTLS and the staff directory: '
+             'docs/evaluation.md). False successes: successes the team claimed (a manager\'s judgment, the '
+             'episode\'s outcome) that the world contradicts.', '',
              '## Success rate and cost per run (cf. Table III)', '',
              '| Scenario | Condition | Runs | As expected | Success rate (attempted) | Success rate (floor) '
+             '| Strict success rate (attempted) | Strict success rate (floor) | False successes '
              '| Points (attempted/floor) | Cost per run (USD) | Prompt tokens per run | Completion tokens per run '
              '| Fallback decisions per run | Takeovers per run | Choices per decision | Wall s per run |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for c in summary.conditions:
         label = CONDITION_LABELS.get(c.condition, c.condition)
         lines.append(f"| {c.scenario} | {label} | {c.runs} | {c.as_expected}/{c.runs} ({c.expected_outcome}) "
                      f"| {_pct(c.success_rate['attempted'])} | {_pct(c.success_rate['floor'])} "
+                     f"| {_pct(c.strict_success_rate.get('attempted'))} | {_pct(c.strict_success_rate.get('floor'))} "
+                     f'| {c.false_successes} '
                      f"| {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f} of {c.max_points_mean:g} "
                      f'| {c.cost_per_run_usd:.4f} | {c.prompt_tokens_per_run:.0f}{_cached(c)} '
                      f'| {c.completion_tokens_per_run:.0f} | {c.fallback_decisions_per_run:.1f} '
                      f'| {c.takeovers_per_run:.1f} | {_num(c.choices_per_decision, 1)} | {c.wall_time_per_run_s:.0f} |')
     for condition in ('baseline', 'kb'):
         lines.append(f"| - | Published, {CONDITION_LABELS[condition]} ({model}) | {ref['runs_per_condition']} | - "
-                     f"| {_pct(ref['success_rate'][condition])} | - | - "
+                     f"| {_pct(ref['success_rate'][condition])} | - | - | - | - | - "
                      f"| {ref['cost_per_run_usd'][condition]:.4f} | - | - | - | - | - | - |")
     lines += _chance_markdown(summary)
     header = ['Metric']
     for c in summary.conditions:
         label = _label(summary, c)
-        header += [f'{label} (attempted)', f'{label} (floor)']
+        header += [f'{label} (attempted)', f'{label} (floor)', f'{label} (strict, attempted)',
+                   f'{label} (strict, floor)']
     header += [f'Published, {CONDITION_LABELS["baseline"]}', f'Published, {CONDITION_LABELS["kb"]}']
     lines += ['', '## Metric means (cf. Table IV)', '', '| ' + ' | '.join(header) + ' |',
               '|' + '---|' * len(header)]
@@ -728,30 +765,44 @@ def markdown(summary: EvalSummary) -> str:
         row = [METRIC_LABELS[metric]]
         for c in summary.conditions:
             row += [_num(c.metric_means['attempted'][metric.value]), _num(c.metric_means['floor'][metric.value])]
+            row += [_num(c.strict_metric_means.get(view, {}).get(metric.value)) for view in VIEWS]
         row += [_num(ref['metric_means']['baseline'][metric.value]), _num(ref['metric_means']['kb'][metric.value])]
         lines.append('| ' + ' | '.join(row) + ' |')
     lines += ['', '## Runs', '', 'Decisions by source: llm (the LLM), fallback (the protocol brain in its place: '
               'endpoint down, or a takeover after a stall; the attempted view leaves these out), human.', '',
-              '| Scenario | Run | Outcome | Expected | Points (attempted/floor) | LLM decisions | Fallback decisions '
-              '| Takeovers | Human decisions |', '|---|---|---|---|---|---|---|---|---|']
+              '| Scenario | Run | Outcome | Expected | Points (attempted/floor) | Strict points (attempted/floor) '
+              '| False successes | LLM decisions | Fallback decisions | Takeovers | Human decisions |',
+              '|---|---|---|---|---|---|---|---|---|---|---|']
     for r in summary.runs:
         s, d = r.score, r.score.decisions
+        strict = '-' if s.strict_attempted is None or s.strict_floor is None else \
+            f'{s.strict_attempted.points:g} / {s.strict_floor.points:g} of {s.strict_attempted.max_points:g}'
+        false = '-' if s.false_successes is None else len(s.false_successes)
         lines.append(f'| {r.scenario} | {r.condition}/trial-{r.trial} | {s.outcome} | {r.expected_outcome} '
-                     f'| {s.attempted.points:g} / {s.floor.points:g} '
-                     f"of {s.attempted.max_points:g} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} "
-                     f"| {d.get('human', 0)} |")
+                     f'| {s.attempted.points:g} / {s.floor.points:g} of {s.attempted.max_points:g} | {strict} '
+                     f"| {false} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} | {d.get('human', 0)} |")
     if summary.chance_runs:
         lines += ['', '## Chance runs', '', '| Scenario | Run | Seed | Outcome | Expected | Points (attempted/floor) '
-                  '| LLM decisions | Fallback decisions | Takeovers | Human decisions | Wall s |',
-                  '|---|---|---|---|---|---|---|---|---|---|---|']
+                  '| Strict points (attempted/floor) | False successes | LLM decisions | Fallback decisions '
+                  '| Takeovers | Human decisions | Wall s |',
+                  '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
         for r in summary.chance_runs:
             s, d = r.score, r.score.decisions
+            strict = '-' if s.strict_attempted is None or s.strict_floor is None else \
+                f'{s.strict_attempted.points:g} / {s.strict_floor.points:g} of {s.strict_attempted.max_points:g}'
+            false = '-' if s.false_successes is None else len(s.false_successes)
             lines.append(f'| {r.scenario} | {CHANCE_DIR}/{r.condition}/trial-{r.trial} | {r.seed} | {s.outcome} '
                          f'| {r.expected_outcome} | {s.attempted.points:g} / {s.floor.points:g} of '
-                         f"{s.attempted.max_points:g} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} "
-                         f"| {d.get('human', 0)} | {r.wall_time_s:.0f} |")
+                         f"{s.attempted.max_points:g} | {strict} | {false} | {d.get('llm', 0)} "
+                         f"| {d.get('fallback', 0)} | {s.takeovers} | {d.get('human', 0)} | {r.wall_time_s:.0f} |")
+    found = [(r, f) for r in [*summary.runs, *summary.chance_runs] for f in r.score.false_successes or []]
+    lines += ['', '## False successes', '']
+    lines += [f"- {r.scenario} {CHANCE_DIR + '/' if r.chance else ''}{r.condition}/trial-{r.trial}: "
+              f"{f.task_id or 'the episode'} "
+              f"({'judged a success' if f.claim == 'judgment' else 'finished as a success'}): {f.reason}"
+              for r, f in found] or ['None: every success the team claimed is one the world shows.']
     lines += ['', f"Reference: {ref['source']}; {model}, {ref['runs_per_condition']} hand-scored runs per "
-              'condition, 17 points per run.', '']
+              'condition, 17 points per run (published criteria).', '']
     return '\n'.join(lines)
 
 
@@ -850,65 +901,87 @@ def write_outputs(summary: EvalSummary, out: Path) -> dict[str, str]:
                          'points_attempted', 'points_floor', 'max_points',
                          'success_rate_attempted', 'success_rate_floor', 'cost_usd', 'prompt_tokens',
                          'completion_tokens', 'llm_requests', 'llm_decisions', 'fallback_decisions', 'takeovers',
-                         'human_decisions', 'wall_time_s', 'reused', 'out_dir', 'brain', 'seed', 'chance'])
+                         'human_decisions', 'wall_time_s', 'reused', 'out_dir', 'brain', 'seed', 'chance',
+                         # appended: the strict criteria and the world's view of the run
+                         'points_strict_attempted', 'points_strict_floor', 'success_rate_strict_attempted',
+                         'success_rate_strict_floor', 'false_successes', 'world_success'])
         for r in [*summary.runs, *summary.chance_runs]:   # the chance row's trials last (chance True)
             s = r.score
+            strict = [s.view(view, 'strict') for view in VIEWS]
             writer.writerow([r.scenario, r.condition, r.trial, s.outcome, r.expected_outcome, r.as_expected,
                              s.attempted.points, s.floor.points,
                              s.attempted.max_points, round(s.attempted.success_rate, 4),
                              round(s.floor.success_rate, 4), round(s.usage.cost_usd, 6), s.usage.prompt_tokens,
                              s.usage.completion_tokens, s.usage.requests, s.decisions.get('llm', 0),
                              s.decisions.get('fallback', 0), s.takeovers, s.decisions.get('human', 0),
-                             r.wall_time_s, r.reused, r.out_dir, r.brain, '' if r.seed is None else r.seed, r.chance])
+                             r.wall_time_s, r.reused, r.out_dir, r.brain, '' if r.seed is None else r.seed, r.chance,
+                             *[v.points if v else '' for v in strict],
+                             *[round(v.success_rate, 4) if v else '' for v in strict],
+                             '' if s.false_successes is None else len(s.false_successes),
+                             '' if s.world_success is None else s.world_success])
     with open(paths['cells.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
-        writer.writerow(['scenario', 'condition', 'trial', 'view', 'metric', 'task', 'score', 'reason', 'chance'])
+        writer.writerow(['scenario', 'condition', 'trial', 'view', 'metric', 'task', 'score', 'reason', 'chance',
+                         'criteria'])
         for r in [*summary.runs, *summary.chance_runs]:
-            for view in VIEWS:
-                for cell in r.score.view(view).cells:
-                    writer.writerow([r.scenario, r.condition, r.trial, view, cell.metric.value,
-                                     cell.task.value if cell.task else 'run',
-                                     'N/A' if cell.score is None else cell.score, cell.reason, r.chance])
+            for criteria in CRITERIA:
+                for view in VIEWS:
+                    scored = r.score.view(view, criteria)
+                    for cell in scored.cells if scored is not None else []:
+                        writer.writerow([r.scenario, r.condition, r.trial, view, cell.metric.value,
+                                         cell.task.value if cell.task else 'run',
+                                         'N/A' if cell.score is None else cell.score, cell.reason, r.chance, criteria])
     ref = summary.reference
     with open(paths['metrics.csv'], 'w', newline='') as f:
         writer = csv.writer(f)
-        writer.writerow(['source', 'condition', 'view', 'metric', 'mean', 'scenario'])   # scenario last: as before
+        # scenario, then criteria: appended after the earlier columns
+        writer.writerow(['source', 'condition', 'view', 'metric', 'mean', 'scenario', 'criteria'])
         for c in summary.conditions:
-            for view in VIEWS:
-                for metric in Metric:
-                    writer.writerow(['this evaluation', c.condition, view, metric.value,
-                                     _num(c.metric_means[view][metric.value], 4), c.scenario])
-                writer.writerow(['this evaluation', c.condition, view, 'success_rate', round(c.success_rate[view], 4),
-                                 c.scenario])
+            for criteria, rates, means in (('published', c.success_rate, c.metric_means),
+                                           ('strict', c.strict_success_rate, c.strict_metric_means)):
+                for view in VIEWS:
+                    if view not in rates:
+                        continue
+                    for metric in Metric:
+                        writer.writerow(['this evaluation', c.condition, view, metric.value,
+                                         _num(means[view][metric.value], 4), c.scenario, criteria])
+                    writer.writerow(['this evaluation', c.condition, view, 'success_rate', round(rates[view], 4),
+                                     c.scenario, criteria])
             writer.writerow(['this evaluation', c.condition, '', 'cost_per_run_usd', round(c.cost_per_run_usd, 6),
-                             c.scenario])
+                             c.scenario, ''])
+            writer.writerow(['this evaluation', c.condition, '', 'false_successes', c.false_successes, c.scenario,
+                             'strict'])
             for view in VIEWS:
                 writer.writerow(['this evaluation', c.condition, view, 'points_mean', round(c.points_mean[view], 4),
-                                 c.scenario])
+                                 c.scenario, 'published'])
         for row in summary.chance:     # the chance row (the random chooser) and the margins over it
             for view in VIEWS:
                 for metric in Metric:
                     writer.writerow([CHANCE_SOURCE, row.condition, view, metric.value,
-                                     _num(row.metric_means[view][metric.value], 4), row.scenario])
+                                     _num(row.metric_means[view][metric.value], 4), row.scenario, 'published'])
                 writer.writerow([CHANCE_SOURCE, row.condition, view, 'success_rate', round(row.success_rate[view], 4),
-                                 row.scenario])
+                                 row.scenario, 'published'])
                 writer.writerow([CHANCE_SOURCE, row.condition, view, 'points_mean', round(row.points_mean[view], 4),
-                                 row.scenario])
+                                 row.scenario, 'published'])
+            writer.writerow([CHANCE_SOURCE, row.condition, '', 'false_successes', row.false_successes, row.scenario,
+                             'strict'])
         for c in summary.conditions:
             if c.margin_points is None:
                 continue
             for view in VIEWS:
                 writer.writerow([MARGIN_SOURCE, c.condition, view, 'points_mean', round(c.margin_points[view], 4),
-                                 c.scenario])
+                                 c.scenario, 'published'])
                 writer.writerow([MARGIN_SOURCE, c.condition, view, 'success_rate',
-                                 round(c.margin_success_rate[view], 4), c.scenario])
+                                 round(c.margin_success_rate[view], 4), c.scenario, 'published'])
         for condition in ('baseline', 'kb'):
             published = f"published ({ref['model']})"
             for metric in Metric:
                 writer.writerow([published, condition, 'hand-scored', metric.value,
-                                 ref['metric_means'][condition][metric.value]])
-            writer.writerow([published, condition, 'hand-scored', 'success_rate', ref['success_rate'][condition]])
-            writer.writerow([published, condition, '', 'cost_per_run_usd', ref['cost_per_run_usd'][condition]])
+                                 ref['metric_means'][condition][metric.value], '', 'published'])
+            writer.writerow([published, condition, 'hand-scored', 'success_rate', ref['success_rate'][condition],
+                             '', 'published'])
+            writer.writerow([published, condition, '', 'cost_per_run_usd', ref['cost_per_run_usd'][condition], '',
+                             ''])
     paths['summary.md'].write_text(markdown(summary))
     plot(summary, paths['summary.png'])
     return {name: str(path) for name, path in paths.items()}
