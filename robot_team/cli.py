@@ -37,8 +37,8 @@ app = typer.Typer(help='Accountable LLM-driven robot team for the emergency depa
                   no_args_is_help=True, add_completion=False)
 console = Console()
 
-STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'timeout': 'red', 'interrupted': 'red',
-                'start_error': 'red'}
+STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'held_for_human': 'yellow',
+                'timeout': 'red', 'interrupted': 'red', 'start_error': 'red'}
 
 
 @app.command()

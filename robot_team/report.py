@@ -10,7 +10,9 @@ Shape (JSON)::
      decisions: {llm, protocol, fallback, human}, takeovers, safe_defaults: [...]}
 
 ``outcome`` is the last ``episode_finished`` event's: ``success``, ``failure``, ``escalated``,
-``timeout`` (the sim time limit), ``interrupted`` (SIGINT/SIGTERM), ``start_error``.
+``held_for_human`` (the sim time limit reached while the team was held on an escalation a person
+was asked about and has not answered: :func:`time_limit_outcome`), ``timeout`` (the sim time
+limit, otherwise), ``interrupted`` (SIGINT/SIGTERM), ``start_error``.
 ``decisions`` counts decisions per source (:mod:`robot_team.decisions`); ``safe_defaults`` lists
 what the supervisor applied when the manager missed a deadline.
 
@@ -30,6 +32,36 @@ GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.W
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
                EventKind.DEADLINE_MISSED, EventKind.INPUT_ERROR, EventKind.NODE_CRASHED, EventKind.BRAIN_ERROR,
                EventKind.INVALID_CALL)
+
+
+HELD_FOR_HUMAN = 'held_for_human'
+"""The outcome of an episode whose time limit found the team held on an open escalation (a person asked)."""
+
+
+def time_limit_outcome(events: list[TeamEventModel]) -> tuple[str, str]:
+    """Return the outcome of an episode stopped at its time limit, and why, from its record ``events``.
+
+    :data:`HELD_FOR_HUMAN` when the team is held (``team_held`` not released) on an escalation that
+    is still open: announced to people (``escalation``), neither decided by a person
+    (``human_decision``) nor expired (``escalation_expired``). The team waits, safely, for the
+    person it paged; a run that simply ran out of time is ``timeout``.
+    """
+    opened, closed, held = [], set(), {}
+    for event in events:
+        escalation = str(event.data.get('escalation_id', ''))
+        if event.kind == EventKind.ESCALATION.value and escalation not in opened:
+            opened.append(escalation)
+        elif event.kind in (EventKind.HUMAN_DECISION.value, EventKind.ESCALATION_EXPIRED.value):
+            closed.add(escalation)
+        elif event.kind == EventKind.TEAM_HELD.value:
+            held[escalation] = event.reason
+        elif event.kind == EventKind.TEAM_RELEASED.value:
+            held.pop(escalation, None)
+    waiting = [e for e in opened if e not in closed and e in held]
+    if waiting:
+        return HELD_FOR_HUMAN, (f"the team is held on {', '.join(waiting)}, announced to people and not answered "
+                                f'({held[waiting[0]]})')
+    return 'timeout', 'no episode end within the time limit, and no open escalation holds the team'
 
 
 def _evidence(task_type: str, journal: list[dict]) -> dict:

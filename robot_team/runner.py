@@ -70,7 +70,7 @@ from robot_team.names import (
     validate_namespace,
 )
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.report import build_report
+from robot_team.report import build_report, time_limit_outcome
 from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
 from robot_team.rosevents import EventEmitter
 from robot_team.rosexec import TeamExecutor
@@ -307,9 +307,10 @@ class Episode:
             resume_clock()
             finished = self._wait_finished(recorder, interrupt)
             if finished is None and not interrupt.is_set():
-                self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
-                                 reason=f'no episode end within {self.scenario.time_limit_s:.0f} s of sim time',
-                                 outcome='timeout')
+                outcome, why = time_limit_outcome(recorder.events())
+                self.events.emit(EventKind.EPISODE_FINISHED, f'episode stopped: time limit reached ({outcome})',
+                                 reason=f'no episode end within {self.scenario.time_limit_s:.0f} s of sim time: {why}',
+                                 outcome=outcome)
         if finished is None and interrupt.is_set():
             self.events.emit(EventKind.EPISODE_FINISHED, f'episode stopped: {interrupt.signal_name} received',
                              reason=f'{interrupt.signal_name}: the run was interrupted; the record so far is kept',

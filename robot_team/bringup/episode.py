@@ -34,7 +34,7 @@ from robot_team.events import EventKind
 from robot_team.msg import TeamEvent
 from robot_team.names import team_name
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.report import build_report
+from robot_team.report import build_report, time_limit_outcome
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s
@@ -118,8 +118,10 @@ class EpisodeRecorder(TeamRecorder):
             self.ending.set()
             return
         if now_s(self) > self.time_limit_s:
-            self._emitter.emit(EventKind.EPISODE_FINISHED, 'episode stopped: time limit reached',
-                               reason=f'no episode end within {self.time_limit_s:.0f} s of sim time', outcome='timeout')
+            outcome, why = time_limit_outcome(events)
+            self._emitter.emit(EventKind.EPISODE_FINISHED, f'episode stopped: time limit reached ({outcome})',
+                               reason=f'no episode end within {self.time_limit_s:.0f} s of sim time: {why}',
+                               outcome=outcome)
             return      # finished at the next check, once the event is recorded
         starts: dict[str, int] = {}
         for e in events:
