@@ -183,9 +183,9 @@ class WorkflowPolicy:
     7. a type whose latest task succeeded is repeated only to recover a later step that failed
        (e.g. the HCW left before the badge scan), and with a reason; otherwise the workflow moves
        on (a failed type is retried freely: recovery);
-    8. the reflection needs no task running and either all three operational tasks succeeded,
-       the episode closed by ``abort``, or the latest operational task failed and an escalation
-       about it was resolved; once a reflection runs or succeeded, no second one;
+    8. the reflection needs no task running and either all three operational tasks succeeded or
+       the episode closed by ``abort`` (a person's ``retry`` or ``reassign`` on a failure is work
+       for the team); once a reflection runs or succeeded, no second one;
     9. the HCW (:func:`task_hcw_refusal`): a navigation names an HCW of the patient's required
        specialty who is on shift, unless a person chose them (the hospital's assignment, a
        ``reassign`` decision); the later steps are about the HCW the latest navigation escorted.
@@ -322,9 +322,7 @@ class WorkflowPolicy:
         if done:
             return refuse('reflection', f'the reflection is already {done[0].status} ({done[0].task_id}); '
                                         f'there is only one reflection per episode')
-        why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.status, t.issue) for t in self._tasks.values()],
-                              {e.task_id for e in self._escalations.values() if not e.is_open},
-                              closed=bool(self._closed_by))
+        why = reflection_wait(self._outlines(), closed=bool(self._closed_by))
         return None if why is None else refuse('reflection', why)
 
     # --- Reports ------------------------------------------------------------------------------
@@ -855,20 +853,23 @@ def failed_since_success(kind: TaskType, tasks: list[TaskOutline]) -> list[TaskO
     return [t for t in later if t is not None and t.status == 'failure' and tasks.index(t) > since]
 
 
-def reflection_wait(tasks: list[TaskOutline], resolved_about: set[str], *, closed: bool) -> str | None:
+def reflection_wait(tasks: list[TaskOutline], *, closed: bool) -> str | None:
     """Return why the reflection must wait (rule 8 of :class:`WorkflowPolicy`), or ``None`` if it may start.
 
     Parameters
     ----------
     tasks
         Every task, in authorization order.
-    resolved_about
-        IDs of the tasks an escalation was decided on by a human.
     closed
-        Whether a human closed the episode with ``abort``.
+        Whether the episode was closed with ``abort`` (a person's, or an unanswered escalation's safe
+        default).
 
-    Shared by the supervisor's gate and the manager's LLM bridge (which offers the reflection
-    tool only when this returns ``None``). Does not check for an earlier reflection.
+    A failed step ends the onboarding only when the episode is closed: a person's ``retry`` or
+    ``reassign`` is work for the team, not its end (a random manager reflected right after the
+    human reassigned the failed escort to another physician, and the patient was left unserved
+    with the outcome ``failure``). Shared by the supervisor's gate and the manager's LLM bridge
+    (which offers the reflection tool only when this returns ``None``). Does not check for an
+    earlier reflection.
     """
     running = [t.task_id for t in tasks if t.status == 'running']
     if running:
@@ -882,11 +883,9 @@ def reflection_wait(tasks: list[TaskOutline], resolved_about: set[str], *, close
         return None
     last = operational[-1] if operational else None
     if last is not None and last.status == 'failure':
-        if last.task_id in resolved_about:
-            return None
-        return (f'reflection must wait: {last.task_id} ({last.task_type.value}) failed ({last.issue}) and no '
-                f'escalation about it has been resolved; recover it or escalate {last.task_id} and wait for the '
-                f'human decision')
+        return (f'reflection must wait: {last.task_id} ({last.task_type.value}) failed ({last.issue}); recover it '
+                f"(a person's decision on it says how) or escalate {last.task_id}: the onboarding ends in a "
+                f'reflection only when done or closed by abort')
     missing = [kind.value for kind, t in latest.items() if t is None or t.status != 'success']
     return f"reflection must wait: {', '.join(missing)} not yet successful (workflow: {_order()})"
 

@@ -150,15 +150,19 @@ def test_second_reflection_is_refused(policy):
     assert not ask(policy, 'reflection').approved
 
 
-def test_reflection_after_failure_needs_a_resolved_escalation(policy):
+def test_reflection_after_failure_needs_the_episode_closed(policy):
     nav = run(policy, 'navigation', 'failure')
     auth = ask(policy, 'reflection')
-    assert not auth.approved and 'no escalation about it has been resolved' in auth.explanation
+    assert not auth.approved and 'closed by abort' in auth.explanation
     esc = policy.open_escalation(nav, 'manager', 'no physician reachable', ['abort'])
     assert not ask(policy, 'reflection').approved          # open, not resolved
-    accepted, _ = policy.resolve(esc, 'retry', operator_id='charge_nurse')
+    accepted, _ = policy.resolve(esc, 'reassign', hcw_id='90', operator_id='charge_nurse')
     assert accepted
-    assert ask(policy, 'reflection').approved
+    assert not ask(policy, 'reflection').approved          # a person's reassign is work for the team
+    again = run(policy, 'navigation', 'failure', hcw_id='90')
+    esc = policy.open_escalation(again, 'manager', 'still no physician', ['abort'])
+    accepted, _ = policy.resolve(esc, 'abort', operator_id='charge_nurse')
+    assert accepted and ask(policy, 'reflection').approved   # closed: the reflection ends it
 
 
 def test_reflection_after_a_human_abort(policy):

@@ -211,8 +211,8 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
       refused something since the last decision, unless a human's ``abort`` closed the episode
       (:func:`~robot_team.escalation_model.closing_abort`);
     - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
-      type succeeded, a human decided ``abort``, or the last operational task failed and a human
-      decided on an escalation about it (:func:`~robot_team.workflow.reflection_wait`, the gate's rule 8).
+      type succeeded or a human decided ``abort`` (:func:`~robot_team.workflow.reflection_wait`, the gate's
+      rule 8).
 
     Offering only these is the gate's rule shown in advance: a call to a tool not offered is
     still handled and refused by the gate with its explanation.
@@ -224,8 +224,7 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
     closed = bool(closing_abort(obs.escalations))   # the human decided: nothing left to escalate
     if not closed and (obs.feedback or any(t is not None and t.state == 'failure' for t in latest)):
         names.append(ManagerTool.ESCALATE_TO_SUPERVISOR.value)
-    why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.state, t.issue) for t in obs.tasks],
-                          {e.task_id for e in obs.escalations if e.resolved}, closed=closed)
+    why = reflection_wait([TaskOutline(t.task_id, t.task_type, t.state, t.issue) for t in obs.tasks], closed=closed)
     if why is None:
         names.append(ManagerTool.SUBMIT_REFLECTION.value)
     return names
