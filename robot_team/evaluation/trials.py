@@ -720,6 +720,13 @@ def _label(summary: EvalSummary, c: ConditionSummary) -> str:
     return f'{c.scenario}: {label}' if len(summary.scenarios) > 1 else label
 
 
+def _strict_cells(score) -> tuple[str, str]:
+    """Return a run's strict points (attempted / floor of max) and its false successes as table cells ('-': none)."""
+    strict = '-' if score.strict_attempted is None or score.strict_floor is None else \
+        f'{score.strict_attempted.points:g} / {score.strict_floor.points:g} of {score.strict_attempted.max_points:g}'
+    return strict, '-' if score.false_successes is None else str(len(score.false_successes))
+
+
 def markdown(summary: EvalSummary) -> str:
     """Return the evaluation as Markdown tables shaped like the published Tables III and IV (a row per scenario)."""
     ref = summary.reference
@@ -775,9 +782,7 @@ def markdown(summary: EvalSummary) -> str:
               '|---|---|---|---|---|---|---|---|---|---|---|']
     for r in summary.runs:
         s, d = r.score, r.score.decisions
-        strict = '-' if s.strict_attempted is None or s.strict_floor is None else \
-            f'{s.strict_attempted.points:g} / {s.strict_floor.points:g} of {s.strict_attempted.max_points:g}'
-        false = '-' if s.false_successes is None else len(s.false_successes)
+        strict, false = _strict_cells(s)
         lines.append(f'| {r.scenario} | {r.condition}/trial-{r.trial} | {s.outcome} | {r.expected_outcome} '
                      f'| {s.attempted.points:g} / {s.floor.points:g} of {s.attempted.max_points:g} | {strict} '
                      f"| {false} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} | {d.get('human', 0)} |")
@@ -788,9 +793,7 @@ def markdown(summary: EvalSummary) -> str:
                   '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
         for r in summary.chance_runs:
             s, d = r.score, r.score.decisions
-            strict = '-' if s.strict_attempted is None or s.strict_floor is None else \
-                f'{s.strict_attempted.points:g} / {s.strict_floor.points:g} of {s.strict_attempted.max_points:g}'
-            false = '-' if s.false_successes is None else len(s.false_successes)
+            strict, false = _strict_cells(s)
             lines.append(f'| {r.scenario} | {CHANCE_DIR}/{r.condition}/trial-{r.trial} | {r.seed} | {s.outcome} '
                          f'| {r.expected_outcome} | {s.attempted.points:g} / {s.floor.points:g} of '
                          f"{s.attempted.max_points:g} | {strict} | {false} | {d.get('llm', 0)} "
