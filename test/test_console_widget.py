@@ -62,7 +62,7 @@ def team(ros_context, executor, tmp_path):
 def escalate(manager, options):
     from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
     auth = call(manager, AuthorizeTask, names.AUTHORIZE_TASK, task_type='navigation', robot='navigation_robot',
-                requested_by='manager')
+                hcw_id='80', requested_by='manager')
     report = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot='navigation_robot',
                              status='failure', issue='HCW #80 unavailable: on an urgent call')
     assert call(manager, SubmitReport, names.SUBMIT_REPORT, report=report_to_msg(report)).accepted

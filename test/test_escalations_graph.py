@@ -111,7 +111,8 @@ class Team(Node):
     def escort_with_concern(self, reason):
         """Start a navigation goal at the robot (it runs until cancelled) and raise a concern on it."""
         from robot_team.action import ExecuteTask
-        auth = self.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
+        auth = self.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager',
+                         hcw_id='80')
         assert self.robot_client.wait_for_server(timeout_sec=10.0)
         sent = self.robot_client.send_goal_async(ExecuteTask.Goal(task_id=auth.task_id, task_type='navigation'))
         assert wait_for(sent.done) and sent.result().accepted
@@ -121,7 +122,8 @@ class Team(Node):
         return auth, esc
 
     def failed_navigation(self, supervisor):
-        auth = self.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
+        auth = self.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager',
+                         hcw_id='80')
         assert auth.approved
         report = TaskReportModel(task_id=auth.task_id, task_type='navigation', robot='navigation_robot',
                                  status='failure', issue='HCW #80 unavailable: on an urgent call')
@@ -285,7 +287,8 @@ def test_a_restarted_supervisor_takes_up_open_escalations_and_holds(graph, ros_c
     assert wait_for(lambda: len(team.find('escalation_restored')) >= 2, timeout=30.0)
     started = wait_for(lambda: [e for e in team.find('node_started') if e.data.get('restored_escalations')])
     assert started and started[-1].data['restored_escalations'] == ['esc-1', 'esc-2']
-    refused = team.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager')
+    refused = team.call('authorize', task_type='navigation', robot='navigation_robot', requested_by='manager',
+                        hcw_id='80')
     assert not refused.approved and refused.rule == refused.RULE_HELD
 
     assert team.call('resolve', escalation_id='esc-1', decision='accept', operator_id='charge_nurse').accepted

@@ -31,7 +31,7 @@ def test_console_lists_and_resolves_an_escalation(ros_context, executor, domain_
         executor.add_node(node)
     try:
         auth = call(manager, AuthorizeTask, names.AUTHORIZE_TASK, AuthorizeTask.Request(
-            task_type='navigation', robot='navigation_robot', requested_by='manager'))
+            task_type='navigation', robot='navigation_robot', requested_by='manager', hcw_id='80'))
         assert auth.approved
         esc = call(manager, RequestEscalation, names.REQUEST_ESCALATION, RequestEscalation.Request(
             task_id=auth.task_id, reason='HCW #80 unavailable', options=['reassign:90', 'abort']))
