@@ -55,7 +55,7 @@ from typing import Iterable, Literal, Sequence
 
 from pydantic import BaseModel, Field, ValidationError
 
-from robot_team.catalog import TASK_OWNER, Tool
+from robot_team.catalog import TASK_OWNER, Tool, same_care_team
 from robot_team.config import ConfigError, Scenario, StaffSeed, load_staff_seed
 from robot_team.directory import DirectoryError, StaffDirectory
 from robot_team.events import EventKind, TeamEventModel
@@ -355,9 +355,9 @@ def screen_members(value) -> list[ScreenMember] | None:
 def team_differences(shown: Sequence[ScreenMember] | None, team: Sequence[ScreenMember]) -> list[str]:
     """Return how ``shown`` differs from the care ``team`` (empty: the same team).
 
-    The same HCWs (by ``hcw_id``, each once), each with the team's name and role (compared
-    case-insensitively, stripped) and, where the entry shows one, its specialty; an empty screen
-    or an empty team always differs.
+    The catalog's one rule of what showing a care team means (:func:`robot_team.catalog.same_care_team`:
+    the same HCWs once each, the team's name and role, a shown specialty equal to the team's), on
+    what the simulator says the screen showed; no entries, an empty screen or an empty team always differ.
     """
     if shown is None:
         return ['no care-team entries']
@@ -365,28 +365,7 @@ def team_differences(shown: Sequence[ScreenMember] | None, team: Sequence[Screen
         return ['an empty care team shown']
     if not team:
         return ['the directory gives the room no care team']
-    expected = {m.hcw_id: m for m in team}
-    problems, seen = [], set()
-    for entry in shown:
-        who = f'#{entry.hcw_id}' if entry.hcw_id else f'an entry without an HCW ID ({entry.name!r})'
-        if entry.hcw_id in seen:
-            problems.append(f'{who} shown twice')
-            continue
-        seen.add(entry.hcw_id)
-        member = expected.get(entry.hcw_id)
-        if member is None:
-            problems.append(f'{who} is not on the care team')
-            continue
-        for key in ('name', 'role'):
-            if not _same(getattr(entry, key), getattr(member, key)):
-                problems.append(f'{who} shown with {key} {getattr(entry, key)!r}, the directory says '
-                                f'{getattr(member, key)!r}')
-        if entry.specialty and not _same(entry.specialty, member.specialty):
-            problems.append(f'{who} shown as a {entry.specialty!r}, the directory says {member.specialty!r}')
-    missing = [f'#{hcw}' for hcw in expected if hcw not in seen]
-    if missing:
-        problems.append(f"care-team member(s) {', '.join(missing)} not shown")
-    return problems
+    return same_care_team([m.model_dump() for m in shown], [m.model_dump() for m in team])
 
 
 class _Reader:
