@@ -89,7 +89,8 @@ def run(
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json.
 
-    Exit code: 0 if the outcome is the scenario's expected one, 1 for another outcome, 2 for
+    Exit code: 0 if the outcome is the scenario's expected one, 1 for another outcome or a
+    patient who arrived during the episode and was not served (one patient per episode), 2 for
     bad input, 3 if the team did not start, 130/143 if interrupted by SIGINT/SIGTERM (the
     report and the record so far are written).
     """
@@ -191,6 +192,10 @@ def print_summary(report: dict) -> None:
     for applied in report.get('safe_defaults') or []:
         console.print(f"[yellow]safe default[/yellow] {applied['directive']} after the {applied['deadline']} deadline "
                       f"({applied['escalation_id']}): {applied['reason']}")
+    for patient in report.get('unserved_patients') or []:
+        console.print(f"[red]not served[/red] patient {patient['patient_id']} (ESI {patient['esi_level'] or '?'}) "
+                      f"arrived in {patient['room']} at {patient['arrived_s']} s while the team served another: "
+                      f"one patient per episode")
     if report.get('interrupted_by'):
         console.print(f"[red]interrupted[/red] by {report['interrupted_by']}: the record so far is written")
     llm = (report.get('llm') or {}).get('total') or {}

@@ -65,6 +65,9 @@ class EventKind(str, Enum):
     REFLECTION = 'reflection'                # data: the Reflection as dict
     REFLECTION_REJECTED = 'reflection_rejected'
     EPISODE_FINISHED = 'episode_finished'    # data: outcome (success, failure, escalated, timeout, interrupted)
+    PATIENT_UNSERVED = 'patient_unserved'    # supervisor: another patient arrived while the episode serves
+    #                                          one; data: patient_id, room, esi_level, assigned_hcw_id,
+    #                                          required_specialty, serving (the patient in progress)
     SAFE_DEFAULT = 'safe_default'            # supervisor: a missed manager deadline's safe default; data: directive
     TAKEOVER = 'takeover'                    # manager: the protocol brain took over its role; data: escalation_id
     SIM = 'sim'                              # ground truth from the simulator; data: what, ...

@@ -12,7 +12,8 @@ Exit codes of ``robot-team run`` (:func:`exit_code`):
 
 ====  ==========================================================================================
 0     the episode's outcome is the scenario's expected one (``success`` when none is given)
-1     the episode ran to another outcome (``failure``, ``escalated``, ``timeout``...)
+1     the episode ran to another outcome (``failure``, ``escalated``, ``timeout``...), or another
+      patient arrived during it and was not served (the report's ``unserved_patients``)
 2     bad input: scenario, floor, staff directory or option (nothing ran)
 3     the team did not start (a node crashed or did not come up)
 130   interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (128 + the signal's number)
@@ -152,4 +153,6 @@ def exit_code(report: dict) -> int:
     if outcome == 'start_error':
         return EXIT_NOT_STARTED
     expected = report.get('expected_outcome') or 'success'
+    if report.get('unserved_patients'):   # a patient the team left: never a run as expected
+        return EXIT_UNEXPECTED_OUTCOME
     return EXIT_AS_EXPECTED if outcome == expected else EXIT_UNEXPECTED_OUTCOME

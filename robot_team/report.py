@@ -7,14 +7,17 @@ Shape (JSON)::
      escalations: [{escalation_id, task_id, raised_by, reason, decision, hcw_id, operator_id}],
      reflection, guards: {kind: count}, sim_time_s, wall_time_s, real_time_factor,
      events: {count, files, sequence_gaps, complete}, llm,
-     decisions: {llm, protocol, fallback, human}, takeovers, safe_defaults: [...]}
+     decisions: {llm, protocol, fallback, human}, takeovers, safe_defaults: [...],
+     unserved_patients: [{patient_id, room, esi_level, assigned_hcw_id, arrived_s}]}
 
 ``outcome`` is the last ``episode_finished`` event's: ``success``, ``failure``, ``escalated``,
 ``held_for_human`` (the sim time limit reached while the team was held on an escalation a person
 was asked about and has not answered: :func:`time_limit_outcome`), ``timeout`` (the sim time
 limit, otherwise), ``interrupted`` (SIGINT/SIGTERM), ``start_error``.
 ``decisions`` counts decisions per source (:mod:`robot_team.decisions`); ``safe_defaults`` lists
-what the supervisor applied when the manager missed a deadline.
+what the supervisor applied when the manager missed a deadline. ``unserved_patients`` lists the
+patients who arrived while the episode served another (``patient_unserved`` events, once per
+patient; ``arrived_s`` sim s): an episode serves one patient and never replaces it.
 
 ``evidence`` condenses each task's ground truth: Nav2 goal results for navigation, the badge
 scan and directory record for info collection, the display service reply for display.
@@ -145,7 +148,25 @@ def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mod
         'safe_defaults': [{k: e.data.get(k) for k in ('directive', 'directive_id', 'escalation_id', 'deadline', 'cue')}
                           | {'reason': e.reason, 'sim_time_s': round(e.stamp_s, 3)}
                           for e in by_kind.get(EventKind.SAFE_DEFAULT.value, [])],
+        'unserved_patients': unserved_patients(events),
     }
+
+
+def unserved_patients(events: list[TeamEventModel]) -> list[dict]:
+    """Return the patients ``events`` record as not served (``patient_unserved``), first arrival of each.
+
+    Each: ``{patient_id, room, esi_level, assigned_hcw_id, arrived_s}`` (``arrived_s``: ROS time
+    of the supervisor's record, s), in arrival order.
+    """
+    seen: dict[str, dict] = {}
+    for event in events:
+        if event.kind != EventKind.PATIENT_UNSERVED.value:
+            continue
+        d = event.data
+        seen.setdefault(str(d.get('patient_id', '')), {
+            'patient_id': d.get('patient_id', ''), 'room': d.get('room', ''), 'esi_level': d.get('esi_level', 0),
+            'assigned_hcw_id': d.get('assigned_hcw_id', ''), 'arrived_s': round(event.stamp_s, 3)})
+    return list(seen.values())
 
 
 def llm_usage(events: list[TeamEventModel]) -> dict:

@@ -433,6 +433,12 @@ class WorkflowPolicy:
 
     # --- The patient cue and the manager's deadlines -------------------------------------------
 
+    @property
+    def patient_id(self) -> str:
+        """The patient this onboarding serves ('' before the patient cue)."""
+        with self._lock:
+            return self._patient_id
+
     def patient_arrived(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
                         required_specialty: str = '') -> bool:
         """Start the onboarding's deadlines for ``patient_id``'s arrival at ROS time ``now_s`` (s).

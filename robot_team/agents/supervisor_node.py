@@ -314,7 +314,8 @@ class SupervisorNode(Node):
     def arrival_callback(self, msg) -> None:
         """Start the onboarding's deadlines at the patient cue."""
         self.core.on_patient_arrival(msg.patient_id, now_s(self), assigned_hcw_id=msg.assigned_hcw_id,
-                                     required_specialty=msg.required_specialty)
+                                     required_specialty=msg.required_specialty, room=msg.room,
+                                     esi_level=msg.esi_level)
         self._save_state()
 
     def deadline_callback(self) -> None:

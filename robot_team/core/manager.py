@@ -214,10 +214,21 @@ class ManagerCore:
         self._update('', lambda o: o.feedback.append(feedback))
 
     def on_arrival(self, patient: PatientInfo) -> None:
-        """Record the patient-arrival cue (a repeat of the same patient is ignored)."""
+        """Record the patient-arrival cue (a repeat of the same patient is ignored).
+
+        Another patient's cue never replaces the patient in progress: the manager records that it
+        saw it (``observation``, cue ``patient_unserved``) and goes on with its patient, as the
+        supervisor's gate does (it records the unserved patient for the report).
+        """
         with self._lock:
-            if self._obs.patient is not None and self._obs.patient.patient_id == patient.patient_id:
+            serving = self._obs.patient
+            if serving is not None and serving.patient_id == patient.patient_id:
                 return
+        if serving is not None:
+            self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room} while the '
+                       f'team serves {serving.patient_id}: not served by this episode', target=patient.room,
+                       cue='patient_unserved', serving=serving.patient_id, **patient.model_dump())
+            return
         self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
                    f'#{patient.assigned_hcw_id} assigned', target=patient.room, cue='patient_arrival',
                    **patient.model_dump())

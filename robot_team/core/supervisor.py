@@ -107,6 +107,7 @@ class SupervisorCore:
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
+        self._unserved: set[str] = set()
 
     def state(self) -> SupervisorState:
         """Return the state a restarted supervisor takes up (:meth:`restore`): the workflow and directives."""
@@ -129,10 +130,13 @@ class SupervisorCore:
         self._took_over = state.took_over
 
     def on_patient_arrival(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
-                           required_specialty: str = '') -> bool:
+                           required_specialty: str = '', room: str = '', esi_level: int = 0) -> bool:
         """Start the onboarding's deadlines at the patient cue (a repeat changes nothing); return whether started.
 
         ``assigned_hcw_id`` and ``required_specialty`` are what the gate checks a navigation's HCW against.
+        Another patient's cue while this episode serves one never replaces it: it is recorded
+        (``patient_unserved``, with ``room``, ``esi_level`` (ESI 1-5, 0 unknown) and the patient in
+        progress) so that the report lists the patient nobody served, once per patient.
         """
         try:
             started = self.policy.patient_arrived(patient_id, now_s, assigned_hcw_id=assigned_hcw_id,
@@ -140,6 +144,16 @@ class SupervisorCore:
         except ValueError as exc:
             self._emit(EventKind.INPUT_ERROR, 'ignored a patient cue without an ID', reason=str(exc))
             return False
+        serving = self.policy.patient_id
+        patient_id = str(patient_id).strip()
+        if not started and patient_id != serving and patient_id not in self._unserved:
+            self._unserved.add(patient_id)
+            self._emit(EventKind.PATIENT_UNSERVED, f'patient {patient_id} arrived in {room or "?"} while the team '
+                       f'serves {serving}: not served by this episode', target=room,
+                       reason=f'one patient per episode: {serving} is in progress and is never replaced by '
+                              f'another patient',
+                       patient_id=patient_id, room=room, esi_level=int(esi_level),
+                       assigned_hcw_id=assigned_hcw_id, required_specialty=required_specialty, serving=serving)
         self._record_deadline_changes()
         return started
 
