@@ -287,3 +287,20 @@ def test_a_random_team_runs_a_real_episode_to_a_report(tmp_path, domain_id):
     assert not unusable, unusable[0]      # every reply was within its request's schema
     # no HTTP error (a request cancelled by a takeover or the episode's end is not one)
     assert not [e for e in events if e['kind'] == 'llm_error' and not e['data'].get('cancelled')]
+
+
+def test_a_client_that_hangs_up_mid_request_leaves_no_traceback(capfd):
+    # The team's client cancels a request its step no longer needs (recorded on its side); the
+    # endpoint's reset connection used to print a socketserver traceback in every benchmark log.
+    import socket
+    import struct
+    import time
+
+    from robot_team.llm.fakeserver import ScriptedServer
+    with ScriptedServer() as server:
+        client = socket.create_connection(server._httpd.server_address[:2])
+        client.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: loopback\r\n')   # headers never end
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))   # close = reset
+        client.close()
+        time.sleep(0.5)
+    assert 'Traceback' not in capfd.readouterr().err

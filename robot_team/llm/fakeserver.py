@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -59,6 +60,20 @@ class Fault:
     delay_s: float = 0.0
     body: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that leaves out a client's hang-up, which the client records itself."""
+
+    def handle_error(self, request, client_address) -> None:
+        """Print the traceback of an error, except a connection the client closed mid-request.
+
+        The team's client cancels a request whose step no longer needs it (recorded on its side as
+        an ``llm_error``); the reset it leaves here is no error of the server's.
+        """
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer:
@@ -200,7 +215,7 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):   # the client gave up (timeout)
                     pass
 
-        self._httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self._httpd = _QuietServer(('127.0.0.1', 0), Handler)
         self._httpd.daemon_threads = True
         self.base_url = f'http://127.0.0.1:{self._httpd.server_address[1]}/v1'
         self._thread = threading.Thread(target=self._httpd.serve_forever, name='scripted-llm', daemon=True)
