@@ -38,6 +38,7 @@ class EscalationKind(str, Enum):
     ISSUE = 'issue'        # the team could not handle a task (manager or supervisor)
     CONCERN = 'concern'    # a person's concern
     HOLD = 'hold'          # the team is held until it is resolved
+    PATIENT = 'patient'    # a patient the team does not serve: a person must take them
 
 
 class LifecycleState(str, Enum):
@@ -113,6 +114,7 @@ class EscalationRecord(BaseModel):
     covered_by: str = Field('', description="A safe default already in force for it ('takeover': the protocol "
                             "brain has the manager's role), so its expiry holds nothing.")
     followed_by: str = Field('', description='The hold escalation opened when this one expired.')
+    patient_id: str = Field('', description="Kind 'patient': the patient a person must take.")
 
     @property
     def is_open(self) -> bool:

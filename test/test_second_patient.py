@@ -1,8 +1,10 @@
 """A second patient never replaces the one in progress, and is never dropped silently (issue 27, item 1).
 
 An episode serves one patient. Another patient's arrival during it is recorded by the supervisor
-(``patient_unserved``) and seen by the manager, the report lists the patient nobody served, and
-``robot-team run`` exits 1; the patient in progress is served as if nobody else had arrived.
+(``patient_unserved``) and seen by the manager, a person is asked at once to take that patient (a
+``patient`` escalation, announced until acknowledged), the report lists the patient nobody
+served, and ``robot-team run`` exits 1; the patient in progress is served as if nobody else had
+arrived.
 The core tests run the nodes' cores without ROS; the last one a real graph.
 """
 
@@ -112,9 +114,50 @@ def test_a_second_arrival_on_the_topic_leaves_the_first_patient_served_and_the_s
     assert report['outcome'] == 'success', report
     assert [(p['patient_id'], p['room']) for p in report['unserved_patients']] == [(OTHER.patient_id, OTHER.room)]
     assert exit_code(report) == EXIT_UNEXPECTED_OUTCOME
+    asked = [e for e in report['escalations'] if e['escalation_id'].startswith('patient-')]
+    assert [(e['raised_by'], e['task_id']) for e in asked] == [('supervisor', '')]   # a person asked at once
+    assert OTHER.patient_id in asked[0]['reason']
+    waits = [e for e in events if e.kind == 'escalation_awaits_human']
+    assert [e.data['escalation_id'] for e in waits] == [asked[0]['escalation_id']]   # no scripted answer spent
     seen = [e for e in events if e.kind == 'observation' and e.data.get('cue') == 'patient_unserved']
     assert seen and seen[0].data['serving'] == scenario.patient.patient_id
     shown = [e.data for e in events if e.kind == 'sim' and e.data.get('what') == 'display_shown']
     assert shown and {d.get('room') for d in shown} == {scenario.patient.room}
     goals = {e.data.get('room') for e in events if e.kind == 'delegation_requested'} - {'', None}
     assert goals == {scenario.patient.room}
+
+
+def test_a_person_is_asked_for_the_other_patient_at_once_until_one_acknowledges(tmp_path):
+    from robot_team.core.escalations import EscalationStore, Refusal
+    from test_escalation_desk import make_desk
+    store = EscalationStore(tmp_path / 'escalations.sqlite')
+    desk, core, ports, events, _ = make_desk(tmp_path, store=store)
+    core.on_patient_arrival('P-1', 0.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
+    core.on_patient_arrival('P-2', 3.0, assigned_hcw_id='41', required_specialty='Nurse', room='ER-3', esi_level=2)
+    [asked] = [r for r in desk.records() if r.kind.value == 'patient']
+    assert (asked.escalation_id, asked.patient_id, asked.severity.value, asked.due_s, asked.holds_team) == \
+        ('patient-1', 'P-2', 'critical', None, False)
+    assert ports.published[-1].escalation_id == 'patient-1' and ports.published[-1].opened_s == 3.0
+    assert [d['escalation_id'] for k, _, d in events if k == 'escalation'] == ['patient-1']
+    assert not [d for d in core.policy.snapshot().deadlines if d.state == 'met']   # P-1's deadlines untouched
+    desk.tick(100.0)   # past every escalation deadline (30-60 s), not P-1's first step (120 s): announced again
+    record = desk.record('patient-1')
+    assert record.is_open and record.notifications == 2 and not desk.hold.active
+    refused = desk.resolve('patient-1', 'abort', '', '', 'charge_nurse', 101.0)
+    assert not refused.accepted and refused.refusal is Refusal.BAD_DECISION and not core.policy.closed
+    assert desk.acknowledge('patient-1', 'charge_nurse', 'I have P-2', 102.0).accepted
+    desk.tick(115.0)
+    assert desk.record('patient-1').notifications == 2   # a person has the patient: no more announcements
+    # the gate's own escalations keep their IDs, and a restarted supervisor keeps the two apart
+    nav = core.authorize('navigation', 'navigation_robot', '', 'manager', 103.0, hcw_id='90')
+    assert nav.approved
+    _, esc_id, _ = core.request_escalation(nav.task_id, 'stuck', ['retry'], 104.0)
+    assert esc_id == 'esc-1'
+    store.close()
+    again = EscalationStore(tmp_path / 'escalations.sqlite')
+    desk2, core2, _, _, _ = make_desk(tmp_path, store=again)
+    assert sorted(desk2.restore(600.0)) == ['esc-1', 'patient-1']
+    assert [e.escalation_id for e in core2.policy.snapshot().escalations] == ['esc-1']
+    core2.on_patient_arrival('P-1', 601.0)
+    core2.on_patient_arrival('P-2', 601.0, room='ER-3', esi_level=2)   # the latched cue again: the same one
+    assert [r.escalation_id for r in desk2.records() if r.kind.value == 'patient'] == ['patient-1']

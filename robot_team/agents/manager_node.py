@@ -46,7 +46,7 @@ from robot_team.config import ConfigError
 from robot_team.core.manager import ManagerCore
 from robot_team.core.manager_store import ManagerStore
 from robot_team.errors import ToolError
-from robot_team.escalation_model import EscalationRecord
+from robot_team.escalation_model import EscalationKind, EscalationRecord
 from robot_team.events import EventKind
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
 from robot_team.msg import (
@@ -230,7 +230,7 @@ class ManagerNode(Node):
         """Pass an escalation (the manager's own or the supervisor's) to the core."""
         self.core.on_escalation(EscalationRecord(escalation_id=msg.escalation_id, task_id=msg.task_id,
                                                  task_type=msg.task_type, raised_by=msg.raised_by,
-                                                 reason=msg.reason))
+                                                 reason=msg.reason, kind=_kind(msg.kind)))
 
     def decision_callback(self, msg) -> None:
         """Pass a human decision on an escalation to the core."""
@@ -439,3 +439,11 @@ def main(args=None) -> int:
 
 if __name__ == '__main__':
     raise SystemExit(main())
+
+
+def _kind(value: str) -> EscalationKind:
+    """Return the escalation kind ``value`` names (``Escalation.msg`` ``KIND_*``); an unknown one is an ``issue``."""
+    try:
+        return EscalationKind(value)
+    except ValueError:
+        return EscalationKind.ISSUE

@@ -4,7 +4,8 @@ It listens to ``/team/escalations`` and answers each one with the first unused a
 scenario's ``operator_script`` whose ``task_type`` matches (or is ``None``: any). Like a person,
 it takes ``delay_s`` of sim time to answer, then calls ``/team/supervisor/resolve_escalation``
 as ``scripted_operator``. An escalation no answer matches waits for a real human (e.g. rqt's
-Service Caller); the operator only records that it is waiting.
+Service Caller); the operator only records that it is waiting, as it does for a ``patient``
+escalation (a patient the team does not serve: a person takes them, not a script).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rclpy.node import Node
 
 from robot_team import names
 from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
+from robot_team.escalation_model import EscalationKind
 from robot_team.events import EventKind
 from robot_team.msg import Escalation
 from robot_team.rosclock import follow_clock
@@ -101,10 +103,12 @@ class ScriptedOperatorNode(Node):
         if msg.escalation_id in self._seen or msg.state in (msg.STATE_RESOLVED, msg.STATE_EXPIRED):
             return
         self._seen.add(msg.escalation_id)
-        index = next((i for i, a in enumerate(self.script)
-                      if i not in self._used and a.task_type in (None, msg.task_type)), None)
+        patient = msg.kind == EscalationKind.PATIENT.value   # a patient to take: a person's, no scripted decision
+        index = None if patient else next((i for i, a in enumerate(self.script)
+                                           if i not in self._used and a.task_type in (None, msg.task_type)), None)
         if index is None:
-            why = f'no unused scripted answer for task type {msg.task_type or "(none)"}'
+            why = ('a patient the team does not serve: a person takes them' if patient
+                   else f'no unused scripted answer for task type {msg.task_type or "(none)"}')
             self.events.emit(ESCALATION_AWAITS_HUMAN, f'{msg.escalation_id} awaits a human', reason=why,
                              target=msg.escalation_id, escalation_id=msg.escalation_id, task_id=msg.task_id,
                              task_type=msg.task_type, escalation_reason=msg.reason)

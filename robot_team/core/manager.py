@@ -50,7 +50,7 @@ from robot_team.catalog import TaskFacts, final_failure
 from robot_team.core.manager_store import ManagerState, ManagerStore
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
-from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
+from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind
 from robot_team.guards import (
     lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
@@ -236,7 +236,13 @@ class ManagerCore:
                      f'HCW #{patient.assigned_hcw_id} assigned.', lambda o: setattr(o, 'patient', patient))
 
     def on_escalation(self, record: EscalationRecord) -> None:
-        """Track an escalation (the manager's own, the supervisor's or a person's); a known one is no news."""
+        """Track an escalation (the manager's own, the supervisor's or a person's); a known one is no news.
+
+        A ``patient`` escalation (a person asked to take a patient the team does not serve) is not
+        the team's work: the manager's patient and tasks go on as before, so it is left out.
+        """
+        if record.kind is EscalationKind.PATIENT:
+            return
         with self._lock:   # team/escalations repeats an escalation at each lifecycle step
             if record.escalation_id in self._announced:
                 return

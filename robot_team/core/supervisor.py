@@ -104,6 +104,11 @@ class SupervisorCore:
         """Called with the escalation's ID when the safe default ``takeover`` gives the manager's
         role to the protocol brain (the escalation desk sets it:
         :meth:`robot_team.core.escalations.EscalationDesk.covered_by_takeover`)."""
+        self.on_unserved_patient: Callable[..., object] | None = None
+        """Called with the ``patient_unserved`` event's fields (``patient_id``, ``room``,
+        ``esi_level``, ``assigned_hcw_id``, ``required_specialty``, ``serving``) and ``now_s``
+        when another patient arrives (the escalation desk sets it: a person is asked to take them,
+        :meth:`robot_team.core.escalations.EscalationDesk.ask_for_patient`)."""
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
@@ -136,7 +141,8 @@ class SupervisorCore:
         ``assigned_hcw_id`` and ``required_specialty`` are what the gate checks a navigation's HCW against.
         Another patient's cue while this episode serves one never replaces it: it is recorded
         (``patient_unserved``, with ``room``, ``esi_level`` (ESI 1-5, 0 unknown) and the patient in
-        progress) so that the report lists the patient nobody served, once per patient.
+        progress) so that the report lists the patient nobody served, once per patient, and a
+        person is asked to take them (:attr:`on_unserved_patient`).
         """
         try:
             started = self.policy.patient_arrived(patient_id, now_s, assigned_hcw_id=assigned_hcw_id,
@@ -154,6 +160,10 @@ class SupervisorCore:
                               f'another patient',
                        patient_id=patient_id, room=room, esi_level=int(esi_level),
                        assigned_hcw_id=assigned_hcw_id, required_specialty=required_specialty, serving=serving)
+            if self.on_unserved_patient is not None:
+                self.on_unserved_patient(patient_id=patient_id, room=room, esi_level=int(esi_level),
+                                         assigned_hcw_id=assigned_hcw_id, required_specialty=required_specialty,
+                                         serving=serving, now_s=now_s)
         self._record_deadline_changes()
         return started
 

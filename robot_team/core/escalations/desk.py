@@ -96,6 +96,7 @@ class EscalationDesk:
         core.on_escalation_opened = self._opened
         core.on_hold_team = self.hold_on
         core.on_takeover = self.covered_by_takeover
+        core.on_unserved_patient = self.ask_for_patient
 
     # -- reading --
 
@@ -136,6 +137,45 @@ class EscalationDesk:
                                           data={'kind': kind.value, 'severity': severity.value}))
         return {'kind': kind.value, 'severity': severity.value, 'proposal': proposal, 'due_s': record.due_s,
                 'holds_team': holds, 'opened_wall': record.opened_wall, 'state': record.state.value}
+
+    def ask_for_patient(self, *, patient_id: str, room: str, esi_level: int, assigned_hcw_id: str,
+                        required_specialty: str, serving: str, now_s: float) -> str:
+        """Ask a person to take a patient the team does not serve; return the escalation's ID.
+
+        Opens a ``patient`` escalation (``patient-<n>``, raised by the supervisor, about no task)
+        and announces it on ``team/escalations``: the team serves ``serving`` and never replaces
+        that patient, so ``patient_id`` (in ``room``, ESI ``esi_level``, ``assigned_hcw_id``
+        assigned) needs a person. It is outside the workflow: it meets no deadline of the team's,
+        holds nothing and never expires; it is announced again every ``renotify_s`` until a person
+        acknowledges it (that person has the patient). Severity ``critical`` for ESI 1 and 2 (the
+        high-acuity levels of the ESI Implementation Handbook, AHRQ 2020), else the policy's
+        supervisor severity. The same patient again (a latched arrival after a restart) is the
+        same escalation.
+        """
+        with self._records_lock:
+            asked = [r for r in self._records.values() if r.kind is EscalationKind.PATIENT]
+        for record in asked:
+            if record.patient_id == patient_id:
+                return record.escalation_id
+        severity = Severity.CRITICAL if esi_level in (1, 2) else self.policy.severity.supervisor
+        reason = (f'patient {patient_id} arrived in {room or "an unnamed room"} (ESI {esi_level or "unknown"}; '
+                  f'{required_specialty or "HCW"} #{assigned_hcw_id or "?"} assigned) while the team serves '
+                  f'{serving}: the team does not serve a second patient at once; a person must take {patient_id}')
+        record = EscalationRecord(
+            escalation_id=f'patient-{len(asked) + 1}', raised_by=SUPERVISOR, reason=reason,
+            kind=EscalationKind.PATIENT, severity=severity, opened_s=now_s, opened_wall=self._wall(),
+            last_notified_s=now_s, due_s=None, patient_id=patient_id)
+        self._save(record, EscalationStep(escalation_id=record.escalation_id, step='opened', actor=SUPERVISOR,
+                                          sim_s=now_s, wall_s=record.opened_wall,
+                                          data={'kind': record.kind.value, 'severity': severity.value,
+                                                'patient_id': patient_id}))
+        self._emit(EventKind.ESCALATION, f'{record.escalation_id} on patient {patient_id} raised by {SUPERVISOR}',
+                   target=room, reason=reason, escalation_id=record.escalation_id, task_id='', task_type='',
+                   raised_by=SUPERVISOR, options=[], kind=record.kind.value, severity=severity.value, proposal='',
+                   due_s=None, holds_team=False, opened_wall=record.opened_wall, state=record.state.value,
+                   patient_id=patient_id, room=room, esi_level=esi_level)
+        self._ports.publish_escalation(record, now_s)
+        return record.escalation_id
 
     def announce(self, esc: EscalationRecord) -> None:
         """Publish an escalation the core announced (its lifecycle record)."""
@@ -324,6 +364,10 @@ class EscalationDesk:
 
         def refuse(refusal: Refusal, message: str) -> Answer:
             return self._refuse('resolve', escalation_id, refusal, message, now_s, operator_id, attempt)
+        if record.kind is EscalationKind.PATIENT:
+            return refuse(Refusal.BAD_DECISION, f'{escalation_id} asks a person to take patient {record.patient_id}, '
+                                                f'whom the team does not serve: acknowledge it (you have the '
+                                                f'patient); there is no team decision to take')
         if not self.policy.authorised(operator_id):
             return refuse(Refusal.UNAUTHORISED, self.policy.unauthorised_message(operator_id, 'resolve escalations'))
         if decision not in RESOLVE_DECISIONS:
@@ -529,8 +573,9 @@ class EscalationDesk:
         restored = []
         for record in self.store.escalations():
             # the workflow knows a person's decision only: an expired escalation's safe default is no decision
-            self.core.policy.restore_escalation(record.model_copy(deep=True, update={
-                'decision': record.decision if record.state is LifecycleState.RESOLVED else ''}))
+            if record.kind is not EscalationKind.PATIENT:   # a patient the team does not serve: outside it
+                self.core.policy.restore_escalation(record.model_copy(deep=True, update={
+                    'decision': record.decision if record.state is LifecycleState.RESOLVED else ''}))
             with self._records_lock:
                 self._records[record.escalation_id] = record
             if not record.is_open:
