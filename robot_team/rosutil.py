@@ -55,6 +55,15 @@ def wait_future(future, timeout_s: float, what: str):
     return future.result()
 
 
+SERVER_WAIT_S = 30.0
+"""Wall s a tool waits for a server (service or action) to be found and to answer before it fails.
+
+Generous on purpose: on a loaded machine (the test suite beside two benchmark teams on 2 cores)
+a navigate_to_pose goal's answer took more than 10 s, and how busy the machine is must not change
+an episode's outcome. A server that is gone is noticed sooner by its liveliness
+(:mod:`robot_team.liveness`).
+"""
+
 SERVER_POLL_S = 0.002
 """Wall s between checks while waiting for a server (rclpy's own waits sleep 0.25 s between checks)."""
 

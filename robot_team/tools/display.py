@@ -20,7 +20,7 @@ from robot_team.errors import ToolError
 from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.names import team_name
 from robot_team.rostime import stamp_to_s
-from robot_team.rosutil import wait_for_server, wait_future, watch_ros_time
+from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import ShowDisplay
 from robot_team.tools.base import Toolbox
 from robot_team.tools.info import open_directory
@@ -110,12 +110,12 @@ class DisplayTools:
     @implements(Tool.SHOW_DISPLAY)
     def show(self, args: ShowDisplayInput) -> dict:
         """Call the display service; return its reply (evidence). A refusal is a ToolError."""
-        wait_for_server(self._show, 10.0, f'service {names.SHOW_DISPLAY}')
+        wait_for_server(self._show, SERVER_WAIT_S, f'service {names.SHOW_DISPLAY}')
         request = ShowDisplay.Request(
             room=args.room, title=args.title, layout=args.layout,
             entries=[DisplayEntry(role=e.role, hcw_id=e.hcw_id, name=e.name, specialty=e.specialty)
                      for e in args.entries])
-        response = wait_future(self._show.call_async(request), 10.0, f'response of {names.SHOW_DISPLAY}')
+        response = wait_future(self._show.call_async(request), SERVER_WAIT_S, f'response of {names.SHOW_DISPLAY}')
         reply = {'service': names.SHOW_DISPLAY, 'success': response.success, 'message': response.message,
                  'rendered_lines': list(response.rendered_lines)}
         if not response.success:

@@ -49,7 +49,7 @@ from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.names import team_name
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.rostime import now_s
-from robot_team.rosutil import wait_for_server, wait_future, watch_ros_time
+from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
 from robot_team.tools.base import Toolbox
 from robot_team.tools.localization import RobotPose
@@ -61,12 +61,6 @@ POSE_WAIT_S = 5.0
 #: Wall seconds a cancelled navigate_to_pose goal waits for its result; then it ends as ``CANCELED``
 #: without one (a server on a host cut off the network never answers).
 CANCEL_RESULT_WAIT_S = 5.0
-
-#: Wall seconds a Nav2 server (navigate_to_pose, compute_path_to_pose) has to be found and to
-#: answer a request before the tool fails. Generous on purpose: on a loaded machine (several team
-#: graphs on 2 cores) a goal's answer took more than 10 s, and a busy machine must not change an
-#: episode's outcome; a server that is gone is noticed sooner by its liveliness (robot_team.liveness).
-SERVER_WAIT_S = 30.0
 
 
 class NavOutcome(str, Enum):
@@ -443,9 +437,9 @@ class NavigationTools:
     @implements(Tool.LOCATE_STAFF)
     def locate(self, args: LocateStaffInput) -> dict:
         """Query the RTLS; return ``{'staff': [...], 'unknown_ids': [...]}`` (poses in 'map', m)."""
-        wait_for_server(self._locate, 10.0, f'service {names.LOCATE_STAFF}')
+        wait_for_server(self._locate, SERVER_WAIT_S, f'service {names.LOCATE_STAFF}')
         response = wait_future(self._locate.call_async(
-            LocateStaff.Request(hcw_ids=list(args.hcw_ids), specialty=args.specialty)), 10.0,
+            LocateStaff.Request(hcw_ids=list(args.hcw_ids), specialty=args.specialty)), SERVER_WAIT_S,
             f'response of {names.LOCATE_STAFF}')
         staff = []
         for s in response.staff:
@@ -458,7 +452,7 @@ class NavigationTools:
     @implements(Tool.PAGE_STAFF)
     def page(self, args: PageStaffInput) -> dict:
         """Page an HCW; return delivered/acknowledged/reply/response_time_s (sim s)."""
-        wait_for_server(self._page, 10.0, f'service {names.PAGE_STAFF}')
+        wait_for_server(self._page, SERVER_WAIT_S, f'service {names.PAGE_STAFF}')
         request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message,
                                     robot=self._node.get_name(), timeout_s=args.timeout_s)
         response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
