@@ -9,8 +9,10 @@ not the team's guards), must show:
 
 - no task judged ``success`` and no episode ``success`` that the world contradicts;
 - the scenario's expected outcome, or ``held_for_human`` (the team held on an escalation people
-  were asked about and did not answer), never a plain ``timeout`` nor a ``failure`` that leaves
-  the patient unserved with nobody asked;
+  were asked about and did not answer), or a ``success`` the world shows where the scenario
+  expected an escalation (its failure is bound to one HCW, and the chooser escorted another of the
+  specialty, as the gate allows: 2 of the benchmark's 50 unknown_badge episodes); never a plain
+  ``timeout`` nor a ``failure`` that leaves the patient unserved with nobody asked;
 - nothing lost from the record: every tool call answered, every delegation request answered or
   refused on the record, no gap in the event sequence.
 
@@ -57,6 +59,8 @@ def test_whatever_the_model_chooses_the_world_decides(scenario, seed):
         release_domain_ids(domain)
     where = f'{scenario} seed {seed}'
     assert found.false_successes == [], (where, [f.reason for f in found.false_successes])
-    assert report['outcome'] in {loaded.expected_outcome or 'success', HELD_FOR_HUMAN}, (where, report['outcome'])
+    # a success is never false here (checked above): one where an escalation was expected is the world's too
+    assert report['outcome'] in {loaded.expected_outcome or 'success', HELD_FOR_HUMAN, 'success'}, \
+        (where, report['outcome'])
     assert not found.unanswered_tool_calls and not found.unanswered_requests, where
     assert report['events']['complete'], (where, report['events']['sequence_gaps'])
