@@ -430,6 +430,14 @@ class ManagerNode(Node):
         super().destroy_node()
 
 
+def _kind(value: str) -> EscalationKind:
+    """Return the escalation kind ``value`` names (``Escalation.msg`` ``KIND_*``); an unknown one is an ``issue``."""
+    try:
+        return EscalationKind(value)
+    except ValueError:
+        return EscalationKind.ISSUE
+
+
 def main(args=None) -> int:
     """Run the manager (``ros2 run robot_team manager``)."""
     # Multi-threaded: report results, escalations and human decisions arrive while the brain
@@ -439,11 +447,3 @@ def main(args=None) -> int:
 
 if __name__ == '__main__':
     raise SystemExit(main())
-
-
-def _kind(value: str) -> EscalationKind:
-    """Return the escalation kind ``value`` names (``Escalation.msg`` ``KIND_*``); an unknown one is an ``issue``."""
-    try:
-        return EscalationKind(value)
-    except ValueError:
-        return EscalationKind.ISSUE
