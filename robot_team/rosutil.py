@@ -88,6 +88,21 @@ def wait_for_server(client, timeout_s: float, what: str) -> None:
         time.sleep(SERVER_POLL_S)
 
 
+def wait_clock_started(node, timeout_s: float) -> bool:
+    """Wait until ``node``'s ROS time has started; return whether it has (False after ``timeout_s`` wall s).
+
+    Under ``use_sim_time`` a node's clock reads 0 until its first ``/clock`` message: a node just
+    (re)started that acts before then would stamp its work at t = 0, before the task it serves
+    began. Without sim time the clock has always started. Checked every 10 ms.
+    """
+    deadline = time.monotonic() + timeout_s
+    while now_s(node) <= 0.0:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.0,
                   poll_s: float = 0.005) -> bool:
     """Wait until ``condition()`` is true or ``timeout_s`` of ROS time passes.

@@ -135,3 +135,31 @@ def test_a_qos_event_reaches_its_callback(ros_context):
         assert events.wait(30.0)
     finally:
         spinning.close()
+
+
+def test_a_node_waits_for_its_first_clock_before_its_ros_time_has_started(ros_context, executor):
+    # A robot restarted mid-episode must not stamp its work at t = 0 (before the task it serves).
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from robot_team.rosmsgs import reliable_qos
+    from robot_team.rostime import s_to_stamp
+    from robot_team.rosutil import wait_clock_started
+    from ros_helpers import wait_for
+    follower = Node('follower', context=ros_context, parameter_overrides=[Parameter('use_sim_time', value=True)])
+    source = Node('clock_source', context=ros_context)
+    clock = source.create_publisher(Clock, '/clock', reliable_qos())
+    executor.add_node(follower)
+    executor.add_node(source)
+    try:
+        assert not wait_clock_started(follower, 0.2)   # no /clock yet: ROS time reads 0
+        assert wait_for(lambda: clock.get_subscription_count() > 0)
+        clock.publish(Clock(clock=s_to_stamp(194.0)))
+        assert wait_clock_started(follower, 10.0)
+        wall = Node('wall_clock', context=ros_context)
+        assert wait_clock_started(wall, 0.0)   # no sim time: its clock has always started
+        wall.destroy_node()
+    finally:
+        for node in (follower, source):
+            executor.remove_node(node)
+            node.destroy_node()

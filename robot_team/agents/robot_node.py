@@ -42,7 +42,7 @@ from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_to_msg
 from robot_team.rostime import now_s
-from robot_team.rosutil import spin_node, submit_report
+from robot_team.rosutil import SERVER_WAIT_S, spin_node, submit_report, wait_clock_started
 from robot_team.srv import SubmitReport
 from robot_team.tools.base import Toolbox
 
@@ -246,6 +246,12 @@ class RobotNode(Node):
         def progress(stage: str, detail: str, fraction: float) -> None:
             goal_handle.publish_feedback(ExecuteTask.Feedback(stage=stage, detail=detail, progress=float(fraction)))
 
+        # a robot restarted mid-episode gets its task before its first /clock: its work would be
+        # stamped at t = 0, before the task began, and its success refused by the manager
+        if not wait_clock_started(self, SERVER_WAIT_S):
+            self.events.emit(EventKind.OBSERVATION, f'{self.role} runs {task.task_id} with no ROS time yet',
+                             target=task.task_id, reason=f'no /clock within {SERVER_WAIT_S:g} s (wall): its stamps '
+                             'read 0', cue='no_clock', task_id=task.task_id)
         report = self.core.run(task, progress, held_by=self._held_by)
         if self._stopping:   # the episode ended: the supervisor may be gone; the report is in the record
             self.events.emit(EventKind.OBSERVATION, f'{self.role} did not submit its report on {task.task_id}: '
