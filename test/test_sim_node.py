@@ -306,9 +306,12 @@ def test_escort_produces_badge_scan_and_arrival(graph_factory):
     entry = graph.motion.engine.world.room('ER-12').entry
     response = graph.result(graph.send_goal(entry.x, entry.y, entry.yaw), timeout=15.0)
     assert response.status == GoalStatus.STATUS_SUCCEEDED
-    assert wait_for(lambda: scans, 5.0)
-    assert [(s.reader_id, s.room, s.badge_id) for s in scans] == [('er_12_door', 'ER-12', 'ED-9999')]
-    assert scans[0].header.stamp.sec > 0
+    assert wait_for(lambda: [s for s in scans if s.room == 'ER-12'], 5.0)
+    # the escort's way may pass another room's reader zone (a scan there, as a corridor reader
+    # would make); the room's own door scan is the last one, with the scenario's broken badge
+    assert (scans[-1].reader_id, scans[-1].room) == ('er_12_door', 'ER-12')
+    assert {s.badge_id for s in scans} == {'ED-9999'} and [s.room for s in scans].count('ER-12') == 1
+    assert all(s.header.stamp.sec > 0 for s in scans)
     assert wait_for(lambda: graph.sim_events('hcw_arrived'), 5.0)
     assert graph.sim_events('hcw_arrived')[0].data['room'] == 'ER-12'
 
