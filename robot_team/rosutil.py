@@ -6,6 +6,7 @@ and for ROS (sim) time with these helpers while other executor threads deliver t
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -93,14 +94,10 @@ def wait_clock_started(node, timeout_s: float) -> bool:
 
     Under ``use_sim_time`` a node's clock reads 0 until its first ``/clock`` message: a node just
     (re)started that acts before then would stamp its work at t = 0, before the task it serves
-    began. Without sim time the clock has always started. Checked every 10 ms.
+    began. Without sim time the clock has always started. Checked every 10 ms
+    (:func:`wait_ros_time`, its wall cap the only bound: ROS time stands still until then).
     """
-    deadline = time.monotonic() + timeout_s
-    while now_s(node) <= 0.0:
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
+    return wait_ros_time(node, lambda: now_s(node) > 0.0, math.inf, wall_cap_s=timeout_s, poll_s=0.01)
 
 
 def wait_ros_time(node, condition, timeout_s: float, *, wall_cap_s: float = 120.0,

@@ -154,16 +154,14 @@ class SupervisorCore:
         patient_id = str(patient_id).strip()
         if not started and patient_id != serving and patient_id not in self._unserved:
             self._unserved.add(patient_id)
+            unserved = dict(patient_id=patient_id, room=room, esi_level=int(esi_level), assigned_hcw_id=assigned_hcw_id,
+                            required_specialty=required_specialty, serving=serving)
             self._emit(EventKind.PATIENT_UNSERVED, f'patient {patient_id} arrived in {room or "?"} while the team '
                        f'serves {serving}: not served by this episode', target=room,
                        reason=f'one patient per episode: {serving} is in progress and is never replaced by '
-                              f'another patient',
-                       patient_id=patient_id, room=room, esi_level=int(esi_level),
-                       assigned_hcw_id=assigned_hcw_id, required_specialty=required_specialty, serving=serving)
+                              f'another patient', **unserved)
             if self.on_unserved_patient is not None:
-                self.on_unserved_patient(patient_id=patient_id, room=room, esi_level=int(esi_level),
-                                         assigned_hcw_id=assigned_hcw_id, required_specialty=required_specialty,
-                                         serving=serving, now_s=now_s)
+                self.on_unserved_patient(**unserved, now_s=now_s)
         self._record_deadline_changes()
         return started
 

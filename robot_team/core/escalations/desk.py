@@ -135,8 +135,7 @@ class EscalationDesk:
         self._save(record, EscalationStep(escalation_id=record.escalation_id, step='opened', actor=raised_by,
                                           sim_s=esc.opened_s, wall_s=record.opened_wall,
                                           data={'kind': kind.value, 'severity': severity.value}))
-        return {'kind': kind.value, 'severity': severity.value, 'proposal': proposal, 'due_s': record.due_s,
-                'holds_team': holds, 'opened_wall': record.opened_wall, 'state': record.state.value}
+        return _lifecycle_fields(record)
 
     def ask_for_patient(self, *, patient_id: str, room: str, esi_level: int, assigned_hcw_id: str,
                         required_specialty: str, serving: str, now_s: float) -> str:
@@ -171,9 +170,8 @@ class EscalationDesk:
                                                 'patient_id': patient_id}))
         self._emit(EventKind.ESCALATION, f'{record.escalation_id} on patient {patient_id} raised by {SUPERVISOR}',
                    target=room, reason=reason, escalation_id=record.escalation_id, task_id='', task_type='',
-                   raised_by=SUPERVISOR, options=[], kind=record.kind.value, severity=severity.value, proposal='',
-                   due_s=None, holds_team=False, opened_wall=record.opened_wall, state=record.state.value,
-                   patient_id=patient_id, room=room, esi_level=esi_level)
+                   raised_by=SUPERVISOR, options=[], **_lifecycle_fields(record), patient_id=patient_id, room=room,
+                   esi_level=esi_level)
         self._ports.publish_escalation(record, now_s)
         return record.escalation_id
 
@@ -696,3 +694,10 @@ class EscalationDesk:
         self.store.save(record)
         if step is not None:
             self.store.add_step(step)
+
+
+def _lifecycle_fields(record: EscalationRecord) -> dict:
+    """Return the lifecycle fields an ``escalation`` event carries for ``record`` (kind, severity, deadline...)."""
+    return {'kind': record.kind.value, 'severity': record.severity.value, 'proposal': record.proposal,
+            'due_s': record.due_s, 'holds_team': record.holds_team, 'opened_wall': record.opened_wall,
+            'state': record.state.value}
