@@ -21,6 +21,8 @@ from robot_team.clock_sync import check_clock_mode
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
+from robot_team.evaluation.shift import generate_shift, write_shift
+from robot_team.evaluation.shift_run import run_shift
 from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
 from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
@@ -89,8 +91,8 @@ def run(
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json.
 
-    Exit code: 0 if the outcome is the scenario's expected one, 1 for another outcome or a
-    patient who arrived during the episode and was not served (one patient per episode), 2 for
+    Exit code: 0 if the outcome (every case's, with several patients) is the expected one, 1 for
+    another outcome or a patient who waited so long that a person was asked to take them, 2 for
     bad input, 3 if the team did not start, 130/143 if interrupted by SIGINT/SIGTERM (the
     report and the record so far are written).
     """
@@ -122,6 +124,60 @@ def run(
         raise typer.Exit(EXIT_NOT_STARTED) from exc
     print_summary(result.report)
     code = exit_code(result.report)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def shift(
+    shift_file: Annotated[Optional[Path], typer.Option(
+        '--shift', help='Shift file: a scenario YAML with `arrivals` (more patients).')] = None,
+    hours: Annotated[Optional[float], typer.Option(help='Generate a shift this long (sim hours).')] = None,
+    arrivals_per_hour: Annotated[float, typer.Option(help='Generated shift: mean arrivals per hour (Poisson).')]
+    = 5.0,
+    seed: Annotated[int, typer.Option(min=0, help="Generated shift: the generator's seed.")] = 11,
+    brain: Annotated[str, typer.Option(help="Every robot's brain: 'protocol', 'openai', 'local', 'random'.")]
+    = 'protocol',
+    kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: knowledge-base sections.')] = True,
+    clock: Annotated[str, typer.Option(help="'follow' (as fast as the team keeps up) or 'wall'.")] = 'follow',
+    out: Annotated[Path, typer.Option(help='Folder for shift.json, summary.md/png, report.json, the record.')]
+    = Path('runs/shift'),
+    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graph (default: env or 0).')]
+    = None,
+) -> None:
+    """Serve many patients with one team over a shift; write DIR/shift.json, summary.md and summary.png.
+
+    Give a shift file (``--shift``) or generate one (``--hours``, ``--arrivals-per-hour``,
+    ``--seed``; written to DIR/shift.yaml). Exit code as ``run``: 0 when every case reached its
+    expected outcome, 1 otherwise, 2 for bad input, 3 if the team did not start.
+    """
+    try:
+        if (shift_file is None) == (hours is None):
+            raise ConfigError('give a shift file (--shift FILE) or the generator options (--hours H '
+                              '[--arrivals-per-hour R --seed S]), not both')
+        check_brain(brain, '--brain')
+        check_clock_mode(clock, '--clock')
+        if shift_file is not None:
+            loaded = load_scenario(str(shift_file))
+        else:
+            loaded = generate_shift(hours=hours, arrivals_per_hour=arrivals_per_hour, seed=seed)
+            out.mkdir(parents=True, exist_ok=True)
+            write_shift(loaded, out / 'shift.yaml')
+    except (ConfigError, ValueError) as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    console.print(f'[bold]Shift[/bold] {loaded.name}: {len(loaded.cases)} patient(s) over '
+                  f'{max(p.arrival_time_s for p in loaded.cases) / 3600:.2f} h of sim time')
+    try:
+        content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
+                            brain_options={'kb': kb} if brain in LLM_BRAINS else None)
+    except RuntimeError as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(EXIT_NOT_STARTED) from exc
+    summary = content['summary']
+    console.print(f"[bold]Cases[/bold] {summary['cases']}, as expected {summary['as_expected']}; wall "
+                  f"{content['wall_time_s']} s for {content['sim_time_s']} sim s; see {out / 'summary.md'}")
+    code = exit_code(json.loads((out / 'report.json').read_text()))
     if code:
         raise typer.Exit(code)
 
@@ -192,10 +248,18 @@ def print_summary(report: dict) -> None:
     for applied in report.get('safe_defaults') or []:
         console.print(f"[yellow]safe default[/yellow] {applied['directive']} after the {applied['deadline']} deadline "
                       f"({applied['escalation_id']}): {applied['reason']}")
+    cases = report.get('cases') or []
+    if len(cases) > 1:
+        for case in cases:
+            style = STATUS_STYLE.get(case['outcome'] or 'timeout', 'white')
+            expected = '' if case['outcome'] == (case['expected_outcome'] or 'success') else \
+                f" (expected {case['expected_outcome'] or 'success'})"
+            console.print(f"[bold]Case[/bold] {case['patient_id']} ESI {case['esi_level'] or '?'} {case['room']}: "
+                          f"[{style}]{case['outcome'] or 'open'}[/{style}]{expected}, waited "
+                          f"{case['waited_for_robot_s']} s, door to provider {case['door_to_provider_s']} s")
     for patient in report.get('unserved_patients') or []:
-        console.print(f"[red]not served[/red] patient {patient['patient_id']} (ESI {patient['esi_level'] or '?'}) "
-                      f"arrived in {patient['room']} at {patient['arrived_s']} s while the team served another: "
-                      f"one patient per episode")
+        console.print(f"[red]waited too long[/red] patient {patient['patient_id']} (ESI {patient['esi_level'] or '?'})"
+                      f" in {patient['room']}: a person was asked to take them at {patient['arrived_s']} s")
     if report.get('interrupted_by'):
         console.print(f"[red]interrupted[/red] by {report['interrupted_by']}: the record so far is written")
     llm = (report.get('llm') or {}).get('total') or {}

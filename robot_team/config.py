@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PACKAGE = 'robot_team'
 
@@ -130,7 +130,10 @@ def load_staff_seed(path: Path) -> StaffSeed:
 # --- Scenarios ------------------------------------------------------------------------------
 
 class PatientSpec(BaseModel):
-    """The patient whose arrival starts the episode."""
+    """A patient whose arrival opens a case: the scenario's first patient or a later arrival.
+
+    ``expected_outcome`` is the case's own (None: the scenario's ``expected_outcome``).
+    """
 
     model_config = ConfigDict(extra='forbid')
     patient_id: str = 'P-0001'
@@ -140,6 +143,8 @@ class PatientSpec(BaseModel):
     assigned_hcw_id: IdText = Field(min_length=1)
     required_specialty: str = 'Physician'
     arrival_time_s: float = Field(1.0, ge=0.0, description='Sim time of the arrival, s.')
+    expected_outcome: Literal['success', 'failure', 'escalated'] | None = Field(
+        None, description="What a correct team achieves for this case (None: the scenario's expected_outcome).")
 
 
 class StaffOverride(BaseModel):
@@ -229,6 +234,9 @@ class Scenario(BaseModel):
     real_time_factor: float = Field(40.0, gt=0, description='Sim seconds per wall second.')
     time_limit_s: float = Field(1200.0, gt=0, description='Sim seconds before the episode is stopped.')
     patient: PatientSpec
+    arrivals: list[PatientSpec] = Field(
+        default_factory=list, description='More patients arriving during the run, each opening its own case '
+                                          '(a shift); the four published scenarios have none.')
     staff_overrides: dict[str, StaffOverride] = Field(default_factory=dict)
     blocked_doors: list[str] = Field(default_factory=list, description='Rooms whose door is closed.')
     badge_overrides: dict[str, str] = Field(
@@ -245,6 +253,25 @@ class Scenario(BaseModel):
         if isinstance(value, dict):
             return {str(k): v for k, v in value.items()}
         return value
+
+    @model_validator(mode='after')
+    def _one_case_per_patient(self) -> 'Scenario':
+        ids = [p.patient_id for p in self.cases]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"patient ID(s) {', '.join(repeated)} arrive more than once: expected one arrival "
+                             f"per patient (a case per patient)")
+        return self
+
+    @property
+    def cases(self) -> list[PatientSpec]:
+        """Every patient of the run (``patient`` and ``arrivals``), by arrival time, then patient ID."""
+        return sorted([self.patient, *self.arrivals], key=lambda p: (p.arrival_time_s, p.patient_id))
+
+    @property
+    def expected_outcomes(self) -> dict[str, str | None]:
+        """Return each case's expected outcome by patient ID (its own, else the scenario's; None: unknown)."""
+        return {p.patient_id: p.expected_outcome or self.expected_outcome for p in self.cases}
 
     def resolve(self, relative: str, folder: str) -> Path:
         """Return the path of a data file named in this scenario (``folder`` of the share dir, or as given)."""

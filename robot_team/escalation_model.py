@@ -114,7 +114,7 @@ class EscalationRecord(BaseModel):
     covered_by: str = Field('', description="A safe default already in force for it ('takeover': the protocol "
                             "brain has the manager's role), so its expiry holds nothing.")
     followed_by: str = Field('', description='The hold escalation opened when this one expired.')
-    patient_id: str = Field('', description="Kind 'patient': the patient a person must take.")
+    patient_id: str = Field('', description="The case's patient (kind 'patient': the patient a person must take).")
 
     @property
     def is_open(self) -> bool:

@@ -65,9 +65,16 @@ class EventKind(str, Enum):
     REFLECTION = 'reflection'                # data: the Reflection as dict
     REFLECTION_REJECTED = 'reflection_rejected'
     EPISODE_FINISHED = 'episode_finished'    # data: outcome (success, failure, escalated, timeout, interrupted)
-    PATIENT_UNSERVED = 'patient_unserved'    # supervisor: another patient arrived while the episode serves
-    #                                          one; data: patient_id, room, esi_level, assigned_hcw_id,
-    #                                          required_specialty, serving (the patient in progress)
+    PATIENT_UNSERVED = 'patient_unserved'    # supervisor: a waiting case's patient waited the onboarding
+    #                                          deadline and a person is asked to take them; data: patient_id,
+    #                                          room, esi_level, assigned_hcw_id, required_specialty, serving
+    #                                          (the case in progress), waited_s
+    CASE_OPENED = 'case_opened'              # supervisor: a case starts (the gate serves it); data: case_id,
+    #                                          patient_id, room, esi_level, arrived_s, waited_s, id_prefix
+    CASE_WAITING = 'case_waiting'            # supervisor: an arrival waits for the case in progress; data:
+    #                                          case_id, serving, room, esi_level, arrived_s
+    CASE_CLOSED = 'case_closed'              # supervisor: a case's reflection was recorded; manager: a case
+    #                                          ended (data outcome); data: case_id
     SAFE_DEFAULT = 'safe_default'            # supervisor: a missed manager deadline's safe default; data: directive
     TAKEOVER = 'takeover'                    # manager: the protocol brain took over its role; data: escalation_id
     SIM = 'sim'                              # ground truth from the simulator; data: what, ...

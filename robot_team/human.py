@@ -41,6 +41,7 @@ def escalation_dict(msg) -> dict:
             'due_s': stamp_to_s(msg.due) or None, 'notifications': msg.notifications,
             'acknowledged_by': msg.acknowledged_by, 'decision': msg.decision, 'hcw_id': msg.hcw_id,
             'operator_id': msg.decided_by, 'note': msg.note, 'holds_team': msg.holds_team,
+            'patient_id': msg.patient_id,
             'stamp_s': stamp_to_s(msg.stamp)}
 
 

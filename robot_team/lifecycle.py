@@ -11,9 +11,12 @@ episode ends with outcome ``interrupted`` and still writes its report and record
 Exit codes of ``robot-team run`` (:func:`exit_code`):
 
 ====  ==========================================================================================
-0     the episode's outcome is the scenario's expected one (``success`` when none is given)
-1     the episode ran to another outcome (``failure``, ``escalated``, ``timeout``...), or another
-      patient arrived during it and was not served (the report's ``unserved_patients``)
+0     the episode's outcome is the scenario's expected one (``success`` when none is given);
+      with several cases (a shift, or a patient who arrived during the episode), every case's
+      outcome is its expected one (the report's ``cases``) and the run was not cut off
+1     the episode ran to another outcome (``failure``, ``escalated``, ``timeout``...), a case
+      did, or a patient waited so long for the team that a person was asked to take them (the
+      report's ``unserved_patients``)
 2     bad input: scenario, floor, staff directory or option (nothing ran)
 3     the team did not start (a node crashed or did not come up)
 130   interrupted by SIGINT (Ctrl-C); 143: by SIGTERM (128 + the signal's number)
@@ -142,6 +145,10 @@ def threads_left(before: set[threading.Thread], grace_s: float = 2.0) -> list[st
         time.sleep(0.02)
 
 
+TIME_LIMIT_OUTCOMES = ('timeout', 'held_for_human')
+"""Outcomes of a run its time limit ended (not every case closed)."""
+
+
 def exit_code(report: dict) -> int:
     """Return the exit code of ``robot-team run`` for a run report (see the module docstring)."""
     outcome = report.get('outcome')
@@ -153,6 +160,10 @@ def exit_code(report: dict) -> int:
     if outcome == 'start_error':
         return EXIT_NOT_STARTED
     expected = report.get('expected_outcome') or 'success'
-    if report.get('unserved_patients'):   # a patient the team left: never a run as expected
+    if report.get('unserved_patients'):   # a patient who waited for a person: never a run as expected
         return EXIT_UNEXPECTED_OUTCOME
+    cases = report.get('cases') or []
+    if len(cases) > 1:   # several cases: each its own expected outcome
+        as_expected = all(c.get('outcome') == (c.get('expected_outcome') or 'success') for c in cases)
+        return EXIT_AS_EXPECTED if as_expected and outcome not in TIME_LIMIT_OUTCOMES else EXIT_UNEXPECTED_OUTCOME
     return EXIT_AS_EXPECTED if outcome == expected else EXIT_UNEXPECTED_OUTCOME

@@ -8,7 +8,9 @@ Shape (JSON)::
      reflection, guards: {kind: count}, sim_time_s, wall_time_s, real_time_factor,
      events: {count, files, sequence_gaps, complete}, llm,
      decisions: {llm, protocol, fallback, human}, takeovers, safe_defaults: [...],
-     unserved_patients: [{patient_id, room, esi_level, assigned_hcw_id, arrived_s}]}
+     unserved_patients: [{patient_id, room, esi_level, assigned_hcw_id, arrived_s}],
+     cases: [{patient_id, esi_level, room, arrival_s, started_s, closed_s, outcome, expected_outcome,
+              door_to_provider_s, waited_for_robot_s, escalations, takeovers, decisions}]}
 
 ``outcome`` is the last ``episode_finished`` event's: ``success``, ``failure``, ``escalated``,
 ``held_for_human`` (the sim time limit reached while the team was held on an escalation a person
@@ -16,8 +18,9 @@ was asked about and has not answered: :func:`time_limit_outcome`), ``timeout`` (
 limit, otherwise), ``interrupted`` (SIGINT/SIGTERM), ``start_error``.
 ``decisions`` counts decisions per source (:mod:`robot_team.decisions`); ``safe_defaults`` lists
 what the supervisor applied when the manager missed a deadline. ``unserved_patients`` lists the
-patients who arrived while the episode served another (``patient_unserved`` events, once per
-patient; ``arrived_s`` sim s): an episode serves one patient and never replaces it.
+patients a person was asked to take because their case waited the onboarding deadline for the
+case in progress (``patient_unserved`` events, once per patient; ``arrived_s`` sim s).
+``cases`` has one entry per case (:func:`case_results`), in arrival order.
 
 ``evidence`` condenses each task's ground truth: Nav2 goal results for navigation, the badge
 scan and directory record for info collection, the display service reply for display.
@@ -30,6 +33,7 @@ from collections import Counter
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
 from robot_team.decisions import count_decisions, count_takeovers
 from robot_team.events import EventKind, TeamEventModel, sequence_gaps
+from robot_team.names import SUPERVISOR, Robot
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
@@ -100,8 +104,12 @@ def truth_text(evidence: dict) -> str:
 
 
 def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mode: str,
-                 expected_outcome: str | None, wall_time_s: float, files: dict | None = None) -> dict:
-    """Return the run report for ``events`` (see the module docstring for its shape)."""
+                 expected_outcome: str | None, wall_time_s: float, files: dict | None = None,
+                 case_expected: dict[str, str | None] | None = None) -> dict:
+    """Return the run report for ``events`` (see the module docstring for its shape).
+
+    ``case_expected``: each case's expected outcome by patient ID (default: ``expected_outcome``).
+    """
     by_kind: dict[str, list[TeamEventModel]] = {}
     for event in events:
         by_kind.setdefault(event.kind, []).append(event)
@@ -149,7 +157,70 @@ def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mod
                           | {'reason': e.reason, 'sim_time_s': round(e.stamp_s, 3)}
                           for e in by_kind.get(EventKind.SAFE_DEFAULT.value, [])],
         'unserved_patients': unserved_patients(events),
+        'cases': case_results(events, case_expected or {}, expected_outcome),
     }
+
+
+def case_of(event: TeamEventModel, task_case: dict[str, str]) -> str:
+    """Return the case (patient ID) ``event`` belongs to: its ``case_id``, else its task's case; '' none."""
+    case = event.data.get('case_id')
+    if case:
+        return str(case)
+    return task_case.get(str(event.data.get('task_id', '')), '')
+
+
+def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
+                 default_expected: str | None = None) -> list[dict]:
+    """Return one entry per case ``events`` record, in arrival order (times: sim s).
+
+    Each: ``patient_id``, ``esi_level``, ``room``; ``arrival_s`` (the hospital's ``patient_arrival``,
+    else the supervisor's receipt); ``started_s`` (``case_opened``: the gate serves it; None if never);
+    ``closed_s`` and ``outcome`` (the manager's ``case_closed``; None while open);
+    ``expected_outcome`` (``expected``, else ``default_expected``); ``door_to_provider_s``: arrival to
+    the first HCW walking into the case's room after the case started (the simulator's
+    ``hcw_entering``/``hcw_arrived``: ground truth; None if nobody came); ``waited_for_robot_s``
+    (arrival to start); ``escalations`` (opened about the case), ``takeovers`` and ``decisions``
+    by source (:func:`~robot_team.decisions.count_decisions`) of the case's events (:func:`case_of`).
+    """
+    cases: dict[str, dict] = {}
+    arrivals: dict[str, float] = {}
+    task_case: dict[str, str] = {}
+    entries: list[tuple[float, str]] = []   # (time, room) of HCWs walking into rooms
+    for event in events:
+        d = event.data
+        if event.kind == EventKind.SIM.value and d.get('what') == 'patient_arrival':
+            arrivals.setdefault(str(d.get('patient_id', '')), event.stamp_s)
+        elif event.kind == EventKind.SIM.value and d.get('what') in ('hcw_entering', 'hcw_arrived'):
+            entries.append((event.stamp_s, str(d.get('room', ''))))
+        elif event.kind in (EventKind.CASE_WAITING.value, EventKind.CASE_OPENED.value) and event.actor == SUPERVISOR:
+            entry = cases.setdefault(str(d.get('case_id', '')), {
+                'patient_id': d.get('case_id'), 'esi_level': d.get('esi_level', 0), 'room': d.get('room', ''),
+                'arrival_s': d.get('arrived_s'), 'started_s': None, 'closed_s': None, 'outcome': None})
+            if event.kind == EventKind.CASE_OPENED.value:
+                entry['started_s'] = round(event.stamp_s, 3)
+        elif event.kind == EventKind.DELEGATION_AUTHORIZED.value and d.get('case_id'):
+            task_case[str(d.get('task_id', ''))] = str(d['case_id'])
+        elif event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
+            entry = cases.get(str(d.get('case_id', '')))
+            if entry is not None:
+                entry.update(closed_s=round(event.stamp_s, 3), outcome=d.get('outcome'))
+    by_case: dict[str, list[TeamEventModel]] = {}
+    for event in events:
+        by_case.setdefault(case_of(event, task_case), []).append(event)
+    for case_id, entry in cases.items():
+        arrival = arrivals.get(case_id, entry['arrival_s'])
+        entry['arrival_s'] = None if arrival is None else round(arrival, 3)
+        entry['expected_outcome'] = expected.get(case_id, default_expected)
+        start = entry['started_s']
+        came = [t for t, room in entries if room == entry['room'] and start is not None and t >= start]
+        entry['door_to_provider_s'] = round(min(came) - arrival, 3) if came and arrival is not None else None
+        entry['waited_for_robot_s'] = round(start - arrival, 3) if start is not None and arrival is not None else None
+        own = by_case.get(case_id, [])
+        entry['escalations'] = len({e.data.get('escalation_id') for e in events
+                                    if e.kind == EventKind.ESCALATION.value and e.data.get('patient_id') == case_id})
+        entry['takeovers'] = count_takeovers(own)
+        entry['decisions'] = count_decisions(own)
+    return sorted(cases.values(), key=lambda c: (c['arrival_s'] is None, c['arrival_s'] or 0.0, c['patient_id']))
 
 
 def unserved_patients(events: list[TeamEventModel]) -> list[dict]:

@@ -178,7 +178,8 @@ def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
             params.update(escalation_db=paths['escalation_db'], staff_db=paths['staff_db'])
         return params
     if name == Robot.MANAGER.value:
-        params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'])
+        params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
+                      cases=len(scenario.cases))
     else:
         params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
     params.update(brain_options or {})
@@ -272,7 +273,8 @@ class Episode:
         files = write_record(events, self.out_dir, join(self.namespace, 'team/events'))
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,
                               mode='processes' if self.processes else 'in-process',
-                              expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
+                              expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files,
+                              case_expected=self.scenario.expected_outcomes)
         report['namespace'] = self.namespace
         report['domain_id'] = self.domain_id
         report['teardown'] = teardown

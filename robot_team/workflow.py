@@ -55,6 +55,7 @@ class WorkflowRule(str, Enum):
     REFLECTION = 'reflection'                # 8
     HCW = 'hcw'                              # 9
     HELD = 'held'                            # the team is held (robot_team.core.escalations.TeamHold)
+    CASE = 'case'                            # another case is in progress (robot_team.cases)
 
 
 WORKFLOW_RULES: frozenset[WorkflowRule] = frozenset(
@@ -73,6 +74,7 @@ class Authorization(BaseModel):
     robot: str = ''
     hcw_id: str = Field('', description="The HCW the approved task is about (rule 9): the one named for a "
                                         "navigation, the one the latest navigation escorted for the later steps.")
+    case_id: str = Field('', description="The case the team serves now (its patient's ID; '' before any arrival).")
 
     @property
     def violation(self) -> bool:
@@ -148,6 +150,8 @@ class WorkflowState(BaseModel):
     escalations: list[EscalationRecord]
     deadlines: list[Deadline]
     patient_id: str = Field('', description='The patient whose arrival started the onboarding deadlines.')
+    id_prefix: str = Field('', description="Before every task and escalation ID of the case ('' for the first "
+                                           "case of a run, the patient's ID and '/' for later ones).")
     assigned_hcw_id: str = Field('', description="The HCW the hospital assigned to the patient (a person's choice).")
     required_specialty: str = Field('', description="The specialty the patient needs, e.g. 'Physician'.")
     closed: bool = Field(description="Whether a human closed the episode with an 'abort' decision.")
@@ -204,8 +208,10 @@ class WorkflowPolicy:
     :meth:`take_deadline_changes`; missed ones are returned by :meth:`due`.
     """
 
-    def __init__(self, deadlines: Deadlines | None = None):
+    def __init__(self, deadlines: Deadlines | None = None, *, id_prefix: str = ''):
         self.deadlines = deadlines or Deadlines()
+        self.id_prefix = _text(id_prefix)
+        """Put before every task and escalation ID (a later case's ``'P-0777/'``: ``P-0777/nav-1``)."""
         self._lock = threading.RLock()
         self._tasks: dict[str, TaskState] = {}
         self._counters: dict[TaskType, int] = {t: 0 for t in WORKFLOW_ORDER}
@@ -242,7 +248,7 @@ class WorkflowPolicy:
             kind = TaskType(task_type)
             hcw_id = task_hcw(kind, hcw_id, self._outlines())
             self._counters[kind] += 1
-            task_id = f'{TASK_ID_PREFIX[kind]}-{self._counters[kind]}'
+            task_id = f'{self.id_prefix}{TASK_ID_PREFIX[kind]}-{self._counters[kind]}'
             previous = self._latest(kind)
             self._tasks[task_id] = TaskState(task_id=task_id, task_type=kind, robot=robot, hcw_id=hcw_id,
                                              requested_by=requested_by, reason=reason, started_s=now_s)
@@ -440,14 +446,15 @@ class WorkflowPolicy:
             return self._patient_id
 
     def patient_arrived(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
-                        required_specialty: str = '') -> bool:
-        """Start the onboarding's deadlines for ``patient_id``'s arrival at ROS time ``now_s`` (s).
+                        required_specialty: str = '', arrived_s: float | None = None) -> bool:
+        """Start the onboarding's deadlines for ``patient_id``'s case at ROS time ``now_s`` (s).
 
         ``assigned_hcw_id`` and ``required_specialty`` (the arrival's) are what rule 9 checks a
         navigation's HCW against. Starts a ``decision`` deadline (the manager's first step,
-        ``deadlines.decision_s``) and the ``onboarding`` deadline (the reflection,
-        ``deadlines.onboarding_s``). Returns False,
-        changing nothing, for a repeat of the same cue or a second patient (one per episode).
+        ``deadlines.decision_s``, from ``now_s``) and the ``onboarding`` deadline (the reflection,
+        ``deadlines.onboarding_s``, from ``arrived_s``: the arrival of a patient whose case waited
+        for the team's previous one; default ``now_s``). Returns False, changing nothing, for a
+        repeat of the same cue or a second patient (one policy per case).
 
         Raises
         ------
@@ -463,8 +470,11 @@ class WorkflowPolicy:
             self._patient_id = patient_id
             self._assigned_hcw_id = _text(assigned_hcw_id).strip()
             self._required_specialty = _text(required_specialty).strip()
-            self._start_decision(f'patient {patient_id} arrived', now_s)
-            self._start(Deadline(kind='onboarding', cue=f'patient {patient_id} arrived', started_s=now_s,
+            arrived_s = now_s if arrived_s is None else min(float(arrived_s), now_s)
+            cue = f'patient {patient_id} arrived'
+            self._start_decision(cue if arrived_s == now_s else f"patient {patient_id}'s turn (arrived at "
+                                 f'{arrived_s:.0f} s)', now_s)
+            self._start(Deadline(kind='onboarding', cue=cue, started_s=arrived_s,
                                  duration_s=self.deadlines.onboarding_s))
             return True
 
@@ -516,11 +526,11 @@ class WorkflowPolicy:
                                  f"escalation at a time: wait for the human's decision")
             if not str(reason or '').strip():
                 raise ValueError('an escalation needs a reason the human can read')
-            escalation_id = f'esc-{len(self._escalations) + 1}'
+            escalation_id = f'{self.id_prefix}esc-{len(self._escalations) + 1}'
             self._escalations[escalation_id] = EscalationRecord(
                 escalation_id=escalation_id, task_id=task_id or '',
                 task_type=task.task_type.value if task else '', raised_by=raised_by, reason=reason,
-                options=list(options or []), opened_s=now_s)
+                options=list(options or []), opened_s=now_s, patient_id=self._patient_id)
             if raised_by == MANAGER and task is not None:
                 for deadline in self._pending('issue_handling'):
                     if deadline.task_id == task_id:
@@ -592,6 +602,12 @@ class WorkflowPolicy:
         with self._lock:
             return bool(self._closed_by)
 
+    @property
+    def done(self) -> bool:
+        """Whether the case is over: its reflection was recorded as a success (after every step, or an abort)."""
+        with self._lock:
+            return any(t.task_type is TaskType.REFLECTION and t.status == 'success' for t in self._tasks.values())
+
     def snapshot(self) -> WorkflowState:
         """Return a copy of the tasks (in authorization order), escalations, deadlines and closed flag."""
         with self._lock:
@@ -600,6 +616,7 @@ class WorkflowPolicy:
                 escalations=[e.model_copy(deep=True) for e in self._escalations.values()],
                 deadlines=[d.model_copy(deep=True) for d in self._deadlines],
                 closed=bool(self._closed_by), closed_by=self._closed_by, patient_id=self._patient_id,
+                id_prefix=self.id_prefix,
                 assigned_hcw_id=self._assigned_hcw_id, required_specialty=self._required_specialty)
 
     def state(self) -> WorkflowState:
@@ -637,22 +654,25 @@ class WorkflowPolicy:
             tasks: dict[str, TaskState] = {}
             for task in state.tasks:
                 prefix, _, number = task.task_id.rpartition('-')
-                if prefix != TASK_ID_PREFIX[task.task_type] or not number.isdigit() or int(number) < 1:
-                    raise ValueError(f"stored task ID '{task.task_id}' is not "
-                                     f"'{TASK_ID_PREFIX[task.task_type]}-<n>' of its type {task.task_type.value}")
+                if (prefix != state.id_prefix + TASK_ID_PREFIX[task.task_type] or not number.isdigit()
+                        or int(number) < 1):
+                    raise ValueError(f"stored task ID '{task.task_id}' is not '{state.id_prefix}"
+                                     f"{TASK_ID_PREFIX[task.task_type]}-<n>' of its type {task.task_type.value}")
                 if task.task_id in tasks:
                     raise ValueError(f"stored task ID '{task.task_id}' appears twice")
                 tasks[task.task_id] = task.model_copy(deep=True)
                 counters[task.task_type] = max(counters[task.task_type], int(number))
-            expected = [f'esc-{n}' for n in range(1, len(state.escalations) + 1)]
+            expected = [f'{state.id_prefix}esc-{n}' for n in range(1, len(state.escalations) + 1)]
             got = [e.escalation_id for e in state.escalations]
             if got != expected:
-                raise ValueError(f"stored escalation IDs {', '.join(got)} are not esc-1 to esc-{len(got)} in order")
+                raise ValueError(f"stored escalation IDs {', '.join(got)} are not {state.id_prefix}esc-1 to "
+                                 f"{state.id_prefix}esc-{len(got)} in order")
             for deadline in state.deadlines:
                 if deadline.task_id and deadline.task_id not in tasks:
                     raise ValueError(f"stored {deadline.kind} deadline is about unknown task '{deadline.task_id}'")
             if state.closed_by and state.closed_by not in got:
                 raise ValueError(f"stored closed_by '{state.closed_by}' names no stored escalation")
+            self.id_prefix = state.id_prefix
             self._tasks = tasks
             self._counters = counters
             self._escalations = {e.escalation_id: e.model_copy(deep=True) for e in state.escalations}

@@ -153,7 +153,8 @@ def _info_stubs(world: World) -> dict:
         if world.staff.get(a.hcw_id, {}).get('badge_id') != a.badge_id:
             raise ToolError(f"check-in refused by the staff directory: badge '{a.badge_id}' is not HCW "
                             f"{a.hcw_id}'s badge")
-        world.checked_in.append(a.hcw_id)
+        if a.hcw_id not in world.checked_in:   # checked in twice (a second patient) is one membership
+            world.checked_in.append(a.hcw_id)
         world.check_in_stamps[a.hcw_id] = world.clock()
         return {'room': a.room, 'hcw_id': a.hcw_id, 'badge_id': a.badge_id, 'stamp_s': world.clock()}
     return {Tool.READ_BADGE_SCAN: read, Tool.LOOKUP_STAFF_BY_BADGE: lookup, Tool.RECORD_CHECK_IN: check_in}
@@ -304,10 +305,11 @@ class InMemoryTeam:
 
     # -- ManagerPorts: the supervisor's services and the robots' action servers, in memory --
 
-    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '') -> Authorization:
+    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
+                  case_id: str = '') -> Authorization:
         """Ask the supervisor core's gate, with the stub world's staff as its staff view."""
         return self.supervisor.authorize(task_type, robot, reason, 'manager', self.t, hcw_id=hcw_id,
-                                         staff=self.world.staff_facts())
+                                         staff=self.world.staff_facts(), case_id=case_id)
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask the supervisor core to escalate."""

@@ -1,25 +1,29 @@
-"""A second patient never replaces the one in progress, and is never dropped silently (issue 27, item 1).
+"""Every arrival opens a case; a second patient never replaces the one in progress (issue 27, item 1).
 
-An episode serves one patient. Another patient's arrival during it is recorded by the supervisor
-(``patient_unserved``) and seen by the manager, a person is asked at once to take that patient (a
-``patient`` escalation, announced until acknowledged), the report lists the patient nobody
-served, and ``robot-team run`` exits 1; the patient in progress is served as if nobody else had
-arrived.
-The core tests run the nodes' cores without ROS; the last one a real graph.
+The team serves one case at a time: another patient's case waits (``case_waiting``), and when
+the case in progress closes (its reflection recorded) the most urgent waiting case starts, at the
+supervisor's gate and at the manager alike (``robot_team.cases.next_case``), with its own policy,
+task and escalation IDs, deadlines and observation: nothing of one case leaks into another. A
+patient whose case waits the onboarding deadline is given to a person (a ``patient`` escalation)
+and keeps their place. The core tests run the nodes' cores without ROS; the last one a real graph.
 """
 
 import threading
 
 import rclpy
+from hypothesis import given, settings, strategies as st
 
 from robot_team import names
 from robot_team.brains.base import PatientInfo
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
+from robot_team.cases import WaitingCase, case_key, next_case
 from robot_team.config import load_scenario
+from robot_team.core.manager import run_outcome
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.lifecycle import EXIT_AS_EXPECTED, EXIT_UNEXPECTED_OUTCOME, exit_code
+from robot_team.lifecycle import EXIT_AS_EXPECTED, exit_code
 from robot_team.msg import PatientArrival
-from robot_team.report import build_report
+from robot_team.report import case_results
+from robot_team.reports import TaskReportModel
 from robot_team.rosmsgs import reliable_qos
 from robot_team.runner import run_episode
 from robot_team.workflow import StaffFacts
@@ -28,70 +32,154 @@ from test_no_stall import ROBOTS, supervisor
 
 OTHER = PatientInfo(patient_id='P-0777', room='ER-3', presentation='shortness of breath', esi_level=3,
                     assigned_hcw_id='41', required_specialty='Nurse')
+STAFF = {'41': StaffFacts(specialty='Nurse', availability='available'),
+         '90': StaffFacts(specialty='Physician', availability='available')}
 
 
-def test_the_gate_keeps_its_patient_and_records_another_once():
+def _serve(core, case_prefix: str, hcw_id: str, t: float) -> float:
+    """Run a case through the gate with successful reports; return the time after its reflection."""
+    for task_type, robot in (('navigation', 'navigation_robot'), ('info_collection', 'info_collection_robot'),
+                             ('display', 'display_robot'), ('reflection', 'manager')):
+        auth = core.authorize(task_type, robot, '', 'manager', t, hcw_id=hcw_id, staff=STAFF)
+        assert auth.approved and auth.task_id.startswith(case_prefix), auth
+        accepted, why = core.submit_report(TaskReportModel(task_id=auth.task_id, task_type=task_type, robot=robot,
+                                                           status='success'), t + 1.0)
+        assert accepted, why
+        t += 2.0
+    return t
+
+
+def test_the_gate_serves_one_case_and_opens_the_next_with_its_own_ids_and_deadlines():
     core, record, _, _ = supervisor()
     assert core.on_patient_arrival('P-1', 1.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
     for t in (5.0, 6.0):   # the other patient, and the same cue again (a latched topic repeats it)
         assert not core.on_patient_arrival('P-2', t, assigned_hcw_id='41', required_specialty='Nurse', room='ER-3',
                                            esi_level=3)
     assert not core.on_patient_arrival('P-1', 7.0)
-    [unserved] = record.of('patient_unserved')
-    assert (unserved['patient_id'], unserved['room'], unserved['esi_level'], unserved['serving']) == \
-        ('P-2', 'ER-3', 3, 'P-1')
-    assert core.policy.patient_id == 'P-1'
+    [waiting] = record.of('case_waiting')
+    assert (waiting['case_id'], waiting['room'], waiting['esi_level'], waiting['serving']) == ('P-2', 'ER-3', 3, 'P-1')
     assert [e['deadline'] for e in record.of('deadline_started')] == ['decision', 'onboarding']   # P-1's only
-    # rule 9 still checks P-1's needs: the other patient's nurse is not an HCW for P-1
-    staff = {'41': StaffFacts(specialty='Nurse', availability='available'),
-             '90': StaffFacts(specialty='Physician', availability='available')}
-    refused = core.authorize('navigation', 'navigation_robot', '', 'manager', 8.0, hcw_id='41', staff=staff)
+    # rule 9 checks P-1's needs, and another case's task is refused with the case in progress named
+    refused = core.authorize('navigation', 'navigation_robot', '', 'manager', 8.0, hcw_id='41', staff=STAFF)
     assert not refused.approved and refused.rule.value == 'hcw'
-    assert core.authorize('navigation', 'navigation_robot', '', 'manager', 9.0, hcw_id='90', staff=staff).approved
+    other = core.authorize('navigation', 'navigation_robot', '', 'manager', 8.0, hcw_id='41', staff=STAFF,
+                           case_id='P-2')
+    assert not other.approved and (other.rule.value, other.case_id) == ('case', 'P-1')
+    t = _serve(core, '', '90', 9.0)
+    opened = record.of('case_opened')
+    assert [e['case_id'] for e in opened] == ['P-1', 'P-2'] and opened[1]['id_prefix'] == 'P-2/'
+    assert core.policy.patient_id == 'P-2' and not core.policy.snapshot().tasks   # no task of P-1 leaks in
+    onboarding = [d for d in core.policy.snapshot().deadlines if d.kind == 'onboarding']
+    assert [d.started_s for d in onboarding] == [5.0]   # P-2 has waited since arriving
+    # P-2's own rule 9 (a nurse) and its own IDs
+    assert core.authorize('navigation', 'navigation_robot', '', 'manager', t, hcw_id='90', staff=STAFF).rule.value \
+        == 'hcw'
+    _serve(core, 'P-2/', '41', t)
+    assert [e['case_id'] for e in record.of('case_closed')] == ['P-1', 'P-2']
+    _, esc_id, _ = core.request_escalation('', 'a question about P-2', [], t + 20.0)
+    assert esc_id == 'P-2/esc-1'
 
 
-def test_the_manager_serves_its_patient_to_the_end_when_another_arrives():
+def test_the_most_urgent_waiting_case_goes_next_at_the_gate():
+    core, record, _, _ = supervisor()
+    core.on_patient_arrival('P-1', 1.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
+    for i, (patient, esi) in enumerate((('P-low', 5), ('P-mid', 3), ('P-high', 2), ('P-high2', 2))):
+        core.on_patient_arrival(patient, 10.0 + i, assigned_hcw_id='90', required_specialty='Physician',
+                                room=f'ER-{i + 1}', esi_level=esi)
+    t, served = 20.0, []
+    while core.policy.patient_id not in served:
+        served.append(core.policy.patient_id)
+        t = _serve(core, '' if not served[:-1] else f'{served[-1]}/', '90', t)
+    assert served == ['P-1', 'P-high', 'P-high2', 'P-mid', 'P-low']
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(0, 3600, allow_nan=False)), min_size=1, max_size=12))
+def test_next_case_is_the_most_urgent_then_the_earliest(arrivals):
+    waiting = [WaitingCase(f'P-{i}', esi, t) for i, (esi, t) in enumerate(arrivals)]
+    chosen = next_case(waiting)
+    for other in waiting:
+        rank, chosen_rank = other.esi_level or 3, chosen.esi_level or 3
+        assert chosen_rank < rank or (chosen_rank == rank and case_key(chosen.esi_level, chosen.arrived_s,
+                                                                       chosen.patient_id) <=
+                                      case_key(other.esi_level, other.arrived_s, other.patient_id))
+    assert next_case([]) is None
+
+
+def test_a_patient_who_waits_the_onboarding_deadline_goes_to_a_person_and_keeps_their_place(tmp_path):
+    from test_escalation_desk import make_desk
+    desk, core, ports, events, _ = make_desk(tmp_path)
+    core.on_patient_arrival('P-1', 0.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
+    core.on_patient_arrival('P-2', 3.0, assigned_hcw_id='41', required_specialty='Nurse', room='ER-3', esi_level=2)
+    limit = core.policy.deadlines.onboarding_s
+    desk.tick(3.0 + limit - 1.0)
+    assert not [r for r in desk.records() if r.kind.value == 'patient']
+    desk.tick(3.0 + limit)
+    desk.tick(3.0 + limit + 1.0)   # once per patient
+    [asked] = [r for r in desk.records() if r.kind.value == 'patient']
+    assert (asked.patient_id, asked.severity.value, asked.due_s, asked.holds_team) == ('P-2', 'critical', None, False)
+    assert [d['patient_id'] for k, _, d in events if k == 'patient_unserved'] == ['P-2']
+    assert [c.patient_id for c in core.waiting] == ['P-2']   # still the team's to serve next
+    assert desk.acknowledge(asked.escalation_id, 'charge_nurse', 'I have P-2', limit + 10.0).accepted
+
+
+def test_the_manager_serves_both_cases_in_turn_without_leaking_one_into_the_other():
+    # the stub floor has one room: the next patient in ER-12 after the first, with physician #90 assigned
     record = Recorder()
     team = InMemoryTeam(ManagerProtocolBrain(), {r: protocol_robot_brain(r) for r in ROBOTS}, record=record)
+    team.manager.cases = 2
     first = team.manager.snapshot().patient
-    team.manager.on_arrival(OTHER)
-    team.supervisor.on_patient_arrival(OTHER.patient_id, team.t, assigned_hcw_id=OTHER.assigned_hcw_id,
-                                       required_specialty=OTHER.required_specialty, room=OTHER.room,
-                                       esi_level=OTHER.esi_level)
-    result = team.run()
+    later = OTHER.model_copy(update={'room': first.room, 'assigned_hcw_id': '90', 'required_specialty': 'Physician'})
+    team.manager.on_arrival(later)
+    team.supervisor.on_patient_arrival(later.patient_id, team.t, assigned_hcw_id=later.assigned_hcw_id,
+                                       required_specialty=later.required_specialty, room=later.room,
+                                       esi_level=later.esi_level)
+    result = team.run(max_rounds=80)
     assert result.outcome == 'success'
-    assert result.observation.patient == first
-    seen = [e for e in record.of('observation', 'manager') if e['data'].get('cue') == 'patient_unserved']
-    assert [e['data']['patient_id'] for e in seen] == ['P-0777'] and seen[0]['data']['serving'] == first.patient_id
-    rooms = {e['data'].get('room') for e in record.of('delegation_requested')} - {'', None}
-    assert rooms == {first.room}
-    assert OTHER.assigned_hcw_id not in {e['data'].get('hcw_id') for e in record.of('delegation_requested')}
+    closed = [(c.case_id, c.outcome) for c in team.manager.closed_cases]
+    assert closed == [(first.patient_id, 'success'), (later.patient_id, 'success')]
+    # the second case's observation starts afresh: only its own tasks, escalations and feedback
+    obs = team.manager.snapshot()
+    assert obs.patient == later and obs.tasks and {t.task_id.split('/')[0] for t in obs.tasks} == {later.patient_id}
+    assert not obs.escalations and not obs.handled_failures
+    requested = record.of('delegation_requested')
+    assert {e['data']['case_id'] for e in requested} == {first.patient_id, later.patient_id}
+    # the first case needed a recovery (#80 busy); the second goes straight to its assigned #90
+    navs = [(e['data']['case_id'], e['data']['hcw_id']) for e in requested if e['data']['task_type'] == 'navigation']
+    assert navs == [(first.patient_id, '80'), (first.patient_id, '90'), (later.patient_id, '90')]
+    waits = [e['data'] for e in record.of('observation', 'manager') if e['data'].get('cue') == 'case_waiting']
+    assert [(d['case_id'], d['serving']) for d in waits] == [(later.patient_id, first.patient_id)]
+    unowned = [e['kind'] for e in record.events if e['actor'] in ('manager', 'supervisor')
+               and not e['data'].get('case_id')]
+    assert unowned == ['episode_finished']   # every other event of the cores names its case
 
 
-def _event(i, kind, **data):
-    return TeamEventModel(stamp_s=float(i), wall_time=0.0, seq=i, actor='supervisor', kind=kind, data=data)
+def test_the_run_outcome_and_each_case_in_the_report():
+    assert run_outcome(['success']) == 'success' and run_outcome(['escalated', 'escalated']) == 'escalated'
+    assert run_outcome(['success', 'escalated']) == 'escalated' and run_outcome(['escalated', 'failure']) == 'failure'
+
+    def event(t, kind, actor='supervisor', **data):
+        return TeamEventModel(stamp_s=float(t), wall_time=0.0, seq=int(t), actor=actor, kind=kind, data=data)
+    events = [event(1, 'sim', 'hospital_systems', what='patient_arrival', patient_id='A'),
+              event(1.1, EventKind.CASE_OPENED.value, case_id='A', room='ER-1', esi_level=3, arrived_s=1.1),
+              event(2, EventKind.DELEGATION_AUTHORIZED.value, case_id='A', task_id='nav-1'),
+              event(3, 'sim', 'hospital_systems', what='patient_arrival', patient_id='B'),
+              event(3.1, EventKind.CASE_WAITING.value, case_id='B', room='ER-2', esi_level=1, arrived_s=3.1),
+              event(4, 'sim', 'hospital_systems', what='hcw_entering', room='ER-2'),   # before B's case started
+              event(5, 'task_report', 'navigation_robot', task_id='nav-1', source='llm'),
+              event(50, 'sim', 'hospital_systems', what='hcw_entering', room='ER-1'),
+              event(90, EventKind.CASE_CLOSED.value, 'manager', case_id='A', outcome='success'),
+              event(90.5, EventKind.CASE_OPENED.value, case_id='B', room='ER-2', esi_level=1, arrived_s=3.1),
+              event(95, 'escalation', escalation_id='B/esc-1', patient_id='B'),
+              event(120, 'sim', 'hospital_systems', what='hcw_arrived', room='ER-2')]
+    a, b = case_results(events, {'B': 'escalated'}, 'success')
+    assert (a['patient_id'], a['arrival_s'], a['started_s'], a['door_to_provider_s'], a['outcome'],
+            a['expected_outcome'], a['escalations']) == ('A', 1.0, 1.1, 49.0, 'success', 'success', 0)
+    assert (b['patient_id'], b['waited_for_robot_s'], b['door_to_provider_s'], b['outcome'], b['expected_outcome'],
+            b['escalations']) == ('B', 87.5, 117.0, None, 'escalated', 1)
 
 
-def test_the_report_lists_each_unserved_patient_once_and_the_run_is_not_as_expected():
-    finished = _event(9, EventKind.EPISODE_FINISHED.value, outcome='success')
-    alone = build_report([finished], scenario='s', brain='protocol', mode='in_process', expected_outcome='success',
-                         wall_time_s=1.0)
-    assert alone['unserved_patients'] == [] and exit_code(alone) == EXIT_AS_EXPECTED
-    events = [_event(3, EventKind.PATIENT_UNSERVED.value, patient_id='P-2', room='ER-3', esi_level=2,
-                     assigned_hcw_id='41'),
-              _event(4, EventKind.PATIENT_UNSERVED.value, patient_id='P-2', room='ER-3', esi_level=2,
-                     assigned_hcw_id='41'),   # recorded again by a restarted supervisor
-              _event(5, EventKind.PATIENT_UNSERVED.value, patient_id='P-3', room='ER-5', esi_level=1,
-                     assigned_hcw_id='22'), finished]
-    report = build_report(events, scenario='s', brain='protocol', mode='in_process', expected_outcome='success',
-                          wall_time_s=1.0)
-    assert [(p['patient_id'], p['room'], p['arrived_s']) for p in report['unserved_patients']] == \
-        [('P-2', 'ER-3', 3.0), ('P-3', 'ER-5', 5.0)]
-    assert report['outcome'] == 'success' and exit_code(report) == EXIT_UNEXPECTED_OUTCOME
-
-
-def test_a_second_arrival_on_the_topic_leaves_the_first_patient_served_and_the_second_on_the_record(
-        domain_id, ros_context, tmp_path):
+def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_context, tmp_path):
     # The hospital's systems announce a second patient on ed/patient_arrivals while the first
     # one's onboarding runs (as the issue's report did, 3 s of sim time in).
     scenario = load_scenario('onboarding')
@@ -112,52 +200,38 @@ def test_a_second_arrival_on_the_topic_leaves_the_first_patient_served_and_the_s
     assert sent.is_set()
     report, events = result.report, result.events
     assert report['outcome'] == 'success', report
-    assert [(p['patient_id'], p['room']) for p in report['unserved_patients']] == [(OTHER.patient_id, OTHER.room)]
-    assert exit_code(report) == EXIT_UNEXPECTED_OUTCOME
-    asked = [e for e in report['escalations'] if e['escalation_id'].startswith('patient-')]
-    assert [(e['raised_by'], e['task_id']) for e in asked] == [('supervisor', '')]   # a person asked at once
-    assert OTHER.patient_id in asked[0]['reason']
-    waits = [e for e in events if e.kind == 'escalation_awaits_human']
-    assert [e.data['escalation_id'] for e in waits] == [asked[0]['escalation_id']]   # no scripted answer spent
-    seen = [e for e in events if e.kind == 'observation' and e.data.get('cue') == 'patient_unserved']
-    assert seen and seen[0].data['serving'] == scenario.patient.patient_id
-    shown = [e.data for e in events if e.kind == 'sim' and e.data.get('what') == 'display_shown']
-    assert shown and {d.get('room') for d in shown} == {scenario.patient.room}
-    goals = {e.data.get('room') for e in events if e.kind == 'delegation_requested'} - {'', None}
-    assert goals == {scenario.patient.room}
+    cases = {c['patient_id']: c for c in report['cases']}
+    assert {p: c['outcome'] for p, c in cases.items()} == {scenario.patient.patient_id: 'success',
+                                                           OTHER.patient_id: 'success'}
+    assert cases[OTHER.patient_id]['door_to_provider_s'] > cases[OTHER.patient_id]['waited_for_robot_s'] > 0
+    assert report['unserved_patients'] == [] and exit_code(report) == EXIT_AS_EXPECTED
+    # each screen shows its own case's care team, each escort went to its own room
+    shown = {e.data['room']: e.data for e in events if e.kind == 'sim' and e.data.get('what') == 'display_shown'}
+    assert set(shown) == {scenario.patient.room, OTHER.room}
+    goals = {(e.data['case_id'], e.data['room']) for e in events if e.kind == 'delegation_requested'}
+    assert goals == {(scenario.patient.patient_id, scenario.patient.room), (OTHER.patient_id, OTHER.room)}
+    second = [e.data['task_id'] for e in events if e.kind == 'delegation_authorized'
+              and e.data.get('case_id') == OTHER.patient_id]
+    assert second and all(t.startswith(f'{OTHER.patient_id}/') for t in second)
 
 
-def test_a_person_is_asked_for_the_other_patient_at_once_until_one_acknowledges(tmp_path):
-    from robot_team.core.escalations import EscalationStore, Refusal
-    from test_escalation_desk import make_desk
-    store = EscalationStore(tmp_path / 'escalations.sqlite')
-    desk, core, ports, events, _ = make_desk(tmp_path, store=store)
-    core.on_patient_arrival('P-1', 0.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
-    core.on_patient_arrival('P-2', 3.0, assigned_hcw_id='41', required_specialty='Nurse', room='ER-3', esi_level=2)
-    [asked] = [r for r in desk.records() if r.kind.value == 'patient']
-    assert (asked.escalation_id, asked.patient_id, asked.severity.value, asked.due_s, asked.holds_team) == \
-        ('patient-1', 'P-2', 'critical', None, False)
-    assert ports.published[-1].escalation_id == 'patient-1' and ports.published[-1].opened_s == 3.0
-    assert [d['escalation_id'] for k, _, d in events if k == 'escalation'] == ['patient-1']
-    assert not [d for d in core.policy.snapshot().deadlines if d.state == 'met']   # P-1's deadlines untouched
-    desk.tick(100.0)   # past every escalation deadline (30-60 s), not P-1's first step (120 s): announced again
-    record = desk.record('patient-1')
-    assert record.is_open and record.notifications == 2 and not desk.hold.active
-    refused = desk.resolve('patient-1', 'abort', '', '', 'charge_nurse', 101.0)
-    assert not refused.accepted and refused.refusal is Refusal.BAD_DECISION and not core.policy.closed
-    assert desk.acknowledge('patient-1', 'charge_nurse', 'I have P-2', 102.0).accepted
-    desk.tick(115.0)
-    assert desk.record('patient-1').notifications == 2   # a person has the patient: no more announcements
-    # the gate's own escalations keep their IDs, and a restarted supervisor keeps the two apart
-    nav = core.authorize('navigation', 'navigation_robot', '', 'manager', 103.0, hcw_id='90')
-    assert nav.approved
-    _, esc_id, _ = core.request_escalation(nav.task_id, 'stuck', ['retry'], 104.0)
-    assert esc_id == 'esc-1'
-    store.close()
-    again = EscalationStore(tmp_path / 'escalations.sqlite')
-    desk2, core2, _, _, _ = make_desk(tmp_path, store=again)
-    assert sorted(desk2.restore(600.0)) == ['esc-1', 'patient-1']
-    assert [e.escalation_id for e in core2.policy.snapshot().escalations] == ['esc-1']
-    core2.on_patient_arrival('P-1', 601.0)
-    core2.on_patient_arrival('P-2', 601.0, room='ER-3', esi_level=2)   # the latched cue again: the same one
-    assert [r.escalation_id for r in desk2.records() if r.kind.value == 'patient'] == ['patient-1']
+def test_a_shift_announces_every_patient_at_their_arrival_time_and_each_case_expects_its_outcome():
+    from robot_team.config import PatientSpec, load_staff_seed
+    from robot_team.sim.hospital import HospitalEngine
+    from robot_team.sim.world import load_world
+    base = load_scenario('onboarding')
+    later = PatientSpec(patient_id='P-2', room='ER-3', assigned_hcw_id='41', required_specialty='Nurse',
+                        arrival_time_s=30.0, expected_outcome='escalated')
+    shift = base.model_copy(update={'arrivals': [later]})
+    assert [p.patient_id for p in shift.cases] == ['P-0001', 'P-2']
+    assert shift.expected_outcomes == {'P-0001': 'success', 'P-2': 'escalated'}
+    engine = HospitalEngine(load_world(shift.floor_path), load_staff_seed(shift.staff_path), shift)
+    first = [e.data['patient_id'] for e in engine.advance_to(20.0) if e.kind == 'patient_arrival']
+    second = [(e.data['patient_id'], e.t) for e in engine.advance_to(40.0) if e.kind == 'patient_arrival']
+    assert first == ['P-0001'] and second == [('P-2', 30.0)] and engine.arrived == ['P-0001', 'P-2']
+    try:
+        type(base).model_validate({**base.model_dump(), 'arrivals': [base.patient.model_dump()]})
+    except ValueError as exc:
+        assert 'P-0001' in str(exc) and 'one arrival per patient' in str(exc)
+    else:
+        raise AssertionError('a patient arriving twice in one scenario was accepted')

@@ -141,6 +141,7 @@ class ManagerNode(Node):
         self.declare_parameter('issue_handling', 'propose_alternative')
         self.declare_parameter('service_timeout_s', 15.0)
         self.declare_parameter('kb', True)
+        self.declare_parameter('cases', 1)
         self.events = EventEmitter(self, Robot.MANAGER.value)
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
@@ -175,7 +176,8 @@ class ManagerNode(Node):
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'manager cannot open its state store', reason=str(exc))
             raise
-        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store)
+        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store,
+                                cases=int(self.get_parameter('cases').value))
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, qos,
                                  callback_group=self._group)
         self.create_subscription(Escalation, names.ESCALATIONS, self.escalation_callback, qos,
@@ -230,7 +232,7 @@ class ManagerNode(Node):
         """Pass an escalation (the manager's own or the supervisor's) to the core."""
         self.core.on_escalation(EscalationRecord(escalation_id=msg.escalation_id, task_id=msg.task_id,
                                                  task_type=msg.task_type, raised_by=msg.raised_by,
-                                                 reason=msg.reason, kind=_kind(msg.kind)))
+                                                 reason=msg.reason, kind=_kind(msg.kind), patient_id=msg.patient_id))
 
     def decision_callback(self, msg) -> None:
         """Pass a human decision on an escalation to the core."""
@@ -313,8 +315,11 @@ class ManagerNode(Node):
 
     # -- ManagerPorts (called from the core's worker thread) --
 
-    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '') -> Authorization:
-        """Ask ``team/supervisor/authorize_task`` about a delegation naming ``hcw_id``; return its answer and rule.
+    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
+                  case_id: str = '') -> Authorization:
+        """Ask ``team/supervisor/authorize_task`` about case ``case_id``'s delegation naming ``hcw_id``.
+
+        Returns the answer with its rule and the case the gate serves.
 
         Raises
         ------
@@ -324,7 +329,8 @@ class ManagerNode(Node):
         """
         wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
         response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
-            task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value, hcw_id=hcw_id)),
+            task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value, hcw_id=hcw_id,
+            case_id=case_id)),
             self._timeout,
             f'response of {names.AUTHORIZE_TASK}')
         try:
@@ -334,7 +340,7 @@ class ManagerNode(Node):
                             f"{', '.join(r.value for r in WorkflowRule)}") from None
         return Authorization(approved=response.approved, task_id=response.task_id, rule=rule,
                              explanation=response.explanation, task_type=task_type, robot=robot,
-                             hcw_id=response.hcw_id)
+                             hcw_id=response.hcw_id, case_id=response.case_id)
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask ``team/supervisor/request_escalation`` (raises ToolError on timeout)."""

@@ -196,7 +196,6 @@ class SupervisorNode(Node):
         self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit,
                                    lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report,
                                    self._publish_directive)
-        self.policy = self.core.policy
         self.desk = EscalationDesk(self.core, escalation_policy, store, self.events.emit, self, staff)
         self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
                             callback_group=self._group)
@@ -242,8 +241,13 @@ class SupervisorNode(Node):
                          restored_tasks=[t.task_id for t in workflow.workflow.tasks] if workflow else [],
                          hcw_directory_check=staff.checks_directory)
 
+    @property
+    def policy(self) -> WorkflowPolicy:
+        """The workflow policy of the case in progress (a new one for each later case)."""
+        return self.core.policy
+
     def snapshot(self) -> WorkflowState:
-        """Return a copy of the workflow state (tasks, escalations, deadlines, closed flag)."""
+        """Return a copy of the case in progress's workflow state (tasks, escalations, deadlines, closed flag)."""
         return self.policy.snapshot()
 
     # --- Callbacks ----------------------------------------------------------------------------
@@ -251,11 +255,12 @@ class SupervisorNode(Node):
     def authorize_callback(self, request, response):
         """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule."""
         auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
-                                   now_s(self), hcw_id=request.hcw_id)
+                                   now_s(self), hcw_id=request.hcw_id, case_id=request.case_id)
         self._save_state()
         response.approved = auth.approved
         response.task_id = auth.task_id
         response.hcw_id = auth.hcw_id
+        response.case_id = auth.case_id
         response.rule = auth.rule.value
         response.explanation = auth.explanation
         return response
@@ -312,7 +317,7 @@ class SupervisorNode(Node):
         return response
 
     def arrival_callback(self, msg) -> None:
-        """Start the onboarding's deadlines at the patient cue."""
+        """Open the patient's case at the patient cue (it starts now, or waits for the case in progress)."""
         self.core.on_patient_arrival(msg.patient_id, now_s(self), assigned_hcw_id=msg.assigned_hcw_id,
                                      required_specialty=msg.required_specialty, room=msg.room,
                                      esi_level=msg.esi_level)
@@ -392,7 +397,8 @@ class SupervisorNode(Node):
             proposal=record.proposal, opened=s_to_stamp(record.opened_s), opened_wall=record.opened_wall,
             due=s_to_stamp(record.due_s or 0.0), notifications=record.notifications,
             acknowledged_by=record.acknowledged_by, decision=record.decision, hcw_id=record.hcw_id,
-            decided_by=record.decided_by, note=record.note, holds_team=record.holds_team))
+            decided_by=record.decided_by, note=record.note, holds_team=record.holds_team,
+            patient_id=record.patient_id))
 
     def publish_instruction(self, instruction) -> None:
         """Publish an accepted instruction on ``team/instructions``."""

@@ -231,6 +231,13 @@ class ManagerBrain(ABC):
     def decide(self, observation: ManagerObservation) -> list[ManagerAction]:
         """Return the actions to take now (possibly none: wait for the next cue)."""
 
+    def new_case(self) -> None:
+        """Forget what was said about the previous case: the next observation is another case's (optional).
+
+        Called by the manager before a later case of the run starts; what holds for the run (a
+        fallback that took over) stays.
+        """
+
     def cancel(self) -> None:
         """Ask a running ``decide`` to return early (optional; any thread)."""
 

@@ -193,7 +193,8 @@ class EpisodeRecorder(TeamRecorder):
             files = write_record(events, out_dir, self.resolve_topic_name(names.TEAM_EVENTS))
             report = build_report(events, scenario=self._scenario.name, brain=str(self.get_parameter('brain').value),
                                   mode='launch', expected_outcome=self._scenario.expected_outcome,
-                                  wall_time_s=time.monotonic() - self._wall_start, files=files)
+                                  wall_time_s=time.monotonic() - self._wall_start, files=files,
+                                  case_expected=self._scenario.expected_outcomes)
             report['namespace'] = self.get_namespace()
             report['files'] = {'report': str(out_dir / 'report.json'), **files}
             (out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))

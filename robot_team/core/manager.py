@@ -46,8 +46,9 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain
+from robot_team.cases import WaitingCase, next_case
 from robot_team.catalog import TaskFacts, final_failure
-from robot_team.core.manager_store import ManagerState, ManagerStore
+from robot_team.core.manager_store import ClosedCase, ManagerState, ManagerStore, WaitingPatient
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
@@ -56,7 +57,7 @@ from robot_team.guards import (
     lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
 from robot_team.names import Robot
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
-from robot_team.workflow import Authorization
+from robot_team.workflow import Authorization, WorkflowRule
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -74,10 +75,12 @@ class ManagerPorts(Protocol):
     reached in time; the core records it and tells the brain.
     """
 
-    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '') -> Authorization:
+    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
+                  case_id: str = '') -> Authorization:
         """Ask the supervisor's gate for a delegation naming HCW ``hcw_id`` (``team/supervisor/authorize_task``).
 
-        An approved answer names the HCW the task is about (``Authorization.hcw_id``).
+        ``case_id``: the patient whose case the task serves. An approved answer names the HCW the
+        task is about (``Authorization.hcw_id``); every answer names the case the gate serves.
         """
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
@@ -109,11 +112,22 @@ class ManagerCore:
     fallback
         Makes the protocol brain that takes over the role on :meth:`take_over` (default: a
         :class:`~robot_team.brains.protocol.ManagerProtocolBrain`).
+    store
+        Where the manager keeps what a restarted manager takes up (None: nothing is kept).
+    cases
+        The run ends once this many cases closed and none waits (the scenario's patients; 0:
+        never, a deployment serving arrivals until stopped).
 
     Attributes
     ----------
     finished : threading.Event
-        Set when the brain finishes the episode; ``outcome`` then holds its outcome.
+        Set when the run ends (see ``cases``); ``outcome`` then holds its outcome.
+
+    Cases: the manager serves one case at a time (``robot_team.cases``). Another patient's
+    arrival waits (cue ``case_waiting``); when the brain finishes the case in progress
+    (``case_closed``), the most urgent waiting case starts with a fresh observation: nothing of
+    a case's tasks, escalations, feedback or instructions reaches another's. Every event the
+    manager records carries the case in progress (``case_id``).
 
     Notes
     -----
@@ -123,11 +137,18 @@ class ManagerCore:
     """
 
     def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str],
-                 fallback: Callable[[], ManagerBrain] | None = None, store: ManagerStore | None = None):
+                 fallback: Callable[[], ManagerBrain] | None = None, store: ManagerStore | None = None,
+                 cases: int = 1):
         self.brain = brain
         self.ports = ports
         self.robots = tuple(robots)
-        self._emit = emit
+        self.cases = int(cases)
+        self._emit_raw = emit
+        self._case = ''             # the case in progress (its patient's ID; '' none)
+        self._case_arrived_s = 0.0  # ... and when its patient arrived (ROS time, s)
+        self._waiting: dict[str, WaitingPatient] = {}
+        self._closed: list[ClosedCase] = []
+        self._other_cases: set[str] = set()   # escalation IDs of other cases than the one in progress
         self._lock = threading.Lock()
         self._obs = ManagerObservation()
         self._wake = threading.Event()
@@ -146,6 +167,24 @@ class ManagerCore:
         self._restored_running: set[str] = set()   # tasks running when a restarted manager took up its record
         self.restored: dict = self._restore()
         """What a restarted manager took up from its store (empty: nothing): tasks, running, escalations."""
+
+    def _emit(self, kind, summary: str, /, **data) -> object:
+        """Record an event of the case in progress (``case_id`` added when a case is in progress)."""
+        if self._case and 'case_id' not in data:
+            data['case_id'] = self._case
+        return self._emit_raw(kind, summary, **data)
+
+    @property
+    def closed_cases(self) -> list[ClosedCase]:
+        """The cases this run closed, in order."""
+        with self._lock:
+            return list(self._closed)
+
+    @property
+    def waiting(self) -> list[PatientInfo]:
+        """The patients whose case waits, in arrival order."""
+        with self._lock:
+            return [w.patient.model_copy() for w in self._waiting.values()]
 
     # -- observation (any thread) --
 
@@ -170,7 +209,8 @@ class ManagerCore:
             return
         with self._lock:
             state = ManagerState(observation=self._obs.model_copy(deep=True, update={'new': [], 'feedback': []}),
-                                 taken_over=self.taken_over, held_on=self._held_on)
+                                 taken_over=self.taken_over, held_on=self._held_on,
+                                 waiting=list(self._waiting.values()), closed=list(self._closed))
         self._store.save(state)
 
     def _restore(self) -> dict:
@@ -181,6 +221,9 @@ class ManagerCore:
         self._obs = state.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
         self._announced = {e.escalation_id for e in self._obs.escalations}
         self._held_on = state.held_on
+        self._waiting = {w.patient.patient_id: w for w in state.waiting}
+        self._closed = list(state.closed)
+        self._case = self._obs.patient.patient_id if self._obs.patient is not None else ''
         if state.taken_over:
             self.brain = self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
             self.taken_over = True
@@ -191,7 +234,8 @@ class ManagerCore:
                                 if running else '') + '.')
         self._wake.set()
         return {'tasks': [t.task_id for t in self._obs.tasks], 'running': running,
-                'escalations': sorted(self._announced), 'taken_over': state.taken_over, 'held_on': state.held_on}
+                'escalations': sorted(self._announced), 'taken_over': state.taken_over, 'held_on': state.held_on,
+                'case': self._case, 'waiting': list(self._waiting), 'closed': [c.case_id for c in self._closed]}
 
     def _feedback(self, kind: FeedbackKind, text: str, rule: str = '') -> None:
         """Tell the brain what a guard said; the same words twice with nothing new in between do not wake it.
@@ -214,23 +258,46 @@ class ManagerCore:
         self._update('', lambda o: o.feedback.append(feedback))
 
     def on_arrival(self, patient: PatientInfo) -> None:
-        """Record the patient-arrival cue (a repeat of the same patient is ignored).
+        """Open ``patient``'s case (a repeat of a known patient is ignored).
 
-        Another patient's cue never replaces the patient in progress: the manager records that it
-        saw it (``observation``, cue ``patient_unserved``) and goes on with its patient, as the
-        supervisor's gate does (it records the unserved patient for the report).
+        With no case in progress it starts at once; otherwise it waits (``observation``, cue
+        ``case_waiting``): another patient's cue never replaces the patient in progress, as at
+        the supervisor's gate. The most urgent waiting case starts when the case in progress closes.
         """
         with self._lock:
-            serving = self._obs.patient
-            if serving is not None and serving.patient_id == patient.patient_id:
-                return
-        if serving is not None:
-            self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room} while the '
-                       f'team serves {serving.patient_id}: not served by this episode', target=patient.room,
-                       cue='patient_unserved', serving=serving.patient_id, **patient.model_dump())
+            known = (patient.patient_id == self._case or patient.patient_id in self._waiting
+                     or any(c.case_id == patient.patient_id for c in self._closed))
+            busy = bool(self._case)
+            if not known and busy:
+                self._waiting[patient.patient_id] = WaitingPatient(patient=patient, arrived_s=self.ports.now())
+        if known:
             return
+        if busy:
+            self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}: the case '
+                       f'waits for {self._case}', target=patient.room, cue='case_waiting', serving=self._case,
+                       **patient.model_dump(), case_id=patient.patient_id)
+            self._persist()
+            return
+        self._start_case(patient, '', self.ports.now())
+
+    def _start_case(self, patient: PatientInfo, waited: str, arrived_s: float) -> None:
+        """Serve ``patient``'s case (arrived at ROS time ``arrived_s``, s) from now on: a fresh observation.
+
+        The staff board and the lost robots carry over: they are the team's, not the case's.
+        """
+        with self._lock:
+            later = bool(self._closed)
+        if later:
+            self.brain.new_case()
+        with self._lock:
+            self._case = patient.patient_id
+            self._case_arrived_s = arrived_s
+            previous = self._obs
+            self._obs = ManagerObservation(staff=previous.staff, staff_ids=previous.staff_ids,
+                                           lost_robots=previous.lost_robots)
+            self._last_feedback, self._round_feedback = [], []
         self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
-                   f'#{patient.assigned_hcw_id} assigned', target=patient.room, cue='patient_arrival',
+                   f'#{patient.assigned_hcw_id} assigned' + waited, target=patient.room, cue='patient_arrival',
                    **patient.model_dump())
         self._update(f'Patient {patient.patient_id} arrived in {patient.room} ({patient.presentation}); '
                      f'HCW #{patient.assigned_hcw_id} assigned.', lambda o: setattr(o, 'patient', patient))
@@ -238,8 +305,9 @@ class ManagerCore:
     def on_escalation(self, record: EscalationRecord) -> None:
         """Track an escalation (the manager's own, the supervisor's or a person's); a known one is no news.
 
-        A ``patient`` escalation (a person asked to take a patient the team does not serve) is not
-        the team's work: the manager's patient and tasks go on as before, so it is left out.
+        A ``patient`` escalation (a person asked to take a patient the team has not started to
+        serve) is not the team's work: the manager's patient and tasks go on as before, so it is
+        left out, as is an escalation of another case (its ``patient_id``).
         """
         if record.kind is EscalationKind.PATIENT:
             return
@@ -247,6 +315,9 @@ class ManagerCore:
             if record.escalation_id in self._announced:
                 return
             self._announced.add(record.escalation_id)
+            if record.patient_id and record.patient_id != self._case:
+                self._other_cases.add(record.escalation_id)
+                return
 
         def change(obs):
             if not any(e.escalation_id == record.escalation_id for e in obs.escalations):
@@ -255,7 +326,15 @@ class ManagerCore:
 
     def on_decision(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
                     operator_id: str = '') -> None:
-        """Record a human decision on an escalation (one the manager holds for ends the hold)."""
+        """Record a human decision on an escalation (one the manager holds for ends the hold).
+
+        A decision on another case's escalation is not news for the case in progress.
+        """
+        with self._lock:
+            other = escalation_id in self._other_cases
+        if other:
+            return
+
         def change(obs):
             record = next((e for e in obs.escalations if e.escalation_id == escalation_id), None)
             if record is None:
@@ -529,10 +608,45 @@ class ManagerCore:
         elif isinstance(action, Reflect):
             self._reflect(action, source)
         elif isinstance(action, Finish):
-            self.outcome = action.outcome
-            self._emit(EventKind.EPISODE_FINISHED, f'episode finished: {action.outcome}', reason=action.reason,
-                       outcome=action.outcome, source=source)
-            self.finished.set()
+            self._finish(action, source)
+
+    def _finish(self, act: Finish, source: str) -> None:
+        """Close the case in progress; start the most urgent waiting one, or end the run (see ``cases``).
+
+        A brain that finishes a case without its reflection recorded while the run goes on (a
+        case waits, or more are to come) leaves the case open at the supervisor's gate: the
+        protocol brain takes over to write it (``takeover``) instead.
+        """
+        with self._lock:
+            reflected = self._obs.reflection_done
+            closed = len(self._closed) + 1
+            waiting = bool(self._waiting)
+        if not reflected and (waiting or self.cases == 0 or closed < self.cases) and not self.taken_over:
+            self.take_over(reason=f'the manager brain ended case {self._case} without its reflection '
+                                  f'({act.reason}); the run goes on')
+            return
+        case = self._case
+        self._emit(EventKind.CASE_CLOSED, f'case {case} finished: {act.outcome}', reason=act.reason,
+                   outcome=act.outcome, decided_by=source)
+        with self._lock:
+            self._closed.append(ClosedCase(case_id=case, outcome=act.outcome))
+            chosen = next_case(WaitingCase(w.patient.patient_id, w.patient.esi_level, w.arrived_s)
+                               for w in self._waiting.values())
+            entry = self._waiting.pop(chosen.patient_id) if chosen is not None else None
+            ends = entry is None and self.cases > 0 and len(self._closed) >= self.cases
+            outcomes = [c.outcome for c in self._closed]
+            self._case = ''
+        if entry is not None:
+            self._start_case(entry.patient, f' (waited {self.ports.now() - entry.arrived_s:.0f} s for {case})',
+                             entry.arrived_s)
+            return
+        self._persist()
+        if not ends:
+            return
+        self.outcome = run_outcome(outcomes)
+        self._emit(EventKind.EPISODE_FINISHED, f'episode finished: {self.outcome}', reason=act.reason,
+                   outcome=self.outcome, source=source, cases=len(outcomes))
+        self.finished.set()
 
     def _delegate(self, act: Delegate, source: str) -> None:
         self._emit(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} to {act.robot}',
@@ -559,7 +673,7 @@ class ManagerCore:
                        reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
             self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
             return
-        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id)
+        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id, case_id=self._case)
         if not auth.approved:
             # The supervisor records the refusal itself; the manager records what it learnt.
             self._emit(EventKind.OBSERVATION, f'supervisor refused {act.task_type.value} for {act.robot}',
@@ -567,6 +681,8 @@ class ManagerCore:
                        task_type=act.task_type.value, robot=act.robot)
             self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
                            auth.rule.value)
+            if auth.rule is WorkflowRule.CASE:
+                self._follow_gate(auth.case_id)
             return
         # the task is about the HCW the gate names (the escorted one for the steps after navigation)
         act = act.model_copy(update={'hcw_id': auth.hcw_id or act.hcw_id})
@@ -593,6 +709,25 @@ class ManagerCore:
         except ToolError as exc:   # the robot cannot be reached: the task ends here, as a failure
             self._task_done(record, None, f'{act.robot} could not be reached: {exc}')
             raise
+
+    def _follow_gate(self, case_id: str) -> None:
+        """Serve the case the gate serves when it is one of the waiting ones and this case has no task yet.
+
+        Both sides start the most urgent waiting case (:func:`robot_team.cases.next_case`); they
+        differ only when an arrival reached one of them between the previous case's close and its
+        choice. The case in progress goes back to waiting (recorded as ``case_waiting``).
+        """
+        with self._lock:
+            entry = self._waiting.get(case_id)
+            if entry is None or self._obs.tasks or self._obs.patient is None:
+                return
+            current = WaitingPatient(patient=self._obs.patient, arrived_s=self._case_arrived_s)
+            del self._waiting[case_id]
+            self._waiting[current.patient.patient_id] = current
+            self._case = ''
+        self._emit(EventKind.OBSERVATION, f'the gate serves case {case_id}: case {current.patient.patient_id} waits',
+                   target=case_id, cue='case_waiting', serving=case_id, case_id=current.patient.patient_id)
+        self._start_case(entry.patient, ' (the case the gate serves)', entry.arrived_s)
 
     def _escalate(self, act: Escalate, source: str) -> None:
         self._emit(EventKind.ESCALATION_REQUESTED, f'manager escalates {act.task_id}', target=act.task_id,
@@ -625,7 +760,8 @@ class ManagerCore:
             self._feedback(FeedbackKind.REFLECTION_CONTRADICTS,
                            'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
             return
-        auth = self.ports.authorize(TaskType.REFLECTION.value, Robot.MANAGER.value, 'all workflow steps are done')
+        auth = self.ports.authorize(TaskType.REFLECTION.value, Robot.MANAGER.value, 'all workflow steps are done',
+                                    case_id=self._case)
         if not auth.approved:
             self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
                        rule=auth.rule.value, source=source)
@@ -642,3 +778,21 @@ class ManagerCore:
             self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection not recorded: {answer.explanation}')
             return
         self._update('Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
+
+
+def run_outcome(outcomes: list[str]) -> str:
+    """Return a run's outcome from its cases' outcomes (in order): the case's for one case.
+
+    Several: ``success`` when every case succeeded, else ``failure`` when one failed, else
+    ``escalated`` (people closed some); each case's own outcome is in the record (``case_closed``).
+
+    Raises
+    ------
+    ValueError
+        If ``outcomes`` is empty.
+    """
+    if not outcomes:
+        raise ValueError('a run outcome needs at least one case outcome')
+    if len(set(outcomes)) == 1:
+        return outcomes[0]
+    return 'failure' if 'failure' in outcomes else 'escalated'

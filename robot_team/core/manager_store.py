@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from robot_team.brains.base import ManagerObservation
+from robot_team.brains.base import ManagerObservation, PatientInfo
 from robot_team.config import ConfigError
 
 _SCHEMA = """
@@ -30,12 +30,28 @@ CREATE TABLE IF NOT EXISTS manager_state (
 """
 
 
+class WaitingPatient(BaseModel):
+    """A patient whose case waits for the case in progress, as the manager keeps them."""
+
+    patient: PatientInfo
+    arrived_s: float = Field(0.0, description='When the manager saw the arrival, ROS time, s.')
+
+
+class ClosedCase(BaseModel):
+    """A case the manager closed: its patient and outcome (success, failure, escalated)."""
+
+    case_id: str
+    outcome: str
+
+
 class ManagerState(BaseModel):
     """What a restarted manager takes up."""
 
     observation: ManagerObservation = Field(default_factory=ManagerObservation)
     taken_over: bool = Field(False, description='The protocol brain had taken over the role.')
     held_on: str = Field('', description="Escalation the manager held for ('' none).")
+    waiting: list[WaitingPatient] = Field(default_factory=list, description='Cases waiting for the one in progress.')
+    closed: list[ClosedCase] = Field(default_factory=list, description="This run's closed cases, in order.")
 
 
 class ManagerStore:

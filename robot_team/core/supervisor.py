@@ -17,13 +17,15 @@ from typing import Callable, Mapping
 
 from pydantic import BaseModel, Field
 
+from robot_team.cases import WaitingCase, case_id_prefix, next_case
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus
 from robot_team.workflow import (
-    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowState)
+    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowRule,
+    WorkflowState)
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -47,6 +49,17 @@ class Directive(BaseModel):
     reason: str
 
 
+class CaseArrival(BaseModel):
+    """A patient's arrival as the supervisor keeps it while their case waits (ROS time, s)."""
+
+    patient_id: str
+    room: str = ''
+    esi_level: int = Field(0, ge=0, le=5, description='ESI 1 (most urgent) to 5; 0 not triaged.')
+    assigned_hcw_id: str = ''
+    required_specialty: str = ''
+    arrived_s: float = 0.0
+
+
 class SupervisorState(BaseModel):
     """Everything a restarted supervisor takes up besides the escalations' lifecycle (stored as JSON).
 
@@ -58,6 +71,10 @@ class SupervisorState(BaseModel):
     workflow: WorkflowState = Field(description='Tasks, escalations, deadlines (ROS time, s), patient, closed.')
     directives: int = Field(0, ge=0, description='Directives sent so far (the next is directive-<n+1>).')
     took_over: bool = Field(False, description="Whether the protocol brain has the manager's role (safe default).")
+    waiting: list[CaseArrival] = Field(default_factory=list, description='Cases waiting for the one in progress.')
+    served: list[str] = Field(default_factory=list, description='Patients whose case was opened, in order.')
+    asked: list[str] = Field(default_factory=list,
+                             description='Waiting patients a person was asked to take (patient_unserved).')
 
 
 class SupervisorCore:
@@ -90,7 +107,7 @@ class SupervisorCore:
                  publish_report: Callable[[TaskReportModel], None] | None = None,
                  publish_directive: Callable[[Directive], None] | None = None):
         self.policy = policy
-        self._emit = emit
+        self._emit_raw = emit
         self._publish_escalation = publish_escalation
         self._publish_decision = publish_decision
         self._publish_report = publish_report or (lambda _report: None)
@@ -106,17 +123,30 @@ class SupervisorCore:
         :meth:`robot_team.core.escalations.EscalationDesk.covered_by_takeover`)."""
         self.on_unserved_patient: Callable[..., object] | None = None
         """Called with the ``patient_unserved`` event's fields (``patient_id``, ``room``,
-        ``esi_level``, ``assigned_hcw_id``, ``required_specialty``, ``serving``) and ``now_s``
-        when another patient arrives (the escalation desk sets it: a person is asked to take them,
+        ``esi_level``, ``assigned_hcw_id``, ``required_specialty``, ``serving``, ``waited_s``) and
+        ``now_s`` when a waiting case's patient has waited ``deadlines.onboarding_s`` without the
+        team starting their case (the escalation desk sets it: a person is asked to take them,
         :meth:`robot_team.core.escalations.EscalationDesk.ask_for_patient`)."""
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
-        self._unserved: set[str] = set()
+        self._waiting: dict[str, CaseArrival] = {}
+        self._served: list[str] = []
+        self._asked: set[str] = set()
+        self._closed_cases: list[WorkflowPolicy] = []   # this run's closed cases (their escalations resolve)
+
+    def _emit(self, kind, summary: str, /, **data) -> object:
+        """Record an event of the case in progress (``case_id`` added when a case is in progress)."""
+        case = self.policy.patient_id
+        if case and 'case_id' not in data:
+            data['case_id'] = case
+        return self._emit_raw(kind, summary, **data)
 
     def state(self) -> SupervisorState:
-        """Return the state a restarted supervisor takes up (:meth:`restore`): the workflow and directives."""
-        return SupervisorState(workflow=self.policy.state(), directives=self._directives, took_over=self._took_over)
+        """Return what a restarted supervisor takes up (:meth:`restore`): the case in progress, the waiting ones."""
+        return SupervisorState(workflow=self.policy.state(), directives=self._directives, took_over=self._took_over,
+                               waiting=list(self._waiting.values()), served=list(self._served),
+                               asked=sorted(self._asked))
 
     def restore(self, state: SupervisorState) -> None:
         """Take up a stored :class:`SupervisorState` after a restart, recording nothing.
@@ -133,45 +163,93 @@ class SupervisorCore:
         self.policy.restore(state.workflow)
         self._directives = state.directives
         self._took_over = state.took_over
+        self._waiting = {c.patient_id: c.model_copy() for c in state.waiting}
+        self._served = list(state.served)
+        self._asked = set(state.asked)
 
     def on_patient_arrival(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
                            required_specialty: str = '', room: str = '', esi_level: int = 0) -> bool:
-        """Start the onboarding's deadlines at the patient cue (a repeat changes nothing); return whether started.
+        """Open the patient's case (a repeat of a known patient changes nothing); return whether it started now.
 
-        ``assigned_hcw_id`` and ``required_specialty`` are what the gate checks a navigation's HCW against.
-        Another patient's cue while this episode serves one never replaces it: it is recorded
-        (``patient_unserved``, with ``room``, ``esi_level`` (ESI 1-5, 0 unknown) and the patient in
-        progress) so that the report lists the patient nobody served, once per patient, and a
-        person is asked to take them (:attr:`on_unserved_patient`).
+        With no case in progress the case starts: its onboarding's deadlines run from ``now_s``
+        (``assigned_hcw_id`` and ``required_specialty`` are what the gate checks a navigation's
+        HCW against). Otherwise it waits for the case in progress (``case_waiting``, with
+        ``room``, ``esi_level`` (ESI 1-5, 0 unknown) and the case in progress): a patient never
+        replaces another. When the case in progress closes, the most urgent waiting case starts
+        (:func:`robot_team.cases.next_case`).
         """
+        patient_id = str(patient_id or '').strip()
+        if not patient_id:
+            self._emit(EventKind.INPUT_ERROR, 'ignored a patient cue without an ID',
+                       reason='a patient cue needs a patient ID')
+            return False
+        if patient_id in self._served or patient_id in self._waiting:
+            return False
         try:
-            started = self.policy.patient_arrived(patient_id, now_s, assigned_hcw_id=assigned_hcw_id,
-                                                  required_specialty=required_specialty)
+            arrival = CaseArrival(patient_id=patient_id, room=str(room), esi_level=int(esi_level),
+                                  assigned_hcw_id=str(assigned_hcw_id), required_specialty=str(required_specialty),
+                                  arrived_s=now_s)
         except ValueError as exc:
-            self._emit(EventKind.INPUT_ERROR, 'ignored a patient cue without an ID', reason=str(exc))
+            self._emit(EventKind.INPUT_ERROR, f'ignored the arrival of {patient_id}: bad ESI level',
+                       reason=str(exc), patient_id=patient_id, esi_level=esi_level)
             return False
         serving = self.policy.patient_id
-        patient_id = str(patient_id).strip()
-        if not started and patient_id != serving and patient_id not in self._unserved:
-            self._unserved.add(patient_id)
-            unserved = dict(patient_id=patient_id, room=room, esi_level=int(esi_level), assigned_hcw_id=assigned_hcw_id,
-                            required_specialty=required_specialty, serving=serving)
-            self._emit(EventKind.PATIENT_UNSERVED, f'patient {patient_id} arrived in {room or "?"} while the team '
-                       f'serves {serving}: not served by this episode', target=room,
-                       reason=f'one patient per episode: {serving} is in progress and is never replaced by '
-                              f'another patient', **unserved)
-            if self.on_unserved_patient is not None:
-                self.on_unserved_patient(**unserved, now_s=now_s)
+        if serving and not self.policy.done:
+            self._waiting[patient_id] = arrival
+            self._emit(EventKind.CASE_WAITING, f'case {patient_id} ({room or "?"}, ESI {esi_level or "?"}) waits: the '
+                       f'team serves {serving}', target=room, reason=f'one case at a time per robot; {serving} is in '
+                       f'progress and is never replaced by another patient', case_id=patient_id, serving=serving,
+                       **arrival.model_dump())
+            return False
+        self._start_case(arrival, now_s)
+        return True
+
+    def _start_case(self, arrival: CaseArrival, now_s: float) -> None:
+        """Give ``arrival``'s case the gate (a fresh policy after the first case) and start its deadlines."""
+        first = not self._served
+        if not first:
+            self._closed_cases.append(self.policy)
+            self.policy = WorkflowPolicy(self.policy.deadlines, id_prefix=case_id_prefix(first, arrival.patient_id))
+        self._served.append(arrival.patient_id)
+        self._waiting.pop(arrival.patient_id, None)
+        self.policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
+                                    required_specialty=arrival.required_specialty,
+                                    arrived_s=None if arrival.patient_id in self._asked else arrival.arrived_s)
+        self._emit(EventKind.CASE_OPENED, f'case {arrival.patient_id} opened ({arrival.room or "?"}, ESI '
+                   f'{arrival.esi_level or "?"})', target=arrival.room, case_id=arrival.patient_id,
+                   waited_s=round(now_s - arrival.arrived_s, 3), id_prefix=self.policy.id_prefix,
+                   **arrival.model_dump())
         self._record_deadline_changes()
-        return started
+
+    def _next_case(self, now_s: float) -> None:
+        """Start the most urgent waiting case once the case in progress is done (its reflection recorded)."""
+        if not self.policy.done or not self._waiting:
+            return
+        chosen = next_case(WaitingCase(c.patient_id, c.esi_level, c.arrived_s) for c in self._waiting.values())
+        self._start_case(self._waiting[chosen.patient_id], now_s)
+
+    @property
+    def waiting(self) -> list[CaseArrival]:
+        """The cases waiting for the one in progress, in arrival order."""
+        return list(self._waiting.values())
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
-                  hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None) -> Authorization:
+                  hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None,
+                  case_id: str = '') -> Authorization:
         """Decide a delegation request against the workflow rules; record the decision.
 
         ``hcw_id`` and ``staff``: as :meth:`WorkflowPolicy.authorize <robot_team.workflow.WorkflowPolicy.authorize>`.
+        ``case_id``: the patient whose case the task serves ('' the case in progress); another
+        case is refused (rule ``case``) and the answer names the case in progress.
         """
-        auth = self.policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff)
+        serving = self.policy.patient_id
+        if case_id and case_id != serving:
+            auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
+                                 case_id=serving, explanation=f'the team serves case {serving or "(none yet)"} now; '
+                                 f'case {case_id} waits until it closes (the most urgent waiting case is next)')
+        else:
+            auth = self.policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff)
+            auth.case_id = serving
         data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
                     rule=auth.rule.value, requested_hcw_id=hcw_id, hcw_id=auth.hcw_id)
         if auth.approved:
@@ -200,6 +278,11 @@ class SupervisorCore:
             return False, str(exc)
         self._record_deadline_changes()
         self._publish_report(report)
+        if self.policy.done:
+            self._emit(EventKind.CASE_CLOSED, f'case {self.policy.patient_id} closed by {task.task_id}',
+                       target=task.task_id, case_id=self.policy.patient_id, task_id=task.task_id,
+                       closed_by_abort=self.policy.closed)
+            self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
 
     def reject_report(self, error: str, raw: dict) -> None:
@@ -259,23 +342,31 @@ class SupervisorCore:
     def resolve(self, escalation_id: str, decision: str, hcw_id: str, note: str, operator_id: str,
                 now_s: float) -> tuple[bool, str]:
         """Record a human's decision and publish it; refuse (and record) an invalid one."""
-        accepted, message = self.policy.resolve(escalation_id, decision, hcw_id, note, operator_id, now_s)
+        policy = next((p for p in (self.policy, *reversed(self._closed_cases))
+                       if p.snapshot().escalation(escalation_id) is not None), self.policy)
+        accepted, message = policy.resolve(escalation_id, decision, hcw_id, note, operator_id, now_s)
         if not accepted:
             self._emit(EventKind.INPUT_ERROR, f'refused a decision on {escalation_id!r}', target=escalation_id,
                        reason=message, escalation_id=escalation_id, decision=decision, hcw_id=hcw_id,
                        operator_id=operator_id)
             return False, message
-        esc = self.policy.snapshot().escalation(escalation_id)
+        esc = policy.snapshot().escalation(escalation_id)
         self._emit(EventKind.HUMAN_DECISION, f'{esc.decided_by or "an operator"} decided {esc.decision} on '
                    f'{esc.escalation_id}', target=esc.task_id, reason=esc.note, escalation_id=esc.escalation_id,
                    task_id=esc.task_id, decision=esc.decision, hcw_id=esc.hcw_id, note=esc.note,
-                   operator_id=esc.decided_by, closed=self.policy.closed, source='human')
+                   operator_id=esc.decided_by, closed=policy.closed, source='human', case_id=policy.patient_id)
         self._record_deadline_changes()
         self._publish_decision(esc)
         return True, message
 
     def check_deadlines(self, now_s: float) -> list[str]:
-        """Escalate every deadline missed by ``now_s``; return the escalation IDs opened."""
+        """Escalate every deadline missed by ``now_s``; return the escalation IDs opened.
+
+        A waiting case's patient who has waited ``deadlines.onboarding_s`` since arriving is
+        recorded (``patient_unserved``, once per patient) and a person is asked to take them
+        (:attr:`on_unserved_patient`); their case keeps its place in the queue.
+        """
+        self._check_waiting(now_s)
         opened = []
         for deadline in self.policy.due(now_s):
             if deadline.kind == 'issue_handling':
@@ -303,6 +394,23 @@ class SupervisorCore:
             if deadline.kind in MANAGER_DEADLINES:
                 self._apply_safe_default(deadline, escalation_id, reason)
         return opened
+
+    def _check_waiting(self, now_s: float) -> None:
+        limit = self.policy.deadlines.onboarding_s
+        for case in list(self._waiting.values()):
+            waited = now_s - case.arrived_s
+            if case.patient_id in self._asked or waited < limit:
+                continue
+            self._asked.add(case.patient_id)
+            unserved = dict(patient_id=case.patient_id, room=case.room, esi_level=case.esi_level,
+                            assigned_hcw_id=case.assigned_hcw_id, required_specialty=case.required_specialty,
+                            serving=self.policy.patient_id, waited_s=round(waited, 3))
+            self._emit(EventKind.PATIENT_UNSERVED, f'patient {case.patient_id} has waited {waited:.0f} s for the '
+                       f'team (serving {self.policy.patient_id}): a person is asked to take them', target=case.room,
+                       reason=f'case {case.patient_id} did not start within the onboarding deadline '
+                              f'({limit:g} s from arrival)', case_id=case.patient_id, **unserved)
+            if self.on_unserved_patient is not None:
+                self.on_unserved_patient(**unserved, now_s=now_s)
 
     def _apply_safe_default(self, deadline: Deadline, escalation_id: str, reason: str) -> None:
         """Apply the configured safe default for a stall of the manager (after its escalation)."""
@@ -352,7 +460,7 @@ class SupervisorCore:
         self._emit(EventKind.ESCALATION, f'{escalation_id} on {esc.task_id or "the episode"} raised by '
                    f'{esc.raised_by}', target=esc.task_id, reason=esc.reason, escalation_id=escalation_id,
                    task_id=esc.task_id, task_type=esc.task_type, raised_by=esc.raised_by, options=esc.options,
-                   **lifecycle)
+                   patient_id=esc.patient_id, **lifecycle)
         self._publish_escalation(esc)
 
     def _record_deadline_changes(self) -> None:

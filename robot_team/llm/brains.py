@@ -432,6 +432,13 @@ class LLMManagerBrain(ManagerBrain):
         """Cancel the request in flight and every later one: this brain decides no more (any thread)."""
         self.client.cancel()
 
+    def new_case(self) -> None:
+        """Start the next case's conversation afresh (the lost robots and a fallback that took over stay)."""
+        self.messages, self._turn_starts, self._notes = [], [], []
+        self._seen, self._seen_escalations, self._seen_instructions = {}, {}, set()
+        self._started, self._kb_now = False, True
+        self._bad_reflections = self._unusable_decisions = 0
+
     def close(self) -> None:
         """Release the LLM client (its HTTP connections and event loop)."""
         self.client.close()

@@ -214,13 +214,14 @@ class HospitalEngine:
         self._log = EventLog(lambda: self.t)
         self.clearance = float(clearance)
         self.grid = WallGrid.from_world(world, resolution, closed_doors=scenario.blocked_doors)
-        world.room(scenario.patient.room)
+        for case in scenario.cases:
+            world.room(case.room)
         self._robot_names = tuple(robots)
         self._seen: dict[str, _SeenRobot] = {}
         self._odometry: dict[str, _Odometry] = {}
         self._pages: dict[int, Page] = {}
         self._pending_acks: list[int] = []
-        self._arrived = False
+        self._arrived: list[str] = []     # patient IDs whose arrival happened, in order
         self.displays: dict[str, list[str]] = {}
         self._hcws = self._place_staff(staff, scenario)
         self._readers = world.readers
@@ -235,9 +236,9 @@ class HospitalEngine:
     """What changes as the floor runs: HCWs (pose, state, trail), pages, what was seen of the robots, screens."""
 
     @property
-    def arrived(self) -> bool:
-        """Return whether the scenario's patient is here (from ``scenario.patient.arrival_time_s`` on)."""
-        return self._arrived
+    def arrived(self) -> list[str]:
+        """Return the IDs of the patients who arrived so far (each from its ``arrival_time_s`` on), in order."""
+        return list(self._arrived)
 
     def checkpoint(self) -> bytes:
         """Return the floor's changing state (pickled; read back by :meth:`restore` of an engine of the same floor)."""
@@ -589,12 +590,12 @@ class HospitalEngine:
         return self.step(float(t) - self.t) if t > self.t else self.drain_events()
 
     def _substep(self, h: float) -> None:
-        patient = self.scenario.patient
-        if not self._arrived and self.t >= patient.arrival_time_s - 1e-9:
-            self._arrived = True
-            self._log.emit('patient_arrival', patient_id=patient.patient_id, room=patient.room,
-                           presentation=patient.presentation, esi_level=patient.esi_level,
-                           assigned_hcw_id=patient.assigned_hcw_id, required_specialty=patient.required_specialty)
+        for patient in self.scenario.cases:
+            if patient.patient_id not in self._arrived and self.t >= patient.arrival_time_s - 1e-9:
+                self._arrived.append(patient.patient_id)
+                self._log.emit('patient_arrival', patient_id=patient.patient_id, room=patient.room,
+                               presentation=patient.presentation, esi_level=patient.esi_level,
+                               assigned_hcw_id=patient.assigned_hcw_id, required_specialty=patient.required_specialty)
         for page_id in list(self._pending_acks):
             page = self._pages[page_id]
             if self.t >= page.sent_at + self.page_response_delay_s - 1e-9:

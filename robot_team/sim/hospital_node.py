@@ -170,7 +170,8 @@ class HospitalSystemsNode(Node):
             raise
         self._state_file = str(self.declare_parameter('state_file', '').value)
 
-        latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+        # every patient of the run stays announced for late joiners (a restarted manager or supervisor)
+        latched = QoSProfile(depth=max(10, len(scenario.cases)), reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._arrival_pub = self.create_publisher(PatientArrival, PATIENT_ARRIVALS, latched)
         # The badge system keeps its last 100 scans for late joiners (a restarted info-collection robot).
@@ -225,11 +226,12 @@ class HospitalSystemsNode(Node):
                                      target=str(path))
             return False
         self._engine_t = self.engine.t
-        if self.engine.arrived:   # announced again for late joiners, not recorded again (it happened once)
-            p = self.scenario.patient
-            self._publish_arrival({'patient_id': p.patient_id, 'room': p.room, 'presentation': p.presentation,
-                                   'esi_level': p.esi_level, 'assigned_hcw_id': p.assigned_hcw_id,
-                                   'required_specialty': p.required_specialty}, p.arrival_time_s)
+        arrived = set(self.engine.arrived)
+        for p in self.scenario.cases:   # announced again for late joiners, not recorded again (it happened once)
+            if p.patient_id in arrived:
+                self._publish_arrival({'patient_id': p.patient_id, 'room': p.room, 'presentation': p.presentation,
+                                       'esi_level': p.esi_level, 'assigned_hcw_id': p.assigned_hcw_id,
+                                       'required_specialty': p.required_specialty}, p.arrival_time_s)
         return True
 
     def _save(self) -> None:

@@ -138,13 +138,14 @@ class EscalationDesk:
         return _lifecycle_fields(record)
 
     def ask_for_patient(self, *, patient_id: str, room: str, esi_level: int, assigned_hcw_id: str,
-                        required_specialty: str, serving: str, now_s: float) -> str:
-        """Ask a person to take a patient the team does not serve; return the escalation's ID.
+                        required_specialty: str, serving: str, now_s: float, waited_s: float = 0.0) -> str:
+        """Ask a person to take a patient the team has not started to serve; return the escalation's ID.
 
         Opens a ``patient`` escalation (``patient-<n>``, raised by the supervisor, about no task)
         and announces it on ``team/escalations``: the team serves ``serving`` and never replaces
-        that patient, so ``patient_id`` (in ``room``, ESI ``esi_level``, ``assigned_hcw_id``
-        assigned) needs a person. It is outside the workflow: it meets no deadline of the team's,
+        that patient, and ``patient_id`` (in ``room``, ESI ``esi_level``, ``assigned_hcw_id``
+        assigned) has waited ``waited_s`` (s) for their case to start, so needs a person (their
+        case keeps its place in the team's queue). It is outside the workflow: it meets no deadline of the team's,
         holds nothing and never expires; it is announced again every ``renotify_s`` until a person
         acknowledges it (that person has the patient). Severity ``critical`` for ESI 1 and 2 (the
         high-acuity levels of the ESI Implementation Handbook, AHRQ 2020), else the policy's
@@ -157,9 +158,9 @@ class EscalationDesk:
             if record.patient_id == patient_id:
                 return record.escalation_id
         severity = Severity.CRITICAL if esi_level in (1, 2) else self.policy.severity.supervisor
-        reason = (f'patient {patient_id} arrived in {room or "an unnamed room"} (ESI {esi_level or "unknown"}; '
-                  f'{required_specialty or "HCW"} #{assigned_hcw_id or "?"} assigned) while the team serves '
-                  f'{serving}: the team does not serve a second patient at once; a person must take {patient_id}')
+        reason = (f'patient {patient_id} in {room or "an unnamed room"} (ESI {esi_level or "unknown"}; '
+                  f'{required_specialty or "HCW"} #{assigned_hcw_id or "?"} assigned) has waited {waited_s:.0f} s '
+                  f'while the team serves {serving}: a person must take {patient_id}')
         record = EscalationRecord(
             escalation_id=f'patient-{len(asked) + 1}', raised_by=SUPERVISOR, reason=reason,
             kind=EscalationKind.PATIENT, severity=severity, opened_s=now_s, opened_wall=self._wall(),
@@ -184,15 +185,16 @@ class EscalationDesk:
     # -- the workflow gate while held --
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
-                  hcw_id: str = '') -> Authorization:
+                  hcw_id: str = '', case_id: str = '') -> Authorization:
         """Refuse every delegation while the team is held (rule ``held``); else ask the core.
 
-        The core checks the HCW ``hcw_id`` against this desk's staff view (:meth:`StaffCheck.facts`).
+        The core checks the HCW ``hcw_id`` against this desk's staff view (:meth:`StaffCheck.facts`)
+        and ``case_id`` against the case in progress.
         """
         hold = self.hold.state()
         if not hold.active:
             return self.core.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id,
-                                       staff=self.staff.facts())
+                                       staff=self.staff.facts(), case_id=case_id)
         why = (f"the team is held by {', '.join(hold.escalation_ids)} ({hold.reason}); no delegation starts until "
                f'a person resolves it')
         self._emit(EventKind.DELEGATION_REFUSED, f'refused {task_type!r} for {robot!r}: the team is held',
