@@ -169,6 +169,13 @@ def case_of(event: TeamEventModel, task_case: dict[str, str]) -> str:
     return task_case.get(str(event.data.get('task_id', '')), '')
 
 
+def case_events(events: list[TeamEventModel], case_id: str) -> list[TeamEventModel]:
+    """Return the events of case ``case_id`` and those of no case (the floor's, the nodes'), in order."""
+    task_case = {str(e.data.get('task_id', '')): str(e.data['case_id']) for e in events
+                 if e.kind == EventKind.DELEGATION_AUTHORIZED.value and e.data.get('case_id')}
+    return [e for e in events if case_of(e, task_case) in (case_id, '')]
+
+
 def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
                  default_expected: str | None = None) -> list[dict]:
     """Return one entry per case ``events`` record, in arrival order (times: sim s).

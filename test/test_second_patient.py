@@ -149,6 +149,9 @@ def test_the_manager_serves_both_cases_in_turn_without_leaking_one_into_the_othe
     assert navs == [(first.patient_id, '80'), (first.patient_id, '90'), (later.patient_id, '90')]
     waits = [e['data'] for e in record.of('observation', 'manager') if e['data'].get('cue') == 'case_waiting']
     assert [(d['case_id'], d['serving']) for d in waits] == [(later.patient_id, first.patient_id)]
+    # the first case's lessons reach the second (kept across the run's cases, the Criticize-Reflect loop)
+    first_lessons = record.of('reflection')[0]['data']['lessons_learned']
+    assert first_lessons and obs.lessons == list(dict.fromkeys(first_lessons))
     unowned = [e['kind'] for e in record.events if e['actor'] in ('manager', 'supervisor')
                and not e['data'].get('case_id')]
     assert unowned == ['episode_finished']   # every other event of the cores names its case
@@ -235,3 +238,21 @@ def test_a_shift_announces_every_patient_at_their_arrival_time_and_each_case_exp
         assert 'P-0001' in str(exc) and 'one arrival per patient' in str(exc)
     else:
         raise AssertionError('a patient arriving twice in one scenario was accepted')
+
+
+def test_an_llm_manager_hears_earlier_lessons_with_its_kb_and_starts_each_case_afresh():
+    from robot_team.llm.brains import LLMManagerBrain
+    from robot_team.llm.settings import LLMSettings
+    from robot_team.brains.base import ManagerObservation
+    obs = ManagerObservation(patient=OTHER, lessons=['Page the alternative physician at once.'])
+    for kb in (True, False):
+        brain = LLMManagerBrain(LLMSettings(), kb=kb)
+        try:
+            first = brain.update_text(obs)
+            assert ('Page the alternative physician at once.' in first) is kb
+            brain._started = True   # as after its first request
+            assert 'Lessons' not in brain.update_text(obs)   # told once per case
+            brain.new_case()
+            assert ('Lessons' in brain.update_text(obs)) is kb and brain.messages == []
+        finally:
+            brain.close()

@@ -174,6 +174,9 @@ class ManagerObservation(BaseModel):
         default_factory=list, description='What team/staff says of each HCW, in the order of staff_ids.')
     lost_robots: list[str] = Field(
         default_factory=list, description='Team nodes the supervisor noticed lost and not back yet (team/liveness).')
+    lessons: list[str] = Field(
+        default_factory=list, description="Lessons learned in this run's earlier cases (their reflections), oldest "
+                                          "first, at most robot_team.core.manager.MAX_LESSONS.")
 
     def latest(self, task_type: TaskType) -> TaskRecord | None:
         """Return the most recent task of ``task_type``, if any."""

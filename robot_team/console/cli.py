@@ -58,8 +58,8 @@ def list_command(domain_id: DomainId = None,
         found = list_escalations(domain_id, listen, namespace)
     except ValueError as exc:
         _fail(exc, 2)
-    table = Table('escalation', 'state', 'severity', 'task', 'raised by', 'reason', 'proposal', 'options',
-                  'decision')
+    table = Table('escalation', 'state', 'severity', 'case', 'task', 'raised by', 'reason', 'proposal',
+                  'options', 'decision')
     for esc in found:
         state = esc.get('state') or ('resolved' if esc.get('decision') else 'open')
         decision = f"{esc.get('decision', '')} {esc.get('hcw_id') or ''}".strip()
@@ -67,8 +67,9 @@ def list_command(domain_id: DomainId = None,
             decision += f" ({esc['operator_id']})"
         style = STATE_STYLE.get(state, 'white')
         table.add_row(esc['escalation_id'], f'[{style}]{state}[/{style}]', esc.get('severity', ''),
-                      esc.get('task_id', ''), esc.get('raised_by', ''), esc.get('reason', ''),
-                      esc.get('proposal', '') or '-', ', '.join(esc.get('options', [])), decision or '-')
+                      esc.get('patient_id', ''), esc.get('task_id', ''), esc.get('raised_by', ''),
+                      esc.get('reason', ''), esc.get('proposal', '') or '-', ', '.join(esc.get('options', [])),
+                      decision or '-')
     console.print(table)
 
 

@@ -65,6 +65,7 @@ class EscalationRow(BaseModel):
     operator_id: str = Field('', description='Who decided (or "supervisor" for a safe default).')
     note: str = ''
     holds_team: bool = False
+    patient_id: str = Field('', description="The case's patient (a 'patient' escalation: the one to take).")
 
     @property
     def is_open(self) -> bool:
@@ -304,7 +305,8 @@ class ConsolePresenter:
         row = self.selected
         if row is None:
             return 'No escalation.'
-        lines = [f'{row.escalation_id} ({row.kind}, {row.severity}) on {row.task_id or "the team"}: {row.state}'
+        case = f' (case {row.patient_id})' if row.patient_id else ''
+        lines = [f'{row.escalation_id} ({row.kind}, {row.severity}) on {row.task_id or "the team"}{case}: {row.state}'
                  + (' - HOLDS THE TEAM' if row.holds_team and row.is_open else ''),
                  f'raised by {row.raised_by}: {row.reason}',
                  f"options: {', '.join(row.options) or '-'}; manager's proposal: {row.proposal or '-'}"]

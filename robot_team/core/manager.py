@@ -59,6 +59,9 @@ from robot_team.names import Robot
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization, WorkflowRule
 
+MAX_LESSONS = 12
+"""The most lessons of earlier cases kept and shown to the next case (the newest; memory stays bounded)."""
+
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
 
@@ -149,6 +152,7 @@ class ManagerCore:
         self._waiting: dict[str, WaitingPatient] = {}
         self._closed: list[ClosedCase] = []
         self._other_cases: set[str] = set()   # escalation IDs of other cases than the one in progress
+        self._lessons: list[str] = []   # lessons of this run's accepted reflections (Criticize-Reflect)
         self._lock = threading.Lock()
         self._obs = ManagerObservation()
         self._wake = threading.Event()
@@ -210,7 +214,8 @@ class ManagerCore:
         with self._lock:
             state = ManagerState(observation=self._obs.model_copy(deep=True, update={'new': [], 'feedback': []}),
                                  taken_over=self.taken_over, held_on=self._held_on,
-                                 waiting=list(self._waiting.values()), closed=list(self._closed))
+                                 waiting=list(self._waiting.values()), closed=list(self._closed),
+                                 lessons=list(self._lessons))
         self._store.save(state)
 
     def _restore(self) -> dict:
@@ -223,6 +228,7 @@ class ManagerCore:
         self._held_on = state.held_on
         self._waiting = {w.patient.patient_id: w for w in state.waiting}
         self._closed = list(state.closed)
+        self._lessons = list(state.lessons)
         self._case = self._obs.patient.patient_id if self._obs.patient is not None else ''
         if state.taken_over:
             self.brain = self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
@@ -294,7 +300,7 @@ class ManagerCore:
             self._case_arrived_s = arrived_s
             previous = self._obs
             self._obs = ManagerObservation(staff=previous.staff, staff_ids=previous.staff_ids,
-                                           lost_robots=previous.lost_robots)
+                                           lost_robots=previous.lost_robots, lessons=list(self._lessons))
             self._last_feedback, self._round_feedback = [], []
         self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
                    f'#{patient.assigned_hcw_id} assigned' + waited, target=patient.room, cue='patient_arrival',
@@ -777,6 +783,9 @@ class ManagerCore:
         if not answer.accepted:   # recorded by the supervisor as report_rejected; the deadline still runs
             self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection not recorded: {answer.explanation}')
             return
+        with self._lock:   # kept for the run's next cases (the newest MAX_LESSONS, each once)
+            kept = [x for x in self._lessons if x not in act.reflection.lessons_learned]
+            self._lessons = (kept + list(dict.fromkeys(act.reflection.lessons_learned)))[-MAX_LESSONS:]
         self._update('Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
 
 

@@ -52,6 +52,7 @@ class ManagerState(BaseModel):
     held_on: str = Field('', description="Escalation the manager held for ('' none).")
     waiting: list[WaitingPatient] = Field(default_factory=list, description='Cases waiting for the one in progress.')
     closed: list[ClosedCase] = Field(default_factory=list, description="This run's closed cases, in order.")
+    lessons: list[str] = Field(default_factory=list, description="Lessons of this run's reflections, oldest first.")
 
 
 class ManagerStore:

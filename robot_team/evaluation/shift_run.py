@@ -5,7 +5,7 @@ A shift is a :class:`~robot_team.config.Scenario` with ``arrivals`` (a shift fil
 embedded simulator (:func:`robot_team.runner.run_episode`): every arrival opens a case, served
 one at a time, most urgent first (``robot_team.cases``). ``shift.json``::
 
-    {shift, brain, outcome, wall_time_s, sim_time_s, cases: [report.json's cases],
+    {shift, brain, outcome, wall_time_s, sim_time_s, cases: [report.json's cases with attempted, floor, rubric_max],
      robots: {robot: {busy_s, tasks}}, summary: robot_team.evaluation.shift.summarize_shift(...)}
 """
 
@@ -15,9 +15,11 @@ import json
 from pathlib import Path
 
 from robot_team.config import Scenario
+from robot_team.evaluation.rubric import score_run
 from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_summary_md
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.names import Robot
+from robot_team.report import case_events
 from robot_team.runner import run_episode
 
 
@@ -41,6 +43,17 @@ def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, flo
     return spans
 
 
+def case_rubric(events: list[TeamEventModel], case_id: str) -> dict:
+    """Return the published rubric of one case: ``attempted`` and ``floor`` points of ``rubric_max``.
+
+    Scores the case's own events (:func:`robot_team.report.case_events`) with
+    :func:`robot_team.evaluation.rubric.score_run`, as one onboarding of the published evaluation.
+    """
+    score = score_run(case_events(events, case_id))
+    return {'attempted': score.attempted.points, 'floor': score.floor.points,
+            'rubric_max': score.attempted.max_points}
+
+
 def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
     """Run ``shift`` on one team and write ``shift.json``, ``summary.md`` and ``summary.png`` in ``out_dir``.
 
@@ -53,7 +66,7 @@ def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
     spans = robot_spans(result.events)
     duration = max(float(report.get('sim_time_s') or 0.0), 1e-9)
     busy = {robot: round(sum(e - s for s, e, _ in items), 3) for robot, items in spans.items()}
-    cases = report.get('cases') or []
+    cases = [case | case_rubric(result.events, case['patient_id']) for case in report.get('cases') or []]
     waited = [c | {'waited_for_robot_s': c['waited_for_robot_s'] if c['waited_for_robot_s'] is not None
                    else max(duration - (c['arrival_s'] or 0.0), 0.0)} for c in cases]   # never started: all along
     summary = summarize_shift(waited, robots=busy, duration_s=duration)

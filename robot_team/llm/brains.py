@@ -459,6 +459,8 @@ class LLMManagerBrain(ManagerBrain):
         if p is not None and not self._started:
             lines.append(f'Patient {p.patient_id} in {p.room}: {p.presentation!r}, ESI {p.esi_level}; assigned '
                          f'HCW #{p.assigned_hcw_id} ({p.required_specialty}).')
+            if self.kb and obs.lessons:   # the Criticize-Reflect loop across the run's cases (KB condition)
+                lines.append('Lessons from earlier cases of this shift: ' + ' '.join(obs.lessons))
         elif p is not None:   # restated briefly: older turns may be out of the window
             lines.append(f'Patient {p.patient_id} in {p.room}, assigned HCW #{p.assigned_hcw_id}.')
         told = set()
