@@ -161,6 +161,7 @@ class OperatorAnswer(BaseModel):
 
     model_config = ConfigDict(extra='forbid')
     task_type: str | None = Field(None, description='Answer escalations about this task type (None: any).')
+    patient_id: str = Field('', description="Answer only escalations of this patient's case ('' any case).")
     decision: Literal['reassign', 'retry', 'abort']
     hcw_id: IdText = ''
     note: str = ''

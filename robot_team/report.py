@@ -185,7 +185,9 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     ``closed_s`` and ``outcome`` (the manager's ``case_closed``; None while open);
     ``expected_outcome`` (``expected``, else ``default_expected``); ``door_to_provider_s``: arrival to
     the first HCW walking into the case's room after the case started (the simulator's
-    ``hcw_entering``/``hcw_arrived``: ground truth; None if nobody came); ``waited_for_robot_s``
+    ``hcw_entering``/``hcw_arrived``: ground truth), or to the case's first navigation the manager
+    accepted as a success if earlier (an HCW already in the room, escorted there for an earlier
+    patient: that success was checked against the RTLS); None if neither; ``waited_for_robot_s``
     (arrival to start); ``escalations`` (opened about the case), ``takeovers`` and ``decisions``
     by source (:func:`~robot_team.decisions.count_decisions`) of the case's events (:func:`case_of`).
     """
@@ -193,6 +195,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     arrivals: dict[str, float] = {}
     task_case: dict[str, str] = {}
     entries: list[tuple[float, str]] = []   # (time, room) of HCWs walking into rooms
+    escorted: dict[str, float] = {}         # case -> its first navigation judged a success
     for event in events:
         d = event.data
         if event.kind == EventKind.SIM.value and d.get('what') == 'patient_arrival':
@@ -205,6 +208,9 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
                 'arrival_s': d.get('arrived_s'), 'started_s': None, 'closed_s': None, 'outcome': None})
             if event.kind == EventKind.CASE_OPENED.value:
                 entry['started_s'] = round(event.stamp_s, 3)
+        elif (event.kind == EventKind.JUDGMENT.value and d.get('task_type') == 'navigation'
+              and d.get('judged_status') == 'success' and d.get('case_id')):
+            escorted.setdefault(str(d['case_id']), event.stamp_s)
         elif event.kind == EventKind.DELEGATION_AUTHORIZED.value and d.get('case_id'):
             task_case[str(d.get('task_id', ''))] = str(d['case_id'])
         elif event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
@@ -220,6 +226,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
         entry['expected_outcome'] = expected.get(case_id, default_expected)
         start = entry['started_s']
         came = [t for t, room in entries if room == entry['room'] and start is not None and t >= start]
+        came += [escorted[case_id]] if case_id in escorted else []
         entry['door_to_provider_s'] = round(min(came) - arrival, 3) if came and arrival is not None else None
         entry['waited_for_robot_s'] = round(start - arrival, 3) if start is not None and arrival is not None else None
         own = by_case.get(case_id, [])

@@ -112,9 +112,11 @@ def test_a_patient_who_waits_the_onboarding_deadline_goes_to_a_person_and_keeps_
     core.on_patient_arrival('P-1', 0.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
     core.on_patient_arrival('P-2', 3.0, assigned_hcw_id='41', required_specialty='Nurse', room='ER-3', esi_level=2)
     limit = core.policy.deadlines.onboarding_s
+    desk.hold_team('P-1 needs a person first', by='charge_nurse', now_s=10.0)   # P-1's case is held...
+    assert desk.hold.active
     desk.tick(3.0 + limit - 1.0)
     assert not [r for r in desk.records() if r.kind.value == 'patient']
-    desk.tick(3.0 + limit)
+    desk.tick(3.0 + limit)   # ... and P-2 still gets a person on time
     desk.tick(3.0 + limit + 1.0)   # once per patient
     [asked] = [r for r in desk.records() if r.kind.value == 'patient']
     assert (asked.patient_id, asked.severity.value, asked.due_s, asked.holds_team) == ('P-2', 'critical', None, False)
@@ -170,14 +172,15 @@ def test_the_run_outcome_and_each_case_in_the_report():
               event(3.1, EventKind.CASE_WAITING.value, case_id='B', room='ER-2', esi_level=1, arrived_s=3.1),
               event(4, 'sim', 'hospital_systems', what='hcw_entering', room='ER-2'),   # before B's case started
               event(5, 'task_report', 'navigation_robot', task_id='nav-1', source='llm'),
-              event(50, 'sim', 'hospital_systems', what='hcw_entering', room='ER-1'),
+              event(30, 'judgment', 'manager', case_id='A', task_type='navigation', judged_status='success'),
+              event(50, 'sim', 'hospital_systems', what='hcw_entering', room='ER-1'),   # after that escort
               event(90, EventKind.CASE_CLOSED.value, 'manager', case_id='A', outcome='success'),
               event(90.5, EventKind.CASE_OPENED.value, case_id='B', room='ER-2', esi_level=1, arrived_s=3.1),
               event(95, 'escalation', escalation_id='B/esc-1', patient_id='B'),
               event(120, 'sim', 'hospital_systems', what='hcw_arrived', room='ER-2')]
     a, b = case_results(events, {'B': 'escalated'}, 'success')
     assert (a['patient_id'], a['arrival_s'], a['started_s'], a['door_to_provider_s'], a['outcome'],
-            a['expected_outcome'], a['escalations']) == ('A', 1.0, 1.1, 49.0, 'success', 'success', 0)
+            a['expected_outcome'], a['escalations']) == ('A', 1.0, 1.1, 29.0, 'success', 'success', 0)
     assert (b['patient_id'], b['waited_for_robot_s'], b['door_to_provider_s'], b['outcome'], b['expected_outcome'],
             b['escalations']) == ('B', 87.5, 117.0, None, 'escalated', 1)
 

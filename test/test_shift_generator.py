@@ -11,6 +11,7 @@ from robot_team.config import ConfigError, PatientSpec, load_scenario, load_staf
 from robot_team.evaluation.shift import (
     ESI_SHARES,
     FAILURE_SHARE,
+    UNFORESEEN_ANSWERS,
     generate_shift,
     plot_timeline,
     summarize_shift,
@@ -78,9 +79,15 @@ def test_expected_outcome_follows_availability(staff):
             if p.assigned_hcw_id not in unavailable:
                 assert p.expected_outcome == 'success'
             escalated += p.expected_outcome == 'escalated'
-        # One scripted human answer (abort the navigation) per escalated case.
-        assert len(shift.operator_script) == escalated
-        assert all(a.task_type == 'navigation' and a.decision == 'abort' for a in shift.operator_script)
+        # One scripted human answer (abort the navigation) per escalated case, and per case the
+        # answers to an unforeseen escalation; each names its case.
+        foreseen = [a for a in shift.operator_script if a.task_type is not None]
+        assert len(foreseen) == escalated
+        assert all(a.task_type == 'navigation' and a.decision == 'abort' for a in foreseen)
+        unforeseen = [(a.patient_id, a.decision) for a in shift.operator_script if a.task_type is None]
+        assert unforeseen == [(p.patient_id, d) for p in shift.cases for d, _ in UNFORESEEN_ANSWERS]
+        assert {a.patient_id for a in foreseen} <= {p.patient_id for p in shift.cases if p.expected_outcome
+                                                    == 'escalated'}
 
 
 def test_failure_share_zero_and_one(staff):
@@ -98,7 +105,8 @@ def test_failure_share_zero_and_one(staff):
     for p in rough.cases:
         assert p.expected_outcome == ('escalated' if p.required_specialty in singles else 'success'), p
     assert any(p.expected_outcome == 'escalated' for p in rough.cases)
-    assert len(rough.operator_script) == sum(p.expected_outcome == 'escalated' for p in rough.cases)
+    assert len([a for a in rough.operator_script if a.task_type]) == sum(p.expected_outcome == 'escalated'
+                                                                         for p in rough.cases)
 
 
 def test_an_override_never_fails_cases_that_were_not_drawn_as_failures(staff):

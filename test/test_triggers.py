@@ -177,3 +177,38 @@ def test_a_waiting_hcw_follows_a_robot_seen_passing_by_between_two_poses():
     assert hospital._hcws['90'].trail.points == [(25.5, 12.0), (25.5, 13.0), (23.0, 13.0)]
     hospital.step(5.0)
     assert where(hospital) == pytest.approx((24.0, 13.0))
+
+
+def test_an_hcw_escorted_once_is_picked_up_where_they_arrived_for_the_next_patient():
+    """A shift's second escort of an HCW starts in the room the first one left them in (issue 27).
+
+    The robot stopping next to them in that room is the pickup, not an arrival there: they follow it
+    to the next patient's room (the room they arrived in is where they rest until paged again).
+    """
+    scenario = load_scenario('onboarding')
+    world = load_world(scenario.floor_path)
+    hospital = HospitalEngine(world, load_staff_seed(scenario.staff_path), scenario, hcw_speed=FAST)
+    motion = MotionEngine(world, closed_doors=scenario.blocked_doors)
+    events = []
+
+    def run(seconds):
+        for _ in range(int(round(seconds / DT))):
+            events.extend(motion.step(DT))
+            for robot, t, pose in motion.drain_localization():
+                hospital.observe_robot(robot, pose.x, pose.y, pose.yaw, stamp=t)
+            events.extend(hospital.step(DT))
+
+    for room, pickup in (('ER-12', Pose2D(25.5, 12.0, 0.0)), ('ER-9', None)):
+        hospital.page('90', NAV)
+        run(hospital.page_response_delay_s + 0.5)
+        if pickup is None:   # next to where the first escort left them, inside ER-12
+            here = hospital.hcw('90').pose
+            pickup = Pose2D(here.x, here.y - 1.0, 0.0)
+        motion.start_goal(NAV, pickup)
+        run(80)
+        assert hospital.hcw('90').state == 'following', room
+        motion.start_goal(NAV, world.room(room).door)
+        run(150)
+        arrived = [e.data['room'] for e in events if e.kind == 'hcw_arrived']
+        assert arrived[-1] == room and hospital.hcw('90').area == room
+    assert arrived == ['ER-12', 'ER-9']

@@ -1,7 +1,8 @@
 """The scripted operator: the human who answers escalations in unattended runs.
 
 It listens to ``/team/escalations`` and answers each one with the first unused answer of the
-scenario's ``operator_script`` whose ``task_type`` matches (or is ``None``: any). Like a person,
+scenario's ``operator_script`` whose ``task_type`` matches (or is ``None``: any) and whose
+``patient_id`` is the escalation's case's (or empty: any case). Like a person,
 it takes ``delay_s`` of sim time to answer, then calls ``/team/supervisor/resolve_escalation``
 as ``scripted_operator``. An escalation no answer matches waits for a real human (e.g. rqt's
 Service Caller); the operator only records that it is waiting, as it does for a ``patient``
@@ -105,7 +106,8 @@ class ScriptedOperatorNode(Node):
         self._seen.add(msg.escalation_id)
         patient = msg.kind == EscalationKind.PATIENT.value   # a patient to take: a person's, no scripted decision
         index = None if patient else next((i for i, a in enumerate(self.script)
-                                           if i not in self._used and a.task_type in (None, msg.task_type)), None)
+                                           if i not in self._used and a.task_type in (None, msg.task_type)
+                                           and a.patient_id in ('', msg.patient_id)), None)
         if index is None:
             why = ('a patient the team does not serve: a person takes them' if patient
                    else f'no unused scripted answer for task type {msg.task_type or "(none)"}')

@@ -366,7 +366,7 @@ class SupervisorCore:
         recorded (``patient_unserved``, once per patient) and a person is asked to take them
         (:attr:`on_unserved_patient`); their case keeps its place in the queue.
         """
-        self._check_waiting(now_s)
+        self.check_waiting(now_s)
         opened = []
         for deadline in self.policy.due(now_s):
             if deadline.kind == 'issue_handling':
@@ -395,7 +395,8 @@ class SupervisorCore:
                 self._apply_safe_default(deadline, escalation_id, reason)
         return opened
 
-    def _check_waiting(self, now_s: float) -> None:
+    def check_waiting(self, now_s: float) -> None:
+        """Give every waiting case's patient who has waited the onboarding deadline to a person, once each."""
         limit = self.policy.deadlines.onboarding_s
         for case in list(self._waiting.values()):
             waited = now_s - case.arrived_s

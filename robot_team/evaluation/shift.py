@@ -88,6 +88,10 @@ PRESENTATIONS: dict[int, tuple[str, ...]] = {
 }
 """Presentation texts per ESI level; one is drawn for each case."""
 
+UNFORESEEN_ANSWERS = (('retry', 'the charge nurse asks the team to try again'),
+                      ('abort', 'the charge nurse takes the case over'))
+"""The scripted human's answers to a case's unforeseen escalations, in order (any task type)."""
+
 BUSY_DETAIL = 'on another emergency for the whole shift'
 ESCALATION_NOTE = 'no other HCW of the required specialty is free; the charge nurse takes the case'
 
@@ -135,7 +139,9 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
     - **Expected outcome** per case: ``success`` if an HCW of its specialty is available (the
       assigned one, or another the team reassigns the case to), else ``escalated``; for each escalated case the
       ``operator_script`` holds one human answer (``navigation``, ``abort``, after
-      :data:`OPERATOR_DELAY_S`).
+      :data:`OPERATOR_DELAY_S`); every case's answers name its patient, and every case also has
+      :data:`UNFORESEEN_ANSWERS` for an escalation nobody foresaw (an unattended shift never
+      waits for a person who is not there).
 
     Only failures that hold for a whole shift are generated: doors stay open and badges read
     normally (``blocked_doors`` and ``badge_overrides`` empty). Failures at given times (a door
@@ -266,8 +272,10 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
             case['hcw'] = (free or pool)[int(case['pick'] * len(free or pool))]
         expected = 'success' if free else 'escalated'
         if expected == 'escalated':
-            script.append(OperatorAnswer(task_type='navigation', decision='abort', note=ESCALATION_NOTE,
-                                         delay_s=OPERATOR_DELAY_S))
+            script.append(OperatorAnswer(task_type='navigation', patient_id=case['patient_id'], decision='abort',
+                                         note=ESCALATION_NOTE, delay_s=OPERATOR_DELAY_S))
+        script.extend(OperatorAnswer(patient_id=case['patient_id'], decision=decision, note=note,
+                                     delay_s=OPERATOR_DELAY_S) for decision, note in UNFORESEEN_ANSWERS)
         patients.append(PatientSpec(
             patient_id=case['patient_id'], room=case['room'], presentation=case['presentation'],
             esi_level=case['esi'], assigned_hcw_id=case['hcw'], required_specialty=case['specialty'],

@@ -698,7 +698,9 @@ class HospitalEngine:
             for reader in self._readers:
                 if reader.room == room:
                     self._scan(hcw, reader)
-        hcw.state, hcw.entering_room = 'arrived', room
+        # The HCW stays in that room: it is where they rest until paged again (a later case's escort
+        # picks them up there; the robot stopping in it then is a pickup, not an arrival).
+        hcw.state, hcw.entering_room, hcw.home = 'arrived', room, room
         self._log.emit('hcw_arrived', hcw_id=hcw.member.hcw_id, room=room, robot=hcw.robot, x=hcw.x, y=hcw.y)
 
     def _escort_stopped(self, hcw: _Hcw) -> None:

@@ -500,9 +500,15 @@ class EscalationDesk:
             return bool(self._pauses)
 
     def tick(self, now_s: float) -> None:
-        """Run the supervisor's deadlines (paused while held or paused), expire and re-notify escalations."""
+        """Run the supervisor's deadlines (paused while held or paused), expire and re-notify escalations.
+
+        A waiting case's patient is given to a person on time even while the team is held
+        (:meth:`SupervisorCore.check_waiting <robot_team.core.supervisor.SupervisorCore.check_waiting>`).
+        """
         if not self.hold.active and not self.deadlines_paused:
             self.core.check_deadlines(now_s)
+        else:
+            self.core.check_waiting(now_s)
         for record in self.records():
             if not record.is_open:
                 continue
