@@ -18,6 +18,7 @@ from robot_team.action import ExecuteTask
 from robot_team.agents.robot_node import RobotNode
 from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
+from robot_team.liveness import OPERATIONAL_ROBOTS
 from robot_team.names import NAVIGATE_TO_POSE, robot_name
 from robot_team.rosmsgs import report_from_msg
 from robot_team.sim.hospital_node import HospitalSystemsNode
@@ -43,6 +44,10 @@ def graph(ros_context, executor, tmp_path):
                MotionSimNode(scenario, context=ros_context,
                              parameter_overrides=[Parameter('real_time_factor', value=50.0)])]
         client_node = rclpy.create_node('test_manager', context=ros_context)
+        # every action client before the node spins: one made while an executor thread iterates the
+        # node's waitables can be seen half-built (rclpy: 'ActionClient' object has no attribute '_lock')
+        client_node.execute_clients = {role: ActionClient(client_node, ExecuteTask, robot_name(role, 'execute_task'))
+                                       for role in sorted(OPERATIONAL_ROBOTS)}
         for node in [*robots.values(), *sim, client_node]:
             executor.add_node(node)
             created.append(node)
@@ -56,12 +61,12 @@ def graph(ros_context, executor, tmp_path):
         node.destroy_node()
 
 
-def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_when=None, timeout=60.0):
+def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_when=None, timeout=120.0):
     """Send an ExecuteTask goal; return (accepted, status, report or None, feedback stages).
 
     ``cancel_when`` (a ``threading.Event``) cancels the goal once it is set.
     """
-    client = ActionClient(node, ExecuteTask, robot_name(robot, 'execute_task'))
+    client = node.execute_clients[robot]
     assert client.wait_for_server(timeout_sec=10.0)
     stages = []
     done = threading.Event()
