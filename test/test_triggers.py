@@ -129,8 +129,8 @@ def test_a_jump_past_the_reader_zones_scans_nothing():
     assert where(hospital) == pytest.approx((29.0, 7.45))
 
 
-def test_an_hcw_who_jumps_into_a_room_badges_once_at_its_door():
-    """The walk in from the door approach pose takes one update: the scan is at the door, once."""
+def floor_with_motion():
+    """Onboarding's floor with fast HCWs and a robot; return (world, hospital, motion, events, run(seconds))."""
     scenario = load_scenario('onboarding')
     world = load_world(scenario.floor_path)
     hospital = HospitalEngine(world, load_staff_seed(scenario.staff_path), scenario, hcw_speed=FAST)
@@ -143,6 +143,12 @@ def test_an_hcw_who_jumps_into_a_room_badges_once_at_its_door():
             for robot, t, pose in motion.drain_localization():
                 hospital.observe_robot(robot, pose.x, pose.y, pose.yaw, stamp=t)
             events.extend(hospital.step(DT))
+    return world, hospital, motion, events, run
+
+
+def test_an_hcw_who_jumps_into_a_room_badges_once_at_its_door():
+    """The walk in from the door approach pose takes one update: the scan is at the door, once."""
+    world, hospital, motion, events, run = floor_with_motion()
 
     hospital.page('90', NAV)
     run(hospital.page_response_delay_s + 0.5)
@@ -185,18 +191,7 @@ def test_an_hcw_escorted_once_is_picked_up_where_they_arrived_for_the_next_patie
     The robot stopping next to them in that room is the pickup, not an arrival there: they follow it
     to the next patient's room (the room they arrived in is where they rest until paged again).
     """
-    scenario = load_scenario('onboarding')
-    world = load_world(scenario.floor_path)
-    hospital = HospitalEngine(world, load_staff_seed(scenario.staff_path), scenario, hcw_speed=FAST)
-    motion = MotionEngine(world, closed_doors=scenario.blocked_doors)
-    events = []
-
-    def run(seconds):
-        for _ in range(int(round(seconds / DT))):
-            events.extend(motion.step(DT))
-            for robot, t, pose in motion.drain_localization():
-                hospital.observe_robot(robot, pose.x, pose.y, pose.yaw, stamp=t)
-            events.extend(hospital.step(DT))
+    world, hospital, motion, events, run = floor_with_motion()
 
     for room, pickup in (('ER-12', Pose2D(25.5, 12.0, 0.0)), ('ER-9', None)):
         hospital.page('90', NAV)
