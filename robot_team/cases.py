@@ -53,11 +53,10 @@ def next_case(waiting: Iterable[WaitingCase]) -> WaitingCase | None:
     return min(waiting, key=lambda c: case_key(c.esi_level, c.arrived_s, c.patient_id), default=None)
 
 
-def case_id_prefix(first_case: bool, patient_id: str) -> str:
-    """Return what goes before the task and escalation IDs of a case.
+def later_case_prefix(patient_id: str) -> str:
+    """Return what goes before the task and escalation IDs of a run's later case (``P-0777/nav-1``).
 
-    The first case of a run keeps the one-patient IDs (``nav-1``, ``esc-1``), so a one-patient
-    episode (the published evaluation's scenarios) is recorded exactly as before; every later
-    case's IDs carry its patient's ID (``P-0777/nav-1``).
+    The first case of a run keeps the one-patient IDs (``nav-1``, ``esc-1``, no prefix), so a
+    one-patient episode (the published evaluation's scenarios) is recorded exactly as before.
     """
-    return '' if first_case else f'{patient_id}/'
+    return f'{patient_id}/'

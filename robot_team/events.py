@@ -142,6 +142,20 @@ def invalid_call(emit: Callable[..., Any] | None, caller: str, tool: str, catego
          reason=error, caller=caller, tool=tool, category=category, error=error, raw=(raw or '')[:RAW_CHARS], **data)
 
 
+def case_emitter(emit: Callable[..., Any], current_case: Callable[[], str]) -> Callable[..., Any]:
+    """Return ``emit`` that adds ``case_id=current_case()`` to an event's data unless it names its case.
+
+    ``current_case()`` returns the case in progress ('' none: nothing is added). Used by the
+    manager's and the supervisor's cores, whose every event belongs to the case they serve.
+    """
+    def emit_for_case(kind, summary: str, /, **data) -> Any:
+        case = current_case()
+        if case and 'case_id' not in data:
+            data['case_id'] = case
+        return emit(kind, summary, **data)
+    return emit_for_case
+
+
 def sequence_gaps(events: list[TeamEventModel]) -> dict[str, list[int]]:
     """Return, per actor, the sequence numbers missing from ``events`` (empty: record complete).
 

@@ -169,10 +169,15 @@ def case_of(event: TeamEventModel, task_case: dict[str, str]) -> str:
     return task_case.get(str(event.data.get('task_id', '')), '')
 
 
+def task_cases(events: list[TeamEventModel]) -> dict[str, str]:
+    """Return each task's case (task ID -> patient ID), as the gate's ``delegation_authorized`` names it."""
+    return {str(e.data.get('task_id', '')): str(e.data['case_id']) for e in events
+            if e.kind == EventKind.DELEGATION_AUTHORIZED.value and e.data.get('case_id')}
+
+
 def case_events(events: list[TeamEventModel], case_id: str) -> list[TeamEventModel]:
     """Return the events of case ``case_id`` and those of no case (the floor's, the nodes'), in order."""
-    task_case = {str(e.data.get('task_id', '')): str(e.data['case_id']) for e in events
-                 if e.kind == EventKind.DELEGATION_AUTHORIZED.value and e.data.get('case_id')}
+    task_case = task_cases(events)
     return [e for e in events if case_of(e, task_case) in (case_id, '')]
 
 
@@ -193,7 +198,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     """
     cases: dict[str, dict] = {}
     arrivals: dict[str, float] = {}
-    task_case: dict[str, str] = {}
+    escalations: dict[str, set] = {}        # case -> the IDs of the escalations opened about it
     entries: list[tuple[float, str]] = []   # (time, room) of HCWs walking into rooms
     escorted: dict[str, float] = {}         # case -> its first navigation judged a success
     for event in events:
@@ -211,12 +216,13 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
         elif (event.kind == EventKind.JUDGMENT.value and d.get('task_type') == 'navigation'
               and d.get('judged_status') == 'success' and d.get('case_id')):
             escorted.setdefault(str(d['case_id']), event.stamp_s)
-        elif event.kind == EventKind.DELEGATION_AUTHORIZED.value and d.get('case_id'):
-            task_case[str(d.get('task_id', ''))] = str(d['case_id'])
+        elif event.kind == EventKind.ESCALATION.value and d.get('patient_id'):
+            escalations.setdefault(str(d['patient_id']), set()).add(d.get('escalation_id'))
         elif event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
             entry = cases.get(str(d.get('case_id', '')))
             if entry is not None:
                 entry.update(closed_s=round(event.stamp_s, 3), outcome=d.get('outcome'))
+    task_case = task_cases(events)
     by_case: dict[str, list[TeamEventModel]] = {}
     for event in events:
         by_case.setdefault(case_of(event, task_case), []).append(event)
@@ -230,8 +236,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
         entry['door_to_provider_s'] = round(min(came) - arrival, 3) if came and arrival is not None else None
         entry['waited_for_robot_s'] = round(start - arrival, 3) if start is not None and arrival is not None else None
         own = by_case.get(case_id, [])
-        entry['escalations'] = len({e.data.get('escalation_id') for e in events
-                                    if e.kind == EventKind.ESCALATION.value and e.data.get('patient_id') == case_id})
+        entry['escalations'] = len(escalations.get(case_id, ()))
         entry['takeovers'] = count_takeovers(own)
         entry['decisions'] = count_decisions(own)
     return sorted(cases.values(), key=lambda c: (c['arrival_s'] is None, c['arrival_s'] or 0.0, c['patient_id']))

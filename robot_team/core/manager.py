@@ -52,7 +52,7 @@ from robot_team.core.manager_store import ClosedCase, ManagerState, ManagerStore
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
-from robot_team.events import EventKind
+from robot_team.events import EventKind, case_emitter
 from robot_team.guards import (
     lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
 from robot_team.names import Robot
@@ -146,13 +146,13 @@ class ManagerCore:
         self.ports = ports
         self.robots = tuple(robots)
         self.cases = int(cases)
-        self._emit_raw = emit
         self._case = ''             # the case in progress (its patient's ID; '' none)
         self._case_arrived_s = 0.0  # ... and when its patient arrived (ROS time, s)
         self._waiting: dict[str, WaitingPatient] = {}
         self._closed: list[ClosedCase] = []
         self._other_cases: set[str] = set()   # escalation IDs of other cases than the one in progress
         self._lessons: list[str] = []   # lessons of this run's accepted reflections (Criticize-Reflect)
+        self._emit = case_emitter(emit, lambda: self._case)
         self._lock = threading.Lock()
         self._obs = ManagerObservation()
         self._wake = threading.Event()
@@ -171,12 +171,6 @@ class ManagerCore:
         self._restored_running: set[str] = set()   # tasks running when a restarted manager took up its record
         self.restored: dict = self._restore()
         """What a restarted manager took up from its store (empty: nothing): tasks, running, escalations."""
-
-    def _emit(self, kind, summary: str, /, **data) -> object:
-        """Record an event of the case in progress (``case_id`` added when a case is in progress)."""
-        if self._case and 'case_id' not in data:
-            data['case_id'] = self._case
-        return self._emit_raw(kind, summary, **data)
 
     @property
     def closed_cases(self) -> list[ClosedCase]:

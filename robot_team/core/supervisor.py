@@ -17,9 +17,9 @@ from typing import Callable, Mapping
 
 from pydantic import BaseModel, Field
 
-from robot_team.cases import WaitingCase, case_id_prefix, next_case
+from robot_team.cases import WaitingCase, later_case_prefix, next_case
 from robot_team.escalation_model import EscalationRecord
-from robot_team.events import EventKind
+from robot_team.events import EventKind, case_emitter
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus
@@ -107,7 +107,7 @@ class SupervisorCore:
                  publish_report: Callable[[TaskReportModel], None] | None = None,
                  publish_directive: Callable[[Directive], None] | None = None):
         self.policy = policy
-        self._emit_raw = emit
+        self._emit = case_emitter(emit, lambda: self.policy.patient_id)
         self._publish_escalation = publish_escalation
         self._publish_decision = publish_decision
         self._publish_report = publish_report or (lambda _report: None)
@@ -134,13 +134,6 @@ class SupervisorCore:
         self._served: list[str] = []
         self._asked: set[str] = set()
         self._closed_cases: list[WorkflowPolicy] = []   # this run's closed cases (their escalations resolve)
-
-    def _emit(self, kind, summary: str, /, **data) -> object:
-        """Record an event of the case in progress (``case_id`` added when a case is in progress)."""
-        case = self.policy.patient_id
-        if case and 'case_id' not in data:
-            data['case_id'] = case
-        return self._emit_raw(kind, summary, **data)
 
     def state(self) -> SupervisorState:
         """Return what a restarted supervisor takes up (:meth:`restore`): the case in progress, the waiting ones."""
@@ -206,10 +199,9 @@ class SupervisorCore:
 
     def _start_case(self, arrival: CaseArrival, now_s: float) -> None:
         """Give ``arrival``'s case the gate (a fresh policy after the first case) and start its deadlines."""
-        first = not self._served
-        if not first:
+        if self._served:   # a later case: a fresh policy; the first case keeps the one the node gave
             self._closed_cases.append(self.policy)
-            self.policy = WorkflowPolicy(self.policy.deadlines, id_prefix=case_id_prefix(first, arrival.patient_id))
+            self.policy = WorkflowPolicy(self.policy.deadlines, id_prefix=later_case_prefix(arrival.patient_id))
         self._served.append(arrival.patient_id)
         self._waiting.pop(arrival.patient_id, None)
         self.policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
