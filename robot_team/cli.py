@@ -144,6 +144,9 @@ def shift(
     = Path('runs/shift'),
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graph (default: env or 0).')]
     = None,
+    cases_at_once: Annotated[Optional[int], typer.Option(
+        min=0, help="Cases served at once (0: no limit; a robot still runs one task at a time). Default: the "
+                    "shift file's, 1 for a generated shift.")] = None,
 ) -> None:
     """Serve many patients with one team over a shift; write DIR/shift.json, summary.md and summary.png.
 
@@ -161,13 +164,17 @@ def shift(
             loaded = load_scenario(str(shift_file))
         else:
             loaded = generate_shift(hours=hours, arrivals_per_hour=arrivals_per_hour, seed=seed)
+        if cases_at_once is not None:
+            loaded = loaded.model_copy(update={'cases_at_once': cases_at_once})
+        if shift_file is None:
             out.mkdir(parents=True, exist_ok=True)
             write_shift(loaded, out / 'shift.yaml')
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     console.print(f'[bold]Shift[/bold] {loaded.name}: {len(loaded.cases)} patient(s) over '
-                  f'{max(p.arrival_time_s for p in loaded.cases) / 3600:.2f} h of sim time')
+                  f'{max(p.arrival_time_s for p in loaded.cases) / 3600:.2f} h of sim time, '
+                  f"{loaded.cases_at_once or 'any number of'} case(s) at once")
     try:
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
                             brain_options={'kb': kb} if brain in LLM_BRAINS else None)

@@ -245,6 +245,9 @@ class Scenario(BaseModel):
     operator_script: list[OperatorAnswer] = Field(default_factory=list)
     deadlines: Deadlines = Field(default_factory=Deadlines)
     manager: ManagerPolicy = Field(default_factory=ManagerPolicy)
+    cases_at_once: int = Field(1, ge=0, description='How many cases the team serves at once (robot_team.cases): '
+                                                    '1 one at a time, 0 no limit (a robot still runs one task '
+                                                    'at a time; a case waits for a busy robot).')
     expected_outcome: Literal['success', 'failure', 'escalated'] | None = Field(
         None, description='What a correct team achieves here (used by tests and evaluation).')
 

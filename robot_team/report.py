@@ -193,16 +193,26 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     ``hcw_entering``/``hcw_arrived``: ground truth), or to the case's first navigation the manager
     accepted as a success if earlier (an HCW already in the room, escorted there for an earlier
     patient: that success was checked against the RTLS); None if neither; ``waited_for_robot_s``
-    (arrival to start); ``escalations`` (opened about the case), ``takeovers`` and ``decisions``
-    by source (:func:`~robot_team.decisions.count_decisions`) of the case's events (:func:`case_of`).
+    (arrival to start, and the waits of the open case for a robot busy with another case's task:
+    the manager's ``waiting_for_robot`` to its next delegation); ``escalations`` (opened about the
+    case), ``takeovers`` and ``decisions`` by source (:func:`~robot_team.decisions.count_decisions`)
+    of the case's events (:func:`case_of`).
     """
     cases: dict[str, dict] = {}
     arrivals: dict[str, float] = {}
     escalations: dict[str, set] = {}        # case -> the IDs of the escalations opened about it
     entries: list[tuple[float, str]] = []   # (time, room) of HCWs walking into rooms
     escorted: dict[str, float] = {}         # case -> its first navigation judged a success
+    parked: dict[str, float] = {}           # case -> since when it waits for a busy robot
+    robot_waits: dict[str, float] = {}      # case -> time it waited for busy robots, s
     for event in events:
         d = event.data
+        if event.actor == Robot.MANAGER.value and d.get('case_id'):
+            if event.kind == EventKind.OBSERVATION.value and d.get('cue') == 'waiting_for_robot':
+                parked.setdefault(str(d['case_id']), event.stamp_s)
+            elif event.kind == EventKind.DELEGATION.value and str(d['case_id']) in parked:
+                case_id = str(d['case_id'])
+                robot_waits[case_id] = robot_waits.get(case_id, 0.0) + event.stamp_s - parked.pop(case_id)
         if event.kind == EventKind.SIM.value and d.get('what') == 'patient_arrival':
             arrivals.setdefault(str(d.get('patient_id', '')), event.stamp_s)
         elif event.kind == EventKind.SIM.value and d.get('what') in ('hcw_entering', 'hcw_arrived'):
@@ -234,7 +244,8 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
         came = [t for t, room in entries if room == entry['room'] and start is not None and t >= start]
         came += [escorted[case_id]] if case_id in escorted else []
         entry['door_to_provider_s'] = round(min(came) - arrival, 3) if came and arrival is not None else None
-        entry['waited_for_robot_s'] = round(start - arrival, 3) if start is not None and arrival is not None else None
+        entry['waited_for_robot_s'] = (round(start - arrival + robot_waits.get(case_id, 0.0), 3)
+                                       if start is not None and arrival is not None else None)
         own = by_case.get(case_id, [])
         entry['escalations'] = len(escalations.get(case_id, ()))
         entry['takeovers'] = count_takeovers(own)

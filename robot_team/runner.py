@@ -179,7 +179,7 @@ def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
         return params
     if name == Robot.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
-                      cases=len(scenario.cases))
+                      cases=len(scenario.cases), cases_at_once=scenario.cases_at_once)
     else:
         params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
     params.update(brain_options or {})

@@ -56,6 +56,7 @@ class WorkflowRule(str, Enum):
     HCW = 'hcw'                              # 9
     HELD = 'held'                            # the team is held (robot_team.core.escalations.TeamHold)
     CASE = 'case'                            # another case is in progress (robot_team.cases)
+    ROBOT_BUSY = 'robot_busy'                # the robot runs another case's task (one task at a time)
 
 
 WORKFLOW_RULES: frozenset[WorkflowRule] = frozenset(
@@ -588,11 +589,27 @@ class WorkflowPolicy:
             if not escalation.is_open and escalation.decision == 'abort' and not self._closed_by:
                 self._closed_by = escalation.escalation_id
 
-    def postpone_deadlines(self, by_s: float) -> None:
-        """Move every pending deadline ``by_s`` s later (the time the team was held: nobody could act)."""
+    def postpone_deadlines(self, by_s: float, kind: str | None = None) -> None:
+        """Move every pending deadline (of ``kind``; None: all) ``by_s`` s later (nobody could act meanwhile).
+
+        All of them: the team was held. ``'decision'``: the case waited for a robot another case held.
+        """
         with self._lock:
-            for deadline in self._pending():
+            for deadline in self._pending(kind):
                 deadline.started_s += by_s
+
+    def next_steps(self) -> list[TaskType]:
+        """Return the operational task types the order and running rules accept now (empty while one runs).
+
+        What the case waits to delegate: ``[navigation]`` after the patient cue, the failed
+        type's retry after a failure; empty while a task runs, once the case is closed by
+        ``abort`` or when the reflection is next.
+        """
+        with self._lock:
+            if self._closed_by or any(t.status == 'running' for t in self._tasks.values()):
+                return []
+            outlines = self._outlines()
+            return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None]
 
     # --- State --------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ and keeps their place. The core tests run the nodes' cores without ROS; the last
 
 import threading
 
+import pytest
 import rclpy
 from hypothesis import given, settings, strategies as st
 
@@ -114,6 +115,7 @@ def test_a_patient_who_waits_the_onboarding_deadline_goes_to_a_person_and_keeps_
     limit = core.policy.deadlines.onboarding_s
     desk.hold_team('P-1 needs a person first', by='charge_nurse', now_s=10.0)   # P-1's case is held...
     assert desk.hold.active
+    assert [(r.kind.value, r.patient_id) for r in ports.published] == [('hold', 'P-1')]   # names its case
     desk.tick(3.0 + limit - 1.0)
     assert not [r for r in desk.records() if r.kind.value == 'patient']
     desk.tick(3.0 + limit)   # ... and P-2 still gets a person on time
@@ -185,10 +187,13 @@ def test_the_run_outcome_and_each_case_in_the_report():
             b['escalations']) == ('B', 87.5, 117.0, None, 'escalated', 1)
 
 
-def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_context, tmp_path):
+@pytest.mark.parametrize('cases_at_once', [1, 0])
+def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_context, tmp_path, cases_at_once):
     # The hospital's systems announce a second patient on ed/patient_arrivals while the first
-    # one's onboarding runs (as the issue's report did, 3 s of sim time in).
-    scenario = load_scenario('onboarding')
+    # one's onboarding runs (as the issue's report did, 3 s of sim time in). One case at a time,
+    # or both at once (0: no limit) on the shared robots (the manager and supervisor nodes'
+    # parameter from the scenario).
+    scenario = load_scenario('onboarding').model_copy(update={'cases_at_once': cases_at_once})
     feed = rclpy.create_node('hospital_feed', context=ros_context)
     arrivals = feed.create_publisher(PatientArrival, names.PATIENT_ARRIVALS, reliable_qos())
     sent = threading.Event()
@@ -219,6 +224,22 @@ def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_
     second = [e.data['task_id'] for e in events if e.kind == 'delegation_authorized'
               and e.data.get('case_id') == OTHER.patient_id]
     assert second and all(t.startswith(f'{OTHER.patient_id}/') for t in second)
+    # at once: the second case starts at its arrival and waits only for the navigation robot, whose
+    # escort for it starts while the first case is still open; one at a time: after it closed
+    [opened] = [e.stamp_s for e in events if e.kind == 'case_opened' and e.data['case_id'] == OTHER.patient_id]
+    first_closed = next(e.stamp_s for e in events if e.kind == 'case_closed' and e.actor == 'supervisor')
+    escort = next(e.stamp_s for e in events if e.kind == 'delegation' and e.data['case_id'] == OTHER.patient_id)
+    waits = [e.data for e in events if e.kind == 'observation' and e.data.get('cue') == 'waiting_for_robot']
+    if cases_at_once == 0:
+        assert opened < escort < first_closed
+        assert {(w['case_id'], w['robot']) for w in waits} == {(OTHER.patient_id, 'navigation_robot')}
+        assert cases[OTHER.patient_id]['waited_for_robot_s'] > 0
+    else:
+        assert first_closed <= opened < escort and not waits
+    navigating = [e for e in events if e.kind == 'task_started' and e.actor == 'navigation_robot']
+    navigations = [e for e in events if e.kind == 'delegation' and e.data['task_type'] == 'navigation']
+    assert len(navigating) == len(navigations) >= 2   # one task at a time: no goal rejected as busy
+    assert not [e for e in events if e.kind == 'delegation_refused' and e.actor == 'navigation_robot']
 
 
 def test_a_shift_announces_every_patient_at_their_arrival_time_and_each_case_expects_its_outcome():

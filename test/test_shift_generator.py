@@ -11,6 +11,7 @@ from robot_team.config import ConfigError, PatientSpec, load_scenario, load_staf
 from robot_team.evaluation.shift import (
     ESI_SHARES,
     FAILURE_SHARE,
+    ROOM_TURNOVER_S,
     UNFORESEEN_ANSWERS,
     generate_shift,
     plot_timeline,
@@ -64,6 +65,17 @@ def test_rooms_levels_and_hcws_come_from_the_floor_and_directory(shift, staff):
         assert p.assigned_hcw_id in staff
         assert staff[p.assigned_hcw_id].specialty == p.required_specialty
         assert p.presentation
+
+
+@pytest.mark.parametrize('rate, seed', [(5, 11), (8, 3), (30, 7)])
+def test_overlapping_patients_never_share_a_room_while_another_is_free(rate, seed):
+    shift = generate_shift(hours=3, arrivals_per_hour=rate, seed=seed)
+    rooms = {r.name for r in load_floor(shift.floor_path).rooms.values() if r.kind == 'patient_room'}
+    given: dict[str, float] = {}
+    for p in shift.cases:
+        free = {r for r in rooms if p.arrival_time_s - given.get(r, -math.inf) >= ROOM_TURNOVER_S}
+        assert p.room in free or (not free and given[p.room] == min(given.values())), (p.patient_id, p.room)
+        given[p.room] = p.arrival_time_s
 
 
 def test_expected_outcome_follows_availability(staff):

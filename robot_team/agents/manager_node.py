@@ -27,6 +27,7 @@ reaches a destroyed node.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -142,15 +143,20 @@ class ManagerNode(Node):
         self.declare_parameter('service_timeout_s', 15.0)
         self.declare_parameter('kb', True)
         self.declare_parameter('cases', 1)
+        self.declare_parameter('cases_at_once', 1)
         self.events = EventEmitter(self, Robot.MANAGER.value)
+        make_brain = None   # one brain per open case (cases_at_once)
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
-            brain = make_manager_brain(self.get_parameter('brain').value, self.get_parameter('issue_handling').value,
-                                       events=self.events, kb=bool(self.get_parameter('kb').value),
-                                       base_url=self.declare_parameter('llm_base_url', '').value,
-                                       model=self.declare_parameter('llm_model', '').value,
-                                       decoding=self.declare_parameter('llm_decoding', '').value,
-                                       hold=clock_hold(self, Robot.MANAGER.value, llm_clock))
+            options = dict(events=self.events, kb=bool(self.get_parameter('kb').value),
+                           base_url=self.declare_parameter('llm_base_url', '').value,
+                           model=self.declare_parameter('llm_model', '').value,
+                           decoding=self.declare_parameter('llm_decoding', '').value,
+                           hold=clock_hold(self, Robot.MANAGER.value, llm_clock))
+
+            make_brain = functools.partial(make_manager_brain, self.get_parameter('brain').value,
+                                           self.get_parameter('issue_handling').value, **options)
+            brain = make_brain()
         self._first_brain = brain
         self._timeout = float(self.get_parameter('service_timeout_s').value)
         self._group = ReentrantCallbackGroup()
@@ -176,8 +182,13 @@ class ManagerNode(Node):
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'manager cannot open its state store', reason=str(exc))
             raise
-        self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store,
-                                cases=int(self.get_parameter('cases').value))
+        try:
+            self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store,
+                                    cases=int(self.get_parameter('cases').value),
+                                    cases_at_once=int(self.get_parameter('cases_at_once').value), make_brain=make_brain)
+        except ValueError as exc:
+            self.events.emit(EventKind.INPUT_ERROR, 'manager cannot start', reason=f'parameter cases_at_once: {exc}')
+            raise ConfigError(f'manager parameter cases_at_once: {exc}') from exc
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, qos,
                                  callback_group=self._group)
         self.create_subscription(Escalation, names.ESCALATIONS, self.escalation_callback, qos,
@@ -431,7 +442,7 @@ class ManagerNode(Node):
     def destroy_node(self) -> None:
         """Stop the brain thread, release the brains (their LLM clients), then destroy the node."""
         if self.stop():
-            for brain in {id(b): b for b in (self._first_brain, self.core.brain)}.values():
+            for brain in {id(b): b for b in (self._first_brain, *self.core.brains)}.values():
                 brain.close()
         super().destroy_node()
 

@@ -176,6 +176,7 @@ class SupervisorNode(Node):
             escalation_policy = escalation_policy or load_escalation_policy(
                 self.get_parameter('escalation_policy').value or None)
             store = EscalationStore(self.get_parameter('escalation_db').value or None)
+            cases_at_once = self._cases_at_once(scenario.cases_at_once if scenario is not None else 1)
             staff = self._staff_check(self.get_parameter('staff_db').value)
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'supervisor cannot start', reason=str(exc))
@@ -195,7 +196,7 @@ class SupervisorNode(Node):
         self._directive_pub = self.create_publisher(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, reliable_qos())
         self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit,
                                    lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report,
-                                   self._publish_directive)
+                                   self._publish_directive, cases_at_once=cases_at_once)
         self.desk = EscalationDesk(self.core, escalation_policy, store, self.events.emit, self, staff)
         self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
                             callback_group=self._group)
@@ -481,6 +482,15 @@ class SupervisorNode(Node):
             raise ConfigError(f'supervisor parameter {name}: expected a positive number of seconds, '
                               f'got {value!r}')
         return seconds
+
+    def _cases_at_once(self, default: int) -> int:
+        value = self.declare_parameter('cases_at_once', default, ParameterDescriptor(
+            dynamic_typing=True, description='How many cases may be open at once (robot_team.cases); 1: one '
+                                             'case at a time, 0: no limit. Default: the scenario\'s.')).value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f'supervisor parameter cases_at_once: expected an integer >= 0 (0: no limit), '
+                              f'got {value!r}')
+        return value
 
     def _safe_default(self, default: str) -> str:
         value = str(self.declare_parameter('safe_default', default, ParameterDescriptor(

@@ -117,6 +117,7 @@ class FeedbackKind(str, Enum):
     REFLECTION_CONTRADICTS = 'reflection_contradicts'  # a reflection contradicts the record
     REFLECTION_REFUSED = 'reflection_refused'          # the gate refused the reflection now (rule 8)
     ACTION_FAILED = 'action_failed'                    # an action could not be carried out (ROS timeout...)
+    ROBOT_BUSY = 'robot_busy'                          # the robot runs another case's task: the case waits for it
 
     @property
     def needs_decision(self) -> bool:
@@ -124,9 +125,10 @@ class FeedbackKind(str, Enum):
 
         A delegation whose results were removed (``role_misalignment``) was carried out: the brain
         is told, not asked (a 0.5B manager asked after that note, with a task running and nothing
-        failed, escalated the running task).
+        failed, escalated the running task). A case waiting for a busy robot (``robot_busy``) is
+        asked again when the robot is free.
         """
-        return self is not FeedbackKind.ROLE_MISALIGNMENT
+        return self not in (FeedbackKind.ROLE_MISALIGNMENT, FeedbackKind.ROBOT_BUSY)
 
 
 class GuardFeedback(BaseModel):

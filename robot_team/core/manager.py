@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from contextlib import contextmanager
 from typing import Callable, Iterable, Protocol
 
 from robot_team.brains.base import (
@@ -46,9 +47,9 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain
-from robot_team.cases import WaitingCase, next_case
+from robot_team.cases import WaitingCase, case_key, next_case
 from robot_team.catalog import TaskFacts, final_failure
-from robot_team.core.manager_store import ClosedCase, ManagerState, ManagerStore, WaitingPatient
+from robot_team.core.manager_store import ClosedCase, ManagerState, ManagerStore, OpenCase, WaitingPatient
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
@@ -99,6 +100,25 @@ class ManagerPorts(Protocol):
         """Return ROS time, s."""
 
 
+class _Lane:
+    """One open case as the manager serves it: its observation, brain and guard feedback (under the core's lock)."""
+
+    def __init__(self, patient: PatientInfo, arrived_s: float, obs: ManagerObservation, brain: ManagerBrain):
+        self.case_id = patient.patient_id
+        self.arrived_s = arrived_s     # when its patient arrived (ROS time, s)
+        self.obs = obs
+        self.brain = brain
+        self.dirty = False             # the observation changed since its last decision round
+        self.last_feedback: list[GuardFeedback] = []    # what the guards said in its last decision round
+        self.round_feedback: list[GuardFeedback] = []   # ... and in the one running
+        self.parked = ''               # the robot it waits for (busy with another case's task; '' none)
+
+    def key(self) -> tuple:
+        """Its place among the open cases: :func:`robot_team.cases.case_key` (ESI, arrival, patient)."""
+        patient = self.obs.patient
+        return case_key(patient.esi_level if patient else 0, self.arrived_s, self.case_id)
+
+
 class ManagerCore:
     """The manager's observation, decision loop and guarded actions.
 
@@ -118,43 +138,65 @@ class ManagerCore:
     store
         Where the manager keeps what a restarted manager takes up (None: nothing is kept).
     cases
-        The run ends once this many cases closed and none waits (the scenario's patients; 0:
-        never, a deployment serving arrivals until stopped).
+        The run ends once this many cases closed and none is open or waits (the scenario's
+        patients; 0: never, a deployment serving arrivals until stopped).
+    cases_at_once
+        How many cases the manager serves at once (0: no limit), as the supervisor's gate does.
+    make_brain
+        Makes the brain of a case opened while ``brain`` serves another (needed unless
+        ``cases_at_once`` is 1; each open case decides with its own brain and conversation).
 
     Attributes
     ----------
     finished : threading.Event
         Set when the run ends (see ``cases``); ``outcome`` then holds its outcome.
 
-    Cases: the manager serves one case at a time (``robot_team.cases``). Another patient's
-    arrival waits (cue ``case_waiting``); when the brain finishes the case in progress
-    (``case_closed``), the most urgent waiting case starts with a fresh observation: nothing of
-    a case's tasks, escalations, feedback or instructions reaches another's. Every event the
-    manager records carries the case in progress (``case_id``).
+    Cases (``robot_team.cases``): up to ``cases_at_once`` cases are open, each with its own
+    observation and brain: nothing of a case's tasks, escalations, feedback or instructions
+    reaches another's; the staff board, the lost robots and the lessons of closed cases are the
+    team's. Another patient's arrival beyond that waits (cue ``case_waiting``); when a case closes
+    (``case_closed``), the most urgent waiting case opens. A robot runs one task at a time: a
+    case whose delegation names a robot that runs another case's task waits for it
+    (``waiting_for_robot``), and the open cases decide in order of urgency
+    (:func:`robot_team.cases.case_key`), so that the most urgent case waiting for a robot gets it
+    first. Every event the manager records carries its case (``case_id``).
+
+    Raises
+    ------
+    ValueError
+        If ``cases_at_once`` is negative, or not 1 without ``make_brain``.
 
     Notes
     -----
     Threading: ``on_*`` methods may be called from any thread (ROS callbacks); :meth:`step` and
     :meth:`run` from one worker thread only, so that a slow brain never blocks a callback. One
-    lock guards the observation; the brain and the ports are called without it.
+    lock guards the observations; the brains and the ports are called without it.
     """
 
     def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str],
                  fallback: Callable[[], ManagerBrain] | None = None, store: ManagerStore | None = None,
-                 cases: int = 1):
+                 cases: int = 1, cases_at_once: int = 1, make_brain: Callable[[], ManagerBrain] | None = None):
+        if int(cases_at_once) < 0 or (int(cases_at_once) != 1 and make_brain is None):
+            raise ValueError(f'cases_at_once must be 1, or 0 (no limit) or more with make_brain (a brain per '
+                             f'open case); got {cases_at_once!r}')
         self.brain = brain
         self.ports = ports
         self.robots = tuple(robots)
         self.cases = int(cases)
-        self._case = ''             # the case in progress (its patient's ID; '' none)
-        self._case_arrived_s = 0.0  # ... and when its patient arrived (ROS time, s)
+        self.cases_at_once = int(cases_at_once)
+        self._make_brain = make_brain
+        self._spare: list[ManagerBrain] = []   # brains of closed cases, for the next ones (a fresh conversation)
+        self._served_one = False               # whether ``brain`` served a case (the next gets new_case())
+        self._lanes: dict[str, _Lane] = {}     # the open cases, by patient, in the order they opened
+        self._task_case: dict[str, str] = {}   # task ID -> its case
+        self._team = ManagerObservation()      # the team's: staff board, lost robots (copied into each case's)
+        self._last_obs = ManagerObservation()  # the latest closed case's observation (snapshot() after it)
         self._waiting: dict[str, WaitingPatient] = {}
         self._closed: list[ClosedCase] = []
-        self._other_cases: set[str] = set()   # escalation IDs of other cases than the one in progress
         self._lessons: list[str] = []   # lessons of this run's accepted reflections (Criticize-Reflect)
-        self._emit = case_emitter(emit, lambda: self._case)
-        self._lock = threading.Lock()
-        self._obs = ManagerObservation()
+        self._ctx = threading.local()   # the case the calling thread works for
+        self._emit = case_emitter(emit, self._current_case)
+        self._lock = threading.RLock()
         self._wake = threading.Event()
         self._held = threading.Event()
         self._announced: set[str] = set()
@@ -165,8 +207,6 @@ class ManagerCore:
         self._held_on = ''          # escalation ID the manager holds for ('' when not held)
         self._lost_noticed: set[str] = set()   # lost robots known from a closed task, before team/liveness said so
         self._stopped = threading.Event()
-        self._last_feedback: list[GuardFeedback] = []    # what the guards said in the last decision round
-        self._round_feedback: list[GuardFeedback] = []   # ... and in the one running
         self._store = store
         self._restored_running: set[str] = set()   # tasks running when a restarted manager took up its record
         self.restored: dict = self._restore()
@@ -180,23 +220,70 @@ class ManagerCore:
 
     @property
     def waiting(self) -> list[PatientInfo]:
-        """The patients whose case waits, in arrival order."""
+        """The patients whose case waits to open, in arrival order."""
         with self._lock:
             return [w.patient.model_copy() for w in self._waiting.values()]
 
-    # -- observation (any thread) --
+    @property
+    def brains(self) -> list[ManagerBrain]:
+        """Every brain the manager holds: its own, the open cases', the spare ones (each once)."""
+        with self._lock:
+            held = (self.brain, *(lane.brain for lane in self._lanes.values()), *self._spare)
+        return list({id(b): b for b in held}.values())
+
+    @property
+    def open_cases(self) -> list[str]:
+        """The open cases' patient IDs, in the order they opened."""
+        with self._lock:
+            return list(self._lanes)
+
+    # -- cases and their observations --
+
+    def _current_case(self) -> str:
+        """The case the calling thread works for; the only open case when it works for none ('' several/none)."""
+        case = getattr(self._ctx, 'case', '')
+        if case:
+            return case
+        lanes = list(self._lanes)
+        return lanes[0] if len(lanes) == 1 else ''
+
+    @contextmanager
+    def _on(self, lane: _Lane | None):
+        """Record the events of the block as ``lane``'s case's."""
+        previous = getattr(self._ctx, 'case', '')
+        self._ctx.case = lane.case_id if lane is not None else ''
+        try:
+            yield lane
+        finally:
+            self._ctx.case = previous
+
+    def _lane_of_task(self, task_id: str) -> _Lane | None:
+        with self._lock:
+            return self._lanes.get(self._task_case.get(task_id, ''))
+
+    def _sole_lane(self) -> _Lane | None:
+        with self._lock:
+            return next(iter(self._lanes.values())) if len(self._lanes) == 1 else None
 
     def snapshot(self) -> ManagerObservation:
-        """Return a copy of the current observation."""
+        """Return a copy of the observation of the first open case (none open: the latest closed one's)."""
         with self._lock:
-            return self._obs.model_copy(deep=True)
+            lane = next(iter(self._lanes.values()), None)
+            obs = lane.obs if lane is not None else (self._last_obs if self._closed else self._team)
+            return obs.model_copy(deep=True)
 
-    def _update(self, cue: str, change: Callable[[ManagerObservation], None] | None = None) -> None:
+    def _update(self, lane: _Lane | None, cue: str, change: Callable[[ManagerObservation], None] | None = None) -> None:
+        """Change ``lane``'s observation (None: every open case's, and the team's) and wake its brain."""
         with self._lock:
-            if change is not None:
-                change(self._obs)
-            if cue:
-                self._obs.new.append(cue)
+            lanes = [lane] if lane is not None else list(self._lanes.values())
+            if lane is None and change is not None:
+                change(self._team)
+            for each in lanes:
+                if change is not None:
+                    change(each.obs)
+                if cue:
+                    each.obs.new.append(cue)
+                each.dirty = True
         if change is not None:
             self._persist()
         self._wake.set()
@@ -206,7 +293,12 @@ class ManagerCore:
         if self._store is None:
             return
         with self._lock:
-            state = ManagerState(observation=self._obs.model_copy(deep=True, update={'new': [], 'feedback': []}),
+            lanes = list(self._lanes.values())
+            obs = lanes[0].obs if lanes else self._team
+            state = ManagerState(observation=obs.model_copy(deep=True, update={'new': [], 'feedback': []}),
+                                 arrived_s=lanes[0].arrived_s if lanes else 0.0,
+                                 others=[OpenCase(observation=lane.obs.model_copy(deep=True, update={
+                                     'new': [], 'feedback': []}), arrived_s=lane.arrived_s) for lane in lanes[1:]],
                                  taken_over=self.taken_over, held_on=self._held_on,
                                  waiting=list(self._waiting.values()), closed=list(self._closed),
                                  lessons=list(self._lessons))
@@ -217,28 +309,60 @@ class ManagerCore:
         state = self._store.load() if self._store is not None else None
         if state is None:
             return {}
-        self._obs = state.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
-        self._announced = {e.escalation_id for e in self._obs.escalations}
         self._held_on = state.held_on
         self._waiting = {w.patient.patient_id: w for w in state.waiting}
         self._closed = list(state.closed)
         self._lessons = list(state.lessons)
-        self._case = self._obs.patient.patient_id if self._obs.patient is not None else ''
         if state.taken_over:
             self.brain = self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
             self.taken_over = True
-        self._restored_running = {t.task_id for t in self._obs.tasks if t.state == 'running'}
+        first = state.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
+        self._team = ManagerObservation(staff=first.staff, staff_ids=first.staff_ids, lost_robots=first.lost_robots)
+        opened = [OpenCase(observation=first, arrived_s=state.arrived_s), *state.others]
+        tasks = []
+        for case in opened:
+            obs = case.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
+            if obs.patient is None:
+                continue
+            lane = _Lane(obs.patient, case.arrived_s, obs, self._take_brain())
+            self._lanes[lane.case_id] = lane
+            self._announced |= {e.escalation_id for e in obs.escalations}
+            for task in obs.tasks:
+                self._task_case[task.task_id] = lane.case_id
+                tasks.append(task)
+        self._restored_running = {t.task_id for t in tasks if t.state == 'running'}
         running = sorted(self._restored_running)
-        self._obs.new.append(f'The manager restarted and took up its record: {len(self._obs.tasks)} task(s)'
-                             + (f", {', '.join(running)} still running (their reports come from the supervisor)"
-                                if running else '') + '.')
+        for lane in self._lanes.values():
+            lane.obs.new.append(f'The manager restarted and took up its record: {len(lane.obs.tasks)} task(s)'
+                                + (f", {', '.join(running)} still running (their reports come from the "
+                                   f"supervisor)" if running else '') + '.')
+            lane.dirty = True
         self._wake.set()
-        return {'tasks': [t.task_id for t in self._obs.tasks], 'running': running,
+        return {'tasks': [t.task_id for t in tasks], 'running': running,
                 'escalations': sorted(self._announced), 'taken_over': state.taken_over, 'held_on': state.held_on,
-                'case': self._case, 'waiting': list(self._waiting), 'closed': [c.case_id for c in self._closed]}
+                'case': next(iter(self._lanes), ''), 'open': list(self._lanes), 'waiting': list(self._waiting),
+                'closed': [c.case_id for c in self._closed]}
 
-    def _feedback(self, kind: FeedbackKind, text: str, rule: str = '') -> None:
-        """Tell the brain what a guard said; the same words twice with nothing new in between do not wake it.
+    def _take_brain(self) -> ManagerBrain:
+        """Return a brain for a case that opens: ``brain`` when free, a spare one, or a new one (lock held).
+
+        A brain that served a case before starts a fresh conversation (``new_case``).
+        """
+        if self.taken_over:
+            return self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
+        if not any(lane.brain is self.brain for lane in self._lanes.values()):
+            if self._served_one:
+                self.brain.new_case()
+            self._served_one = True
+            return self.brain
+        if self._spare:
+            brain = self._spare.pop()
+            brain.new_case()
+            return brain
+        return self._make_brain()
+
+    def _feedback(self, lane: _Lane, kind: FeedbackKind, text: str, rule: str = '') -> None:
+        """Tell ``lane``'s brain what a guard said; the same words twice with nothing new in between do not wake it.
 
         A brain refused twice in a row for the same reason on the same observation would be refused
         again: it decides next when something changes (a report, a decision, a robot back...), not in
@@ -247,67 +371,64 @@ class ManagerCore:
         """
         feedback = GuardFeedback(kind=kind, text=text, rule=rule)
         with self._lock:
-            repeat = feedback in self._last_feedback and not self._obs.new
-            self._round_feedback.append(feedback)
+            repeat = feedback in lane.last_feedback and not lane.obs.new
+            lane.round_feedback.append(feedback)
             if repeat:
-                self._obs.feedback.append(feedback)
+                lane.obs.feedback.append(feedback)
         if repeat:
             self._emit(EventKind.OBSERVATION, 'the same refusal again: the manager decides when something changes',
                        reason=text, cue='repeated_refusal', kind=kind.value, rule=rule)
             return
-        self._update('', lambda o: o.feedback.append(feedback))
+        self._update(lane, '', lambda o: o.feedback.append(feedback))
 
     def on_arrival(self, patient: PatientInfo) -> None:
         """Open ``patient``'s case (a repeat of a known patient is ignored).
 
-        With no case in progress it starts at once; otherwise it waits (``observation``, cue
-        ``case_waiting``): another patient's cue never replaces the patient in progress, as at
-        the supervisor's gate. The most urgent waiting case starts when the case in progress closes.
+        With fewer than ``cases_at_once`` cases open (or no limit) it opens at once; otherwise it waits
+        (``observation``, cue ``case_waiting``): another patient's cue never replaces a patient in
+        progress, as at the supervisor's gate. The most urgent waiting case opens when a case closes.
         """
         with self._lock:
-            known = (patient.patient_id == self._case or patient.patient_id in self._waiting
+            known = (patient.patient_id in self._lanes or patient.patient_id in self._waiting
                      or any(c.case_id == patient.patient_id for c in self._closed))
-            busy = bool(self._case)
+            serving = ', '.join(self._lanes)
+            busy = 0 < self.cases_at_once <= len(self._lanes)
             if not known and busy:
                 self._waiting[patient.patient_id] = WaitingPatient(patient=patient, arrived_s=self.ports.now())
         if known:
             return
         if busy:
             self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}: the case '
-                       f'waits for {self._case}', target=patient.room, cue='case_waiting', serving=self._case,
+                       f'waits for {serving}', target=patient.room, cue='case_waiting', serving=serving,
                        **patient.model_dump(), case_id=patient.patient_id)
             self._persist()
             return
         self._start_case(patient, '', self.ports.now())
 
     def _start_case(self, patient: PatientInfo, waited: str, arrived_s: float) -> None:
-        """Serve ``patient``'s case (arrived at ROS time ``arrived_s``, s) from now on: a fresh observation.
+        """Open ``patient``'s case (arrived at ROS time ``arrived_s``, s): a fresh observation and brain conversation.
 
-        The staff board and the lost robots carry over: they are the team's, not the case's.
+        The staff board, the lost robots and the lessons carry over: they are the team's, not the case's.
         """
         with self._lock:
-            later = bool(self._closed)
-        if later:
-            self.brain.new_case()
-        with self._lock:
-            self._case = patient.patient_id
-            self._case_arrived_s = arrived_s
-            previous = self._obs
-            self._obs = ManagerObservation(staff=previous.staff, staff_ids=previous.staff_ids,
-                                           lost_robots=previous.lost_robots, lessons=list(self._lessons))
-            self._last_feedback, self._round_feedback = [], []
-        self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
-                   f'#{patient.assigned_hcw_id} assigned' + waited, target=patient.room, cue='patient_arrival',
-                   **patient.model_dump())
-        self._update(f'Patient {patient.patient_id} arrived in {patient.room} ({patient.presentation}); '
-                     f'HCW #{patient.assigned_hcw_id} assigned.', lambda o: setattr(o, 'patient', patient))
+            obs = ManagerObservation(staff=list(self._team.staff), staff_ids=list(self._team.staff_ids),
+                                     lost_robots=list(self._team.lost_robots), lessons=list(self._lessons))
+            lane = _Lane(patient, arrived_s, obs, self._take_brain())
+            self._lanes[lane.case_id] = lane
+        with self._on(lane):
+            self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
+                       f'#{patient.assigned_hcw_id} assigned' + waited, target=patient.room, cue='patient_arrival',
+                       **patient.model_dump())
+        self._update(lane, f'Patient {patient.patient_id} arrived in {patient.room} ({patient.presentation}); '
+                           f'HCW #{patient.assigned_hcw_id} assigned.', lambda o: setattr(o, 'patient', patient))
 
     def on_escalation(self, record: EscalationRecord) -> None:
-        """Track an escalation (the manager's own, the supervisor's or a person's); a known one is no news.
+        """Track an escalation (the manager's own, the supervisor's or a person's) in its case; a known one is no news.
 
         A ``patient`` escalation (a person asked to take a patient the team has not started to
-        serve) is not the team's work: the manager's patient and tasks go on as before, so it is
-        left out, as is an escalation of another case (its ``patient_id``).
+        serve) is not the team's work: the open cases go on as before, so it is left out. An
+        escalation goes to its case (``patient_id``; when it names none, its task's case or the
+        only open case); one of a case that is not open changes nothing.
         """
         if record.kind is EscalationKind.PATIENT:
             return
@@ -315,24 +436,32 @@ class ManagerCore:
             if record.escalation_id in self._announced:
                 return
             self._announced.add(record.escalation_id)
-            if record.patient_id and record.patient_id != self._case:
-                self._other_cases.add(record.escalation_id)
-                return
+            lane = (self._lanes.get(record.patient_id) if record.patient_id else
+                    self._lanes.get(self._task_case.get(record.task_id, '')) or self._sole_lane())
+        if lane is None:
+            return
 
         def change(obs):
             if not any(e.escalation_id == record.escalation_id for e in obs.escalations):
                 obs.escalations.append(record)
-        self._update(f'Escalation {record.escalation_id} ({record.raised_by}): {record.reason}', change)
+        with self._on(lane):
+            self._update(lane, f'Escalation {record.escalation_id} ({record.raised_by}): {record.reason}', change)
 
     def on_decision(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
                     operator_id: str = '') -> None:
-        """Record a human decision on an escalation (one the manager holds for ends the hold).
+        """Record a human decision on an escalation in its case (one the manager holds for ends the hold).
 
-        A decision on another case's escalation is not news for the case in progress.
+        A decision on an escalation of no open case (another case's, a closed one's) is not news.
         """
         with self._lock:
-            other = escalation_id in self._other_cases
-        if other:
+            lane = next((lane for lane in self._lanes.values()
+                         if any(e.escalation_id == escalation_id for e in lane.obs.escalations)), None)
+            if lane is None and escalation_id not in self._announced:
+                lane = self._sole_lane()   # a decision on one the manager has not seen yet (a restart)
+            released = bool(self._held_on) and self._held_on == escalation_id
+            if released:
+                self._held_on = ''
+        if lane is None and not released:
             return
 
         def change(obs):
@@ -343,16 +472,16 @@ class ManagerCore:
             if record.is_open:
                 transition(record, LifecycleAction.RESOLVE)
             record.decision, record.hcw_id, record.note, record.decided_by = decision, hcw_id, note, operator_id
-        self._emit(EventKind.OBSERVATION, f'human decision on {escalation_id}: {decision}', target=escalation_id,
-                   cue='human_decision', decision=decision, hcw_id=hcw_id, operator_id=operator_id)
-        with self._lock:
-            released = bool(self._held_on) and self._held_on == escalation_id
+        with self._on(lane):
+            self._emit(EventKind.OBSERVATION, f'human decision on {escalation_id}: {decision}', target=escalation_id,
+                       cue='human_decision', decision=decision, hcw_id=hcw_id, operator_id=operator_id)
             if released:
-                self._held_on = ''
-        if released:
-            self._emit(EventKind.OBSERVATION, f'manager resumes: {escalation_id} was decided', target=escalation_id,
-                       cue='hold_released', escalation_id=escalation_id, decision=decision)
-        self._update(f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
+                self._emit(EventKind.OBSERVATION, f'manager resumes: {escalation_id} was decided', target=escalation_id,
+                           cue='hold_released', escalation_id=escalation_id, decision=decision)
+            if lane is not None:
+                self._update(lane, f'Human decision on {escalation_id}: {decision} {hcw_id}'.strip(), change)
+            else:
+                self._wake.set()
 
     def on_staff(self, staff: list[StaffInfo]) -> None:
         """Know the staff directory with availability (``team/staff``); not news by itself (no decision is asked).
@@ -361,19 +490,30 @@ class ManagerCore:
         """
         unique = list({s.hcw_id: s for s in reversed(staff)}.values())[::-1]
         with self._lock:
-            self._obs.staff = [s.model_copy() for s in unique]
-            self._obs.staff_ids = [s.hcw_id for s in unique]
+            for obs in (self._team, *(lane.obs for lane in self._lanes.values())):
+                obs.staff = [s.model_copy() for s in unique]
+                obs.staff_ids = [s.hcw_id for s in unique]
 
     def on_instruction(self, instruction: SupervisorInstruction) -> None:
-        """Record a person's instruction as a flagged observation (advisory: the gate and guards still apply)."""
+        """Record a person's instruction as a flagged observation (advisory: the gate and guards still apply).
+
+        It goes to the case of its task (every open case when it names none of theirs).
+        """
+        lane = self._lane_of_task(instruction.task_id) if instruction.task_id else None
         with self._lock:
-            if any(i.instruction_id == instruction.instruction_id for i in self._obs.instructions):
+            lanes = [lane] if lane is not None else list(self._lanes.values())
+            if all(any(i.instruction_id == instruction.instruction_id for i in each.obs.instructions)
+                   for each in lanes):
                 return
-        self._emit(EventKind.OBSERVATION, f'instruction {instruction.instruction_id} from {instruction.operator_id}',
-                   target=instruction.task_id, reason='advisory: a human instruction never bypasses the gate or '
-                   'the guards', cue='instruction', flagged=True, **instruction.model_dump())
-        self._update(f'Instruction {instruction.instruction_id} from human supervisor {instruction.operator_id} '
-                     f'(advisory): {instruction.text!r}', lambda o: o.instructions.append(instruction))
+        for each in lanes:
+            with self._on(each):
+                self._emit(EventKind.OBSERVATION, f'instruction {instruction.instruction_id} from '
+                           f'{instruction.operator_id}', target=instruction.task_id, reason='advisory: a human '
+                           'instruction never bypasses the gate or the guards', cue='instruction', flagged=True,
+                           **instruction.model_dump())
+                self._update(each, f'Instruction {instruction.instruction_id} from human supervisor '
+                                   f'{instruction.operator_id} (advisory): {instruction.text!r}',
+                             lambda o: o.instructions.append(instruction))
 
     def on_hold(self, active: bool, escalation_ids: list[str], reason: str) -> None:
         """Pause (team held by a person or a safe default) or resume deciding."""
@@ -386,7 +526,7 @@ class ManagerCore:
             return
         self._held.clear()
         self._emit(EventKind.OBSERVATION, 'team hold released: the manager resumes', cue='team_hold', active=False)
-        self._update('The team hold was released.')
+        self._update(None, 'The team hold was released.')
 
     @property
     def held(self) -> bool:
@@ -403,12 +543,15 @@ class ManagerCore:
         """
         if report.issue_code is IssueCode.NONE and report.task_id not in self._restored_running:
             return
+        lane = self._lane_of_task(report.task_id)
         with self._lock:
-            record = next((t for t in self._obs.tasks if t.task_id == report.task_id), None)
+            record = next((t for t in lane.obs.tasks if t.task_id == report.task_id), None) if lane else None
             record = record.model_copy() if record is not None else None
-            if report.issue_code is IssueCode.ROBOT_LOST and report.robot not in self._obs.lost_robots:
+            if report.issue_code is IssueCode.ROBOT_LOST and report.robot not in self._team.lost_robots:
                 # lost until team/liveness says it is back (that notice may come before or after this report)
-                self._obs.lost_robots.append(report.robot)
+                for obs in (self._team, *(each.obs for each in self._lanes.values())):
+                    if report.robot not in obs.lost_robots:
+                        obs.lost_robots.append(report.robot)
                 self._lost_noticed.add(report.robot)
         if record is not None:
             self._task_done(record, report, '')
@@ -416,7 +559,7 @@ class ManagerCore:
     def on_liveness(self, node: str, state: str, restarted: bool, task_id: str) -> None:
         """Take the supervisor's notice that team node ``node`` was lost (``state`` 'lost') or is back ('back')."""
         with self._lock:
-            lost = node in self._obs.lost_robots
+            lost = node in self._team.lost_robots
             if (state == 'lost') == lost and not (state == 'lost' and node in self._lost_noticed):
                 return   # team/liveness repeats nothing new to the brain
             self._lost_noticed.discard(node)
@@ -425,24 +568,39 @@ class ManagerCore:
                                         if task_id else '') + '.'
         else:
             cue = f'{node} is back ({"restarted" if restarted else "reconnected"}) and can take tasks again.'
-        self._emit(EventKind.OBSERVATION, cue, target=node, cue='robot_lost' if state == 'lost' else 'robot_back',
-                   node=node, restarted=restarted, task_id=task_id)
+        with self._on(self._lane_of_task(task_id) if task_id else None):
+            self._emit(EventKind.OBSERVATION, cue, target=node, cue='robot_lost' if state == 'lost' else 'robot_back',
+                       node=node, restarted=restarted, task_id=task_id)
 
         def change(obs):
             if state == 'lost' and node not in obs.lost_robots:
                 obs.lost_robots.append(node)
             elif state == 'back' and node in obs.lost_robots:
                 obs.lost_robots.remove(node)
-        self._update(cue, change)
+        self._update(None, cue, change)
 
     def _task_done(self, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
         """Check a finished task's report against its delegation and evidence, judge it, record it.
 
         A task that already ended (the supervisor closed it: its robot was lost) keeps that end; a
-        later result of it is recorded as an observation and not judged again.
+        later result of it is recorded as an observation and not judged again. The cases waiting
+        for its robot are woken.
         """
+        lane = self._lane_of_task(record.task_id)
+        if lane is None:
+            return
+        with self._on(lane):
+            self._judge(lane, record, report, error)
         with self._lock:
-            current = next((t for t in self._obs.tasks if t.task_id == record.task_id), None)
+            for other in self._lanes.values():
+                if other.parked == record.robot:
+                    other.parked, other.dirty = '', True
+                    other.obs.new.append(f'{record.robot} is free.')
+        self._wake.set()
+
+    def _judge(self, lane: _Lane, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
+        with self._lock:
+            current = next((t for t in lane.obs.tasks if t.task_id == record.task_id), None)
             ended = current is not None and current.state != 'running'
         if ended and current.issue_code is IssueCode.NONE:
             return   # the same report came first from the supervisor (a restarted manager's running task)
@@ -478,18 +636,18 @@ class ManagerCore:
                 if report.status is TaskStatus.FAILURE:   # evidence the robot node attached, never the brain
                     rec.final_failure = final_failure(report.evidence.get('tool_journal') or ())
                 rec.summary, rec.data = report.summary, report.data
-            brain = self.brain
+            brain = lane.brain
             status, why = brain.judge(rec)
             self._emit(EventKind.JUDGMENT, f'manager judged {rec.task_id} a {status.value}', target=rec.task_id,
                        reason=why, task_id=rec.task_id, task_type=rec.task_type.value, robot=rec.robot,
                        reported_status=rec.state, judged_status=status.value, issue=rec.issue,
                        source=self._source(brain))
-        self._update(f'{record.robot} finished {record.task_id}', change)
+        self._update(lane, f'{record.robot} finished {record.task_id}', change)
 
     # -- decisions (one worker thread) --
 
     def run(self, stop: threading.Event, poll_s: float = 0.05) -> None:
-        """Decide whenever the observation changes, until ``stop`` is set (or :meth:`stop`) or the episode ends."""
+        """Decide whenever an observation changes, until ``stop`` is set (or :meth:`stop`) or the run ends."""
         while not stop.is_set() and not self._stopped.is_set() and not self.finished.is_set():
             if self._held.is_set():   # the team is held: decide again once it is released
                 stop.wait(poll_s)
@@ -497,14 +655,18 @@ class ManagerCore:
                 self.step()
 
     def stop(self) -> None:
-        """End :meth:`run` with the episode: no further decision, the brain's request cancelled (any thread)."""
+        """End :meth:`run` with the run: no further decision, the brains' requests cancelled (any thread)."""
         self._stopped.set()
         self._wake.set()
-        self.brain.cancel()
+        with self._lock:
+            brains = {id(b): b for b in (self.brain, *(lane.brain for lane in self._lanes.values()))}
+        for brain in brains.values():
+            brain.cancel()
 
     def step(self) -> bool:
-        """Run one decision round if anything changed since the last and the team is not held.
+        """Run one decision round for each open case whose observation changed, most urgent first.
 
+        Nothing runs while the team is held or the manager holds for a person's decision.
         Returns whether a round ran.
         """
         if not self._wake.is_set() or self._held.is_set() or self._stopped.is_set():
@@ -513,11 +675,26 @@ class ManagerCore:
         with self._lock:
             if self._held_on:   # a human decides first (the supervisor's hold)
                 return False
-            self._last_feedback, self._round_feedback = self._round_feedback, []
-            snapshot = self._obs.model_copy(deep=True)
-            self._obs.new.clear()
-            self._obs.feedback.clear()
-            brain = self.brain
+            lanes = sorted((lane for lane in self._lanes.values() if lane.dirty), key=_Lane.key)
+        ran = False
+        for lane in lanes:
+            with self._on(lane):
+                ran = self._step(lane) or ran
+            if self.finished.is_set() or self._stopped.is_set():
+                break
+        return ran
+
+    def _step(self, lane: _Lane) -> bool:
+        """One decision round of ``lane``'s case."""
+        with self._lock:
+            if self._held_on or lane.case_id not in self._lanes:
+                return False
+            lane.dirty = False
+            lane.last_feedback, lane.round_feedback = lane.round_feedback, []
+            snapshot = lane.obs.model_copy(deep=True)
+            lane.obs.new.clear()
+            lane.obs.feedback.clear()
+            brain = lane.brain
         try:
             actions = brain.decide(snapshot)
         except Exception as exc:  # noqa: BLE001 - a brain failure is recorded; the supervisor's deadlines still run
@@ -525,35 +702,34 @@ class ManagerCore:
             self._emit(EventKind.BRAIN_ERROR, 'manager brain failed to decide', reason=f'{type(exc).__name__}: {exc}',
                        error=str(exc), source=self._source(brain))
             return True
-        late = ('the protocol brain took over meanwhile' if brain is not self.brain else
+        late = ('the protocol brain took over meanwhile' if brain is not lane.brain else
                 'the episode ended' if self._stopped.is_set() else
                 f'the supervisor holds the manager until a human decides on {self._held_on}' if self._held_on else '')
         if actions and late:
-            why = late
             self._emit(EventKind.OBSERVATION, f'manager discarded {len(actions)} late action(s) of '
-                       f'{type(brain).__name__}', reason=why, cue='discarded', source=self._source(brain),
+                       f'{type(brain).__name__}', reason=late, cue='discarded', source=self._source(brain),
                        actions=[a.model_dump(mode='json') for a in actions])
             return True
         source = self._source(brain)
         for action in actions:
             try:
-                self._execute(action, source)
+                self._execute(lane, action, source)
             except ToolError as exc:
                 self._emit(EventKind.DELEGATION_REFUSED, f'{action.action} failed', reason=str(exc),
                            action=action.model_dump(mode='json'), source=source)
-                self._feedback(FeedbackKind.ACTION_FAILED, f'{action.action} failed: {exc}')
-            if self.finished.is_set():
+                self._feedback(lane, FeedbackKind.ACTION_FAILED, f'{action.action} failed: {exc}')
+            if self.finished.is_set() or lane.case_id not in self._lanes:
                 break
         return True
 
     # -- the supervisor's safe defaults (any thread) --
 
     def take_over(self, escalation_id: str = '', reason: str = '') -> bool:
-        """Hand the manager's role to the protocol brain for the rest of the episode; return whether it changed.
+        """Hand the manager's role to the protocol brain for the rest of the run; return whether it changed.
 
-        The replaced brain's request in flight is cancelled and a decision it was still making
-        is discarded. Recorded as ``takeover``; a second call (or a manager already on its
-        fallback) changes nothing and records why.
+        Every open case's brain is replaced; their requests in flight are cancelled and a decision
+        still being made is discarded. Recorded as ``takeover``; a second call (or a manager already
+        on its fallback) changes nothing and records why.
         """
         with self._lock:
             if self.taken_over:
@@ -564,29 +740,32 @@ class ManagerCore:
                 already = ''
             if not already:
                 old = self.brain
-                if self._make_fallback is not None:
-                    self.brain = self._make_fallback()
-                else:
-                    self.brain = ManagerProtocolBrain()
+                olds = [old, *(lane.brain for lane in self._lanes.values() if lane.brain is not old), *self._spare]
                 self.taken_over = True
+                self.brain = self._take_brain()
+                for lane in self._lanes.values():
+                    lane.brain = self.brain if lane.brain is old else self._take_brain()
+                self._spare = []
                 self._held_on = ''
         if already:
             self._emit(EventKind.OBSERVATION, 'takeover not needed', target=escalation_id, reason=already,
                        cue='takeover', escalation_id=escalation_id)
             return False
-        old.cancel()
+        for brain in olds:
+            brain.cancel()
         self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(old).__name__} for the rest of '
                    f'the episode', target=Robot.MANAGER.value, reason=reason, escalation_id=escalation_id,
                    role=Robot.MANAGER.value, previous=type(old).__name__, brain=type(self.brain).__name__,
                    source=DecisionSource.FALLBACK.value)
         self._persist()
-        self._update(f'The supervisor handed the manager\'s role to the protocol brain ({reason or escalation_id}).')
+        self._update(None, f"The supervisor handed the manager's role to the protocol brain "
+                           f"({reason or escalation_id}).")
         return True
 
     def hold(self, escalation_id: str, reason: str = '') -> None:
         """Stop deciding until a human decides on ``escalation_id`` (the supervisor's hold; any thread).
 
-        A decision the brain is making meanwhile is discarded (recorded).
+        A decision a brain is making meanwhile is discarded (recorded).
         """
         with self._lock:
             self._held_on = escalation_id
@@ -596,59 +775,74 @@ class ManagerCore:
 
     def _source(self, brain: ManagerBrain) -> str:
         """Return who decides through ``brain``: the fallback after a takeover, else the brain's own source."""
-        if self.taken_over and brain is self.brain:
-            return DecisionSource.FALLBACK.value
+        if self.taken_over:
+            with self._lock:
+                if brain is self.brain or any(lane.brain is brain for lane in self._lanes.values()):
+                    return DecisionSource.FALLBACK.value
         return brain.decision_source
 
-    def _execute(self, action, source: str) -> None:
+    def _execute(self, lane: _Lane, action, source: str) -> None:
         if isinstance(action, Delegate):
-            self._delegate(action, source)
+            self._delegate(lane, action, source)
         elif isinstance(action, Escalate):
-            self._escalate(action, source)
+            self._escalate(lane, action, source)
         elif isinstance(action, Reflect):
-            self._reflect(action, source)
+            self._reflect(lane, action, source)
         elif isinstance(action, Finish):
-            self._finish(action, source)
+            self._finish(lane, action, source)
 
-    def _finish(self, act: Finish, source: str) -> None:
-        """Close the case in progress; start the most urgent waiting one, or end the run (see ``cases``).
+    def _finish(self, lane: _Lane, act: Finish, source: str) -> None:
+        """Close ``lane``'s case; open the most urgent waiting ones, or end the run (see ``cases``).
 
         A brain that finishes a case without its reflection recorded while the run goes on (a
-        case waits, or more are to come) leaves the case open at the supervisor's gate: the
-        protocol brain takes over to write it (``takeover``) instead.
+        case is open or waits, or more are to come) leaves the case open at the supervisor's gate:
+        the protocol brain takes over to write it (``takeover``) instead.
         """
         with self._lock:
-            reflected = self._obs.reflection_done
+            reflected = lane.obs.reflection_done
             closed = len(self._closed) + 1
-            waiting = bool(self._waiting)
-        if not reflected and (waiting or self.cases == 0 or closed < self.cases) and not self.taken_over:
-            self.take_over(reason=f'the manager brain ended case {self._case} without its reflection '
+            others = bool(self._waiting) or len(self._lanes) > 1
+        if not reflected and (others or self.cases == 0 or closed < self.cases) and not self.taken_over:
+            self.take_over(reason=f'the manager brain ended case {lane.case_id} without its reflection '
                                   f'({act.reason}); the run goes on')
             return
-        case = self._case
-        self._emit(EventKind.CASE_CLOSED, f'case {case} finished: {act.outcome}', reason=act.reason,
+        self._emit(EventKind.CASE_CLOSED, f'case {lane.case_id} finished: {act.outcome}', reason=act.reason,
                    outcome=act.outcome, decided_by=source)
+        starts = []
         with self._lock:
-            self._closed.append(ClosedCase(case_id=case, outcome=act.outcome))
-            chosen = next_case(WaitingCase(w.patient.patient_id, w.patient.esi_level, w.arrived_s)
-                               for w in self._waiting.values())
-            entry = self._waiting.pop(chosen.patient_id) if chosen is not None else None
-            ends = entry is None and self.cases > 0 and len(self._closed) >= self.cases
+            self._closed.append(ClosedCase(case_id=lane.case_id, outcome=act.outcome))
+            del self._lanes[lane.case_id]
+            self._last_obs = lane.obs
+            if lane.brain is not self.brain and not self.taken_over:
+                self._spare.append(lane.brain)
+            while self._waiting and (not self.cases_at_once or len(self._lanes) + len(starts) < self.cases_at_once):
+                chosen = next_case(WaitingCase(w.patient.patient_id, w.patient.esi_level, w.arrived_s)
+                                   for w in self._waiting.values())
+                starts.append(self._waiting.pop(chosen.patient_id))
+            ends = (not starts and not self._lanes and not self._waiting and self.cases > 0
+                    and len(self._closed) >= self.cases)
             outcomes = [c.outcome for c in self._closed]
-            self._case = ''
-        if entry is not None:
-            self._start_case(entry.patient, f' (waited {self.ports.now() - entry.arrived_s:.0f} s for {case})',
-                             entry.arrived_s)
-            return
+        for entry in starts:
+            self._start_case(entry.patient, f' (waited {self.ports.now() - entry.arrived_s:.0f} s for '
+                             f'{lane.case_id})', entry.arrived_s)
         self._persist()
         if not ends:
             return
         self.outcome = run_outcome(outcomes)
         self._emit(EventKind.EPISODE_FINISHED, f'episode finished: {self.outcome}', reason=act.reason,
-                   outcome=self.outcome, source=source, cases=len(outcomes))
+                   outcome=self.outcome, source=source, cases=len(outcomes), case_id='')
         self.finished.set()
 
-    def _delegate(self, act: Delegate, source: str) -> None:
+    def _busy_elsewhere(self, lane: _Lane, robot: str) -> str:
+        """Return the ID of a task ``robot`` runs for another open case than ``lane``'s ('' none; lock held)."""
+        for other in self._lanes.values():
+            if other is not lane:
+                task = next((t for t in other.obs.tasks if t.robot == robot and t.state == 'running'), None)
+                if task is not None:
+                    return task.task_id
+        return ''
+
+    def _delegate(self, lane: _Lane, act: Delegate, source: str) -> None:
         self._emit(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} to {act.robot}',
                    target=act.robot, reason=act.reason, source=source,
                    **act.model_dump(mode='json', exclude={'reason'}))
@@ -658,31 +852,38 @@ class ManagerCore:
                        f'delegation to {act.robot}', target=act.robot, reason='role misalignment',
                        who=Robot.MANAGER.value, found=found, delegation=act.model_dump(mode='json'), source=source)
             act = strip_prefetched(act)
-            self._feedback(FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried results ('
-                           + '; '.join(found) + '); they were removed: the robot does its own work.')
+            self._feedback(lane, FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried '
+                           'results (' + '; '.join(found) + '); they were removed: the robot does its own work.')
         if act.robot not in self.robots:
             why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self.robots)}"
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
                        reason=why, task_type=act.task_type.value, robot=act.robot, source=source)
-            self._feedback(FeedbackKind.DELEGATION_REFUSED, why)
+            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, why)
             return
         with self._lock:
-            lost = lost_robot_refusal(act.robot, self._obs.lost_robots)
+            lost = lost_robot_refusal(act.robot, lane.obs.lost_robots)
+            busy = self._busy_elsewhere(lane, act.robot)
         if lost:
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot} now', target=act.robot,
                        reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
-            self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
+            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
             return
-        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id, case_id=self._case)
+        if busy:
+            self._wait_for_robot(lane, act.robot, busy)
+            return
+        auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id, case_id=lane.case_id)
         if not auth.approved:
             # The supervisor records the refusal itself; the manager records what it learnt.
             self._emit(EventKind.OBSERVATION, f'supervisor refused {act.task_type.value} for {act.robot}',
                        target=act.robot, reason=auth.explanation, cue='refusal', rule=auth.rule.value,
                        task_type=act.task_type.value, robot=act.robot)
-            self._feedback(FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
+            if auth.rule is WorkflowRule.ROBOT_BUSY:   # a task it has not heard of yet: wait as for one it knows
+                self._wait_for_robot(lane, act.robot, '')
+                return
+            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
                            auth.rule.value)
             if auth.rule is WorkflowRule.CASE:
-                self._follow_gate(auth.case_id)
+                self._follow_gate(lane, auth.case_id)
             return
         # the task is about the HCW the gate names (the escorted one for the steps after navigation)
         act = act.model_copy(update={'hcw_id': auth.hcw_id or act.hcw_id})
@@ -693,7 +894,9 @@ class ManagerCore:
             obs.tasks.append(record)
             if act.handles_task_id:
                 obs.handled_failures.append(act.handles_task_id)
-        self._update('', add)
+        with self._lock:
+            self._task_case[record.task_id] = lane.case_id
+        self._update(lane, '', add)
         if act.handles_task_id:
             self._emit(EventKind.ALTERNATIVE_PROPOSED, f'manager handles {act.handles_task_id} with {auth.task_id}',
                        target=act.handles_task_id, reason=act.reason, task_id=act.handles_task_id,
@@ -710,31 +913,56 @@ class ManagerCore:
             self._task_done(record, None, f'{act.robot} could not be reached: {exc}')
             raise
 
-    def _follow_gate(self, case_id: str) -> None:
-        """Serve the case the gate serves when it is one of the waiting ones and this case has no task yet.
+    def _wait_for_robot(self, lane: _Lane, robot: str, busy_with: str) -> None:
+        """Let ``lane``'s case wait for ``robot``, which runs another case's task: it decides again once it is free.
 
-        Both sides start the most urgent waiting case (:func:`robot_team.cases.next_case`); they
-        differ only when an arrival reached one of them between the previous case's close and its
-        choice. The case in progress goes back to waiting (recorded as ``case_waiting``).
+        Recorded once per wait (``waiting_for_robot``); its brain is told (typed feedback).
+        """
+        with self._lock:
+            first = lane.parked != robot
+            lane.parked = robot
+            lane.dirty = False
+            lane.obs.feedback.append(GuardFeedback(
+                kind=FeedbackKind.ROBOT_BUSY, text=f'{robot} runs {busy_with or "a task"} of another case; this '
+                f'case waits for it (you are told when it is free)'))
+        if first:
+            self._emit(EventKind.OBSERVATION, f'case {lane.case_id} waits for {robot}', target=robot,
+                       reason=f'{robot} runs {busy_with or "a task of another case"}: one task at a time',
+                       cue='waiting_for_robot', robot=robot, busy_with=busy_with)
+        with self._lock:   # freed meanwhile (its report came while this case decided)
+            freed = not self._busy_elsewhere(lane, robot) and bool(busy_with)
+            if freed and lane.parked == robot:
+                lane.parked, lane.dirty = '', True
+        if freed:
+            self._wake.set()
+
+    def _follow_gate(self, lane: _Lane, case_id: str) -> None:
+        """Serve the case the gate serves when it is one of the waiting ones and ``lane``'s case has no task yet.
+
+        Both sides open the most urgent waiting case (:func:`robot_team.cases.next_case`); they
+        differ only when an arrival reached one of them between a case's close and its choice.
+        ``lane``'s case goes back to waiting (recorded as ``case_waiting``).
         """
         with self._lock:
             entry = self._waiting.get(case_id)
-            if entry is None or self._obs.tasks or self._obs.patient is None:
+            if entry is None or lane.obs.tasks or lane.obs.patient is None or lane.case_id not in self._lanes:
                 return
-            current = WaitingPatient(patient=self._obs.patient, arrived_s=self._case_arrived_s)
+            current = WaitingPatient(patient=lane.obs.patient, arrived_s=lane.arrived_s)
             del self._waiting[case_id]
+            del self._lanes[lane.case_id]
             self._waiting[current.patient.patient_id] = current
-            self._case = ''
+            if lane.brain is not self.brain and not self.taken_over:
+                self._spare.append(lane.brain)
         self._emit(EventKind.OBSERVATION, f'the gate serves case {case_id}: case {current.patient.patient_id} waits',
                    target=case_id, cue='case_waiting', serving=case_id, case_id=current.patient.patient_id)
         self._start_case(entry.patient, ' (the case the gate serves)', entry.arrived_s)
 
-    def _escalate(self, act: Escalate, source: str) -> None:
+    def _escalate(self, lane: _Lane, act: Escalate, source: str) -> None:
         self._emit(EventKind.ESCALATION_REQUESTED, f'manager escalates {act.task_id}', target=act.task_id,
                    reason=act.reason, task_id=act.task_id, options=act.options, source=source)
         answer = self.ports.request_escalation(act.task_id, act.reason, list(act.options))
         if not answer.accepted:
-            self._feedback(FeedbackKind.ESCALATION_REFUSED, f'Escalation refused: {answer.message}')
+            self._feedback(lane, FeedbackKind.ESCALATION_REFUSED, f'Escalation refused: {answer.message}')
             return
 
         def change(obs):
@@ -742,30 +970,34 @@ class ManagerCore:
             if not any(e.escalation_id == answer.escalation_id for e in obs.escalations):
                 obs.escalations.append(EscalationRecord(escalation_id=answer.escalation_id, task_id=act.task_id,
                                                         raised_by=Robot.MANAGER.value, reason=act.reason))
-        self._update('', change)
+        with self._lock:
+            self._announced.add(answer.escalation_id)
+        self._update(lane, '', change)
 
-    def _reflect(self, act: Reflect, source: str) -> None:
+    def _reflect(self, lane: _Lane, act: Reflect, source: str) -> None:
         missing = act.reflection.missing_parts()
         if missing:
             self._emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
                        missing=missing, reflection=act.reflection.model_dump(mode='json'), source=source)
-            self._feedback(FeedbackKind.REFLECTION_INCOMPLETE, 'Reflection refused, incomplete: ' + '; '.join(missing))
+            self._feedback(lane, FeedbackKind.REFLECTION_INCOMPLETE,
+                           'Reflection refused, incomplete: ' + '; '.join(missing))
             return
         with self._lock:
-            tasks = [t.model_copy() for t in self._obs.tasks]
+            tasks = [t.model_copy() for t in lane.obs.tasks]
         wrong = reflection_contradictions(act.reflection, tasks)
         if wrong:
             self._emit(EventKind.REFLECTION_REJECTED, 'reflection contradicts the record', reason='; '.join(wrong),
                        contradictions=wrong, reflection=act.reflection.model_dump(mode='json'), source=source)
-            self._feedback(FeedbackKind.REFLECTION_CONTRADICTS,
+            self._feedback(lane, FeedbackKind.REFLECTION_CONTRADICTS,
                            'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
             return
         auth = self.ports.authorize(TaskType.REFLECTION.value, Robot.MANAGER.value, 'all workflow steps are done',
-                                    case_id=self._case)
+                                    case_id=lane.case_id)
         if not auth.approved:
             self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
                        rule=auth.rule.value, source=source)
-            self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection refused: {auth.explanation}', auth.rule.value)
+            self._feedback(lane, FeedbackKind.REFLECTION_REFUSED, f'Reflection refused: {auth.explanation}',
+                           auth.rule.value)
             return
         self._emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id, task_id=auth.task_id,
                    source=source, **act.reflection.model_dump(mode='json'))
@@ -775,12 +1007,12 @@ class ManagerCore:
                                  data=act.reflection.model_dump(mode='json'))
         answer = self.ports.submit_report(report)
         if not answer.accepted:   # recorded by the supervisor as report_rejected; the deadline still runs
-            self._feedback(FeedbackKind.REFLECTION_REFUSED, f'Reflection not recorded: {answer.explanation}')
+            self._feedback(lane, FeedbackKind.REFLECTION_REFUSED, f'Reflection not recorded: {answer.explanation}')
             return
         with self._lock:   # kept for the run's next cases (the newest MAX_LESSONS, each once)
             kept = [x for x in self._lessons if x not in act.reflection.lessons_learned]
             self._lessons = (kept + list(dict.fromkeys(act.reflection.lessons_learned)))[-MAX_LESSONS:]
-        self._update('Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
+        self._update(lane, 'Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
 
 
 def run_outcome(outcomes: list[str]) -> str:

@@ -37,6 +37,13 @@ class WaitingPatient(BaseModel):
     arrived_s: float = Field(0.0, description='When the manager saw the arrival, ROS time, s.')
 
 
+class OpenCase(BaseModel):
+    """A case the manager serves, besides the first open one (``ManagerState.observation``)."""
+
+    observation: ManagerObservation
+    arrived_s: float = Field(0.0, description='When its patient arrived, ROS time, s.')
+
+
 class ClosedCase(BaseModel):
     """A case the manager closed: its patient and outcome (success, failure, escalated)."""
 
@@ -47,10 +54,13 @@ class ClosedCase(BaseModel):
 class ManagerState(BaseModel):
     """What a restarted manager takes up."""
 
-    observation: ManagerObservation = Field(default_factory=ManagerObservation)
+    observation: ManagerObservation = Field(default_factory=ManagerObservation,
+                                            description='The first open case (none open: the team board).')
+    arrived_s: float = Field(0.0, description="When the first open case's patient arrived, ROS time, s.")
+    others: list[OpenCase] = Field(default_factory=list, description='The other open cases, in opening order.')
     taken_over: bool = Field(False, description='The protocol brain had taken over the role.')
     held_on: str = Field('', description="Escalation the manager held for ('' none).")
-    waiting: list[WaitingPatient] = Field(default_factory=list, description='Cases waiting for the one in progress.')
+    waiting: list[WaitingPatient] = Field(default_factory=list, description='Cases waiting to open.')
     closed: list[ClosedCase] = Field(default_factory=list, description="This run's closed cases, in order.")
     lessons: list[str] = Field(default_factory=list, description="Lessons of this run's reflections, oldest first.")
 

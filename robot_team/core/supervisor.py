@@ -22,7 +22,8 @@ from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind, case_emitter
 from robot_team.names import SUPERVISOR, Robot
 from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
-from robot_team.reports import ReportError, TaskReportModel, TaskStatus
+from robot_team.catalog import TASK_OWNER
+from robot_team.reports import ReportError, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import (
     MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowRule,
     WorkflowState)
@@ -71,7 +72,9 @@ class SupervisorState(BaseModel):
     workflow: WorkflowState = Field(description='Tasks, escalations, deadlines (ROS time, s), patient, closed.')
     directives: int = Field(0, ge=0, description='Directives sent so far (the next is directive-<n+1>).')
     took_over: bool = Field(False, description="Whether the protocol brain has the manager's role (safe default).")
-    waiting: list[CaseArrival] = Field(default_factory=list, description='Cases waiting for the one in progress.')
+    others: list[WorkflowState] = Field(default_factory=list,
+                                        description='The other open cases (``workflow`` is the latest opened).')
+    waiting: list[CaseArrival] = Field(default_factory=list, description='Cases waiting for a free place.')
     served: list[str] = Field(default_factory=list, description='Patients whose case was opened, in order.')
     asked: list[str] = Field(default_factory=list,
                              description='Waiting patients a person was asked to take (patient_unserved).')
@@ -94,20 +97,39 @@ class SupervisorCore:
         Called with each report recorded (the node republishes it on ``team/task_reports``).
     publish_directive
         Called with each :class:`Directive` (the node publishes it on ``team/supervisor/directives``).
+    cases_at_once
+        How many cases may be open at once (1: one at a time; 0: no limit). Each open case has its
+        own policy; a robot runs one task at a time, so a task for a robot that runs another
+        case's task is refused (rule ``robot_busy``), and a case waiting for such a robot has its
+        ``decision`` deadline moved on meanwhile (its onboarding deadline still runs).
+
+    Attributes
+    ----------
+    policy : WorkflowPolicy
+        The policy of the latest case opened (the one given before the first patient).
 
     Notes
     -----
     Not thread-safe on its own beyond what the policy guarantees: the node calls it from one
     mutually exclusive callback group. Times are ROS times, s.
+
+    Raises
+    ------
+    ValueError
+        If ``cases_at_once`` is negative.
     """
 
     def __init__(self, policy: WorkflowPolicy, emit: Emit,
                  publish_escalation: Callable[[EscalationRecord], None],
                  publish_decision: Callable[[EscalationRecord], None],
                  publish_report: Callable[[TaskReportModel], None] | None = None,
-                 publish_directive: Callable[[Directive], None] | None = None):
+                 publish_directive: Callable[[Directive], None] | None = None, cases_at_once: int = 1):
+        if int(cases_at_once) < 0:
+            raise ValueError(f'cases_at_once must be 0 (no limit) or more (got {cases_at_once!r})')
+        self.cases_at_once = int(cases_at_once)
         self.policy = policy
-        self._emit = case_emitter(emit, lambda: self.policy.patient_id)
+        self._about: WorkflowPolicy | None = None   # the case an operation is about (None: the latest opened)
+        self._emit = case_emitter(emit, lambda: (self._about or self.policy).patient_id)
         self._publish_escalation = publish_escalation
         self._publish_decision = publish_decision
         self._publish_report = publish_report or (lambda _report: None)
@@ -133,13 +155,34 @@ class SupervisorCore:
         self._waiting: dict[str, CaseArrival] = {}
         self._served: list[str] = []
         self._asked: set[str] = set()
-        self._closed_cases: list[WorkflowPolicy] = []   # this run's closed cases (their escalations resolve)
+        self._cases: dict[str, WorkflowPolicy] = {}   # every case opened this run, by patient (closed ones too)
+        self._checked_s: float | None = None          # ROS time of the last deadline check, s
+
+    @property
+    def open_policies(self) -> list[WorkflowPolicy]:
+        """The policies of the open cases (opened, reflection not recorded), in the order they opened."""
+        return [p for p in self._cases.values() if not p.done]
+
+    def tasks(self) -> list:
+        """Return the tasks of every open case (``TaskState``), or of the latest case when none is open."""
+        policies = self.open_policies or [self.policy]
+        return [t for p in policies for t in p.snapshot().tasks]
+
+    def postpone_deadlines(self, by_s: float) -> None:
+        """Move every open case's pending deadlines ``by_s`` s later (the team was held: nobody could act)."""
+        for policy in self.open_policies or [self.policy]:
+            policy.postpone_deadlines(by_s)
+
+    def restore_escalation(self, record: EscalationRecord) -> None:
+        """Give a stored escalation back to its case's policy (its ``patient_id``; else the latest case's)."""
+        self._cases.get(record.patient_id, self.policy).restore_escalation(record)
 
     def state(self) -> SupervisorState:
-        """Return what a restarted supervisor takes up (:meth:`restore`): the case in progress, the waiting ones."""
-        return SupervisorState(workflow=self.policy.state(), directives=self._directives, took_over=self._took_over,
-                               waiting=list(self._waiting.values()), served=list(self._served),
-                               asked=sorted(self._asked))
+        """Return what a restarted supervisor takes up (:meth:`restore`): the open cases, the waiting ones."""
+        others = [p.state() for p in self.open_policies if p is not self.policy]
+        return SupervisorState(workflow=self.policy.state(), others=others, directives=self._directives,
+                               took_over=self._took_over, waiting=list(self._waiting.values()),
+                               served=list(self._served), asked=sorted(self._asked))
 
     def restore(self, state: SupervisorState) -> None:
         """Take up a stored :class:`SupervisorState` after a restart, recording nothing.
@@ -154,6 +197,12 @@ class SupervisorCore:
             If the policy is not fresh or the workflow state is inconsistent (nothing changes then).
         """
         self.policy.restore(state.workflow)
+        for other in state.others:
+            policy = WorkflowPolicy(self.policy.deadlines, id_prefix=other.id_prefix)
+            policy.restore(other)
+            self._cases[other.patient_id] = policy
+        if state.workflow.patient_id:
+            self._cases[state.workflow.patient_id] = self.policy
         self._directives = state.directives
         self._took_over = state.took_over
         self._waiting = {c.patient_id: c.model_copy() for c in state.waiting}
@@ -164,12 +213,11 @@ class SupervisorCore:
                            required_specialty: str = '', room: str = '', esi_level: int = 0) -> bool:
         """Open the patient's case (a repeat of a known patient changes nothing); return whether it started now.
 
-        With no case in progress the case starts: its onboarding's deadlines run from ``now_s``
-        (``assigned_hcw_id`` and ``required_specialty`` are what the gate checks a navigation's
-        HCW against). Otherwise it waits for the case in progress (``case_waiting``, with
-        ``room``, ``esi_level`` (ESI 1-5, 0 unknown) and the case in progress): a patient never
-        replaces another. When the case in progress closes, the most urgent waiting case starts
-        (:func:`robot_team.cases.next_case`).
+        With fewer than ``cases_at_once`` cases open (or no limit) the case starts: its onboarding's deadlines
+        run from ``now_s`` (``assigned_hcw_id`` and ``required_specialty`` are what the gate
+        checks a navigation's HCW against). Otherwise it waits (``case_waiting``, with ``room``,
+        ``esi_level`` (ESI 1-5, 0 unknown) and the cases open): a patient never replaces another.
+        When an open case closes, the most urgent waiting case starts (:func:`robot_team.cases.next_case`).
         """
         patient_id = str(patient_id or '').strip()
         if not patient_id:
@@ -186,13 +234,14 @@ class SupervisorCore:
             self._emit(EventKind.INPUT_ERROR, f'ignored the arrival of {patient_id}: bad ESI level',
                        reason=str(exc), patient_id=patient_id, esi_level=esi_level)
             return False
-        serving = self.policy.patient_id
-        if serving and not self.policy.done:
+        open_cases = [p.patient_id for p in self.open_policies]
+        if self._full():
+            serving = ', '.join(open_cases)
             self._waiting[patient_id] = arrival
             self._emit(EventKind.CASE_WAITING, f'case {patient_id} ({room or "?"}, ESI {esi_level or "?"}) waits: the '
-                       f'team serves {serving}', target=room, reason=f'one case at a time per robot; {serving} is in '
-                       f'progress and is never replaced by another patient', case_id=patient_id, serving=serving,
-                       **arrival.model_dump())
+                       f'team serves {serving}', target=room, reason=f'{self.cases_at_once} case(s) at once; '
+                       f'{serving} in progress, never replaced by another patient', case_id=patient_id,
+                       serving=serving, **arrival.model_dump())
             return False
         self._start_case(arrival, now_s)
         return True
@@ -200,8 +249,9 @@ class SupervisorCore:
     def _start_case(self, arrival: CaseArrival, now_s: float) -> None:
         """Give ``arrival``'s case the gate (a fresh policy after the first case) and start its deadlines."""
         if self._served:   # a later case: a fresh policy; the first case keeps the one the node gave
-            self._closed_cases.append(self.policy)
             self.policy = WorkflowPolicy(self.policy.deadlines, id_prefix=later_case_prefix(arrival.patient_id))
+        self._cases[arrival.patient_id] = self.policy
+        self._about = None
         self._served.append(arrival.patient_id)
         self._waiting.pop(arrival.patient_id, None)
         self.policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
@@ -214,16 +264,41 @@ class SupervisorCore:
         self._record_deadline_changes()
 
     def _next_case(self, now_s: float) -> None:
-        """Start the most urgent waiting case once the case in progress is done (its reflection recorded)."""
-        if not self.policy.done or not self._waiting:
-            return
-        chosen = next_case(WaitingCase(c.patient_id, c.esi_level, c.arrived_s) for c in self._waiting.values())
-        self._start_case(self._waiting[chosen.patient_id], now_s)
+        """Start the most urgent waiting cases while fewer than ``cases_at_once`` are open."""
+        while self._waiting and not self._full():
+            chosen = next_case(WaitingCase(c.patient_id, c.esi_level, c.arrived_s) for c in self._waiting.values())
+            self._start_case(self._waiting[chosen.patient_id], now_s)
+
+    def _full(self) -> bool:
+        """Whether ``cases_at_once`` cases are open (never with no limit)."""
+        return 0 < self.cases_at_once <= len(self.open_policies)
 
     @property
     def waiting(self) -> list[CaseArrival]:
-        """The cases waiting for the one in progress, in arrival order."""
+        """The cases waiting for a place (``cases_at_once``), in arrival order."""
         return list(self._waiting.values())
+
+    def _policy_of_task(self, task_id: str) -> WorkflowPolicy:
+        """Return the policy of the case whose task ``task_id`` is (open cases first; else the latest case's)."""
+        for policy in (*reversed(self.open_policies), *reversed(self._cases.values())):
+            if task_id and policy.snapshot().task(task_id) is not None:
+                return policy
+        return self.policy
+
+    def _busy_elsewhere(self, robot: str, policy: WorkflowPolicy) -> str:
+        """Return the ID of a task ``robot`` runs for another open case than ``policy``'s ('' none)."""
+        for other in self.open_policies:
+            if other is policy:
+                continue
+            task = next((t for t in other.snapshot().tasks if t.status == 'running' and t.robot == robot), None)
+            if task is not None:
+                return task.task_id
+        return ''
+
+    def _gate_case(self) -> str:
+        """Return the case a refusal by rule ``case`` names: the latest opened with no task yet, else the latest."""
+        fresh = [p for p in self.open_policies if not p.snapshot().tasks]
+        return (fresh[-1] if fresh else self.policy).patient_id
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
                   hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None,
@@ -231,17 +306,27 @@ class SupervisorCore:
         """Decide a delegation request against the workflow rules; record the decision.
 
         ``hcw_id`` and ``staff``: as :meth:`WorkflowPolicy.authorize <robot_team.workflow.WorkflowPolicy.authorize>`.
-        ``case_id``: the patient whose case the task serves ('' the case in progress); another
-        case is refused (rule ``case``) and the answer names the case in progress.
+        ``case_id``: the patient whose case the task serves ('' the latest case opened); a case
+        that is not open here is refused (rule ``case``) and the answer names the open case with
+        no task yet (the one that took its place). A task for a robot that runs another open
+        case's task is refused (rule ``robot_busy``).
         """
-        serving = self.policy.patient_id
-        if case_id and case_id != serving:
+        policy = self._cases.get(case_id) if case_id else self.policy
+        self._about = policy
+        busy = self._busy_elsewhere(robot, policy) if policy is not None and robot != Robot.MANAGER.value else ''
+        if policy is None:
+            serving = self._gate_case()
+            self._about = None
             auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
                                  case_id=serving, explanation=f'the team serves case {serving or "(none yet)"} now; '
-                                 f'case {case_id} waits until it closes (the most urgent waiting case is next)')
+                                 f'case {case_id} waits until a case closes (the most urgent waiting case is next)')
+        elif busy:
+            auth = Authorization(approved=False, rule=WorkflowRule.ROBOT_BUSY, task_type=task_type, robot=robot,
+                                 case_id=policy.patient_id, explanation=f'{robot} runs {busy} of another case: a '
+                                 f'robot runs one task at a time; case {policy.patient_id} waits for it')
         else:
-            auth = self.policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff)
-            auth.case_id = serving
+            auth = policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff)
+            auth.case_id = policy.patient_id
         data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
                     rule=auth.rule.value, requested_hcw_id=hcw_id, hcw_id=auth.hcw_id)
         if auth.approved:
@@ -252,6 +337,7 @@ class SupervisorCore:
             self._emit(kind, f'refused {task_type!r} for {robot!r} requested by {requested_by!r}', target=robot,
                        reason=auth.explanation, **data)
         self._record_deadline_changes()
+        self._about = None
         return auth
 
     def submit_report(self, report: TaskReportModel, now_s: float, raw: dict | None = None) -> tuple[bool, str]:
@@ -261,20 +347,25 @@ class SupervisorCore:
         reported) is rejected and recorded as ``report_rejected`` with ``raw`` (the report as
         received; default: the report's fields), never dropped.
         """
+        policy = self._policy_of_task(report.task_id)
+        self._about = policy
         try:
-            task = self.policy.record_report(report, now_s)
-        except DuplicateReport as exc:   # its first answer was lost (e.g. with a supervisor that died): no news
-            return True, str(exc)
-        except ValueError as exc:
-            self.reject_report(str(exc), raw if raw is not None else report.model_dump(mode='json'))
-            return False, str(exc)
-        self._record_deadline_changes()
-        self._publish_report(report)
-        if self.policy.done:
-            self._emit(EventKind.CASE_CLOSED, f'case {self.policy.patient_id} closed by {task.task_id}',
-                       target=task.task_id, case_id=self.policy.patient_id, task_id=task.task_id,
-                       closed_by_abort=self.policy.closed)
-            self._next_case(now_s)
+            try:
+                task = policy.record_report(report, now_s)
+            except DuplicateReport as exc:   # its first answer was lost (e.g. with a supervisor that died): no news
+                return True, str(exc)
+            except ValueError as exc:
+                self.reject_report(str(exc), raw if raw is not None else report.model_dump(mode='json'))
+                return False, str(exc)
+            self._record_deadline_changes()
+            self._publish_report(report)
+            if policy.done and task.task_type is TaskType.REFLECTION:
+                self._emit(EventKind.CASE_CLOSED, f'case {policy.patient_id} closed by {task.task_id}',
+                           target=task.task_id, case_id=policy.patient_id, task_id=task.task_id,
+                           closed_by_abort=policy.closed)
+        finally:
+            self._about = None
+        self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
 
     def reject_report(self, error: str, raw: dict) -> None:
@@ -292,8 +383,13 @@ class SupervisorCore:
         """
         task_id = ''
         report = None
+        task = None
         if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
-            task = self.policy.robot_lost(change.node, now_s)
+            for policy in self.open_policies or [self.policy]:
+                task = policy.robot_lost(change.node, now_s)
+                if task is not None:
+                    self._about = policy
+                    break
             if task is not None:
                 task_id = task.task_id
                 report = TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=task.robot,
@@ -316,25 +412,34 @@ class SupervisorCore:
                        reason=report.issue, **report.model_dump(mode='json'))
             self._record_deadline_changes()
             self._publish_report(report)
+        self._about = None
         return report
 
     def request_escalation(self, task_id: str, reason: str, options: list[str], now_s: float,
                            raised_by: str = Robot.MANAGER.value) -> tuple[bool, str, str]:
-        """Open an escalation and publish it; return ``(accepted, escalation_id, message)``."""
+        """Open an escalation and publish it; return ``(accepted, escalation_id, message)``.
+
+        It belongs to the case of ``task_id`` ('' : the latest case opened).
+        """
+        policy = self._policy_of_task(task_id)
+        self._about = policy
         try:
-            escalation_id = self.policy.open_escalation(task_id, raised_by, reason, list(options), now_s)
-        except ValueError as exc:
-            self._emit(EventKind.INPUT_ERROR, f'refused an escalation of {task_id!r}', target=task_id,
-                       reason=str(exc), task_id=task_id, request_reason=reason, options=list(options))
-            return False, '', str(exc)
-        self._record_deadline_changes()
-        self._announce(escalation_id)
+            try:
+                escalation_id = policy.open_escalation(task_id, raised_by, reason, list(options), now_s)
+            except ValueError as exc:
+                self._emit(EventKind.INPUT_ERROR, f'refused an escalation of {task_id!r}', target=task_id,
+                           reason=str(exc), task_id=task_id, request_reason=reason, options=list(options))
+                return False, '', str(exc)
+            self._record_deadline_changes()
+            self._announce(escalation_id, policy)
+        finally:
+            self._about = None
         return True, escalation_id, f'{escalation_id} opened and sent to the human operators'
 
     def resolve(self, escalation_id: str, decision: str, hcw_id: str, note: str, operator_id: str,
                 now_s: float) -> tuple[bool, str]:
         """Record a human's decision and publish it; refuse (and record) an invalid one."""
-        policy = next((p for p in (self.policy, *reversed(self._closed_cases))
+        policy = next((p for p in (self.policy, *reversed(self._cases.values()))
                        if p.snapshot().escalation(escalation_id) is not None), self.policy)
         accepted, message = policy.resolve(escalation_id, decision, hcw_id, note, operator_id, now_s)
         if not accepted:
@@ -359,8 +464,37 @@ class SupervisorCore:
         (:attr:`on_unserved_patient`); their case keeps its place in the queue.
         """
         self.check_waiting(now_s)
+        self._wait_for_robots(now_s)
         opened = []
-        for deadline in self.policy.due(now_s):
+        for policy in self.open_policies or [self.policy]:
+            self._about = policy
+            try:
+                opened += self._check_case(policy, now_s)
+            finally:
+                self._about = None
+        return opened
+
+    def _wait_for_robots(self, now_s: float) -> None:
+        """Move on the ``decision`` and ``issue_handling`` deadlines of each open case waiting for a robot.
+
+        A case waits for a robot when no task of its own runs and every task type it may
+        delegate next (:meth:`~robot_team.workflow.WorkflowPolicy.next_steps`) is owned by a
+        robot running another open case's task: the manager cannot step until it is free. Its
+        ``onboarding`` deadline (from arrival) still runs.
+        """
+        since, self._checked_s = self._checked_s, now_s
+        if since is None or now_s <= since or len(self.open_policies) < 2:
+            return
+        for policy in self.open_policies:
+            steps = policy.next_steps()
+            if steps and all(self._busy_elsewhere(TASK_OWNER[kind], policy) for kind in steps):
+                for kind in ('decision', 'issue_handling'):
+                    policy.postpone_deadlines(now_s - since, kind)
+
+    def _check_case(self, policy: WorkflowPolicy, now_s: float) -> list[str]:
+        """Escalate every deadline of ``policy``'s case missed by ``now_s``; return the escalation IDs opened."""
+        opened = []
+        for deadline in policy.due(now_s):
             if deadline.kind == 'issue_handling':
                 reason = (f'manager did not handle the failure of {deadline.task_id} within '
                           f'{deadline.duration_s:g} s')
@@ -371,17 +505,17 @@ class SupervisorCore:
                 reason = (f'the onboarding did not end within {deadline.duration_s:g} s after {deadline.cue}: no '
                           f'reflection recorded')
             else:
-                task = self.policy.snapshot().task(deadline.task_id)
+                task = policy.snapshot().task(deadline.task_id)
                 reason = (f'{task.robot} did not report on {deadline.task_id} ({deadline.task_type.value}) '
                           f'within {deadline.duration_s:g} s')
             self._emit(EventKind.DEADLINE_MISSED, f'{deadline.kind} deadline ({_about(deadline)}) missed',
                        target=deadline.task_id, reason=reason, **deadline_data(deadline))
             about_task = deadline.kind in ('task', 'issue_handling')   # else about the onboarding
             options = ['retry', 'reassign', 'abort'] if about_task else STALL_OPTIONS
-            escalation_id = self.policy.open_escalation(deadline.task_id if about_task else '', SUPERVISOR, reason,
-                                                        options, now_s)
+            escalation_id = policy.open_escalation(deadline.task_id if about_task else '', SUPERVISOR, reason,
+                                                   options, now_s)
             self._record_deadline_changes()
-            self._announce(escalation_id)
+            self._announce(escalation_id, policy)
             opened.append(escalation_id)
             if deadline.kind in MANAGER_DEADLINES:
                 self._apply_safe_default(deadline, escalation_id, reason)
@@ -395,11 +529,12 @@ class SupervisorCore:
             if case.patient_id in self._asked or waited < limit:
                 continue
             self._asked.add(case.patient_id)
+            serving = ', '.join(p.patient_id for p in self.open_policies)
             unserved = dict(patient_id=case.patient_id, room=case.room, esi_level=case.esi_level,
                             assigned_hcw_id=case.assigned_hcw_id, required_specialty=case.required_specialty,
-                            serving=self.policy.patient_id, waited_s=round(waited, 3))
+                            serving=serving, waited_s=round(waited, 3))
             self._emit(EventKind.PATIENT_UNSERVED, f'patient {case.patient_id} has waited {waited:.0f} s for the '
-                       f'team (serving {self.policy.patient_id}): a person is asked to take them', target=case.room,
+                       f'team (serving {serving}): a person is asked to take them', target=case.room,
                        reason=f'case {case.patient_id} did not start within the onboarding deadline '
                               f'({limit:g} s from arrival)', case_id=case.patient_id, **unserved)
             if self.on_unserved_patient is not None:
@@ -447,8 +582,8 @@ class SupervisorCore:
         self._publish_directive(sent)
         return sent
 
-    def _announce(self, escalation_id: str) -> None:
-        esc = self.policy.snapshot().escalation(escalation_id)
+    def _announce(self, escalation_id: str, policy: WorkflowPolicy) -> None:
+        esc = policy.snapshot().escalation(escalation_id)
         lifecycle = self.on_escalation_opened(esc) if self.on_escalation_opened is not None else {}
         self._emit(EventKind.ESCALATION, f'{escalation_id} on {esc.task_id or "the episode"} raised by '
                    f'{esc.raised_by}', target=esc.task_id, reason=esc.reason, escalation_id=escalation_id,
@@ -457,7 +592,16 @@ class SupervisorCore:
         self._publish_escalation(esc)
 
     def _record_deadline_changes(self) -> None:
-        for change in self.policy.take_deadline_changes():
+        about = self._about
+        for policy in {id(p): p for p in (*self.open_policies, self.policy, *([about] if about else []))}.values():
+            self._about = policy
+            try:
+                self._record_changes(policy)
+            finally:
+                self._about = about
+
+    def _record_changes(self, policy: WorkflowPolicy) -> None:
+        for change in policy.take_deadline_changes():
             deadline = change.deadline
             if change.change == 'started':
                 self._emit(EventKind.DEADLINE_STARTED, f'{deadline.kind} deadline ({_about(deadline)}): '

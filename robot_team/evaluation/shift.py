@@ -76,6 +76,13 @@ MAX_EXPECTED_ARRIVALS = 5000
 OPERATOR_DELAY_S = 10.0
 """Sim seconds the scripted human takes to answer an escalation of a generated shift."""
 
+ROOM_TURNOVER_S = 3600.0
+"""Sim seconds a room stays a patient's after their arrival before the generator gives it to another.
+
+An assumption, not a published figure: a patient keeps an ED room for at least an hour, below
+usual ED lengths of stay, and longer than any case the team serves (its onboarding deadline is
+900 s), so that cases served at once never share a room, its door's badge reader and its screen."""
+
 PATIENT_ROOM_KIND = 'patient_room'
 """The floor's room kind where patients are seen (the ``ER-*`` rooms of ``ed_floor.yaml``)."""
 
@@ -119,7 +126,9 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
       ``3600 / arrivals_per_hour`` s, over ``[60 s, hours * 3600 s)`` of sim time (rounded down
       to 0.1 s). Patient IDs are ``S<seed>-<index>`` (``S11-001``, ``S11-002``... by arrival).
     - **Room**: uniform over the floor's patient rooms (``kind: patient_room``, the ``ER-*``
-      rooms of ``config/floors/ed_floor.yaml``), read from the base scenario's floor file.
+      rooms of ``config/floors/ed_floor.yaml``, read from the base scenario's floor file) not
+      given to another patient in the last :data:`ROOM_TURNOVER_S` (the room given longest ago
+      when none is free): two patients whose cases overlap are never put in one room.
     - **ESI level**: :data:`ESI_SHARES` (Golzari et al. 2014, 1,309 ED patients: ESI 1 4.0%,
       2 11.6%, 3 52.8%, 4 25.5%, 5 6.1%; no unknown level there, level 0 excluded; shares
       renormalised to sum to 1). **Presentation**: uniform over :data:`PRESENTATIONS` of the level.
@@ -238,10 +247,19 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
         esi = levels[int(rng.choice(len(levels), p=esi_p))]
         drawn.append({
             'patient_id': f'S{seed}-{index:03d}', 'arrival': arrival, 'esi': esi,
-            'room': rooms[int(rng.integers(len(rooms)))],
+            'room_pick': float(rng.random()),
             'presentation': PRESENTATIONS[esi][int(rng.integers(len(PRESENTATIONS[esi])))],
             'specialty': specialties[int(rng.choice(len(specialties), p=weights))],
             'failure': bool(rng.random() < failure_share), 'pick': float(rng.random())})
+
+    # Rooms in arrival order: one not given to a patient within ROOM_TURNOVER_S (the one given
+    # longest ago when every room was).
+    given: dict[str, float] = {}
+    for case in drawn:
+        free = [r for r in rooms if case['arrival'] - given.get(r, -math.inf) >= ROOM_TURNOVER_S]
+        pool = free or [min(rooms, key=lambda r: given.get(r, -math.inf))]
+        case['room'] = pool[int(case['room_pick'] * len(pool))]
+        given[case['room']] = case['arrival']
 
     # Who is busy for the shift: a failure case gets an HCW of its specialty who is unavailable
     # already, else one is made busy, unless that HCW is the specialty's last available one and

@@ -131,7 +131,7 @@ class EscalationDesk:
             escalation_id=esc.escalation_id, task_id=esc.task_id, task_type=esc.task_type, raised_by=raised_by,
             reason=esc.reason, options=list(esc.options), kind=kind, severity=severity, proposal=proposal,
             opened_s=esc.opened_s, opened_wall=self._wall(), last_notified_s=esc.opened_s, holds_team=holds,
-            due_s=None if holds else esc.opened_s + self.policy.deadlines_s[severity])
+            due_s=None if holds else esc.opened_s + self.policy.deadlines_s[severity], patient_id=esc.patient_id)
         self._save(record, EscalationStep(escalation_id=record.escalation_id, step='opened', actor=raised_by,
                                           sim_s=esc.opened_s, wall_s=record.opened_wall,
                                           data={'kind': kind.value, 'severity': severity.value}))
@@ -225,7 +225,7 @@ class EscalationDesk:
             return self._refuse('raise', '', Refusal.BAD_VALUE, f"unknown severity {severity!r}: expected one of "
                                 f"{', '.join(s.value for s in Severity)} (or '' for the policy's)", now_s,
                                 operator_id, attempt)
-        tasks = self.core.policy.snapshot().tasks
+        tasks = self.core.tasks()
         if task_id and not any(t.task_id == task_id for t in tasks):
             known = ', '.join(t.task_id for t in tasks) or 'none yet'
             return self._refuse('raise', '', Refusal.UNKNOWN_TASK, f"unknown task ID {task_id!r} (tasks: {known})",
@@ -271,7 +271,7 @@ class EscalationDesk:
             If ``reason`` is empty or ``task_id`` names no task.
         """
         if not task_id:
-            running = [t for t in self.core.policy.snapshot().tasks
+            running = [t for t in self.core.tasks()
                        if t.status == 'running' and t.task_type in OPERATIONAL_TASKS]
             task_id = running[-1].task_id if running else ''
         options = list(options or HOLD_OPTIONS)
@@ -433,7 +433,7 @@ class EscalationDesk:
             return refuse(Refusal.UNAUTHORISED, self.policy.unauthorised_message(operator_id, 'instruct the team'))
         if not text:
             return refuse(Refusal.EMPTY, 'an instruction needs text (it was empty)')
-        tasks = self.core.policy.snapshot().tasks
+        tasks = self.core.tasks()
         if task_id and not any(t.task_id == task_id for t in tasks):
             return refuse(Refusal.UNKNOWN_TASK, f"unknown task ID {task_id!r} (tasks: "
                                                 f"{', '.join(t.task_id for t in tasks) or 'none yet'})")
@@ -488,7 +488,7 @@ class EscalationDesk:
             self._paused_since = None
             whys, self._paused_for = self._paused_for, []
             if paused_for > 0:   # before the pause ends: a tick never sees the old deadlines unpaused
-                self.core.policy.postpone_deadlines(paused_for)
+                self.core.postpone_deadlines(paused_for)
         self._emit(EventKind.DEADLINES_POSTPONED, f'deadlines moved on by {paused_for:g} s', reason='; '.join(whys),
                    paused_for_s=paused_for, why=whys)
         return paused_for
@@ -580,7 +580,7 @@ class EscalationDesk:
         for record in self.store.escalations():
             # the workflow knows a person's decision only: an expired escalation's safe default is no decision
             if record.kind is not EscalationKind.PATIENT:   # a patient the team does not serve: outside it
-                self.core.policy.restore_escalation(record.model_copy(deep=True, update={
+                self.core.restore_escalation(record.model_copy(deep=True, update={
                     'decision': record.decision if record.state is LifecycleState.RESOLVED else ''}))
             with self._records_lock:
                 self._records[record.escalation_id] = record
@@ -666,7 +666,7 @@ class EscalationDesk:
     def _release(self, escalation_id: str, by: str, now_s: float) -> None:
         held_for = self.hold.release(escalation_id, by, now_s)
         if held_for > 0:   # nobody could act while held: the workflow's deadlines move on by that long
-            self.core.policy.postpone_deadlines(held_for)
+            self.core.postpone_deadlines(held_for)
 
     def _check_open(self, step: str, escalation_id: str, operator_id: str, now_s: float,
                     attempt: dict) -> Answer | None:

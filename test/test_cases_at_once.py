@@ -1,0 +1,189 @@
+"""Several cases at once on shared robots (issue 27, item 2): the cores of the manager and the supervisor.
+
+With ``cases_at_once`` > 1 the manager and the gate keep several cases open, each with its own
+policy, observation and brain. A robot runs one task at a time: a case whose next step needs a
+robot busy with another case's task waits for it (``waiting_for_robot``), is told when it is free,
+and the most urgent waiting case gets it first; its decision deadline is moved on meanwhile. The
+property runs the real cores with robots whose tasks end in a seeded random order; each case's
+robot tasks run the robot node's core on that case's stub floor, so every success is grounded.
+"""
+
+import random
+
+import pytest
+
+from robot_team.brains.base import PatientInfo, StaffInfo
+from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
+from robot_team.cases import case_key
+from robot_team.config import Deadlines
+from robot_team.core.manager import ManagerCore
+from robot_team.core.robot import RobotCore
+from robot_team.core.supervisor import SupervisorCore
+from robot_team.escalation_model import EscalationRecord
+from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel
+from robot_team.workflow import WorkflowPolicy
+from team_harness import Recorder, World, build_toolbox, observer
+from test_no_stall import ROBOTS
+
+
+class SharedFloor:
+    """The manager's ports over the supervisor's core and robots whose tasks end when the test says.
+
+    Each case has its own stub floor (``World``); a task runs on its case's floor with the robot
+    node's core when :meth:`finish` ends it. ``busy`` maps each robot to its running task.
+    """
+
+    def __init__(self, cases_at_once: int, record: Recorder):
+        self.t = 0.0
+        self.record = record
+        self.supervisor = SupervisorCore(WorkflowPolicy(Deadlines(decision_s=30.0, issue_handling_s=60.0)),
+                                         record.emitter('supervisor'), self._escalated, lambda esc: None,
+                                         cases_at_once=cases_at_once)
+        self.manager = ManagerCore(ManagerProtocolBrain(), self, record.emitter('manager'), ROBOTS, cases=0,
+                                   cases_at_once=cases_at_once, make_brain=ManagerProtocolBrain)
+        self.worlds: dict[str, World] = {}
+        self.busy: dict[str, tuple] = {}   # robot -> (task, done, case)
+        self.handovers: list[tuple[str, list[str], str]] = []   # (robot, cases waiting for it, case it went to)
+
+    def arrive(self, patient: PatientInfo) -> None:
+        world = World()
+        world.clock = lambda: self.t
+        self.worlds[patient.patient_id] = world
+        self.manager.on_staff([StaffInfo(hcw_id=h, specialty=f.specialty, availability=f.availability)
+                               for h, f in world.staff_facts().items()])
+        self.supervisor.on_patient_arrival(patient.patient_id, self.t, assigned_hcw_id=patient.assigned_hcw_id,
+                                           required_specialty=patient.required_specialty, room=patient.room,
+                                           esi_level=patient.esi_level)
+        self.manager.on_arrival(patient)
+
+    def settle(self) -> None:
+        """Let the manager decide until nothing changes."""
+        for _ in range(200):
+            if not self.manager.step():
+                return
+        raise AssertionError('the manager kept deciding')
+
+    def finish(self, robot: str) -> None:
+        """End ``robot``'s running task on its case's floor: the robot core's grounded report."""
+        task, done, case = self.busy.pop(robot)
+        waiting = [c for c, lane in self.manager._lanes.items() if lane.parked == robot]
+        world = self.worlds[case]
+        core = RobotCore(robot, protocol_robot_brain(robot), build_toolbox(robot, world), lambda *a, **k: None,
+                         lambda: self.t, observer(world))
+        report = core.run(task, lambda *_: None)
+        self.t += 5.0
+        self.supervisor.submit_report(report, self.t)
+        done(report, '')
+        if waiting:
+            self.settle()
+            self.handovers.append((robot, waiting, self.busy[robot][2] if robot in self.busy else ''))
+
+    # -- ManagerPorts --
+
+    def authorize(self, task_type, robot, reason, hcw_id='', case_id=''):
+        world = self.worlds.get(case_id) or World()
+        return self.supervisor.authorize(task_type, robot, reason, 'manager', self.t, hcw_id=hcw_id,
+                                         staff=world.staff_facts(), case_id=case_id)
+
+    def request_escalation(self, task_id, reason, options):
+        accepted, escalation_id, message = self.supervisor.request_escalation(task_id, reason, options, self.t)
+        return EscalationAnswer(accepted=accepted, escalation_id=escalation_id, message=message)
+
+    def submit_report(self, report: TaskReportModel):
+        accepted, explanation = self.supervisor.submit_report(report, self.t)
+        return ReportAnswer(accepted=accepted, explanation=explanation)
+
+    def send_task(self, robot, task, done):
+        case = self.manager._task_case[task.task_id]
+        assert robot not in self.busy, f'{robot} got {task.task_id} while it runs {self.busy[robot][0].task_id}'
+        self.busy[robot] = (task, done, case)
+
+    def now(self):
+        return self.t
+
+    def _escalated(self, esc: EscalationRecord) -> None:
+        self.manager.on_escalation(esc)
+
+
+def _patients(rng: random.Random, count: int) -> list[PatientInfo]:
+    return [PatientInfo(patient_id=f'P-{i:02d}', room='ER-12', esi_level=rng.randint(0, 5), assigned_hcw_id='90',
+                        required_specialty='Physician', presentation='chest pain') for i in range(count)]
+
+
+def _idle_robot_for_a_waiting_case(floor: SharedFloor) -> list[str]:
+    """Return 'case:robot' for each open case whose next step's robot is idle (none: nobody waits in vain)."""
+    from robot_team.catalog import TASK_OWNER
+    found = []
+    for policy in floor.supervisor.open_policies:
+        for kind in policy.next_steps():
+            robot = TASK_OWNER[kind]
+            if robot not in floor.busy:
+                found.append(f'{policy.patient_id}:{robot}')
+    return found
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_cases_share_the_robots_one_task_each_most_urgent_first_and_none_waits_for_an_idle_robot(seed):
+    rng = random.Random(seed)
+    record = Recorder()
+    at_once = rng.choice((0, 2, 3))   # 0: no limit
+    floor = SharedFloor(at_once, record)
+    patients = _patients(rng, rng.randint(3, 8))
+    keys = {p.patient_id: case_key(p.esi_level, 0.0, p.patient_id) for p in patients}
+    arrivals = list(patients)
+    for _ in range(200):
+        if arrivals and (not floor.busy or rng.random() < 0.4):
+            floor.arrive(arrivals.pop(0))
+        elif floor.busy:
+            floor.finish(rng.choice(sorted(floor.busy)))
+        floor.settle()
+        assert len(floor.supervisor.open_policies) <= (at_once or len(patients))
+        assert floor.manager.open_cases == [p.patient_id for p in floor.supervisor.open_policies]
+        assert _idle_robot_for_a_waiting_case(floor) == []
+        if not arrivals and not floor.busy:
+            break
+    assert [c.outcome for c in floor.manager.closed_cases] == ['success'] * len(patients)
+    # each case's tasks carry its own IDs, and the supervisor's and the manager's records agree
+    assert sorted(c.case_id for c in floor.manager.closed_cases) == sorted(p.patient_id for p in patients)
+    # a robot freed while cases waited for it went to the most urgent of them at once
+    assert floor.handovers
+    for robot, waiting, case in floor.handovers:
+        assert case == min(waiting, key=keys.get), (robot, waiting, case)
+    assert not record.of('deadline_missed') and not record.of('workflow_violation')
+
+
+def test_a_case_waiting_for_a_robot_is_recorded_and_its_decision_deadline_waits_too():
+    record = Recorder()
+    floor = SharedFloor(2, record)
+    first, second = _patients(random.Random(1), 2)
+    first = first.model_copy(update={'esi_level': 3})
+    second = second.model_copy(update={'esi_level': 2})
+    floor.arrive(first)
+    floor.settle()
+    floor.arrive(second)   # more urgent, but the navigation robot escorts for the first case already
+    floor.settle()
+    [wait] = [e for e in record.of('observation', 'manager') if e['data'].get('cue') == 'waiting_for_robot']
+    assert (wait['data']['case_id'], wait['data']['robot'], wait['data']['busy_with']) == (
+        second.patient_id, 'navigation_robot', 'nav-1')
+    # the gate refuses a second task on the busy robot, whoever asks (rule robot_busy)
+    refused = floor.supervisor.authorize('navigation', 'navigation_robot', '', 'manager', floor.t, hcw_id='90',
+                                         staff=World().staff_facts(), case_id=second.patient_id)
+    assert (refused.approved, refused.rule.value) == (False, 'robot_busy')
+    # long past the decision deadline, the waiting case is not a stall: the robot was busy
+    for step in range(1, 5):
+        assert floor.supervisor.check_deadlines(floor.t + 25.0 * step) == []
+    floor.t += 100.0
+    floor.finish('navigation_robot')
+    floor.settle()
+    assert floor.busy['navigation_robot'][2] == second.patient_id   # freed: the waiting case takes it
+    assert floor.busy['info_collection_robot'][2] == first.patient_id   # while the first case goes on
+    told = [f.kind.value for f in floor.manager._lanes[second.patient_id].obs.feedback]
+    assert told == [] and not record.of('deadline_missed')
+
+
+def test_several_cases_at_once_need_a_brain_per_case_and_a_limit_of_zero_or_more():
+    for at_once in (0, 2):
+        with pytest.raises(ValueError, match='make_brain'):
+            ManagerCore(ManagerProtocolBrain(), None, lambda *a, **k: None, ROBOTS, cases_at_once=at_once)
+    with pytest.raises(ValueError, match='cases_at_once'):
+        SupervisorCore(WorkflowPolicy(), lambda *a, **k: None, print, print, cases_at_once=-1)
