@@ -139,6 +139,9 @@ def shift(
     brain: Annotated[str, typer.Option(help="Every robot's brain: 'protocol', 'openai', 'local', 'random'.")]
     = 'protocol',
     kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: knowledge-base sections.')] = True,
+    lessons: Annotated[bool, typer.Option(
+        '--lessons/--no-lessons', help="Give each case the lessons of the shift's earlier reflections (with "
+                                       "the KB); --no-lessons: the condition without them.")] = True,
     clock: Annotated[str, typer.Option(help="'follow' (as fast as the team keeps up) or 'wall'.")] = 'follow',
     out: Annotated[Path, typer.Option(help='Folder for shift.json, summary.md/png, report.json, the record.')]
     = Path('runs/shift'),
@@ -176,8 +179,9 @@ def shift(
                   f'{max(p.arrival_time_s for p in loaded.cases) / 3600:.2f} h of sim time, '
                   f"{loaded.cases_at_once or 'any number of'} case(s) at once")
     try:
+        options = ({'kb': kb} if brain in LLM_BRAINS else {}) | ({} if lessons else {'lessons': False})
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
-                            brain_options={'kb': kb} if brain in LLM_BRAINS else None)
+                            brain_options=options or None)
     except RuntimeError as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_NOT_STARTED) from exc

@@ -187,3 +187,18 @@ def test_several_cases_at_once_need_a_brain_per_case_and_a_limit_of_zero_or_more
             ManagerCore(ManagerProtocolBrain(), None, lambda *a, **k: None, ROBOTS, cases_at_once=at_once)
     with pytest.raises(ValueError, match='cases_at_once'):
         SupervisorCore(WorkflowPolicy(), lambda *a, **k: None, print, print, cases_at_once=-1)
+
+
+@pytest.mark.parametrize('lessons', [True, False])
+def test_the_next_case_starts_with_the_earlier_lessons_unless_the_condition_leaves_them_out(lessons):
+    floor = SharedFloor(1, Recorder())
+    floor.manager.lessons = lessons
+    first, second = _patients(random.Random(2), 2)
+    floor.arrive(first)
+    floor.arrive(second)   # waits for the first (one case at a time)
+    floor.settle()
+    while floor.manager.open_cases == [first.patient_id]:
+        floor.finish(next(iter(floor.busy)))
+        floor.settle()
+    kept = floor.manager._lessons
+    assert kept and floor.manager.snapshot().lessons == (kept if lessons else [])

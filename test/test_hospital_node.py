@@ -93,7 +93,7 @@ def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros
         located = call(floor.node, LocateStaff, LOCATE_STAFF, LocateStaff.Request(hcw_ids=['90']), floor.tick)
         hcw = located.staff[0].pose.pose.position
         answer = {}
-        request = PageStaff.Request(hcw_id='90', robot=NAV, message='Patient in ER-12', timeout_s=60.0)
+        request = PageStaff.Request(hcw_id='90', robot=NAV, message='Patient in ER-12', room='ER-12', timeout_s=60.0)
         pager = threading.Thread(target=lambda: answer.update(
             reply=call(floor.node, PageStaff, PAGE_STAFF, request, lambda: time.sleep(0.01))))
         pager.start()
@@ -110,6 +110,7 @@ def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros
         pager.join(timeout=10.0)
         assert answer['reply'].acknowledged and NAV in answer['reply'].reply
         assert floor.sim('hcw_following') and floor.sim('hcw_following')[0].data['area'] == 'Staff lounge'
+        assert floor.sim('page_delivered')[0].data['room'] == 'ER-12'   # where the page says they are needed
         assert not floor.scans                        # still following, in the corridor
         # Stopped at the door: AMCL publishes nothing more; the HCW walks in past the reader.
         assert wait_for(lambda: floor.scans or floor.tick(), 15.0), 'no badge scan'

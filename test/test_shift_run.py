@@ -33,6 +33,7 @@ def test_a_two_patient_shift_file_runs_and_scores_every_case(domain_id, tmp_path
     assert all(c['attempted'] == c['floor'] == c['rubric_max'] >= 16 for c in cases.values()), cases
     assert cases['P-0778']['started_s'] >= cases['P-0001']['closed_s'] - 1.0   # one case at a time
     assert content['summary']['as_expected'] == 2 and content['summary']['priority_inversions'] == []
+    assert (content['cases_at_once'], content['lessons']) == (1, True)   # the conditions it ran under
     busy = content['robots']['navigation_robot']
     assert busy['tasks'] >= 3 and 0 < busy['busy_s'] <= content['sim_time_s']
     assert 'P-0778' in (out / 'summary.md').read_text()

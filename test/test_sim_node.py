@@ -268,6 +268,9 @@ def test_locate_page_and_display_services(graph_factory):
     assert ok.response_time_s == pytest.approx(8.0, abs=0.6)
     unknown = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='404', robot=NAV, timeout_s=5.0))
     assert not unknown.delivered and "unknown HCW '404'" in unknown.reply
+    nowhere = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='90', robot=NAV, room='ER-99',
+                                                                  timeout_s=5.0))
+    assert not nowhere.delivered and "unknown room 'ER-99'" in nowhere.reply   # the page's room is checked
 
     content = []
     graph.client.create_subscription(DisplayContent, DISPLAY_CONTENT, content.append, LATCHED)

@@ -123,6 +123,20 @@ def test_a_call_on_another_room_than_its_tasks_is_refused_and_never_runs():
     assert box.call('fetch_care_team', task_id='not-begun', room='Triage').ok   # no task values: nothing closed
 
 
+def test_an_implementation_reads_what_its_task_is_about_during_its_call_only():
+    from robot_team.catalog import ClosedSet
+    from robot_team.tools.base import task_value
+    seen = []
+    box = Toolbox('display_robot')
+    box.register('fetch_care_team', 'fetch', RoomArgs, lambda a: seen.append(task_value(ClosedSet.TASK_ROOM)) or {})
+    box.begin_task('display-1', room='ER-12', hcw_id='90')
+    box.begin_task('display-2', room='ER-3', hcw_id='41')
+    assert box.call('fetch_care_team', task_id='display-2', room='ER-3').ok
+    assert box.call('fetch_care_team', task_id='display-1', room='ER-12').ok
+    assert box.call('fetch_care_team', task_id='not-begun', room='ER-5').ok
+    assert seen == ['ER-3', 'ER-12', ''] and task_value(ClosedSet.TASK_ROOM) == ''   # nothing outside a call
+
+
 def test_a_robot_forgets_a_tasks_journal_once_its_report_carries_it():
     """A deployed robot runs a task per patient for weeks: what its Toolbox keeps does not grow with them."""
     from team_harness import World, build_toolbox, run_robot

@@ -189,21 +189,46 @@ def test_an_hcw_escorted_once_is_picked_up_where_they_arrived_for_the_next_patie
     """A shift's second escort of an HCW starts in the room the first one left them in (issue 27).
 
     The robot stopping next to them in that room is the pickup, not an arrival there: they follow it
-    to the next patient's room (the room they arrived in is where they rest until paged again).
+    to the next patient's room (the room they arrived in is where they rest until paged again). A
+    page naming the room they rest in finds them there: the robot's stop next to them is their arrival.
     """
     world, hospital, motion, events, run = floor_with_motion()
 
-    for room, pickup in (('ER-12', Pose2D(25.5, 12.0, 0.0)), ('ER-9', None)):
-        hospital.page('90', NAV)
+    for room, pickup in (('ER-12', Pose2D(25.5, 12.0, 0.0)), ('ER-9', -1.0), ('ER-9', 1.0)):
+        paged_at = hospital.t
+        hospital.page('90', NAV, room=room)   # the page names the patient's room, as paging systems do
         run(hospital.page_response_delay_s + 0.5)
-        if pickup is None:   # next to where the first escort left them, inside ER-12
+        if not isinstance(pickup, Pose2D):   # next to where the last escort left them, inside that room
             here = hospital.hcw('90').pose
-            pickup = Pose2D(here.x, here.y - 1.0, 0.0)
+            pickup = Pose2D(here.x, here.y + pickup, 0.0)   # the third: deeper in, away from its door
+        before = len([e for e in events if e.kind == 'hcw_arrived'])
         motion.start_goal(NAV, pickup)
         run(80)
-        assert hospital.hcw('90').state == 'following', room
+        if hospital.hcw('90').area == room:   # the page's room is where they are: they are there, badged in
+            assert hospital.hcw('90').state == 'arrived' and len([e for e in events if e.kind == 'hcw_arrived']) \
+                == before + 1
+            arrived_at = [e.t for e in events if e.kind == 'hcw_arrived'][-1]
+            assert [e.data['room'] for e in events if e.kind == 'badge_scan' and paged_at < e.t <= arrived_at] \
+                == [room]
+        else:
+            assert hospital.hcw('90').state == 'following', room
         motion.start_goal(NAV, world.room(room).door)
         run(150)
         arrived = [e.data['room'] for e in events if e.kind == 'hcw_arrived']
-        assert arrived[-1] == room and hospital.hcw('90').area == room
-    assert arrived == ['ER-12', 'ER-9']
+        assert arrived[-1] == room and hospital.hcw('90').area == room and hospital.hcw('90').state == 'arrived'
+    assert arrived == ['ER-12', 'ER-9', 'ER-9']
+
+
+def test_a_page_naming_the_room_takes_the_hcw_only_into_that_room():
+    """A robot pausing at another room's door on the way is not an arrival: the page said where to go."""
+    world, hospital, motion, events, run = floor_with_motion()
+    hospital.page('90', NAV, room='ER-12')
+    run(hospital.page_response_delay_s + 0.5)
+    motion.start_goal(NAV, Pose2D(25.5, 12.0, 0.0))   # the pickup, next to them in the Staff lounge
+    run(80)
+    motion.start_goal(NAV, world.room('ER-9').door)   # a pause at ER-9's door
+    run(120)
+    assert hospital.hcw('90').state == 'following' and not [e for e in events if e.kind == 'hcw_entering']
+    motion.start_goal(NAV, world.room('ER-12').door)
+    run(150)
+    assert [e.data['room'] for e in events if e.kind == 'hcw_arrived'] == ['ER-12']

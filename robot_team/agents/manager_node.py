@@ -144,6 +144,7 @@ class ManagerNode(Node):
         self.declare_parameter('kb', True)
         self.declare_parameter('cases', 1)
         self.declare_parameter('cases_at_once', 1)
+        self.declare_parameter('lessons', True)
         self.events = EventEmitter(self, Robot.MANAGER.value)
         make_brain = None   # one brain per open case (cases_at_once)
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
@@ -185,7 +186,8 @@ class ManagerNode(Node):
         try:
             self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store,
                                     cases=int(self.get_parameter('cases').value),
-                                    cases_at_once=int(self.get_parameter('cases_at_once').value), make_brain=make_brain)
+                                    cases_at_once=int(self.get_parameter('cases_at_once').value), make_brain=make_brain,
+                                    lessons=bool(self.get_parameter('lessons').value))
         except ValueError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'manager cannot start', reason=f'parameter cases_at_once: {exc}')
             raise ConfigError(f'manager parameter cases_at_once: {exc}') from exc

@@ -145,6 +145,9 @@ class ManagerCore:
     make_brain
         Makes the brain of a case opened while ``brain`` serves another (needed unless
         ``cases_at_once`` is 1; each open case decides with its own brain and conversation).
+    lessons
+        Whether a case's observation starts with the lessons of the run's earlier reflections
+        (False: the no-lessons condition of an evaluation; they are still kept).
 
     Attributes
     ----------
@@ -175,7 +178,8 @@ class ManagerCore:
 
     def __init__(self, brain: ManagerBrain, ports: ManagerPorts, emit: Emit, robots: Iterable[str],
                  fallback: Callable[[], ManagerBrain] | None = None, store: ManagerStore | None = None,
-                 cases: int = 1, cases_at_once: int = 1, make_brain: Callable[[], ManagerBrain] | None = None):
+                 cases: int = 1, cases_at_once: int = 1, make_brain: Callable[[], ManagerBrain] | None = None,
+                 lessons: bool = True):
         if int(cases_at_once) < 0 or (int(cases_at_once) != 1 and make_brain is None):
             raise ValueError(f'cases_at_once must be 1, or 0 (no limit) or more with make_brain (a brain per '
                              f'open case); got {cases_at_once!r}')
@@ -185,6 +189,7 @@ class ManagerCore:
         self.cases = int(cases)
         self.cases_at_once = int(cases_at_once)
         self._make_brain = make_brain
+        self.lessons = bool(lessons)
         self._spare: list[ManagerBrain] = []   # brains of closed cases, for the next ones (a fresh conversation)
         self._served_one = False               # whether ``brain`` served a case (the next gets new_case())
         self._lanes: dict[str, _Lane] = {}     # the open cases, by patient, in the order they opened
@@ -244,7 +249,8 @@ class ManagerCore:
         case = getattr(self._ctx, 'case', '')
         if case:
             return case
-        lanes = list(self._lanes)
+        with self._lock:
+            lanes = list(self._lanes)
         return lanes[0] if len(lanes) == 1 else ''
 
     @contextmanager
@@ -412,7 +418,8 @@ class ManagerCore:
         """
         with self._lock:
             obs = ManagerObservation(staff=list(self._team.staff), staff_ids=list(self._team.staff_ids),
-                                     lost_robots=list(self._team.lost_robots), lessons=list(self._lessons))
+                                     lost_robots=list(self._team.lost_robots),
+                                     lessons=list(self._lessons) if self.lessons else [])
             lane = _Lane(patient, arrived_s, obs, self._take_brain())
             self._lanes[lane.case_id] = lane
         with self._on(lane):
@@ -539,8 +546,11 @@ class ManagerCore:
         Only reports with a typed issue code (``robot_lost``) are news here, and reports on tasks
         that ran when a restarted manager took up its record (their ExecuteTask results went to the
         incarnation that died): every other report reaches the manager as its robot's ExecuteTask
-        result. A task the manager does not know or that already ended changes nothing.
+        result. A task the manager does not know or that already ended changes nothing, but the
+        cases waiting for its robot are woken (every report reaches this topic: one on a task the
+        manager never heard of, e.g. from before a restart, frees the robot too).
         """
+        self._robot_free(report.robot)
         if report.issue_code is IssueCode.NONE and report.task_id not in self._restored_running:
             return
         lane = self._lane_of_task(report.task_id)
@@ -591,12 +601,17 @@ class ManagerCore:
             return
         with self._on(lane):
             self._judge(lane, record, report, error)
+        self._robot_free(record.robot)
+
+    def _robot_free(self, robot: str) -> None:
+        """Wake the cases waiting for ``robot``: its task ended."""
         with self._lock:
-            for other in self._lanes.values():
-                if other.parked == record.robot:
-                    other.parked, other.dirty = '', True
-                    other.obs.new.append(f'{record.robot} is free.')
-        self._wake.set()
+            woken = [lane for lane in self._lanes.values() if lane.parked == robot]
+            for lane in woken:
+                lane.parked, lane.dirty = '', True
+                lane.obs.new.append(f'{robot} is free.')
+        if woken:
+            self._wake.set()
 
     def _judge(self, lane: _Lane, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
         with self._lock:

@@ -3,9 +3,10 @@
 A shift is a :class:`~robot_team.config.Scenario` with ``arrivals`` (a shift file, or
 :func:`robot_team.evaluation.shift.generate_shift`). It runs as one episode of one team on the
 embedded simulator (:func:`robot_team.runner.run_episode`): every arrival opens a case, served
-one at a time, most urgent first (``robot_team.cases``). ``shift.json``::
+``cases_at_once`` at a time (the shift's), most urgent first (``robot_team.cases``). ``shift.json``::
 
-    {shift, brain, outcome, wall_time_s, sim_time_s, cases: [report.json's cases with attempted, floor, rubric_max],
+    {shift, brain, cases_at_once, kb, lessons, outcome, wall_time_s, sim_time_s,
+     cases: [report.json's cases with attempted, floor, rubric_max],
      robots: {robot: {busy_s, tasks}}, summary: robot_team.evaluation.shift.summarize_shift(...)}
 """
 
@@ -70,7 +71,10 @@ def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
     waited = [c | {'waited_for_robot_s': c['waited_for_robot_s'] if c['waited_for_robot_s'] is not None
                    else max(duration - (c['arrival_s'] or 0.0), 0.0)} for c in cases]   # never started: all along
     summary = summarize_shift(waited, robots=busy, duration_s=duration)
-    content = {'shift': shift.name, 'brain': report.get('brain'), 'outcome': report.get('outcome'),
+    brain_options = options.get('brain_options') or {}
+    conditions = {'cases_at_once': shift.cases_at_once, 'kb': brain_options.get('kb'),
+                  'lessons': bool(brain_options.get('lessons', True))}
+    content = {'shift': shift.name, 'brain': report.get('brain'), **conditions, 'outcome': report.get('outcome'),
                'wall_time_s': report.get('wall_time_s'), 'sim_time_s': report.get('sim_time_s'), 'cases': cases,
                'robots': {robot: {'busy_s': busy[robot], 'tasks': len(spans[robot])} for robot in spans},
                'summary': summary, 'report': str(out / 'report.json')}

@@ -36,6 +36,10 @@ What is simulated
   area), the HCW walks through the door into that room (``hcw_entering``, then
   ``hcw_arrived``). When it stops inside such a room, the HCW follows it in and stays
   (``hcw_arrived``). These are tests of where the robot stands once stopped, on its last pose.
+  A page that names the room the HCW is needed in (``room``, as a hospital's paging system
+  carries the location) makes that room the only one they go into, as a person who read the
+  page would: every other stop of the robot (the pickup, a pause) is not an arrival, and the
+  room they rest in may be it (led out to its door, they walk back in).
 * Badge readers: an HCW whose way enters a reader's zone (its radius) scans their badge once per
   entry (the badge ID is the scenario's ``badge_overrides`` entry, if any, else the directory's).
   The test is on the segments walked between two updates, not on the positions reached: a step
@@ -111,6 +115,7 @@ class Page:
     acknowledged: bool = False
     acknowledged_at: float | None = None
     reply: str = ''
+    room: str = ''                # the room the HCW is needed in ('' unnamed)
 
     @property
     def response_time_s(self) -> float | None:
@@ -157,6 +162,7 @@ class _Hcw:
     s: float = 0.0
     entering_room: str = ''
     blocked_room: str = ''        # a room the HCW could not enter (not tried again while the robot stands)
+    destination: str = ''         # the room their acknowledged page named ('' unnamed)
     inside_readers: set[str] = field(default_factory=set)
     scanned_room: str = ''        # the room of the HCW's latest badge scan
 
@@ -493,27 +499,30 @@ class HospitalEngine:
             return way
         return []
 
-    def page(self, hcw_id: str, robot: str = '', message: str = '') -> Page:
-        """Page an HCW, asking them to meet and follow ``robot`` ('' for none).
+    def page(self, hcw_id: str, robot: str = '', message: str = '', room: str = '') -> Page:
+        """Page an HCW, asking them to meet and follow ``robot`` ('' for none) to ``room`` ('' unnamed).
 
         Available HCWs acknowledge ``page_response_delay_s`` later; busy ones never answer;
-        off-shift HCWs do not carry a pager (the page is not delivered).
+        off-shift HCWs do not carry a pager (the page is not delivered). An acknowledged page
+        that names ``room`` makes it where the HCW goes into behind the robot (see the module).
 
         Raises
         ------
         SimInputError
-            If the HCW or the robot is unknown.
+            If the HCW, the robot or the room is unknown.
         """
         h = self._hcw(hcw_id)
         if robot:
             self._check_robot(robot)
+        if room and room not in self.world.rooms:
+            raise SimInputError(f"unknown room '{room}' in a page: expected one of {', '.join(self.world.rooms)}")
         page_id = len(self._pages) + 1
         delivered = h.availability != 'off_shift'
-        page = Page(page_id, h.member.hcw_id, robot, message, self.t, delivered)
+        page = Page(page_id, h.member.hcw_id, robot, message, self.t, delivered, room=room)
         self._pages[page_id] = page
         if delivered:
-            self._log.emit('page_delivered', page_id=page_id, hcw_id=page.hcw_id, robot=robot, message=message,
-                           availability=h.availability)
+            self._log.emit('page_delivered', page_id=page_id, hcw_id=page.hcw_id, robot=robot, room=room,
+                           message=message, availability=h.availability)
             if h.availability == 'available':
                 self._pending_acks.append(page_id)
         return page
@@ -637,6 +646,8 @@ class HospitalEngine:
                       else 'Acknowledged — on my way')
         if page.robot and not (h.state == 'following' and h.robot == page.robot):
             h.state, h.robot, h.trail = 'waiting', page.robot, None
+        if page.robot:   # a new escort: the room it ends in, they badge in (an encounter starts with a tap)
+            h.destination, h.scanned_room = page.room, ''
         self._log.emit('page_acknowledged', page_id=page.page_id, hcw_id=page.hcw_id, robot=page.robot,
                        reply=page.reply, response_time_s=page.response_time_s)
 
@@ -707,6 +718,9 @@ class HospitalEngine:
         """The followed robot stopped: at a room's door, walk in; inside a room, arrive once in it too."""
         seen = self._seen[hcw.robot]
         inside = self.world.room_at(seen.x, seen.y)
+        if hcw.destination:
+            self._escort_stopped_for(hcw, self.world.rooms[hcw.destination], inside)
+            return
         if inside in self.world.rooms and inside != hcw.home:
             room = self.world.rooms[inside]
             if room.contains(hcw.x, hcw.y):
@@ -719,6 +733,33 @@ class HospitalEngine:
                      if room.door.distance_to(seen.x, seen.y) <= DOOR_MATCH_M), None)
         if room is None or room.name in (hcw.home, hcw.blocked_room) or room.contains(hcw.x, hcw.y):
             return
+        self._walk_in(hcw, room)
+
+    def _escort_stopped_for(self, hcw: _Hcw, room, inside: str) -> None:
+        """The followed robot stopped; the HCW's page named ``room``: go into it if the robot is in or at it."""
+        seen = self._seen[hcw.robot]
+        if room.name == hcw.blocked_room:
+            return
+        if inside == room.name:
+            if room.contains(hcw.x, hcw.y):
+                self._arrive(hcw, room.name)
+            elif hcw.s >= hcw.trail.length - FOLLOW_DISTANCE_M - 1e-9:
+                hcw.state, hcw.entering_room = 'entering', room.name
+            return
+        if room.door.distance_to(seen.x, seen.y) > DOOR_MATCH_M:
+            return   # the pickup, or a pause on the way: not where the page said
+        if room.contains(hcw.x, hcw.y):   # led out to the door of the room they were in: back in
+            way = [(hcw.x, hcw.y), (room.entry.x, room.entry.y)]
+            if self.grid.line_of_sight(*way):
+                hcw.state, hcw.trail, hcw.s, hcw.entering_room = 'entering', Polyline(way), 0.0, room.name
+                self._log.emit('hcw_entering', hcw_id=hcw.member.hcw_id, room=room.name, robot=hcw.robot)
+            else:
+                self._arrive(hcw, room.name)
+            return
+        self._walk_in(hcw, room)
+
+    def _walk_in(self, hcw: _Hcw, room) -> None:
+        """Walk ``hcw`` from where they are through ``room``'s door to just inside (or record why not)."""
         # Where the robot waits, through the middle of the door, to just inside the room.
         path = [(hcw.x, hcw.y), (room.door.x, room.door.y), room.door_gap, (room.entry.x, room.entry.y)]
         blocked = next((i for i in range(len(path) - 1) if not self.grid.line_of_sight(path[i], path[i + 1])), None)

@@ -377,7 +377,8 @@ class HospitalSystemsNode(Node):
         timeout = min(max(timeout, 0.0), MAX_PAGE_WAIT_S)
         with self._lock:
             try:
-                page = self.engine.page(request.hcw_id.strip(), request.robot.strip(), request.message)
+                page = self.engine.page(request.hcw_id.strip(), request.robot.strip(), request.message,
+                                        request.room.strip())
             except SimInputError as exc:
                 self._record.input_error(f'{names.PAGE_STAFF}: {exc}', target=request.hcw_id, robot=request.robot)
                 response.delivered, response.acknowledged = False, False

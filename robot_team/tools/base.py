@@ -9,6 +9,7 @@ ground-truth evidence, so a brain cannot invent its tools' outputs.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import time
@@ -28,6 +29,18 @@ from robot_team.reports import explain_validation_error
 def _owner_of(name: str) -> str | None:
     """Return the declared owner of tool ``name`` (``robot_team.catalog``), or None."""
     return TOOL_OWNERS.get(name)
+
+
+_TASK_VALUES: contextvars.ContextVar[dict] = contextvars.ContextVar('robot_team_task_values', default={})
+
+
+def task_value(kind: ClosedSet) -> str:
+    """Return what the task of the tool call being run closes ``kind`` to ('' outside a call, or not closed).
+
+    For an implementation that passes on what its task is about without the caller saying it
+    (the paging integration names the task's room): the value is :meth:`Toolbox.task_values`'s.
+    """
+    return str(_TASK_VALUES.get().get(kind, ''))
 
 
 @dataclass
@@ -257,7 +270,11 @@ class Toolbox:
                              f'arguments (at {earlier.stamp_s:.1f} s); not run again, its result returned',
                              json.dumps(args, default=str), task_id=task_id)
         else:
-            self._run(spec, parsed, result)
+            token = _TASK_VALUES.set(self.task_values(task_id))
+            try:
+                self._run(spec, parsed, result)
+            finally:
+                _TASK_VALUES.reset(token)
         result.wall_duration_s = time.perf_counter() - start
         with self._lock:
             self._journal.setdefault(task_id, []).append(result)

@@ -31,6 +31,7 @@ from rclpy.action import ActionClient
 from robot_team import names
 from robot_team.catalog import (
     OBSERVE_WAIT_S,
+    ClosedSet,
     LocateStaffInput,
     NavigateInput,
     PageStaffInput,
@@ -51,7 +52,7 @@ from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.rostime import now_s
 from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
-from robot_team.tools.base import Toolbox
+from robot_team.tools.base import Toolbox, task_value
 from robot_team.tools.localization import RobotPose
 
 #: Wall seconds route planning waits for the robot's first pose (a node that has just started), like
@@ -451,10 +452,14 @@ class NavigationTools:
 
     @implements(Tool.PAGE_STAFF)
     def page(self, args: PageStaffInput) -> dict:
-        """Page an HCW; return delivered/acknowledged/reply/response_time_s (sim s)."""
+        """Page an HCW; return delivered/acknowledged/reply/response_time_s (sim s).
+
+        The page names the task's room (the patient's), as a hospital's paging system carries the
+        location, whatever the message says.
+        """
         wait_for_server(self._page, SERVER_WAIT_S, f'service {names.PAGE_STAFF}')
-        request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message,
-                                    robot=self._node.get_name(), timeout_s=args.timeout_s)
+        request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message, robot=self._node.get_name(),
+                                    room=task_value(ClosedSet.TASK_ROOM), timeout_s=args.timeout_s)
         response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
         output = {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
                   'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
