@@ -41,6 +41,10 @@ def test_same_seed_same_shift_and_other_seeds_differ(shift):
     assert [p.arrival_time_s for p in other.cases] != [p.arrival_time_s for p in shift.cases]
 
 
+def test_a_generated_shift_serves_its_cases_at_once(shift):
+    assert shift.cases_at_once == 0 and load_scenario('onboarding').cases_at_once == 1
+
+
 def test_shape_names_and_limits(shift):
     assert shift.name == 'shift-8h-5ph-seed11'
     assert shift.time_limit_s == 8 * 3600 + 1800

@@ -101,7 +101,8 @@ class SupervisorCore:
         How many cases may be open at once (1: one at a time; 0: no limit). Each open case has its
         own policy; a robot runs one task at a time, so a task for a robot that runs another
         case's task is refused (rule ``robot_busy``), and a case waiting for such a robot has its
-        ``decision`` deadline moved on meanwhile (its onboarding deadline still runs).
+        ``decision`` and ``issue_handling`` deadlines moved on meanwhile (its onboarding deadline
+        still runs).
 
     Attributes
     ----------
@@ -213,9 +214,9 @@ class SupervisorCore:
                            required_specialty: str = '', room: str = '', esi_level: int = 0) -> bool:
         """Open the patient's case (a repeat of a known patient changes nothing); return whether it started now.
 
-        With fewer than ``cases_at_once`` cases open (or no limit) the case starts: its onboarding's deadlines
-        run from ``now_s`` (``assigned_hcw_id`` and ``required_specialty`` are what the gate
-        checks a navigation's HCW against). Otherwise it waits (``case_waiting``, with ``room``,
+        With fewer than ``cases_at_once`` cases open (or no limit) the case starts: its
+        onboarding's deadlines run from ``now_s`` (``assigned_hcw_id`` and ``required_specialty``
+        are what the gate checks a navigation's HCW against). Otherwise it waits (``case_waiting``, with ``room``,
         ``esi_level`` (ESI 1-5, 0 unknown) and the cases open): a patient never replaces another.
         When an open case closes, the most urgent waiting case starts (:func:`robot_team.cases.next_case`).
         """
