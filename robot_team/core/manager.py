@@ -249,9 +249,8 @@ class ManagerCore:
         case = getattr(self._ctx, 'case', '')
         if case:
             return case
-        with self._lock:
-            lanes = list(self._lanes)
-        return lanes[0] if len(lanes) == 1 else ''
+        lane = self._sole_lane()
+        return lane.case_id if lane is not None else ''
 
     @contextmanager
     def _on(self, lane: _Lane | None):
@@ -262,6 +261,13 @@ class ManagerCore:
             yield lane
         finally:
             self._ctx.case = previous
+
+    def _drop_lane(self, lane: _Lane) -> None:
+        """Stop serving ``lane``'s case (lock held): its brain serves a later case, its tasks are forgotten."""
+        del self._lanes[lane.case_id]
+        self._task_case = {task: case for task, case in self._task_case.items() if case != lane.case_id}
+        if lane.brain is not self.brain and not self.taken_over:
+            self._spare.append(lane.brain)
 
     def _lane_of_task(self, task_id: str) -> _Lane | None:
         with self._lock:
@@ -301,10 +307,9 @@ class ManagerCore:
         with self._lock:
             lanes = list(self._lanes.values())
             obs = lanes[0].obs if lanes else self._team
-            state = ManagerState(observation=obs.model_copy(deep=True, update={'new': [], 'feedback': []}),
-                                 arrived_s=lanes[0].arrived_s if lanes else 0.0,
-                                 others=[OpenCase(observation=lane.obs.model_copy(deep=True, update={
-                                     'new': [], 'feedback': []}), arrived_s=lane.arrived_s) for lane in lanes[1:]],
+            state = ManagerState(observation=_without_news(obs), arrived_s=lanes[0].arrived_s if lanes else 0.0,
+                                 others=[OpenCase(observation=_without_news(lane.obs), arrived_s=lane.arrived_s)
+                                         for lane in lanes[1:]],
                                  taken_over=self.taken_over, held_on=self._held_on,
                                  waiting=list(self._waiting.values()), closed=list(self._closed),
                                  lessons=list(self._lessons))
@@ -322,15 +327,14 @@ class ManagerCore:
         if state.taken_over:
             self.brain = self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
             self.taken_over = True
-        first = state.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
+        first = _without_news(state.observation)
         self._team = ManagerObservation(staff=first.staff, staff_ids=first.staff_ids, lost_robots=first.lost_robots)
-        opened = [OpenCase(observation=first, arrived_s=state.arrived_s), *state.others]
         tasks = []
-        for case in opened:
-            obs = case.observation.model_copy(deep=True, update={'new': [], 'feedback': []})
+        for obs, arrived_s in ((first, state.arrived_s),
+                               *((_without_news(c.observation), c.arrived_s) for c in state.others)):
             if obs.patient is None:
                 continue
-            lane = _Lane(obs.patient, case.arrived_s, obs, self._take_brain())
+            lane = _Lane(obs.patient, arrived_s, obs, self._take_brain())
             self._lanes[lane.case_id] = lane
             self._announced |= {e.escalation_id for e in obs.escalations}
             for task in obs.tasks:
@@ -826,10 +830,8 @@ class ManagerCore:
         starts = []
         with self._lock:
             self._closed.append(ClosedCase(case_id=lane.case_id, outcome=act.outcome))
-            del self._lanes[lane.case_id]
+            self._drop_lane(lane)
             self._last_obs = lane.obs
-            if lane.brain is not self.brain and not self.taken_over:
-                self._spare.append(lane.brain)
             while self._waiting and (not self.cases_at_once or len(self._lanes) + len(starts) < self.cases_at_once):
                 chosen = next_case(WaitingCase(w.patient.patient_id, w.patient.esi_level, w.arrived_s)
                                    for w in self._waiting.values())
@@ -964,10 +966,8 @@ class ManagerCore:
                 return
             current = WaitingPatient(patient=lane.obs.patient, arrived_s=lane.arrived_s)
             del self._waiting[case_id]
-            del self._lanes[lane.case_id]
+            self._drop_lane(lane)
             self._waiting[current.patient.patient_id] = current
-            if lane.brain is not self.brain and not self.taken_over:
-                self._spare.append(lane.brain)
         self._emit(EventKind.OBSERVATION, f'the gate serves case {case_id}: case {current.patient.patient_id} waits',
                    target=case_id, cue='case_waiting', serving=case_id, case_id=current.patient.patient_id)
         self._start_case(entry.patient, ' (the case the gate serves)', entry.arrived_s)
@@ -1028,6 +1028,11 @@ class ManagerCore:
             kept = [x for x in self._lessons if x not in act.reflection.lessons_learned]
             self._lessons = (kept + list(dict.fromkeys(act.reflection.lessons_learned)))[-MAX_LESSONS:]
         self._update(lane, 'Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
+
+
+def _without_news(obs: ManagerObservation) -> ManagerObservation:
+    """Return a copy of ``obs`` less what is new since its last decision (cues, guard feedback): what is stored."""
+    return obs.model_copy(deep=True, update={'new': [], 'feedback': []})
 
 
 def run_outcome(outcomes: list[str]) -> str:

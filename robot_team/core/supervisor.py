@@ -13,6 +13,7 @@ methods; offline harnesses call them directly.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Callable, Mapping
 
 from pydantic import BaseModel, Field
@@ -164,14 +165,26 @@ class SupervisorCore:
         """The policies of the open cases (opened, reflection not recorded), in the order they opened."""
         return [p for p in self._cases.values() if not p.done]
 
+    def _live_policies(self) -> list[WorkflowPolicy]:
+        """The open cases' policies, or the latest case's when none is open (before the first case, after the last)."""
+        return self.open_policies or [self.policy]
+
+    @contextmanager
+    def _on(self, policy: WorkflowPolicy | None):
+        """Record the events of the block as ``policy``'s case's (None: the latest opened)."""
+        previous, self._about = self._about, policy
+        try:
+            yield policy
+        finally:
+            self._about = previous
+
     def tasks(self) -> list:
         """Return the tasks of every open case (``TaskState``), or of the latest case when none is open."""
-        policies = self.open_policies or [self.policy]
-        return [t for p in policies for t in p.snapshot().tasks]
+        return [t for p in self._live_policies() for t in p.snapshot().tasks]
 
     def postpone_deadlines(self, by_s: float) -> None:
         """Move every open case's pending deadlines ``by_s`` s later (the team was held: nobody could act)."""
-        for policy in self.open_policies or [self.policy]:
+        for policy in self._live_policies():
             policy.postpone_deadlines(by_s)
 
     def restore_escalation(self, record: EscalationRecord) -> None:
@@ -252,7 +265,6 @@ class SupervisorCore:
         if self._served:   # a later case: a fresh policy; the first case keeps the one the node gave
             self.policy = WorkflowPolicy(self.policy.deadlines, id_prefix=later_case_prefix(arrival.patient_id))
         self._cases[arrival.patient_id] = self.policy
-        self._about = None
         self._served.append(arrival.patient_id)
         self._waiting.pop(arrival.patient_id, None)
         self.policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
@@ -280,10 +292,11 @@ class SupervisorCore:
         return list(self._waiting.values())
 
     def _policy_of_task(self, task_id: str) -> WorkflowPolicy:
-        """Return the policy of the case whose task ``task_id`` is (open cases first; else the latest case's)."""
-        for policy in (*reversed(self.open_policies), *reversed(self._cases.values())):
-            if task_id and policy.snapshot().task(task_id) is not None:
-                return policy
+        """Return the policy of the case whose task ``task_id`` is (IDs are unique in a run; else the latest case's)."""
+        if task_id:
+            for policy in reversed(self._cases.values()):
+                if policy.snapshot().task(task_id) is not None:
+                    return policy
         return self.policy
 
     def _busy_elsewhere(self, robot: str, policy: WorkflowPolicy) -> str:
@@ -313,11 +326,15 @@ class SupervisorCore:
         case's task is refused (rule ``robot_busy``).
         """
         policy = self._cases.get(case_id) if case_id else self.policy
-        self._about = policy
+        with self._on(policy):
+            return self._authorize(policy, task_type, robot, reason, requested_by, now_s, hcw_id, staff, case_id)
+
+    def _authorize(self, policy: WorkflowPolicy | None, task_type: str, robot: str, reason: str, requested_by: str,
+                   now_s: float, hcw_id: str, staff: Mapping[str, StaffFacts] | None, case_id: str) -> Authorization:
+        """:meth:`authorize` for ``policy``'s case (None: ``case_id`` is not open here)."""
         busy = self._busy_elsewhere(robot, policy) if policy is not None and robot != Robot.MANAGER.value else ''
         if policy is None:
             serving = self._gate_case()
-            self._about = None
             auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
                                  case_id=serving, explanation=f'the team serves case {serving or "(none yet)"} now; '
                                  f'case {case_id} waits until a case closes (the most urgent waiting case is next)')
@@ -338,7 +355,6 @@ class SupervisorCore:
             self._emit(kind, f'refused {task_type!r} for {robot!r} requested by {requested_by!r}', target=robot,
                        reason=auth.explanation, **data)
         self._record_deadline_changes()
-        self._about = None
         return auth
 
     def submit_report(self, report: TaskReportModel, now_s: float, raw: dict | None = None) -> tuple[bool, str]:
@@ -349,8 +365,7 @@ class SupervisorCore:
         received; default: the report's fields), never dropped.
         """
         policy = self._policy_of_task(report.task_id)
-        self._about = policy
-        try:
+        with self._on(policy):
             try:
                 task = policy.record_report(report, now_s)
             except DuplicateReport as exc:   # its first answer was lost (e.g. with a supervisor that died): no news
@@ -364,8 +379,6 @@ class SupervisorCore:
                 self._emit(EventKind.CASE_CLOSED, f'case {policy.patient_id} closed by {task.task_id}',
                            target=task.task_id, case_id=policy.patient_id, task_id=task.task_id,
                            closed_by_abort=policy.closed)
-        finally:
-            self._about = None
         self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
 
@@ -382,21 +395,26 @@ class SupervisorCore:
         (actor ``supervisor``, issue code ``robot_lost``), published like any accepted report, and
         returned. Returns None when no task was recovered.
         """
-        task_id = ''
-        report = None
-        task = None
+        task, about = None, None
         if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
-            for policy in self.open_policies or [self.policy]:
+            for policy in self._live_policies():
                 task = policy.robot_lost(change.node, now_s)
                 if task is not None:
-                    self._about = policy
+                    about = policy
                     break
-            if task is not None:
-                task_id = task.task_id
-                report = TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=task.robot,
-                                         status=TaskStatus.FAILURE, issue=task.issue, issue_code=task.issue_code,
-                                         summary=task.summary, stamp_s=now_s,
-                                         data={'lost_instance': change.instance_id, 'noticed_by': change.noticed_by})
+        with self._on(about):
+            return self._record_liveness(change, task, now_s)
+
+    def _record_liveness(self, change: LivenessChange, task, now_s: float) -> TaskReportModel | None:
+        """:meth:`liveness_changed`'s record, with ``task`` the lost robot's task it recovered (None: none)."""
+        task_id = ''
+        report = None
+        if task is not None:
+            task_id = task.task_id
+            report = TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=task.robot,
+                                     status=TaskStatus.FAILURE, issue=task.issue, issue_code=task.issue_code,
+                                     summary=task.summary, stamp_s=now_s,
+                                     data={'lost_instance': change.instance_id, 'noticed_by': change.noticed_by})
         if change.state == 'lost':
             self._emit(EventKind.ROBOT_LOST, f'{change.node} lost ({change.noticed_by})'
                        + (f': {task_id} recovered as a failure' if task_id else ''), target=change.node,
@@ -413,7 +431,6 @@ class SupervisorCore:
                        reason=report.issue, **report.model_dump(mode='json'))
             self._record_deadline_changes()
             self._publish_report(report)
-        self._about = None
         return report
 
     def request_escalation(self, task_id: str, reason: str, options: list[str], now_s: float,
@@ -423,8 +440,7 @@ class SupervisorCore:
         It belongs to the case of ``task_id`` ('' : the latest case opened).
         """
         policy = self._policy_of_task(task_id)
-        self._about = policy
-        try:
+        with self._on(policy):
             try:
                 escalation_id = policy.open_escalation(task_id, raised_by, reason, list(options), now_s)
             except ValueError as exc:
@@ -433,8 +449,6 @@ class SupervisorCore:
                 return False, '', str(exc)
             self._record_deadline_changes()
             self._announce(escalation_id, policy)
-        finally:
-            self._about = None
         return True, escalation_id, f'{escalation_id} opened and sent to the human operators'
 
     def resolve(self, escalation_id: str, decision: str, hcw_id: str, note: str, operator_id: str,
@@ -467,12 +481,9 @@ class SupervisorCore:
         self.check_waiting(now_s)
         self._wait_for_robots(now_s)
         opened = []
-        for policy in self.open_policies or [self.policy]:
-            self._about = policy
-            try:
+        for policy in self._live_policies():
+            with self._on(policy):
                 opened += self._check_case(policy, now_s)
-            finally:
-                self._about = None
         return opened
 
     def _wait_for_robots(self, now_s: float) -> None:
@@ -593,13 +604,10 @@ class SupervisorCore:
         self._publish_escalation(esc)
 
     def _record_deadline_changes(self) -> None:
-        about = self._about
-        for policy in {id(p): p for p in (*self.open_policies, self.policy, *([about] if about else []))}.values():
-            self._about = policy
-            try:
+        about = [self._about] if self._about is not None else []
+        for policy in {id(p): p for p in (*self.open_policies, self.policy, *about)}.values():
+            with self._on(policy):
                 self._record_changes(policy)
-            finally:
-                self._about = about
 
     def _record_changes(self, policy: WorkflowPolicy) -> None:
         for change in policy.take_deadline_changes():

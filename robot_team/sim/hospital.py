@@ -722,12 +722,7 @@ class HospitalEngine:
             self._escort_stopped_for(hcw, self.world.rooms[hcw.destination], inside)
             return
         if inside in self.world.rooms and inside != hcw.home:
-            room = self.world.rooms[inside]
-            if room.contains(hcw.x, hcw.y):
-                self._arrive(hcw, inside)
-            elif hcw.s >= hcw.trail.length - FOLLOW_DISTANCE_M - 1e-9:
-                # 1 m behind a robot that stopped just past the door: step in to where the robot is.
-                hcw.state, hcw.entering_room = 'entering', inside
+            self._follow_in(hcw, self.world.rooms[inside])
             return
         room = next((room for room in self.world.rooms.values()
                      if room.door.distance_to(seen.x, seen.y) <= DOOR_MATCH_M), None)
@@ -741,10 +736,7 @@ class HospitalEngine:
         if room.name == hcw.blocked_room:
             return
         if inside == room.name:
-            if room.contains(hcw.x, hcw.y):
-                self._arrive(hcw, room.name)
-            elif hcw.s >= hcw.trail.length - FOLLOW_DISTANCE_M - 1e-9:
-                hcw.state, hcw.entering_room = 'entering', room.name
+            self._follow_in(hcw, room)
             return
         if room.door.distance_to(seen.x, seen.y) > DOOR_MATCH_M:
             return   # the pickup, or a pause on the way: not where the page said
@@ -757,6 +749,14 @@ class HospitalEngine:
                 self._arrive(hcw, room.name)
             return
         self._walk_in(hcw, room)
+
+    def _follow_in(self, hcw: _Hcw, room) -> None:
+        """The robot stopped inside ``room``: the HCW in it arrives; one 1 m behind it steps in to where it is."""
+        if room.contains(hcw.x, hcw.y):
+            self._arrive(hcw, room.name)
+        elif hcw.s >= hcw.trail.length - FOLLOW_DISTANCE_M - 1e-9:
+            # 1 m behind a robot that stopped just past the door: step in to where the robot is.
+            hcw.state, hcw.entering_room = 'entering', room.name
 
     def _walk_in(self, hcw: _Hcw, room) -> None:
         """Walk ``hcw`` from where they are through ``room``'s door to just inside (or record why not)."""
