@@ -149,7 +149,7 @@ def shift(
     = None,
     cases_at_once: Annotated[Optional[int], typer.Option(
         min=0, help="Cases served at once (0: no limit; a robot still runs one task at a time). Default: the "
-                    "shift file's (a generated shift: 0).")] = None,
+                    "shift file's (a generated shift: 1).")] = None,
 ) -> None:
     """Serve many patients with one team over a shift; write DIR/shift.json, summary.md and summary.png.
 

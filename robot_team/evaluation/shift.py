@@ -145,8 +145,9 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
       that case stays a normal one. The share of failure cases is therefore at most about
       ``failure_share``: lower where a specialty has a single available HCW (in ``staff.yaml``,
       Technician and Respiratory Therapist). Normal cases get an available HCW of their specialty.
-    - **Cases at once**: no limit (``cases_at_once`` 0): the team serves a case as soon as it
-      arrives, its robots one task at a time, most urgent first.
+    - **Cases at once**: one at a time (``cases_at_once`` 1, the scenarios' default); while the
+      team is held, only a case waiting for its turn is given to a person on time (an open case's
+      deadlines pause with the hold), so more at once is asked for (``--cases-at-once``).
     - **Expected outcome** per case: ``success`` if an HCW of its specialty is available (the
       assigned one, or another the team reassigns the case to), else ``escalated``; for each escalated case the
       ``operator_script`` holds one human answer (``navigation``, ``abort``, after
@@ -311,8 +312,7 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
         world=base.world, floor=base.floor, staff_directory=base.staff_directory,
         real_time_factor=base.real_time_factor, time_limit_s=end_s + TIME_LIMIT_MARGIN_S,
         patient=patients[0], arrivals=patients[1:], staff_overrides=overrides, operator_script=script,
-        deadlines=base.deadlines.model_copy(deep=True), manager=base.manager.model_copy(deep=True),
-        cases_at_once=0)
+        deadlines=base.deadlines.model_copy(deep=True), manager=base.manager.model_copy(deep=True))
 
 
 class _NoAliasDumper(yaml.SafeDumper):
