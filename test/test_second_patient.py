@@ -127,6 +127,32 @@ def test_a_patient_who_waits_the_onboarding_deadline_goes_to_a_person_and_keeps_
     assert desk.acknowledge(asked.escalation_id, 'charge_nurse', 'I have P-2', limit + 10.0).accepted
 
 
+def test_under_a_hold_an_open_case_nobody_was_asked_about_goes_to_a_person_on_time(tmp_path):
+    from test_escalation_desk import make_desk
+    desk, core, ports, events, _ = make_desk(tmp_path)
+    core.cases_at_once = 0   # both cases open: P-2's deadlines wait for the hold on P-1's case
+    core.on_patient_arrival('P-1', 0.0, assigned_hcw_id='90', required_specialty='Physician', room='ER-12')
+    core.on_patient_arrival('P-2', 3.0, assigned_hcw_id='41', required_specialty='Nurse', room='ER-3', esi_level=2)
+    assert [p.patient_id for p in core.open_policies] == ['P-1', 'P-2']
+    assert core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0, hcw_id='90', case_id='P-1').approved
+    hold = desk.hold_team('P-1 needs a person first', by='charge_nurse', now_s=10.0)
+    limit = core.policy.deadlines.onboarding_s
+    desk.tick(limit + 1.0)   # P-1 has waited that long, but a person has its case (the hold)
+    assert not [r for r in desk.records() if r.kind.value == 'patient']
+    desk.tick(3.0 + limit)   # P-2's onboarding deadline waits for the hold: a person is asked instead
+    desk.tick(3.0 + limit + 1.0)   # once per patient
+    [asked] = [r for r in desk.records() if r.kind.value == 'patient']
+    assert (asked.patient_id, asked.severity.value) == ('P-2', 'critical')
+    [unserved] = [d for k, _, d in events if k == 'patient_unserved']
+    assert (unserved['patient_id'], unserved['serving']) == ('P-2', 'P-1')
+    # released after P-1's limit: that person decided on P-1 late, so nobody is asked for P-1 again
+    assert desk.resolve(hold, 'retry', '', 'go on', 'charge_nurse', 3.0 + limit + 2.0).accepted
+    desk.tick(3.0 + limit + 3.0)
+    assert [d['patient_id'] for k, _, d in events if k == 'patient_unserved'] == ['P-2']
+    # the state a restarted supervisor takes up keeps both arrivals
+    assert [c.patient_id for c in core.state().opened] == ['P-1', 'P-2']
+
+
 def test_the_manager_serves_both_cases_in_turn_without_leaking_one_into_the_other():
     # the stub floor has one room: the next patient in ER-12 after the first, with physician #90 assigned
     record = Recorder()

@@ -76,6 +76,7 @@ class SupervisorState(BaseModel):
     others: list[WorkflowState] = Field(default_factory=list,
                                         description='The other open cases (``workflow`` is the latest opened).')
     waiting: list[CaseArrival] = Field(default_factory=list, description='Cases waiting for a free place.')
+    opened: list[CaseArrival] = Field(default_factory=list, description='The open cases\' arrivals.')
     served: list[str] = Field(default_factory=list, description='Patients whose case was opened, in order.')
     asked: list[str] = Field(default_factory=list,
                              description='Waiting patients a person was asked to take (patient_unserved).')
@@ -155,6 +156,7 @@ class SupervisorCore:
         self._directives = 0
         self._took_over = False
         self._waiting: dict[str, CaseArrival] = {}
+        self._opened: dict[str, CaseArrival] = {}     # the arrivals of the open cases, by patient
         self._served: list[str] = []
         self._asked: set[str] = set()
         self._cases: dict[str, WorkflowPolicy] = {}   # every case opened this run, by patient (closed ones too)
@@ -196,6 +198,8 @@ class SupervisorCore:
         others = [p.state() for p in self.open_policies if p is not self.policy]
         return SupervisorState(workflow=self.policy.state(), others=others, directives=self._directives,
                                took_over=self._took_over, waiting=list(self._waiting.values()),
+                               opened=[self._opened[p.patient_id] for p in self.open_policies
+                                       if p.patient_id in self._opened],
                                served=list(self._served), asked=sorted(self._asked))
 
     def restore(self, state: SupervisorState) -> None:
@@ -220,6 +224,7 @@ class SupervisorCore:
         self._directives = state.directives
         self._took_over = state.took_over
         self._waiting = {c.patient_id: c.model_copy() for c in state.waiting}
+        self._opened = {c.patient_id: c.model_copy() for c in state.opened}
         self._served = list(state.served)
         self._asked = set(state.asked)
 
@@ -267,6 +272,7 @@ class SupervisorCore:
         self._cases[arrival.patient_id] = self.policy
         self._served.append(arrival.patient_id)
         self._waiting.pop(arrival.patient_id, None)
+        self._opened[arrival.patient_id] = arrival
         self.policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
                                     required_specialty=arrival.required_specialty,
                                     arrived_s=None if arrival.patient_id in self._asked else arrival.arrived_s)
@@ -379,6 +385,7 @@ class SupervisorCore:
                 self._emit(EventKind.CASE_CLOSED, f'case {policy.patient_id} closed by {task.task_id}',
                            target=task.task_id, case_id=policy.patient_id, task_id=task.task_id,
                            closed_by_abort=policy.closed)
+                self._opened.pop(policy.patient_id, None)
         self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
 
@@ -474,16 +481,17 @@ class SupervisorCore:
     def check_deadlines(self, now_s: float) -> list[str]:
         """Escalate every deadline missed by ``now_s``; return the escalation IDs opened.
 
-        A waiting case's patient who has waited ``deadlines.onboarding_s`` since arriving is
-        recorded (``patient_unserved``, once per patient) and a person is asked to take them
-        (:attr:`on_unserved_patient`); their case keeps its place in the queue.
+        Then every patient who has waited ``deadlines.onboarding_s`` since arriving with nobody
+        asked (:meth:`check_waiting`) is recorded (``patient_unserved``, once per patient) and a
+        person is asked to take them (:attr:`on_unserved_patient`); a waiting case keeps its
+        place in the queue.
         """
-        self.check_waiting(now_s)
         self._wait_for_robots(now_s)
         opened = []
         for policy in self._live_policies():
             with self._on(policy):
                 opened += self._check_case(policy, now_s)
+        self.check_waiting(now_s)
         return opened
 
     def _wait_for_robots(self, now_s: float) -> None:
@@ -534,23 +542,48 @@ class SupervisorCore:
         return opened
 
     def check_waiting(self, now_s: float) -> None:
-        """Give every waiting case's patient who has waited the onboarding deadline to a person, once each."""
+        """Give a person every patient who has waited ``deadlines.onboarding_s`` since arriving with nobody asked.
+
+        Once per patient (``patient_unserved``, then :attr:`on_unserved_patient`): a waiting
+        case's patient (their case has not started), and an open case's patient whose onboarding
+        deadline has not been missed though that long has passed since they arrived, with no
+        escalation about their case open or decided since then. That happens when the team is
+        held: the deadlines wait for the hold (the escalation desk calls this alone meanwhile)
+        and move on after it, so a case the hold is not about would otherwise wait unseen.
+        """
         limit = self.policy.deadlines.onboarding_s
-        for case in list(self._waiting.values()):
+        for case in [*self._waiting.values(), *self._unasked_open(now_s, limit)]:
             waited = now_s - case.arrived_s
             if case.patient_id in self._asked or waited < limit:
                 continue
             self._asked.add(case.patient_id)
-            serving = ', '.join(p.patient_id for p in self.open_policies)
+            serving = ', '.join(p.patient_id for p in self.open_policies if p.patient_id != case.patient_id)
             unserved = dict(patient_id=case.patient_id, room=case.room, esi_level=case.esi_level,
                             assigned_hcw_id=case.assigned_hcw_id, required_specialty=case.required_specialty,
                             serving=serving, waited_s=round(waited, 3))
+            started = 'did not start' if case.patient_id in self._waiting else 'did not end'
             self._emit(EventKind.PATIENT_UNSERVED, f'patient {case.patient_id} has waited {waited:.0f} s for the '
-                       f'team (serving {serving}): a person is asked to take them', target=case.room,
-                       reason=f'case {case.patient_id} did not start within the onboarding deadline '
-                              f'({limit:g} s from arrival)', case_id=case.patient_id, **unserved)
+                       f'team (serving {serving or "their case"}): a person is asked to take them', target=case.room,
+                       reason=f'case {case.patient_id} {started} within the onboarding deadline '
+                              f'({limit:g} s from arrival) and no person was asked', case_id=case.patient_id,
+                       **unserved)
             if self.on_unserved_patient is not None:
                 self.on_unserved_patient(**unserved, now_s=now_s)
+
+    def _unasked_open(self, now_s: float, limit_s: float) -> list[CaseArrival]:
+        """The open cases whose patient waited ``limit_s`` by ``now_s`` with no person asked about them."""
+        unasked = []
+        for policy in self.open_policies:
+            arrival = self._opened.get(policy.patient_id)
+            if arrival is None or now_s - arrival.arrived_s < limit_s:
+                continue
+            late_s = arrival.arrived_s + limit_s
+            snap = policy.snapshot()
+            missed = any(d.kind == 'onboarding' and d.state == 'missed' for d in snap.deadlines)
+            asked = any(e.is_open or (e.closed_s is not None and e.closed_s >= late_s) for e in snap.escalations)
+            if not missed and not asked:
+                unasked.append(arrival)
+        return unasked
 
     def _apply_safe_default(self, deadline: Deadline, escalation_id: str, reason: str) -> None:
         """Apply the configured safe default for a stall of the manager (after its escalation)."""

@@ -502,7 +502,7 @@ class EscalationDesk:
     def tick(self, now_s: float) -> None:
         """Run the supervisor's deadlines (paused while held or paused), expire and re-notify escalations.
 
-        A waiting case's patient is given to a person on time even while the team is held
+        A patient nobody was asked about is given to a person on time even while the team is held
         (:meth:`SupervisorCore.check_waiting <robot_team.core.supervisor.SupervisorCore.check_waiting>`).
         """
         if not self.hold.active and not self.deadlines_paused:
