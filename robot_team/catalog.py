@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from robot_team.names import Robot
+from robot_team.names import Robot, role_name
 from robot_team.reports import TaskType
 
 
@@ -841,7 +841,7 @@ def rubric_tool(use: RubricUse) -> str:
 
 
 def role_of(robot: 'Robot | str') -> RoleDecl:
-    """Return the declaration of operational role ``robot``.
+    """Return the declaration of operational robot ``robot``'s role (a role's name, or ``<role>_<n>`` of a fleet).
 
     Raises
     ------
@@ -850,7 +850,7 @@ def role_of(robot: 'Robot | str') -> RoleDecl:
     """
     value = robot.value if isinstance(robot, Robot) else robot
     try:
-        return ROLES_BY_ROBOT[value]
+        return ROLES_BY_ROBOT[role_name(value)]
     except KeyError:
         raise KeyError(f'{value!r} is not an operational robot (expected one of {", ".join(OPERATIONAL_ROBOTS)})') \
             from None

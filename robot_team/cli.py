@@ -31,6 +31,7 @@ from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
 from robot_team import runner
+from robot_team.names import parse_fleet
 from robot_team.reports import WORKFLOW_ORDER
 from robot_team.restarts import DEFAULT_MAX_RESTARTS
 from robot_team.runner import check_brain, ensure_localhost_dds
@@ -38,6 +39,12 @@ from robot_team.runner import check_brain, ensure_localhost_dds
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
 console = Console()
+
+FLEET_HELP = ("Robots per role beyond one, e.g. 'navigation_robot=2,display_robot=1' (named <role>_1, "
+              "<role>_2..., each its own node in its own namespace, docked at its own dock). Default: the "
+              "scenario's or shift file's (one per role).")
+"""``--fleet``'s help (``run`` and ``shift``)."""
+
 
 STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'held_for_human': 'yellow',
                 'timeout': 'red', 'interrupted': 'red', 'start_error': 'red'}
@@ -88,6 +95,7 @@ def run(
                                                           'dies is started again (per node, 0.5 s after its exit; '
                                                           '0: never).')]
     = DEFAULT_MAX_RESTARTS,
+    fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json.
 
@@ -98,6 +106,8 @@ def run(
     """
     try:
         loaded = load_scenario(scenario)
+        if fleet:
+            loaded = loaded.model_copy(update={'fleet': parse_fleet(fleet, '--fleet')})
         check_brain(brain, '--brain')
         check_clock_mode(clock, '--clock')
         if model is not None and brain != 'local':
@@ -150,6 +160,7 @@ def shift(
     cases_at_once: Annotated[Optional[int], typer.Option(
         min=0, help="Cases served at once (0: no limit; a robot still runs one task at a time). Default: the "
                     "shift file's (a generated shift: 1).")] = None,
+    fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
 ) -> None:
     """Serve many patients with one team over a shift; write DIR/shift.json, summary.md and summary.png.
 
@@ -169,6 +180,8 @@ def shift(
             loaded = generate_shift(hours=hours, arrivals_per_hour=arrivals_per_hour, seed=seed)
         if cases_at_once is not None:
             loaded = loaded.model_copy(update={'cases_at_once': cases_at_once})
+        if fleet:
+            loaded = loaded.model_copy(update={'fleet': parse_fleet(fleet, '--fleet')})
         if shift_file is None:
             out.mkdir(parents=True, exist_ok=True)
             write_shift(loaded, out / 'shift.yaml')
@@ -177,7 +190,7 @@ def shift(
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     console.print(f'[bold]Shift[/bold] {loaded.name}: {len(loaded.cases)} patient(s) over '
                   f'{max(p.arrival_time_s for p in loaded.cases) / 3600:.2f} h of sim time, '
-                  f"{loaded.cases_at_once or 'any number of'} case(s) at once")
+                  f"{loaded.cases_at_once or 'any number of'} case(s) at once; robots {', '.join(loaded.robots)}")
     try:
         options = ({'kb': kb} if brain in LLM_BRAINS else {}) | ({} if lessons else {'lessons': False})
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',

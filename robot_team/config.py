@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from robot_team import names
+
 PACKAGE = 'robot_team'
 
 
@@ -248,6 +250,9 @@ class Scenario(BaseModel):
     cases_at_once: int = Field(1, ge=0, description='How many cases the team serves at once (robot_team.cases): '
                                                     '1 one at a time, 0 no limit (a robot still runs one task '
                                                     'at a time; a case waits for a busy robot).')
+    fleet: dict[str, int] = Field(default_factory=dict,
+                                  description='Robots per role beyond one (e.g. {navigation_robot: 2}): named '
+                                              '<role>_1, <role>_2... (robot_team.names.fleet_robots).')
     expected_outcome: Literal['success', 'failure', 'escalated'] | None = Field(
         None, description='What a correct team achieves here (used by tests and evaluation).')
 
@@ -257,6 +262,16 @@ class Scenario(BaseModel):
         if isinstance(value, dict):
             return {str(k): v for k, v in value.items()}
         return value
+
+    @field_validator('fleet')
+    @classmethod
+    def _fleet_roles(cls, value: dict[str, int]) -> dict[str, int]:
+        return names.parse_fleet(','.join(f'{role}={count}' for role, count in value.items()), 'scenario fleet')
+
+    @property
+    def robots(self) -> list[str]:
+        """The operational robots' names, role by role in workflow order (:func:`robot_team.names.fleet_robots`)."""
+        return [r for role in names.OPERATIONAL_ROLES for r in names.fleet_robots(role, self.fleet.get(role, 1))]
 
     @model_validator(mode='after')
     def _one_case_per_patient(self) -> 'Scenario':

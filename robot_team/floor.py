@@ -243,15 +243,16 @@ class Floor:
             raise FloorError(f"unknown room '{name}': expected one of {', '.join(self.rooms)}") from None
 
     def dock(self, robot: str) -> Dock:
-        """Return the dock of ``robot``.
+        """Return the dock of ``robot``; a fleet's first robot (``<role>_1``) without one of its own uses ``<role>``'s.
 
         Raises
         ------
         FloorError
             If the floor has no dock for that robot.
         """
+        first = robot.removesuffix('_1') if robot.endswith('_1') and robot not in self.docks else robot
         try:
-            return self.docks[robot]
+            return self.docks[first]
         except KeyError:
             raise FloorError(f"no dock for robot '{robot}': expected one of "
                              f"{', '.join(self.docks)}") from None

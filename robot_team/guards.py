@@ -25,6 +25,7 @@ from robot_team.brains.base import BrainReport, Delegate, TaskRecord
 from robot_team.grounding import success_problems
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
 from robot_team.catalog import TASK_OWNER, TaskFacts
+from robot_team.names import role_name
 from robot_team.tools.base import ToolResult
 
 DELEGATION_CONTEXT_KEYS = frozenset({'patient_id', 'presentation', 'esi_level', 'required_specialty',
@@ -54,7 +55,7 @@ def reflection_contradictions(reflection: Reflection, tasks: Iterable[TaskRecord
         elif outcome.status is TaskStatus.FAILURE and of_type and of_type[-1].state == 'success':
             problems.append(f'{kind} is claimed failed but {of_type[-1].task_id} succeeded')
         owner = TASK_OWNER.get(outcome.task_type)
-        if owner and outcome.robot != owner:
+        if owner and role_name(outcome.robot) != owner:
             problems.append(f"{kind} is attributed to '{outcome.robot}', but only {owner} does {kind}")
     return problems
 
@@ -79,7 +80,7 @@ def report_contradictions(report: TaskReportModel, task: TaskFacts) -> list[str]
         journal.append(ToolResult(tool=str(entry['tool']), args=dict(entry.get('args') or {}),
                                   ok=bool(entry.get('ok')), output=dict(entry.get('output') or {}),
                                   error=str(entry.get('error') or '')))
-    if TASK_OWNER.get(report.task_type) != report.robot:
+    if TASK_OWNER.get(report.task_type) != role_name(report.robot):
         return [f'{report.robot} does not own {report.task_type.value}']
     world = report.evidence.get('world')
     if not isinstance(world, dict):

@@ -32,7 +32,7 @@ import time
 from typing import Iterable
 
 from robot_team.catalog import OPERATIONAL_ROBOTS
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, Robot
+from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, Robot, role_name
 
 EXIT_AS_EXPECTED = 0
 EXIT_UNEXPECTED_OUTCOME = 1
@@ -42,7 +42,7 @@ EXIT_NOT_STARTED = 3
 STOP_ORDER = (Robot.MANAGER.value, MOTION_SIM, HOSPITAL_SYSTEMS, *OPERATIONAL_ROBOTS)
 """Nodes stopped first, in this order: no new decision; the floor's clock stopped and its waiting
 goals released; the hospital's waiting pages released (a robot's tool may be blocked in a page the
-simulator holds); then the robots' tasks, waited for."""
+simulator holds); then the robots' tasks, waited for (a fleet's robots as their role's)."""
 
 
 class Interrupt:
@@ -101,7 +101,7 @@ def stop_nodes(nodes: Iterable, timeout_s: float = 5.0) -> list[str]:
     """
     order = {name: i for i, name in enumerate(STOP_ORDER)}
     stoppable = [n for n in nodes if callable(getattr(n, 'stop', None))]
-    stoppable.sort(key=lambda n: order.get(n.get_name(), len(order)))
+    stoppable.sort(key=lambda n: order.get(n.get_name(), order.get(role_name(n.get_name()), len(order))))
     not_stopped = []
     for node in stoppable:
         try:

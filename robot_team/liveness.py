@@ -47,6 +47,12 @@ WATCHED: tuple[str, ...] = (Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value,
                             Robot.MANAGER.value, HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER)
 """The nodes the supervisor watches: the team but itself, the recorder and the simulator's nodes."""
 
+
+def watched(robots: Iterable[str]) -> list[str]:
+    """Return the nodes the supervisor watches in a team whose operational robots are ``robots`` (a fleet's too)."""
+    return [*robots, *(n for n in WATCHED if n not in OPERATIONAL_ROBOTS)]
+
+
 OPERATIONAL_ROBOTS: frozenset[str] = frozenset(
     {Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value})
 """The watched nodes that hold delegated tasks (a task held by a lost one is recovered by the workflow)."""

@@ -93,6 +93,86 @@ ODOM_FRAME = 'odom'     # REP-105
 BASE_FRAME = 'base_link'  # REP-105
 
 _NAME_PART = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
+_FLEET_INDEX = re.compile(r'^(?P<role>.+)_(?P<index>[1-9][0-9]*)$')
+OPERATIONAL_ROLES: tuple[str, ...] = tuple(r.value for r in Robot if r is not Robot.MANAGER)
+"""The roles of the robots that run tasks (every :class:`Robot` but the manager), in workflow order."""
+
+
+def fleet_robots(role: 'Robot | str', count: int = 1) -> list[str]:
+    """Return the names of ``count`` robots of ``role``: the role's own name for one robot.
+
+    Several robots of a role are ``<role>_1``, ``<role>_2``... (nav2_bringup's multi-robot
+    naming: each is a node of that name in its own namespace). E.g. ``fleet_robots('navigation_robot', 2)
+    == ['navigation_robot_1', 'navigation_robot_2']``.
+
+    Raises
+    ------
+    ValueError
+        If ``count`` is below 1.
+    """
+    name = role.value if isinstance(role, Robot) else str(role)
+    if int(count) < 1:
+        raise ValueError(f'a fleet has at least one robot per role; got {count} for {name}')
+    return [name] if int(count) == 1 else [f'{name}_{i}' for i in range(1, int(count) + 1)]
+
+
+def role_name(robot: str) -> str:
+    """Return the role of robot ``robot``: ``'navigation_robot'`` for ``'navigation_robot_2'`` and itself.
+
+    A name that is neither a role nor ``<role>_<n>`` (n >= 1) is returned unchanged: it is no
+    operational robot, and whoever checks ownership refuses it.
+    """
+    name = str(robot)
+    if name in OPERATIONAL_ROLES:
+        return name
+    match = _FLEET_INDEX.match(name)
+    return match['role'] if match and match['role'] in OPERATIONAL_ROLES else name
+
+
+def validate_robots(robots, what: str = 'robots') -> list[str]:
+    """Return ``robots`` (the team's operational robots' names) as a list, after checking it.
+
+    Each name is a role's or ``<role>_<n>`` (:func:`fleet_robots`), none twice, and every
+    operational role has a robot.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, the names that are not robots of a role, repeated, or the roles with none.
+    """
+    names = [str(r) for r in robots]
+    wrong = [r for r in names if role_name(r) not in OPERATIONAL_ROLES]
+    twice = sorted({r for r in names if names.count(r) > 1})
+    missing = [role for role in OPERATIONAL_ROLES if role not in {role_name(r) for r in names}]
+    if wrong or twice or missing:
+        raise ValueError(f'{what}: expected the robots of every role ({", ".join(OPERATIONAL_ROLES)}), each '
+                         f'named <role> or <role>_<n> once; got {names}'
+                         + (f'; not robots of a role: {wrong}' if wrong else '')
+                         + (f'; repeated: {twice}' if twice else '')
+                         + (f'; no robot for: {missing}' if missing else ''))
+    return names
+
+
+def parse_fleet(text: str, what: str = 'fleet') -> dict[str, int]:
+    """Parse ``--fleet`` text, e.g. ``'navigation_robot=2,display_robot=1'``, into robots per role.
+
+    Roles not named keep one robot (they are left out of the result).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the part that is not ``<role>=<count>`` with an operational role and a
+        count of at least 1.
+    """
+    fleet: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in str(text).split(','))):
+        role, sep, count = part.partition('=')
+        role = role.strip()
+        if not sep or role not in OPERATIONAL_ROLES or not count.strip().isdigit() or int(count) < 1:
+            raise ValueError(f"{what} part {part!r}: expected <role>=<count> with a role among "
+                             f"{', '.join(OPERATIONAL_ROLES)} and a count of at least 1")
+        fleet[role] = int(count)
+    return fleet
 
 
 def robot_name(robot: 'Robot | str', relative: str) -> str:

@@ -13,11 +13,12 @@ import time
 from typing import Callable, TypeVar
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 
 from robot_team.config import ConfigError
 from robot_team.errors import ToolError
-from robot_team.names import SUBMIT_REPORT
+from robot_team.names import SUBMIT_REPORT, validate_robots
 from robot_team.reports import ReportAnswer
 from robot_team.rosmsgs import report_to_msg
 from robot_team.rostime import now_s
@@ -190,3 +191,22 @@ def spin_node(name: str, make_node, make_executor, args=None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def declare_robots(node, default) -> list[str]:
+    """Declare ``node``'s ``robots`` parameter (string array) and return the team's operational robots.
+
+    Default ``default`` (the scenario's fleet, :attr:`robot_team.config.Scenario.robots`); checked
+    by :func:`robot_team.names.validate_robots`.
+
+    Raises
+    ------
+    ConfigError
+        If the value is not the robots of every role, each once.
+    """
+    value = node.declare_parameter('robots', list(default), ParameterDescriptor(
+        description="The team's operational robots: every role's, <role> or <role>_<n> for a fleet")).value
+    try:
+        return validate_robots(value, f'{node.get_name()} parameter robots')
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc

@@ -67,6 +67,7 @@ from robot_team.names import (
     Robot,
     clock_remap,
     join,
+    role_name,
     validate_namespace,
 )
 from robot_team.recorder import TeamRecorder, write_record
@@ -87,7 +88,15 @@ LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
 
 TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
         Robot.MANAGER.value]
-"""The team's nodes (their ``node_started`` events, with the simulator's, gate the start of sim time)."""
+"""The team's nodes with one robot per role (their ``node_started`` events, with the simulator's, gate the
+start of sim time); :func:`team_nodes` gives a fleet's."""
+
+
+def team_nodes(scenario: Scenario) -> list[str]:
+    """Return the team's nodes for ``scenario``: supervisor, operator, every robot of its fleet, manager."""
+    return [SUPERVISOR, OPERATOR, *scenario.robots, Robot.MANAGER.value]
+
+
 SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
 """The embedded simulator's nodes: the hospital's systems, and robot motion (the clock source)."""
 NOT_RESTARTABLE = frozenset({MOTION_SIM})
@@ -179,7 +188,7 @@ def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
         return params
     if name == Robot.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
-                      cases=len(scenario.cases), cases_at_once=scenario.cases_at_once)
+                      cases=len(scenario.cases), cases_at_once=scenario.cases_at_once, robots=scenario.robots)
     else:
         params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
     params.update(brain_options or {})
@@ -422,9 +431,12 @@ class Episode:
         also gets its own clock topic (:func:`robot_team.names.clock_remap`). Without ``node``:
         node-specific rules for every robot first, then the team-wide one (rcl uses the first match).
         """
+        clock = clock_remap(self.namespace) if self.namespace != '/' else []
+        if node is not None and node in self.scenario.robots and node != role_name(node):   # a fleet's robot
+            return ['-r', f'__node:={node}', '-r', f'__ns:={join(self.namespace, node)}', *clock]
         if self.namespace == '/':
             return []
-        robots = [r.value for r in (Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY)]
+        robots = self.scenario.robots
         if node is not None:
             ns = join(self.namespace, node) if node in robots else self.namespace
             return ['-r', f'__ns:={ns}', *clock_remap(self.namespace)]
@@ -460,8 +472,9 @@ class Episode:
             return [Parameter(k, value=v) for k, v in params.items()]
         nodes = [SupervisorNode(self.scenario, context=context, parameter_overrides=overrides(SUPERVISOR)),
                  ScriptedOperatorNode(self.scenario, context=context, parameter_overrides=overrides(OPERATOR))]
-        for role in (Robot.NAVIGATION, Robot.INFO_COLLECTION, Robot.DISPLAY):
-            nodes.append(RobotNode(role.value, context=context, parameter_overrides=overrides(role.value)))
+        for robot in self.scenario.robots:
+            nodes.append(RobotNode(role_name(robot), robot=robot, context=context,
+                                   parameter_overrides=overrides(robot)))
         nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Robot.MANAGER.value)))
         sim = {name: [Parameter(k, value=v) for k, v in self._sim_parameters(name, paths).items() if k != 'scenario']
                for name in SIM_NODES}
@@ -477,10 +490,12 @@ class Episode:
         lets it go once they are all up.
         """
         if name == HOSPITAL_SYSTEMS:   # a checkpoint of the floor where its process may die and restart
-            return {'scenario': paths['scenario'], 'use_sim_time': True,
+            return {'scenario': paths['scenario'], 'use_sim_time': True, 'robots': self.scenario.robots,
                     'state_file': paths['hospital_state'] if self.processes else ''}
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
-                'min_clock_subscribers': len(TEAM) + 2, 'llm_clock': self.llm_clock, 'clock_mode': self.clock}
+                'robots': self.scenario.robots,
+                'min_clock_subscribers': len(team_nodes(self.scenario)) + 2, 'llm_clock': self.llm_clock,
+                'clock_mode': self.clock}
 
     def _clock_resumer(self, recorder) -> Callable[[], object]:
         """Return a function that unpauses ``motion_sim`` (sets its ``paused`` parameter false): sim time starts.
@@ -521,8 +536,8 @@ class Episode:
         self._dds_env, self.dds_profile = dds_environment(os.environ)
         modules = {SUPERVISOR: ['robot_team.agents.supervisor_node'], OPERATOR: ['robot_team.agents.operator_node'],
                    Robot.MANAGER.value: ['robot_team.agents.manager_node']}
-        for name in TEAM:
-            argv = modules.get(name, ['robot_team.agents.robot_node', name])
+        for name in team_nodes(self.scenario):
+            argv = modules.get(name, ['robot_team.agents.robot_node', role_name(name)])
             self._start_process(name, [sys.executable, '-m', *argv],
                                 _node_parameters(name, self.scenario, paths, self.brain, self.brain_options))
         sim_modules = {HOSPITAL_SYSTEMS: 'robot_team.sim.hospital_node', MOTION_SIM: 'robot_team.sim.motion_node'}
@@ -640,14 +655,15 @@ class Episode:
             if interrupt.is_set():
                 return False
             started = {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
-            if set(TEAM + SIM_NODES) <= started:
+            if set(team_nodes(self.scenario) + SIM_NODES) <= started:
                 return True
             self._check_children()
             if self._crashed:
                 raise RuntimeError(f"team node(s) {', '.join(sorted(self._crashed))} crashed at start-up; "
                                    f"see {self.out_dir / 'logs'}")
             time.sleep(0.02)
-        missing = set(TEAM + SIM_NODES) - {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
+        missing = set(team_nodes(self.scenario) + SIM_NODES) - {
+            e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
         raise RuntimeError(f"team node(s) {', '.join(sorted(missing))} did not start within {timeout_s:.0f} s")
 
     def _wait_finished(self, recorder: TeamRecorder, interrupt: Interrupt) -> TeamEventModel | None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from robot_team.config import Deadlines
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
-from robot_team.names import Robot
+from robot_team.names import Robot, role_name
 from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, IssueCode, TaskReportModel, TaskStatus, TaskType
 from robot_team.catalog import TASK_OWNER
 
@@ -286,7 +286,7 @@ class WorkflowPolicy:
             return refuse('unknown_task_type', f"unknown task type '{task_type}'; the workflow's task types "
                                                f"are {', '.join(t.value for t in WORKFLOW_ORDER)}")
         owner = TASK_OWNER[kind]
-        if robot != owner:
+        if role_name(robot) != owner:
             if robot == MANAGER:
                 why = f'the manager delegates and never operates: {kind.value} must be delegated to {owner}'
             elif kind is TaskType.REFLECTION:

@@ -15,12 +15,14 @@ import pytest
 from robot_team.brains.base import PatientInfo, StaffInfo
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
 from robot_team.cases import case_key
+from robot_team.catalog import TASK_OWNER
 from robot_team.config import Deadlines
 from robot_team.core.manager import ManagerCore
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.escalation_model import EscalationRecord
-from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel
+from robot_team.names import OPERATIONAL_ROLES, Robot, fleet_robots, role_name
+from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskType
 from robot_team.workflow import WorkflowPolicy
 from team_harness import Recorder, World, build_toolbox, observer
 from test_no_stall import ROBOTS
@@ -33,13 +35,14 @@ class SharedFloor:
     node's core when :meth:`finish` ends it. ``busy`` maps each robot to its running task.
     """
 
-    def __init__(self, cases_at_once: int, record: Recorder):
+    def __init__(self, cases_at_once: int, record: Recorder, robots: list[str] = ROBOTS):
         self.t = 0.0
         self.record = record
+        self.robots = list(robots)
         self.supervisor = SupervisorCore(WorkflowPolicy(Deadlines(decision_s=30.0, issue_handling_s=60.0)),
                                          record.emitter('supervisor'), self._escalated, lambda esc: None,
-                                         cases_at_once=cases_at_once)
-        self.manager = ManagerCore(ManagerProtocolBrain(), self, record.emitter('manager'), ROBOTS, cases=0,
+                                         cases_at_once=cases_at_once, robots=self.robots)
+        self.manager = ManagerCore(ManagerProtocolBrain(), self, record.emitter('manager'), self.robots, cases=0,
                                    cases_at_once=cases_at_once, make_brain=ManagerProtocolBrain)
         self.worlds: dict[str, World] = {}
         self.busy: dict[str, tuple] = {}   # robot -> (task, done, case)
@@ -66,10 +69,10 @@ class SharedFloor:
     def finish(self, robot: str) -> None:
         """End ``robot``'s running task on its case's floor: the robot core's grounded report."""
         task, done, case = self.busy.pop(robot)
-        waiting = [c for c, lane in self.manager._lanes.items() if lane.parked == robot]
-        world = self.worlds[case]
-        core = RobotCore(robot, protocol_robot_brain(robot), build_toolbox(robot, world), lambda *a, **k: None,
-                         lambda: self.t, observer(world))
+        waiting = [c for c, lane in self.manager._lanes.items() if lane.parked in (robot, role_name(robot))]
+        world, role = self.worlds[case], role_name(robot)
+        core = RobotCore(role, protocol_robot_brain(role), build_toolbox(role, world), lambda *a, **k: None,
+                         lambda: self.t, observer(world), robot=robot)
         report = core.run(task, lambda *_: None)
         self.t += 5.0
         self.supervisor.submit_report(report, self.t)
@@ -111,14 +114,12 @@ def _patients(rng: random.Random, count: int) -> list[PatientInfo]:
 
 
 def _idle_robot_for_a_waiting_case(floor: SharedFloor) -> list[str]:
-    """Return 'case:robot' for each open case whose next step's robot is idle (none: nobody waits in vain)."""
-    from robot_team.catalog import TASK_OWNER
+    """Return 'case:robot' for each open case with a robot idle for its next step (none: nobody waits in vain)."""
     found = []
     for policy in floor.supervisor.open_policies:
         for kind in policy.next_steps():
-            robot = TASK_OWNER[kind]
-            if robot not in floor.busy:
-                found.append(f'{policy.patient_id}:{robot}')
+            found += [f'{policy.patient_id}:{robot}' for robot in floor.robots
+                      if role_name(robot) == TASK_OWNER[kind] and robot not in floor.busy]
     return found
 
 
@@ -127,7 +128,8 @@ def test_cases_share_the_robots_one_task_each_most_urgent_first_and_none_waits_f
     rng = random.Random(seed)
     record = Recorder()
     at_once = rng.choice((0, 2, 3))   # 0: no limit
-    floor = SharedFloor(at_once, record)
+    fleet = {role: rng.choice((1, 1, 2)) for role in OPERATIONAL_ROLES}   # robots per role
+    floor = SharedFloor(at_once, record, [r for role, n in fleet.items() for r in fleet_robots(role, n)])
     patients = _patients(rng, rng.randint(3, 8))
     keys = {p.patient_id: case_key(p.esi_level, 0.0, p.patient_id) for p in patients}
     arrivals = list(patients)
@@ -146,10 +148,13 @@ def test_cases_share_the_robots_one_task_each_most_urgent_first_and_none_waits_f
     # each case's tasks carry its own IDs, and the supervisor's and the manager's records agree
     assert sorted(c.case_id for c in floor.manager.closed_cases) == sorted(p.patient_id for p in patients)
     # a robot freed while cases waited for it went to the most urgent of them at once
-    assert floor.handovers
     for robot, waiting, case in floor.handovers:
         assert case == min(waiting, key=keys.get), (robot, waiting, case)
     assert not record.of('deadline_missed') and not record.of('workflow_violation')
+    # every robot's tasks are its role's, and a fleet's robots all worked when cases overlapped
+    delegated = [e['data'] for e in record.of('delegation', 'manager')]
+    assert all(role_name(d['robot']) == TASK_OWNER[TaskType(d['task_type'])] for d in delegated)
+    assert {d['robot'] for d in delegated} <= set(floor.robots)
 
 
 def test_a_case_waiting_for_a_robot_is_recorded_and_its_decision_deadline_waits_too():
@@ -179,6 +184,39 @@ def test_a_case_waiting_for_a_robot_is_recorded_and_its_decision_deadline_waits_
     assert floor.busy['info_collection_robot'][2] == first.patient_id   # while the first case goes on
     told = [f.kind.value for f in floor.manager._lanes[second.patient_id].obs.feedback]
     assert told == [] and not record.of('deadline_missed')
+
+
+def test_a_fleet_serves_overlapping_cases_on_idle_robots_of_the_role_and_the_gate_knows_its_robots():
+    record = Recorder()
+    fleet = [*fleet_robots(Robot.NAVIGATION, 2), *ROBOTS[1:]]
+    floor = SharedFloor(0, record, fleet)
+    first, second, third = _patients(random.Random(3), 3)
+    for patient in (first, second):
+        floor.arrive(patient)
+        floor.settle()
+    # the second case did not wait: the role's other robot was idle
+    assert {r: floor.busy[r][2] for r in fleet[:2]} == {'navigation_robot_1': first.patient_id,
+                                                        'navigation_robot_2': second.patient_id}
+    assert not [e for e in record.of('observation', 'manager') if e['data'].get('cue') == 'waiting_for_robot']
+    floor.arrive(third)   # both busy: the third waits for either of them
+    floor.settle()
+    [wait] = [e for e in record.of('observation', 'manager') if e['data'].get('cue') == 'waiting_for_robot']
+    assert (wait['data']['case_id'], wait['data']['robot']) == (third.patient_id, 'navigation_robot')
+    floor.t += 10.0
+    floor.finish('navigation_robot_2')
+    floor.settle()
+    assert floor.busy['navigation_robot_2'][2] == third.patient_id   # the freed one took it
+    # the gate takes the fleet's robots by name, never a role's name for them or a robot outside the fleet
+    staff = World().staff_facts()
+    for robot, why in (('navigation_robot', "navigation_robot's robots are navigation_robot_1, navigation_robot_2"),
+                       ('navigation_robot_3', "navigation_robot_3's robots are"),
+                       ('vacuum_robot', 'expected one of navigation_robot_1')):
+        refused = floor.supervisor.authorize('navigation', robot, '', 'manager', floor.t, hcw_id='90', staff=staff,
+                                             case_id=first.patient_id)
+        assert (refused.approved, refused.rule.value) == (False, 'role') and why in refused.explanation, refused
+    refused = floor.supervisor.authorize('display', 'navigation_robot_1', '', 'manager', floor.t, staff=staff,
+                                         case_id=first.patient_id)
+    assert (refused.approved, refused.rule.value) == (False, 'role')   # a robot of the fleet, not of this role
 
 
 def test_several_cases_at_once_need_a_brain_per_case_and_a_limit_of_zero_or_more():

@@ -61,7 +61,7 @@ from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg
 from robot_team.rostime import now_s
-from robot_team.rosutil import spin_node, submit_report, wait_for_server, wait_future
+from robot_team.rosutil import declare_robots, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
 from robot_team.workflow import Authorization, WorkflowRule
 
@@ -128,7 +128,9 @@ class ManagerNode(Node):
         As for :class:`rclpy.node.Node`. Parameters: ``brain``, ``issue_handling``,
         ``service_timeout_s`` (wall s to wait for the supervisor and the robots), ``kb``,
         ``state_db`` (SQLite file of what the manager knows, e.g. beside the run's record, taken up
-        by a restarted manager: :mod:`robot_team.core.manager_store`; empty: nothing kept).
+        by a restarted manager: :mod:`robot_team.core.manager_store`; empty: nothing kept),
+        ``robots`` (the team's operational robots, default one per role; a fleet's are
+        ``<role>_<n>``: :func:`robot_team.rosutil.declare_robots`).
 
     Attributes
     ----------
@@ -171,8 +173,13 @@ class ManagerNode(Node):
         self._escalate = self.create_client(RequestEscalation, names.REQUEST_ESCALATION,
                                             callback_group=self._group)
         self._submit = self.create_client(SubmitReport, names.SUBMIT_REPORT, callback_group=self._group)
+        try:
+            robots = declare_robots(self, ROBOTS)
+        except ConfigError as exc:
+            self.events.emit(EventKind.INPUT_ERROR, 'manager cannot start', reason=str(exc))
+            raise
         self._robots = {robot: ActionClient(self, ExecuteTask, names.robot_name(robot, names.EXECUTE_TASK),
-                                            callback_group=self._group) for robot in ROBOTS}
+                                            callback_group=self._group) for robot in robots}
         issue_handling = self.get_parameter('issue_handling').value
 
         def protocol_brain() -> ManagerBrain:   # the brain that takes over on a supervisor's directive
@@ -184,7 +191,7 @@ class ManagerNode(Node):
             self.events.emit(EventKind.INPUT_ERROR, 'manager cannot open its state store', reason=str(exc))
             raise
         try:
-            self.core = ManagerCore(brain, self, self.events.emit, ROBOTS, fallback=protocol_brain, store=store,
+            self.core = ManagerCore(brain, self, self.events.emit, robots, fallback=protocol_brain, store=store,
                                     cases=int(self.get_parameter('cases').value),
                                     cases_at_once=int(self.get_parameter('cases_at_once').value), make_brain=make_brain,
                                     lessons=bool(self.get_parameter('lessons').value))

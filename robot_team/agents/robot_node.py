@@ -95,8 +95,11 @@ class RobotNode(Node):
         ``tf``; ``amcl_pose``), ``pose_topic`` (default ``amcl_pose``), ``base_frame`` (``base_link``),
         ``navigator`` (``auto``: nav2_simple_commander's BasicNavigator where installed, else the
         built-in client with the same calls; ``basic_navigator``; ``builtin``).
+    robot
+        The robot's name (node name), default ``role``: ``<role>_<n>`` in a fleet
+        (:func:`robot_team.names.fleet_robots`); a ``__node`` remap names it as well.
     namespace
-        The robot's namespace (default ``/<role>``; in a team namespace ``T``, ``T/<role>``).
+        The robot's namespace (default ``/<robot>``; in a team namespace ``T``, ``T/<robot>``).
 
     Raises
     ------
@@ -104,14 +107,16 @@ class RobotNode(Node):
         If ``role`` is not an operational robot.
     """
 
-    def __init__(self, role: str, brain: RobotBrain | None = None, *, namespace: str | None = None, context=None,
-                 parameter_overrides=None):
+    def __init__(self, role: str, brain: RobotBrain | None = None, *, robot: str = '', namespace: str | None = None,
+                 context=None, parameter_overrides=None):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
-        # The robot's own namespace (default /<role>); a command-line ``-r __ns:=...`` overrides it.
-        super().__init__(role, namespace=namespace or f'/{role}', context=context,
+        robot = robot or role
+        # The robot's own namespace (default /<robot>); a command-line ``-r __ns:=...`` overrides it.
+        super().__init__(robot, namespace=namespace or f'/{robot}', context=context,
                          parameter_overrides=parameter_overrides or [])
         self.role = role
+        self.robot = self.get_name()   # the node's name, remapped or not (``-r __node:=navigation_robot_2``)
         self.task_type = ROLE_TASK[role]
         team_ns = self.declare_parameter('team_namespace', '').value
         self.team_namespace = (names.validate_namespace(team_ns, 'parameter team_namespace') if team_ns
@@ -122,7 +127,7 @@ class RobotNode(Node):
         self.declare_parameter('kb', True)
         self.declare_parameter('service_timeout_s', 15.0)
         self._timeout = float(self.get_parameter('service_timeout_s').value)
-        self.events = EventEmitter(self, role)
+        self.events = EventEmitter(self, self.robot)
         self.toolbox = Toolbox(role, self.events, clock=lambda: now_s(self))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
@@ -136,8 +141,9 @@ class RobotNode(Node):
                                base_url=self.declare_parameter('llm_base_url', '').value,
                                model=self.declare_parameter('llm_model', '').value,
                                decoding=self.declare_parameter('llm_decoding', '').value,
-                               hold=clock_hold(self, role, llm_clock))
-        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self), self._observe)
+                               hold=clock_hold(self, self.robot, llm_clock))
+        self.core = RobotCore(role, brain, self.toolbox, self.events.emit, lambda: now_s(self), self._observe,
+                              robot=self.robot)
         self._submit = self.create_client(SubmitReport, team_name(self, names.SUBMIT_REPORT),
                                           callback_group=self._group)
         self._held_by = ''   # escalation IDs holding the team ('' when not held)
@@ -149,7 +155,7 @@ class RobotNode(Node):
             cancel_callback=self.cancel_callback, callback_group=self._group)
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
-        self.events.emit(EventKind.NODE_STARTED, f'{role} ready with tools {", ".join(self.toolbox.names())}',
+        self.events.emit(EventKind.NODE_STARTED, f'{self.robot} ready with tools {", ".join(self.toolbox.names())}',
                          tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)
 
     @property
@@ -162,8 +168,8 @@ class RobotNode(Node):
         try:
             tools = role_of(self.role).implementation_class().from_node(self, self._group)
         except ValueError as exc:   # a parameter out of its set: a recorded, clear start-up error
-            self.events.emit(EventKind.INPUT_ERROR, f'{self.role} cannot start', reason=str(exc))
-            raise ConfigError(f'{self.role} parameters: {exc}') from exc
+            self.events.emit(EventKind.INPUT_ERROR, f'{self.robot} cannot start', reason=str(exc))
+            raise ConfigError(f'{self.robot} parameters: {exc}') from exc
         tools.register(self.toolbox)
         self._observe = tools.observe   # what the world shows of a success claim (catalog.WorldFact)
         self._cancel_hooks = [tools.cancel]
@@ -177,17 +183,17 @@ class RobotNode(Node):
         accepted and starts once the old one has ended.
         """
         if self._stopping:
-            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: stopping',
+            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.robot} rejected {goal.task_id}: stopping',
                              target=goal.task_id, reason='the robot is stopping with the episode',
                              task_id=goal.task_id)
             return GoalResponse.REJECT
         if not self.core.accepts(goal.task_type):
-            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected a {goal.task_type} task',
-                             target=goal.task_id, reason=f'{self.role} executes only {self.task_type.value} tasks',
+            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.robot} rejected a {goal.task_type} task',
+                             target=goal.task_id, reason=f'{self.robot} executes only {self.task_type.value} tasks',
                              task_id=goal.task_id, task_type=goal.task_type)
             return GoalResponse.REJECT
         if self._busy.locked() and not (self._running_task and self.toolbox.cancelled(self._running_task)):
-            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.role} rejected {goal.task_id}: busy',
+            self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.robot} rejected {goal.task_id}: busy',
                              target=goal.task_id, reason='a task is already running', task_id=goal.task_id)
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
@@ -201,13 +207,13 @@ class RobotNode(Node):
         self._held_by = (', '.join(msg.escalation_ids) or 'the supervisor') if msg.active else ''
         running = self._running_task
         if self._held_by and running:
-            self.events.emit(EventKind.OBSERVATION, f'{self.role} stops {running}: the team is held',
+            self.events.emit(EventKind.OBSERVATION, f'{self.robot} stops {running}: the team is held',
                              target=running, reason=f'held by {self._held_by}', cue='hold', task_id=running)
             self._stop_task(running)
 
     def cancel_callback(self, goal_handle) -> CancelResponse:
         """Accept cancellation: ask the brain to stop and cancel the robot's motion in progress."""
-        self.events.emit(EventKind.OBSERVATION, f'{self.role} asked to cancel {goal_handle.request.task_id}',
+        self.events.emit(EventKind.OBSERVATION, f'{self.robot} asked to cancel {goal_handle.request.task_id}',
                          target=goal_handle.request.task_id, cue='cancel', task_id=goal_handle.request.task_id)
         self._stop_task(goal_handle.request.task_id)
         return CancelResponse.ACCEPT
@@ -249,12 +255,12 @@ class RobotNode(Node):
         # a robot restarted mid-episode gets its task before its first /clock: its work would be
         # stamped at t = 0, before the task began, and its success refused by the manager
         if not wait_clock_started(self, SERVER_WAIT_S):
-            self.events.emit(EventKind.OBSERVATION, f'{self.role} runs {task.task_id} with no ROS time yet',
+            self.events.emit(EventKind.OBSERVATION, f'{self.robot} runs {task.task_id} with no ROS time yet',
                              target=task.task_id, reason=f'no /clock within {SERVER_WAIT_S:g} s (wall): its stamps '
                              'read 0', cue='no_clock', task_id=task.task_id)
         report = self.core.run(task, progress, held_by=self._held_by)
         if self._stopping:   # the episode ended: the supervisor may be gone; the report is in the record
-            self.events.emit(EventKind.OBSERVATION, f'{self.role} did not submit its report on {task.task_id}: '
+            self.events.emit(EventKind.OBSERVATION, f'{self.robot} did not submit its report on {task.task_id}: '
                              'stopping', target=task.task_id, cue='stopping', task_id=task.task_id)
             return report
         for attempt in range(1, SUBMIT_ATTEMPTS + 1):
@@ -263,12 +269,12 @@ class RobotNode(Node):
             except ToolError as exc:
                 if attempt < SUBMIT_ATTEMPTS and not self._stopping:
                     # a supervisor that died with the request is restarted: ask the new one
-                    self.events.emit(EventKind.OBSERVATION, f'{self.role} submits its report on {task.task_id} '
+                    self.events.emit(EventKind.OBSERVATION, f'{self.robot} submits its report on {task.task_id} '
                                      f'again (attempt {attempt + 1} of {SUBMIT_ATTEMPTS})', target=task.task_id,
                                      reason=str(exc), cue='submit_retry', task_id=task.task_id, attempt=attempt + 1)
                     continue
                 # the supervisor's task deadline will escalate the missing report
-                self.events.emit(EventKind.REPORT_REJECTED, f'{self.role} could not submit its report on '
+                self.events.emit(EventKind.REPORT_REJECTED, f'{self.robot} could not submit its report on '
                                  f'{task.task_id}', target=task.task_id, reason=str(exc), error=str(exc),
                                  task_id=task.task_id, attempts=attempt)
             else:
@@ -286,13 +292,13 @@ class RobotNode(Node):
         self._stopping = True
         task_id = self._running_task
         if task_id:
-            self.events.emit(EventKind.OBSERVATION, f'{self.role} stops {task_id}: the episode ended',
+            self.events.emit(EventKind.OBSERVATION, f'{self.robot} stops {task_id}: the episode ended',
                              target=task_id, cue='stopping', task_id=task_id)
             self.core.cancel(task_id)
             for hook in self._cancel_hooks:
                 hook()
         if not self._busy.acquire(timeout=timeout_s):
-            self.get_logger().error(f'{self.role}: task {task_id} still running {timeout_s:g} s after stop')
+            self.get_logger().error(f'{self.robot}: task {task_id} still running {timeout_s:g} s after stop')
             return False
         self._busy.release()
         return True

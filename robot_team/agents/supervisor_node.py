@@ -76,13 +76,13 @@ from robot_team.msg import (
     TeamHold,
 )
 from robot_team.reports import TaskReportModel
-from robot_team.liveness import OPERATIONAL_ROBOTS, WATCHED, LivenessChange
+from robot_team.liveness import LivenessChange, watched
 from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import LivenessWatch, announce_alive
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg, report_to_msg
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
-from robot_team.rosutil import spin_node
+from robot_team.rosutil import declare_robots, spin_node
 from robot_team.srv import (
     AcknowledgeEscalation,
     AuthorizeTask,
@@ -109,11 +109,19 @@ BACK_NOTICE_WAIT_S = 5.0
 and its goals' cancels to be answered before the team hears it is back
 (:meth:`SupervisorNode.liveness_callback`)."""
 
-HOLD_CANCELS = tuple(names.robot_name(r, names.EXECUTE_TASK) for r in
-                     (names.Robot.NAVIGATION, names.Robot.INFO_COLLECTION, names.Robot.DISPLAY)) + tuple(
-    names.robot_name(names.Robot.NAVIGATION, a) for a in
-    (names.NAVIGATE_TO_POSE, names.NAVIGATE_THROUGH_POSES, names.FOLLOW_PATH))
-"""Actions whose goals a team hold cancels (each robot's tasks, the navigation robot's Nav2 goals)."""
+NAV2_GOALS = (names.NAVIGATE_TO_POSE, names.NAVIGATE_THROUGH_POSES, names.FOLLOW_PATH)
+"""A navigation robot's Nav2 actions whose goals a team hold cancels."""
+
+
+def hold_cancels(robots) -> tuple[str, ...]:
+    """Return the actions whose goals a team hold cancels: each robot's tasks, each navigation robot's Nav2 goals."""
+    return tuple(names.robot_name(r, names.EXECUTE_TASK) for r in robots) + tuple(
+        names.robot_name(r, a) for r in robots if names.role_name(r) == names.Robot.NAVIGATION.value
+        for a in NAV2_GOALS)
+
+
+HOLD_CANCELS = hold_cancels(names.OPERATIONAL_ROLES)
+"""The actions :func:`hold_cancels` gives for the team of one robot per role."""
 
 
 def _back_pause(robot: str) -> str:
@@ -177,6 +185,7 @@ class SupervisorNode(Node):
                 self.get_parameter('escalation_policy').value or None)
             store = EscalationStore(self.get_parameter('escalation_db').value or None)
             cases_at_once = self._cases_at_once(scenario.cases_at_once if scenario is not None else 1)
+            robots = declare_robots(self, scenario.robots if scenario is not None else names.OPERATIONAL_ROLES)
             staff = self._staff_check(self.get_parameter('staff_db').value)
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'supervisor cannot start', reason=str(exc))
@@ -190,13 +199,14 @@ class SupervisorNode(Node):
         self._instruction_pub = self.create_publisher(Instruction, names.INSTRUCTIONS, reliable_qos())
         self._staff_pub = self.create_publisher(StaffBoard, names.STAFF_BOARD, reliable_qos(depth=1))
         self._cancel_clients = {action: self.create_client(CancelGoal, f'{action}/_action/cancel_goal',
-                                                           callback_group=self._group) for action in HOLD_CANCELS}
+                                                           callback_group=self._group)
+                                for action in hold_cancels(robots)}
         self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
         self._rtls_pending = False
         self._directive_pub = self.create_publisher(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, reliable_qos())
         self.core = SupervisorCore(WorkflowPolicy(deadlines), self.events.emit,
                                    lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report,
-                                   self._publish_directive, cases_at_once=cases_at_once)
+                                   self._publish_directive, cases_at_once=cases_at_once, robots=robots)
         self.desk = EscalationDesk(self.core, escalation_policy, store, self.events.emit, self, staff)
         self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
                             callback_group=self._group)
@@ -225,7 +235,7 @@ class SupervisorNode(Node):
         self._save_state()
         self._publish_staff()
         self._liveness_pub = self.create_publisher(NodeLiveness, names.LIVENESS, reliable_qos())
-        self.liveness = LivenessWatch(self, [n for n in WATCHED if n != names.SUPERVISOR], self.liveness_callback,
+        self.liveness = LivenessWatch(self, watched(robots), self.liveness_callback,
                                       callback_group=self._group)
         self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
         self._heartbeat = announce_alive(self)
@@ -346,9 +356,9 @@ class SupervisorNode(Node):
         notice = NodeLiveness(
             stamp=s_to_stamp(now), node=change.node, state=change.state, instance_id=change.instance_id,
             restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s)
-        if change.node in OPERATIONAL_ROBOTS and change.state == 'lost':
+        if change.node in self.core.robots and change.state == 'lost':
             self.stop_robots(f'{change.node} was lost', robot=change.node)
-        if change.node in OPERATIONAL_ROBOTS and change.state == 'back' and not change.restarted:
+        if change.node in self.core.robots and change.state == 'back' and not change.restarted:
             self.desk.pause_deadlines(_back_pause(change.node), now)
             threading.Thread(target=self._cancel_then_announce, args=(change.node, notice),
                              name=f'back-{change.node}', daemon=True).start()

@@ -56,7 +56,7 @@ from robot_team.escalation_model import EscalationKind, EscalationRecord, Lifecy
 from robot_team.events import EventKind, case_emitter
 from robot_team.guards import (
     lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
-from robot_team.names import Robot
+from robot_team.names import Robot, role_name
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization, WorkflowRule
 
@@ -131,7 +131,10 @@ class ManagerCore:
     emit
         Event sink.
     robots
-        Names of the team's operational robots (a delegation to another name is refused).
+        Names of the team's operational robots (a delegation to another name is refused). A
+        delegation may name a robot or its role: with several robots of the role (a fleet,
+        :func:`robot_team.names.fleet_robots`) it goes to the first of them that is idle, and
+        the case waits only while every one of them runs another case's task.
     fallback
         Makes the protocol brain that takes over the role on :meth:`take_over` (default: a
         :class:`~robot_team.brains.protocol.ManagerProtocolBrain`).
@@ -608,9 +611,9 @@ class ManagerCore:
         self._robot_free(record.robot)
 
     def _robot_free(self, robot: str) -> None:
-        """Wake the cases waiting for ``robot``: its task ended."""
+        """Wake the cases waiting for ``robot`` or for any robot of its role: its task ended."""
         with self._lock:
-            woken = [lane for lane in self._lanes.values() if lane.parked == robot]
+            woken = [lane for lane in self._lanes.values() if lane.parked in (robot, role_name(robot))]
             for lane in woken:
                 lane.parked, lane.dirty = '', True
                 lane.obs.new.append(f'{robot} is free.')
@@ -850,6 +853,12 @@ class ManagerCore:
                    outcome=self.outcome, source=source, cases=len(outcomes), case_id='')
         self.finished.set()
 
+    def _fleet_of(self, robot: str) -> list[str]:
+        """Return the team's robots a delegation to ``robot`` may go to: itself, or the robots of the role it names."""
+        if robot in self.robots:
+            return [robot]
+        return [r for r in self.robots if role_name(r) == robot]
+
     def _busy_elsewhere(self, lane: _Lane, robot: str) -> str:
         """Return the ID of a task ``robot`` runs for another open case than ``lane``'s ('' none; lock held)."""
         for other in self._lanes.values():
@@ -871,23 +880,26 @@ class ManagerCore:
             act = strip_prefetched(act)
             self._feedback(lane, FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried '
                            'results (' + '; '.join(found) + '); they were removed: the robot does its own work.')
-        if act.robot not in self.robots:
+        candidates = self._fleet_of(act.robot)
+        if not candidates:
             why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self.robots)}"
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
                        reason=why, task_type=act.task_type.value, robot=act.robot, source=source)
             self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, why)
             return
         with self._lock:
-            lost = lost_robot_refusal(act.robot, lane.obs.lost_robots)
-            busy = self._busy_elsewhere(lane, act.robot)
-        if lost:
+            lost = [lost_robot_refusal(r, lane.obs.lost_robots) for r in candidates]
+            busy = [self._busy_elsewhere(lane, r) for r in candidates]
+        free = [r for r, why_lost, task in zip(candidates, lost, busy) if not why_lost and not task]
+        if not free and all(lost):
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot} now', target=act.robot,
-                       reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
-            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
+                       reason=lost[0], task_type=act.task_type.value, robot=act.robot, source=source)
+            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost[0]}')
             return
-        if busy:
-            self._wait_for_robot(lane, act.robot, busy)
+        if not free:
+            self._wait_for_robot(lane, act.robot, next(task for task in busy if task))
             return
+        act = act.model_copy(update={'robot': free[0]})   # the role's first idle robot, in fleet order
         auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id, case_id=lane.case_id)
         if not auth.approved:
             # The supervisor records the refusal itself; the manager records what it learnt.
@@ -947,7 +959,7 @@ class ManagerCore:
                        reason=f'{robot} runs {busy_with or "a task of another case"}: one task at a time',
                        cue='waiting_for_robot', robot=robot, busy_with=busy_with)
         with self._lock:   # freed meanwhile (its report came while this case decided)
-            freed = not self._busy_elsewhere(lane, robot) and bool(busy_with)
+            freed = bool(busy_with) and any(not self._busy_elsewhere(lane, r) for r in self._fleet_of(robot))
             if freed and lane.parked == robot:
                 lane.parked, lane.dirty = '', True
         if freed:

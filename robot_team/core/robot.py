@@ -51,6 +51,9 @@ class RobotCore:
     observe
         What the world shows (:data:`Observe`), asked when the brain claims success; ``None``:
         nothing can be observed, so no success can be accepted.
+    robot
+        This robot's name (its reports' ``robot``): ``<role>_<n>`` in a fleet
+        (:func:`robot_team.names.fleet_robots`); default ``role``.
 
     Raises
     ------
@@ -59,10 +62,11 @@ class RobotCore:
     """
 
     def __init__(self, role: str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float],
-                 observe: Observe | None = None):
+                 observe: Observe | None = None, *, robot: str = ''):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
         self.role = role
+        self.robot = robot or role
         self.task_type = ROLE_TASK[role]
         self.brain = brain
         self.toolbox = toolbox
@@ -113,7 +117,7 @@ class RobotCore:
             claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
                                 summary=claim.summary, data=claim.data)
         report = TaskReportModel(
-            task_id=task.task_id, task_type=self.task_type, robot=self.role, status=claim.status,
+            task_id=task.task_id, task_type=self.task_type, robot=self.robot, status=claim.status,
             issue=claim.issue, summary=claim.summary, data=claim.data,
             evidence={'tool_journal': [r.as_dict() for r in journal], 'world': world, 'task': facts._asdict()},
             stamp_s=self._now())

@@ -14,15 +14,15 @@ methods; offline harnesses call them directly.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
 from robot_team.cases import WaitingCase, later_case_prefix, next_case
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind, case_emitter
-from robot_team.names import SUPERVISOR, Robot
-from robot_team.liveness import OPERATIONAL_ROBOTS, LivenessChange
+from robot_team.names import OPERATIONAL_ROLES, SUPERVISOR, Robot, role_name
+from robot_team.liveness import LivenessChange
 from robot_team.catalog import TASK_OWNER
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import (
@@ -105,6 +105,11 @@ class SupervisorCore:
         case's task is refused (rule ``robot_busy``), and a case waiting for such a robot has its
         ``decision`` and ``issue_handling`` deadlines moved on meanwhile (its onboarding deadline
         still runs).
+    robots
+        The team's operational robots (default one per role, named after it; a fleet's are
+        ``<role>_<n>``, :func:`robot_team.names.fleet_robots`). A task for another name is
+        refused (rule ``role``); a case waits for a robot only while every robot of the role
+        runs another case's task.
 
     Attributes
     ----------
@@ -126,10 +131,12 @@ class SupervisorCore:
                  publish_escalation: Callable[[EscalationRecord], None],
                  publish_decision: Callable[[EscalationRecord], None],
                  publish_report: Callable[[TaskReportModel], None] | None = None,
-                 publish_directive: Callable[[Directive], None] | None = None, cases_at_once: int = 1):
+                 publish_directive: Callable[[Directive], None] | None = None, cases_at_once: int = 1,
+                 robots: Sequence[str] = OPERATIONAL_ROLES):
         if int(cases_at_once) < 0:
             raise ValueError(f'cases_at_once must be 0 (no limit) or more (got {cases_at_once!r})')
         self.cases_at_once = int(cases_at_once)
+        self.robots = tuple(robots)
         self.policy = policy
         self._about: WorkflowPolicy | None = None   # the case an operation is about (None: the latest opened)
         self._emit = case_emitter(emit, lambda: (self._about or self.policy).patient_id)
@@ -339,7 +346,13 @@ class SupervisorCore:
                    now_s: float, hcw_id: str, staff: Mapping[str, StaffFacts] | None, case_id: str) -> Authorization:
         """:meth:`authorize` for ``policy``'s case (None: ``case_id`` is not open here)."""
         busy = self._busy_elsewhere(robot, policy) if policy is not None and robot != Robot.MANAGER.value else ''
-        if policy is None:
+        if robot not in (*self.robots, Robot.MANAGER.value) and requested_by == Robot.MANAGER.value:
+            mates = [r for r in self.robots if role_name(r) == role_name(robot)]
+            auth = Authorization(approved=False, rule=WorkflowRule.ROLE, task_type=task_type, robot=robot,
+                                 case_id=case_id, explanation=f"no robot '{robot}' in the team: "
+                                 + (f"{robot}'s robots are {', '.join(mates)}" if mates else
+                                    f"expected one of {', '.join(self.robots)}"))
+        elif policy is None:
             serving = self._gate_case()
             auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
                                  case_id=serving, explanation=f'the team serves case {serving or "(none yet)"} now; '
@@ -403,7 +416,7 @@ class SupervisorCore:
         returned. Returns None when no task was recovered.
         """
         task, about = None, None
-        if change.state == 'lost' and change.node in OPERATIONAL_ROBOTS:
+        if change.state == 'lost' and change.node in self.robots:
             for policy in self._live_policies():
                 task = policy.robot_lost(change.node, now_s)
                 if task is not None:
@@ -507,7 +520,8 @@ class SupervisorCore:
             return
         for policy in self.open_policies:
             steps = policy.next_steps()
-            if steps and all(self._busy_elsewhere(TASK_OWNER[kind], policy) for kind in steps):
+            if steps and all(self._busy_elsewhere(r, policy) for kind in steps for r in self.robots
+                             if role_name(r) == TASK_OWNER[kind]):
                 for kind in ('decision', 'issue_handling'):
                     policy.postpone_deadlines(now_s - since, kind)
 

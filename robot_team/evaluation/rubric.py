@@ -60,7 +60,7 @@ from robot_team.evaluation.truth import FalseSuccess, RunTruth, false_successes,
     team_differences
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.grounding import contradictions
-from robot_team.names import Robot
+from robot_team.names import Robot, role_name
 from robot_team.report import GUARD_KINDS
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
 from robot_team.tools.base import ToolResult
@@ -364,7 +364,8 @@ def _tool_owner(event: TeamEventModel) -> str | None:
 
 
 def _caller(event: TeamEventModel) -> str:
-    return event.data.get('caller') or event.actor
+    """The role of whoever called the refused tool (a fleet's robot counts as its role)."""
+    return role_name(event.data.get('caller') or event.actor)
 
 
 # --- Scoring helpers ---------------------------------------------------------------------------
@@ -498,7 +499,7 @@ def delegation_accuracy(rec: _Record, task_type: TaskType, view: str) -> Cell:
     if view == 'attempted':
         for _, request in requests:
             robot = request.data.get('robot', request.target)
-            if robot != owner:
+            if role_name(robot) != owner:
                 findings.append((0.0, f'asked {robot} to do {task_type.value} (owner: {owner})'))
         for event in rec.refusals:
             if _caller(event) == MANAGER and _tool_owner(event) == owner:
@@ -518,7 +519,7 @@ def delegation_accuracy(rec: _Record, task_type: TaskType, view: str) -> Cell:
         if not delegated:
             return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
         for task in delegated:
-            if task.robot != owner:
+            if role_name(task.robot) != owner:
                 findings.append((0.0, f'{task.task_id} went to {task.robot} (owner: {owner})'))
         # the request each delegation went out from: the latest one of that type before it; the
         # manager's guard strips pre-fetched results between the two

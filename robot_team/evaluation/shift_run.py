@@ -5,7 +5,7 @@ A shift is a :class:`~robot_team.config.Scenario` with ``arrivals`` (a shift fil
 embedded simulator (:func:`robot_team.runner.run_episode`): every arrival opens a case, served
 ``cases_at_once`` at a time (the shift's), most urgent first (``robot_team.cases``). ``shift.json``::
 
-    {shift, brain, cases_at_once, kb, lessons, outcome, wall_time_s, sim_time_s,
+    {shift, brain, cases_at_once, fleet, kb, lessons, outcome, wall_time_s, sim_time_s,
      cases: [report.json's cases with attempted, floor, rubric_max],
      robots: {robot: {busy_s, tasks}}, summary: robot_team.evaluation.shift.summarize_shift(...)}
 """
@@ -72,7 +72,7 @@ def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
                    else max(duration - (c['arrival_s'] or 0.0), 0.0)} for c in cases]   # never started: all along
     summary = summarize_shift(waited, robots=busy, duration_s=duration)
     brain_options = options.get('brain_options') or {}
-    conditions = {'cases_at_once': shift.cases_at_once, 'kb': brain_options.get('kb'),
+    conditions = {'cases_at_once': shift.cases_at_once, 'fleet': shift.robots, 'kb': brain_options.get('kb'),
                   'lessons': bool(brain_options.get('lessons', True))}
     content = {'shift': shift.name, 'brain': report.get('brain'), **conditions, 'outcome': report.get('outcome'),
                'wall_time_s': report.get('wall_time_s'), 'sim_time_s': report.get('sim_time_s'), 'cases': cases,

@@ -30,7 +30,7 @@ Parameters
 ``scenario`` (str, default ``onboarding``)
     A scenario name in ``config/scenarios`` or a YAML path: floor, staff directory seed, patient,
     staff and badge overrides, closed doors.
-``robots`` (string array, default the robots with a base)
+``robots`` (string array, default the scenario's robots, :attr:`robot_team.config.Scenario.robots`)
     The robots HCWs may be paged to follow; their poses are watched.
 ``pose_source`` (str, default ``amcl_pose``)
     ``amcl_pose``, ``odom`` or ``tf`` (needs ``tf2_ros``).
@@ -93,7 +93,7 @@ from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import announce_alive
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
-from robot_team.sim.common import BASE_ROBOTS, SimEvent, SimInputError
+from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.node_common import SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
@@ -161,7 +161,7 @@ class HospitalSystemsNode(Node):
                 raise ConfigError(f'parameter update_period_s: expected a number, got {period!r}') from None
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
-            robots = tuple(self.declare_parameter('robots', list(BASE_ROBOTS)).value)
+            robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff_seed(scenario.staff_path),
                                          scenario, robots=robots)
             self._tf_poses = self._watch_poses(robots, base_frame)

@@ -56,7 +56,7 @@ Parameters
 ``scenario`` (str, default ``onboarding``)
     A scenario name in ``config/scenarios`` or a YAML path: the floor (``floor``) and its closed
     doors (``blocked_doors``), and the default real-time factor.
-``robots`` (string array, default the robots with a base)
+``robots`` (string array, default the scenario's robots, :attr:`robot_team.config.Scenario.robots`)
     The robots to simulate; each needs a dock in the floor description.
 ``clock_mode`` (str, default ``wall``)
     ``wall``: sim time runs at ``real_time_factor`` x wall time (Gazebo's real-time factor).
@@ -131,7 +131,7 @@ from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, CLOCK_ACKS, COMPUTE_
 from robot_team.rosclock import clock_acks_qos
 from robot_team.rostime import s_to_duration, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
-from robot_team.sim.common import BASE_ROBOTS, SimInputError
+from robot_team.sim.common import SimInputError
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import densify
 from robot_team.rosliveness import announce_alive
@@ -382,7 +382,7 @@ class MotionSimNode(Node):
                                   f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
                                   'must be positive')
             self._paused = bool(self.declare_parameter('paused', False).value)
-            self.robots = tuple(self.declare_parameter('robots', list(BASE_ROBOTS)).value)
+            self.robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors)
         except ConfigError as exc:
             self._record.input_error(f'motion simulator cannot start: {exc}', target=str(name))
