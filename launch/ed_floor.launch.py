@@ -11,8 +11,9 @@ false: LLM brains' knowledge base), ``scenario`` (name in config/scenarios or a 
 ``out_dir`` (run folder), ``real_time_factor`` (embedded simulator; default the scenario's, 5 for
 LLM brains), ``clock`` (embedded simulator: wall | follow, see robot_team.clock_sync), ``gz_gui``
 (true: Gazebo's GUI too), ``map`` (map_server YAML for Nav2; default the scenario's, generated from
-the floor description into out_dir), ``discovery_range`` (ROS_AUTOMATIC_DISCOVERY_RANGE, LOCALHOST
-unless you deploy across hosts).
+the floor description into out_dir), ``fleet`` (robots per role beyond one, e.g.
+``navigation_robot=2``: each its own node in its own namespace from its own dock),
+``discovery_range`` (ROS_AUTOMATIC_DISCOVERY_RANGE, LOCALHOST unless you deploy across hosts).
 
 The team starts first; the simulator (sim:=embedded) or the hospital's systems (sim:=gazebo)
 once every team node has announced itself (``team_ready``). The launch ends by itself when the
@@ -42,6 +43,7 @@ ARGUMENTS = (
                       'node keeps up).', ('wall', 'follow')),
     ('gz_gui', 'false', "Gazebo: also start the GUI.", ('true', 'false')),
     ('map', '', 'Gazebo: map_server YAML (default: generated from the floor for the scenario).', None),
+    ('fleet', '', "Robots per role beyond one, e.g. 'navigation_robot=2' (default: the scenario's).", None),
     ('discovery_range', 'LOCALHOST', 'ROS_AUTOMATIC_DISCOVERY_RANGE (SUBNET for multi-host).', None),
 )
 
@@ -54,7 +56,7 @@ def _floor(context, *args, **kwargs):
         return LaunchConfiguration(name).perform(context)
     plan = plan_floor(sim=arg('sim'), brain=arg('brain'), kb=arg('kb'), scenario=arg('scenario'),
                       out_dir=arg('out_dir'), real_time_factor=arg('real_time_factor'), gz_gui=arg('gz_gui'),
-                      map_yaml=arg('map'), clock=arg('clock'))
+                      map_yaml=arg('map'), clock=arg('clock'), fleet=arg('fleet'))
     return plan_actions(plan)
 
 

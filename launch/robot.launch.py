@@ -4,7 +4,8 @@ Usage (on the robot, ROS 2 install)::
 
     ros2 launch robot_team robot.launch.py robot:=navigation_robot team_namespace:=/ nav2:=true
 
-Arguments: ``robot`` (navigation_robot | info_collection_robot | display_robot), ``team_namespace``
+Arguments: ``robot`` (navigation_robot | info_collection_robot | display_robot, or a fleet's
+``<role>_<n>``, e.g. navigation_robot_2: its role's node under that name), ``team_namespace``
 (the team's namespace; the robot runs in ``<team_namespace>/<robot>``), ``brain``, ``kb``,
 ``floor`` (floor description), ``staff_db`` (info collection and display robots: the staff
 directory, SQLite), ``use_sim_time`` (false on a real robot), ``nav2`` (true: nav2_bringup's
@@ -20,8 +21,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironment
 from launch.substitutions import LaunchConfiguration
 
 ARGUMENTS = (
-    ('robot', 'navigation_robot', 'The robot this computer is.',
-     ('navigation_robot', 'info_collection_robot', 'display_robot')),
+    ('robot', 'navigation_robot', 'The robot this computer is: navigation_robot, info_collection_robot, '
+                                  'display_robot, or a fleet robot <role>_<n> (e.g. navigation_robot_2).', None),
     ('team_namespace', '/', "The team's namespace; the robot runs in <team_namespace>/<robot>.", None),
     ('brain', 'protocol', "The robot's brain.", ('protocol', 'openai', 'local')),
     ('kb', 'true', 'LLM brains: knowledge base.', ('true', 'false')),

@@ -159,7 +159,7 @@ def shift(
     = None,
     cases_at_once: Annotated[Optional[int], typer.Option(
         min=0, help="Cases served at once (0: no limit; a robot still runs one task at a time). Default: the "
-                    "shift file's (a generated shift: 1).")] = None,
+                    "shift file's (a generated shift: 0).")] = None,
     fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
 ) -> None:
     """Serve many patients with one team over a shift; write DIR/shift.json, summary.md and summary.png.

@@ -7,6 +7,7 @@ simulator nodes and the floor's consumers alike.
 
 from __future__ import annotations
 
+import numpy as np
 import transforms3d
 from geometry_msgs.msg import Quaternion
 
@@ -24,3 +25,9 @@ def quaternion_to_yaw(q) -> float:
     (e.g. a TF ``Transform.rotation``).
     """
     return float(transforms3d.euler.quat2euler([q.w, q.x, q.y, q.z])[2])
+
+
+def path_length(points) -> float:
+    """Return the length of the path through ``points`` ((x, y) pairs, m), e.g. a Nav2 plan; 0 for fewer than 2."""
+    xy = np.asarray(list(points), dtype=float).reshape(-1, 2)
+    return float(np.hypot(*np.diff(xy, axis=0).T).sum()) if len(xy) > 1 else 0.0

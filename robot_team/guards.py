@@ -25,7 +25,7 @@ from robot_team.brains.base import BrainReport, Delegate, TaskRecord
 from robot_team.grounding import success_problems
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
 from robot_team.catalog import TASK_OWNER, TaskFacts
-from robot_team.names import role_name
+from robot_team.names import role_name, role_robots
 from robot_team.tools.base import ToolResult
 
 DELEGATION_CONTEXT_KEYS = frozenset({'patient_id', 'presentation', 'esi_level', 'required_specialty',
@@ -115,6 +115,15 @@ def strip_prefetched(delegation: Delegate) -> Delegate:
     if _RESULT_FIELD.search(instructions or '') or _COORDINATES.search(instructions or ''):
         instructions = default_instructions(delegation)
     return delegation.model_copy(update={'context': context, 'instructions': instructions})
+
+
+def all_lost_refusal(robot: str, robots: Iterable[str], lost_robots: Iterable[str]) -> str:
+    """Return why a delegation to ``robot`` (a robot or a role) must wait: every robot it may go to is lost ('' if not).
+
+    :func:`lost_robot_refusal` of the first of them, when all are (:func:`role_robots`).
+    """
+    lost = [lost_robot_refusal(r, lost_robots) for r in role_robots(robot, robots)]
+    return lost[0] if lost and all(lost) else ''
 
 
 def lost_robot_refusal(robot: str, lost_robots: Iterable[str]) -> str:

@@ -153,6 +153,18 @@ def validate_robots(robots, what: str = 'robots') -> list[str]:
     return names
 
 
+def role_robots(robot: str, robots) -> list[str]:
+    """Return the robots a delegation to ``robot`` may go to among the team's ``robots``.
+
+    ``robot`` itself if it is one of them (or ``robots`` is empty: one robot per role, named
+    after it); else the robots of the role ``robot`` names (a fleet's ``<role>_<n>``); else none.
+    """
+    robots = list(robots)
+    if robot in robots or not robots:
+        return [robot]
+    return [r for r in robots if role_name(r) == robot]
+
+
 def parse_fleet(text: str, what: str = 'fleet') -> dict[str, int]:
     """Parse ``--fleet`` text, e.g. ``'navigation_robot=2,display_robot=1'``, into robots per role.
 

@@ -47,6 +47,7 @@ class SharedFloor:
         self.worlds: dict[str, World] = {}
         self.busy: dict[str, tuple] = {}   # robot -> (task, done, case)
         self.handovers: list[tuple[str, list[str], str]] = []   # (robot, cases waiting for it, case it went to)
+        self.distances: dict[str, float] = {}   # robot -> its planned path length to any HCW (m; none: no path)
 
     def arrive(self, patient: PatientInfo) -> None:
         world = World()
@@ -103,6 +104,9 @@ class SharedFloor:
 
     def now(self):
         return self.t
+
+    def path_lengths(self, robots, hcw_id):
+        return {r: self.distances[r] for r in robots if r in self.distances}
 
     def _escalated(self, esc: EscalationRecord) -> None:
         self.manager.on_escalation(esc)
@@ -190,22 +194,25 @@ def test_a_fleet_serves_overlapping_cases_on_idle_robots_of_the_role_and_the_gat
     record = Recorder()
     fleet = [*fleet_robots(Robot.NAVIGATION, 2), *ROBOTS[1:]]
     floor = SharedFloor(0, record, fleet)
+    floor.distances = {'navigation_robot_1': 40.0, 'navigation_robot_2': 12.5}
     first, second, third = _patients(random.Random(3), 3)
     for patient in (first, second):
         floor.arrive(patient)
         floor.settle()
-    # the second case did not wait: the role's other robot was idle
-    assert {r: floor.busy[r][2] for r in fleet[:2]} == {'navigation_robot_1': first.patient_id,
-                                                        'navigation_robot_2': second.patient_id}
+    # the first case's escort went to the idle robot nearest its HCW, the second did not wait: the other was idle
+    assert {r: floor.busy[r][2] for r in fleet[:2]} == {'navigation_robot_2': first.patient_id,
+                                                        'navigation_robot_1': second.patient_id}
+    [dispatch] = [e['data'] for e in record.of('observation', 'manager') if e['data'].get('cue') == 'dispatch']
+    assert (dispatch['robot'], dispatch['path_lengths_m']) == ('navigation_robot_2', floor.distances)
     assert not [e for e in record.of('observation', 'manager') if e['data'].get('cue') == 'waiting_for_robot']
     floor.arrive(third)   # both busy: the third waits for either of them
     floor.settle()
     [wait] = [e for e in record.of('observation', 'manager') if e['data'].get('cue') == 'waiting_for_robot']
     assert (wait['data']['case_id'], wait['data']['robot']) == (third.patient_id, 'navigation_robot')
     floor.t += 10.0
-    floor.finish('navigation_robot_2')
+    floor.finish('navigation_robot_1')
     floor.settle()
-    assert floor.busy['navigation_robot_2'][2] == third.patient_id   # the freed one took it
+    assert floor.busy['navigation_robot_1'][2] == third.patient_id   # the freed one took it
     # the gate takes the fleet's robots by name, never a role's name for them or a robot outside the fleet
     staff = World().staff_facts()
     for robot, why in (('navigation_robot', "navigation_robot's robots are navigation_robot_1, navigation_robot_2"),

@@ -247,6 +247,18 @@ def delegate_params(offer):
     return tool['function']['parameters']
 
 
+def test_with_a_fleet_the_manager_is_offered_the_role_or_any_of_its_robots_not_lost():
+    fleet = ['navigation_robot_1', 'navigation_robot_2', 'info_collection_robot', 'display_robot']
+    obs = observation().model_copy(update={'robots': fleet})
+    robots = delegate_params(manager_offer(obs, ['80']))['properties']['robot']['enum']
+    assert robots == ['navigation_robot', 'navigation_robot_1', 'navigation_robot_2']
+    one_lost = obs.model_copy(update={'lost_robots': ['navigation_robot_1']})
+    assert delegate_params(manager_offer(one_lost, ['80']))['properties']['robot']['enum'] == [
+        'navigation_robot', 'navigation_robot_2']   # the role still has a robot: navigation is offered
+    both_lost = obs.model_copy(update={'lost_robots': fleet[:2]})
+    assert ManagerTool.DELEGATE_TASK.value not in manager_offer(both_lost, ['80']).names
+
+
 def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the_rules_allow():
     start = manager_offer(observation(), ['80', '90', '41'])
     params = delegate_params(start)

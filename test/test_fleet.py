@@ -120,3 +120,45 @@ def test_the_runner_starts_every_robot_of_the_fleet_as_its_own_node_in_its_own_n
 def test_the_commands_refuse_a_bad_fleet_as_bad_input(tmp_path):
     result = CliRunner().invoke(app, ['run', '--fleet', 'navigation_robot=two', '--out', str(tmp_path), '--quiet'])
     assert result.exit_code == EXIT_BAD_INPUT and '--fleet part' in result.output, result.output
+
+
+def test_the_protocol_manager_waits_only_when_every_robot_of_the_role_is_lost():
+    from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo
+    from robot_team.brains.protocol import ManagerProtocolBrain
+    fleet = [*fleet_robots('navigation_robot', 2), 'info_collection_robot', 'display_robot']
+    obs = ManagerObservation(patient=PatientInfo(patient_id='P-1', room='ER-12', assigned_hcw_id='80'),
+                             staff_ids=['80'], robots=fleet, lost_robots=['navigation_robot_1'])
+    [step] = ManagerProtocolBrain().decide(obs)
+    assert isinstance(step, Delegate) and step.robot == 'navigation_robot'   # the manager picks its robot
+    assert ManagerProtocolBrain().decide(obs.model_copy(update={'lost_robots': fleet[:2]})) == []
+
+
+def _event(t, actor, kind, **data):
+    from robot_team.events import TeamEventModel
+    return TeamEventModel(stamp_s=t, wall_time=0.0, seq=1, actor=actor, kind=kind, data=data)
+
+
+@pytest.mark.parametrize('second_robot_idle', [False, True])
+def test_a_shift_record_shows_each_wait_beside_an_idle_robot_and_a_robot_given_to_a_less_urgent_case(
+        second_robot_idle):
+    from robot_team.evaluation.shift_run import robot_spans, robot_waits
+    fleet = [*fleet_robots('navigation_robot', 2), 'info_collection_robot', 'display_robot']
+    events = [_event(0, 'manager', 'delegation', task_id='A/nav-1', robot='navigation_robot_1', case_id='A'),
+              _event(5, 'manager', 'observation', cue='waiting_for_robot', robot='navigation_robot', case_id='B'),
+              _event(9, 'navigation_robot_1', 'task_report', task_id='A/nav-1'),
+              _event(10, 'manager', 'judgment', task_id='A/nav-1'),
+              _event(10, 'manager', 'delegation', task_id='C/nav-1', robot='navigation_robot_1', case_id='C'),
+              _event(20, 'manager', 'judgment', task_id='C/nav-1'),
+              _event(20, 'manager', 'delegation', task_id='B/nav-1', robot='navigation_robot_1', case_id='B'),
+              _event(30, 'manager', 'judgment', task_id='B/nav-1')]
+    if not second_robot_idle:   # the other robot escorts for case D all along
+        events[:0] = [_event(0, 'manager', 'delegation', task_id='D/nav-1', robot='navigation_robot_2', case_id='D')]
+        events.append(_event(40, 'manager', 'judgment', task_id='D/nav-1'))
+    spans = robot_spans(events)
+    assert spans['navigation_robot_1'] == [(0, 10, 'A'), (10, 20, 'C'), (20, 30, 'B')]   # until judged
+    waits = robot_waits(events, spans, fleet, {'A': 3, 'B': 2, 'C': 5, 'D': 3})
+    assert waits['waits'] == 1
+    assert waits['beside_an_idle_robot'] == ([{'patient_id': 'B', 'robot': 'navigation_robot_2', 'idle_s': 15.0}]
+                                             if second_robot_idle else [])
+    assert waits['behind_less_urgent'] == [{'patient_id': 'B', 'given_to': 'C', 'robot': 'navigation_robot_1',
+                                            'at_s': 10}]

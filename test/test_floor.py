@@ -40,8 +40,9 @@ def test_description_loads(floor):
     assert floor.path == FLOOR and floor.name == 'ed_floor'
     assert len(floor.rooms) == 18 and [c.name for c in floor.corridors] == [
         'Main corridor', 'North corridor', 'West corridor', 'East corridor']
-    assert len(floor.readers) == 12 and set(floor.docks) == {
-        'navigation_robot', 'info_collection_robot', 'display_robot', 'manager'}
+    assert len(floor.readers) == 12 and set(floor.docks) == {   # a fleet's second robots too (<role>_2)
+        'navigation_robot', 'info_collection_robot', 'display_robot', 'manager', 'navigation_robot_2',
+        'info_collection_robot_2', 'display_robot_2'}
     assert floor.bounds == pytest.approx((-0.1, -0.1, 40.1, 24.1))   # outer walls' centre lines +- thickness / 2
     assert floor.wall_height == 2.5 and len(floor.walls) == 43
 

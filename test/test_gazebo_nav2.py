@@ -88,6 +88,25 @@ def test_each_robot_model_has_its_drive_and_lidar(sdformat):
         assert has_screen == (robot == DISPLAY_ROBOT)
 
 
+def test_a_fleets_robot_gets_its_own_model_bridge_and_nav2_parameters(sdformat, tmp_path):
+    """A fleet's robot (``<role>_<n>``): its role's body under its own name, topics and dock (libsdformat loads it)."""
+    for robot in ('navigation_robot_2', 'display_robot_2'):
+        written = files.write_robot(FLOOR, robot, tmp_path, 'config/floors/ed_floor.yaml')
+        model_file = tmp_path / files.model_path(robot)
+        (model,) = sdformat([model_file])[model_file]['models']
+        assert model['name'] == robot
+        lidars = [s for link in model['links'] for s in link['sensors'] if s['type'] == gazebo.LIDAR_TYPE]
+        assert [s['topic'] for s in lidars] == [gazebo.gz_topic(robot, gazebo.SCAN)]
+        assert any(link['name'] == 'screen' for link in model['links']) == robot.startswith(DISPLAY_ROBOT)
+        bridge = yaml.safe_load((tmp_path / files.bridge_path(robot)).read_text())
+        assert {e['gz_topic_name'] for e in bridge} == {e.gz_topic_name for e in gazebo.robot_bridge(robot)}
+        assert all(e['gz_topic_name'].startswith(f'/model/{robot}/') for e in bridge)
+        amcl = yaml.safe_load((tmp_path / files.nav2_params_path(robot)).read_text())['amcl']['ros__parameters']
+        dock = FLOOR.dock(robot).pose
+        assert (amcl['initial_pose']['x'], amcl['initial_pose']['y']) == pytest.approx((dock.x, dock.y))
+        assert len(written) == 4
+
+
 def test_model_topics_and_frames_match_the_bridge():
     """The plugins' Gazebo topics are the ones the bridge reads; frames are REP-105's."""
     import xml.etree.ElementTree as ET

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from robot_team.bringup import plan as plans
 from robot_team.bringup.platform import MOBILE_ROBOTS
@@ -84,9 +85,10 @@ def test_declared_arguments_match_the_plans_choices():
     assert {'sim', 'brain', 'kb', 'scenario', 'out_dir'} <= set(floor)
     assert floor['discovery_range'][0] == 'LOCALHOST', 'multi-host must stay an explicit opt-in'
     robot = _declared(LAUNCH / 'robot.launch.py')
-    assert robot['robot'][1] == MOBILE_ROBOTS and robot['use_sim_time'][0] == 'false'
+    assert robot['robot'][1] is None and robot['use_sim_time'][0] == 'false'   # a role, or a fleet's <role>_<n>
     team = _declared(LAUNCH / 'team.launch.py')
     assert team['operator'][1] == plans.OPERATOR_CHOICES
+    assert floor['fleet'][0] == team['fleet'][0] == ''
 
 
 def test_every_package_executable_and_file_referenced_exists(tmp_path):
@@ -148,6 +150,47 @@ def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):
     assert sorted(n['namespace'] for n in navs) == sorted(MOBILE_ROBOTS)
     assert all(n['params_file'].endswith(f"config/nav2/{n['namespace']}.yaml") for n in navs)
     assert 'sensors' not in plan.paths and Path(plan.paths['map']).exists()
+
+
+def test_a_fleet_starts_every_robot_under_its_own_name_namespace_and_dock(tmp_path):
+    from robot_team.floor import load_floor
+    floor = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')
+    fleet = ('navigation_robot_1', 'navigation_robot_2')
+    embedded = plans.plan_floor(sim='embedded', out_dir=str(tmp_path / 'e'), fleet='navigation_robot=2')
+    robots = {n.name: n for n in embedded.nodes() if n.package == plans.PACKAGE and n.executable in MOBILE_ROBOTS}
+    assert sorted(robots) == sorted([*fleet, 'info_collection_robot', 'display_robot'])
+    for robot in fleet:   # the role's executable under the robot's own name, in its own namespace
+        assert (robots[robot].executable, robots[robot].namespace) == ('navigation_robot', f'/{robot}')
+    ready = next(n for n in embedded.nodes() if n.name == 'team_ready').parameters[0]['nodes']
+    assert set(fleet) <= set(ready) and 'navigation_robot' not in ready
+    manager = next(n for n in embedded.nodes() if n.name == 'manager').parameters[0]
+    assert manager['robots'][:2] == list(fleet)
+    gazebo = plans.plan_floor(sim='gazebo', out_dir=str(tmp_path / 'g'), fleet='navigation_robot=2')
+    spawns = {n.namespace: dict(zip(n.arguments[::2], n.arguments[1::2])) for n in gazebo.nodes()
+              if n.executable == 'create'}
+    navs = {dict(i.arguments)['namespace']: dict(i.arguments) for i in gazebo.includes()
+            if i.package == 'nav2_bringup'}
+    bridges = {n.namespace: n.parameters[0]['config_file'] for n in gazebo.nodes() if n.name == 'gz_bridge'}
+    for robot in fleet:   # its own model, bridge and Nav2 parameters, written into the run folder
+        dock = floor.dock(robot).pose
+        get = spawns[f'/{robot}']
+        assert get['-name'] == robot and Path(get['-file']).is_relative_to(tmp_path / 'g' / 'gazebo')
+        assert (float(get['-x']), float(get['-y'])) == pytest.approx((dock.x, dock.y))
+        assert f'/model/{robot}/cmd_vel' in Path(bridges[f'/{robot}']).read_text()
+        amcl = yaml.safe_load(Path(navs[robot]['params_file']).read_text())['amcl']['ros__parameters']
+        assert (amcl['initial_pose']['x'], amcl['initial_pose']['y']) == pytest.approx((dock.x, dock.y))
+    team = plans.plan_team(out_dir=str(tmp_path / 't'), fleet='navigation_robot=2')
+    assert next(n for n in team.nodes() if n.name == 'manager').parameters[0]['robots'][:2] == list(fleet)
+    one = plans.plan_robot(robot='navigation_robot_2', staff_db=str(tmp_path / 's.sqlite'))
+    [node] = one.nodes()
+    assert (node.executable, node.name, node.namespace) == ('navigation_robot', 'navigation_robot_2',
+                                                            '/navigation_robot_2')
+    with pytest.raises(plans.PlanError, match='gen_gazebo_nav2.py --robot navigation_robot_2'):
+        plans.plan_robot(robot='navigation_robot_2', nav2='true')
+    with pytest.raises(plans.PlanError, match='launch argument fleet part'):
+        plans.plan_floor(out_dir=str(tmp_path / 'x'), fleet='navigation_robots=2')
+    with pytest.raises(plans.PlanError, match='or a fleet robot'):
+        plans.plan_robot(robot='vacuum_robot_2')
 
 
 @pytest.mark.parametrize('kwargs, message', [
@@ -239,7 +282,8 @@ def test_robot_plan_for_a_physical_robot(tmp_path):
 
 def test_team_nodes_respawn_and_what_cannot_resume_does_not(tmp_path):
     from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE
-    team = {*plans.TEAM, *plans.HOSPITAL_SYSTEMS}
+    from robot_team.runner import TEAM
+    team = {*TEAM, *plans.HOSPITAL_SYSTEMS}
     for label, plan in _all_plans(tmp_path):
         nodes = plan.nodes()
         ours = [n for n in nodes if n.package == plans.PACKAGE]
@@ -254,7 +298,7 @@ def test_team_nodes_respawn_and_what_cannot_resume_does_not(tmp_path):
         assert profile.is_file() and profile.name == 'team_liveness.xml', label
     embedded = plans.plan_floor(sim='embedded', out_dir=str(tmp_path / 'r'))
     assert embedded.recorder.parameters[0]['restart_grace_s'] == plans.RECORDER_RESTART_GRACE_S > 0
-    assert {n.name for n in embedded.nodes() if n.respawn} == {*plans.TEAM, 'hospital_systems'}
+    assert {n.name for n in embedded.nodes() if n.respawn} == {*TEAM, 'hospital_systems'}
 
 
 def test_a_missing_dds_profile_is_named(tmp_path):

@@ -41,9 +41,9 @@ def test_same_seed_same_shift_and_other_seeds_differ(shift):
     assert [p.arrival_time_s for p in other.cases] != [p.arrival_time_s for p in shift.cases]
 
 
-def test_a_generated_shift_serves_one_case_at_a_time_unless_asked(shift):
-    # while held, only a case waiting for its turn is given to a person on time (open ones pause)
-    assert shift.cases_at_once == 1 == load_scenario('onboarding').cases_at_once
+def test_a_generated_shift_serves_its_cases_at_once_and_the_scenarios_one_at_a_time(shift):
+    # while held, every patient nobody was asked about still goes to a person on time (check_waiting)
+    assert (shift.cases_at_once, load_scenario('onboarding').cases_at_once) == (0, 1)
 
 
 def test_shape_names_and_limits(shift):

@@ -47,6 +47,7 @@ from robot_team.config import ConfigError
 from robot_team.core.manager import ManagerCore
 from robot_team.core.manager_store import ManagerStore
 from robot_team.errors import ToolError
+from robot_team.geometry import path_length
 from robot_team.escalation_model import EscalationKind, EscalationRecord
 from robot_team.events import EventKind
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
@@ -62,7 +63,8 @@ from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import reliable_qos, report_from_msg
 from robot_team.rostime import now_s
 from robot_team.rosutil import declare_robots, spin_node, submit_report, wait_for_server, wait_future
-from robot_team.srv import AuthorizeTask, RequestEscalation, SubmitReport
+from robot_team.srv import AuthorizeTask, LocateStaff, RequestEscalation, SubmitReport
+from robot_team.tools.navigation import ComputePathClient
 from robot_team.workflow import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
@@ -180,6 +182,11 @@ class ManagerNode(Node):
             raise
         self._robots = {robot: ActionClient(self, ExecuteTask, names.robot_name(robot, names.EXECUTE_TASK),
                                             callback_group=self._group) for robot in robots}
+        # choosing among a fleet's idle navigation robots: where the HCW is, each robot's planned path there
+        self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
+        self._planners = {robot: ComputePathClient(self, names.robot_name(robot, names.COMPUTE_PATH_TO_POSE),
+                                                   self._group)
+                          for robot in robots if names.role_name(robot) == Robot.NAVIGATION.value}
         issue_handling = self.get_parameter('issue_handling').value
 
         def protocol_brain() -> ManagerBrain:   # the brain that takes over on a supervisor's directive
@@ -334,6 +341,32 @@ class ManagerNode(Node):
                              directive=msg.directive, directive_id=msg.directive_id)
 
     # -- ManagerPorts (called from the core's worker thread) --
+
+    def path_lengths(self, robots: list[str], hcw_id: str) -> dict[str, float]:
+        """Return each navigation robot of ``robots``' planned path length to HCW ``hcw_id``, m.
+
+        Where the RTLS (``ed/rtls/locate_staff``) locates the HCW, planned by each robot's Nav2
+        planner (``<robot>/compute_path_to_pose``, from its pose). A robot without a plan is left
+        out; empty if the RTLS does not know the HCW.
+
+        Raises
+        ------
+        ToolError
+            If the RTLS does not answer within ``service_timeout_s``.
+        """
+        wait_for_server(self._rtls, self._timeout, f'service {names.LOCATE_STAFF}')
+        found = wait_future(self._rtls.call_async(LocateStaff.Request(hcw_ids=[hcw_id])), self._timeout,
+                            f'response of {names.LOCATE_STAFF}').staff
+        where = next((s.pose.pose.position for s in found if s.hcw_id == hcw_id), None)
+        lengths = {}
+        for robot in robots:
+            if where is None or robot not in self._planners:
+                continue
+            try:
+                lengths[robot] = path_length(self._planners[robot].plan((where.x, where.y), timeout_s=self._timeout))
+            except ToolError:   # no plan from there: that robot is not the one to send
+                continue
+        return lengths
 
     def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
                   case_id: str = '') -> Authorization:

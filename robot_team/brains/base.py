@@ -176,6 +176,9 @@ class ManagerObservation(BaseModel):
         default_factory=list, description='What team/staff says of each HCW, in the order of staff_ids.')
     lost_robots: list[str] = Field(
         default_factory=list, description='Team nodes the supervisor noticed lost and not back yet (team/liveness).')
+    robots: list[str] = Field(
+        default_factory=list, description="The team's operational robots (a fleet's are <role>_<n>); empty: one "
+                                          'per role, named after it.')
     lessons: list[str] = Field(
         default_factory=list, description="Lessons learned in this run's earlier cases (their reflections), oldest "
                                           "first, at most robot_team.core.manager.MAX_LESSONS.")

@@ -29,7 +29,7 @@ from robot_team.brains.base import (
 )
 from robot_team.catalog import TASK_OWNER, Tool, negative_finding
 from robot_team.escalation_model import closing_abort
-from robot_team.names import Robot
+from robot_team.names import Robot, role_robots
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 
@@ -219,11 +219,13 @@ class ManagerProtocolBrain(ManagerBrain):
     def decide(self, obs: ManagerObservation) -> list[ManagerAction]:
         """Return the next workflow step for ``obs`` (none while a task runs or its robot is lost).
 
-        A delegation to a robot the supervisor noticed lost waits until it is back (the manager's
-        deadlines bound the wait: the supervisor escalates a robot that does not come back).
+        A delegation to a robot the supervisor noticed lost (every robot of its role, with a
+        fleet) waits until it is back (the manager's deadlines bound the wait: the supervisor
+        escalates a robot that does not come back).
         """
         actions = self._next(obs)
-        if any(isinstance(a, Delegate) and a.robot in obs.lost_robots for a in actions):
+        if any(isinstance(a, Delegate) and set(role_robots(a.robot, obs.robots)) <= set(obs.lost_robots)
+               for a in actions):
             return []
         return actions
 

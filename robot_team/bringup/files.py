@@ -49,6 +49,33 @@ def bridge_yaml(entries: list[BridgeEntry], what: str) -> str:
             + yaml.safe_dump([e.as_dict() for e in entries], sort_keys=False))
 
 
+def write_robot(floor: Floor, robot: str, root: Path, source: str) -> list[Path]:
+    """Write ``robot``'s model, bridge configuration and Nav2 parameters under ``root``; return their paths.
+
+    ``robot`` is a role's robot or a fleet's (``<role>_<n>``): its model, Gazebo topics and
+    namespace carry its name, its Nav2 stack starts at its dock.
+
+    Raises
+    ------
+    FloorError
+        If the floor has no dock for ``robot``.
+    """
+    floor.dock(robot)
+    return [_put(root, model_path(robot), robot_model_sdf(robot)),
+            _put(root, str(Path(model_path(robot)).with_name('model.config')), model_config(robot)),
+            _put(root, bridge_path(robot), bridge_yaml(robot_bridge(robot),
+                                                       f'{robot} (run it in namespace <team>/{robot})')),
+            _put(root, nav2_params_path(robot), params_yaml(floor, robot, source))]
+
+
+def _put(root: Path, relative: str, text: str) -> Path:
+    """Write ``text`` at ``root / relative`` (folders made); return the path."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding='utf-8')
+    return path
+
+
 def write_all(floor: Floor, root: Path, source: str) -> list[Path]:
     """Write every generated file for ``floor`` under ``root``; return their paths.
 
@@ -57,20 +84,9 @@ def write_all(floor: Floor, root: Path, source: str) -> list[Path]:
     FloorError
         If a mobile robot has no dock on the floor.
     """
-    written = []
-
-    def put(relative: str, text: str) -> None:
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding='utf-8')
-        written.append(path)
-    for robot in MOBILE_ROBOTS:
-        floor.dock(robot)
-        put(model_path(robot), robot_model_sdf(robot))
-        put(str(Path(model_path(robot)).with_name('model.config')), model_config(robot))
-        put(bridge_path(robot), bridge_yaml(robot_bridge(robot), f'{robot} (run it in namespace <team>/{robot})'))
-        put(nav2_params_path(robot), params_yaml(floor, robot, source))
-    put(bridge_path('clock'), bridge_yaml(clock_bridge(), "Gazebo's clock (run it in the team namespace)"))
+    written = [path for robot in MOBILE_ROBOTS for path in write_robot(floor, robot, root, source)]
+    written.append(_put(root, bridge_path('clock'), bridge_yaml(clock_bridge(),
+                                                                "Gazebo's clock (run it in the team namespace)")))
     yaml_path = root / map_path(floor.name)
     yaml_path.parent.mkdir(parents=True, exist_ok=True)
     write_map(floor, yaml_path)

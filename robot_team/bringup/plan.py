@@ -41,7 +41,7 @@ from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
 from robot_team.restarts import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE,
                                  LIVENESS_PROFILE)
-from robot_team.runner import TEAM, _node_parameters, prepare
+from robot_team.runner import _node_parameters, prepare, team_nodes
 from robot_team.tools.localization import POSE_SOURCES
 
 PACKAGE = 'robot_team'
@@ -178,11 +178,27 @@ def check_packages(packages) -> None:
                         f"(rosdep install --from-paths src), or use sim:=embedded")
 
 
-def _floor(path) -> Floor:
+def _floor(path, robots=MOBILE_ROBOTS) -> Floor:
     floor = load_floor(path)
-    for robot in MOBILE_ROBOTS:
+    for robot in robots:
         floor.dock(robot)        # FloorError: "no dock for robot '...'"
     return floor
+
+
+def with_fleet(scenario, fleet: str):
+    """Return ``scenario`` with the launch argument ``fleet`` (e.g. ``navigation_robot=2``; '' keeps its own).
+
+    Raises
+    ------
+    PlanError
+        If ``fleet`` is not ``<role>=<count>,...`` (:func:`robot_team.names.parse_fleet`).
+    """
+    if not str(fleet).strip():
+        return scenario
+    try:
+        return scenario.model_copy(update={'fleet': names.parse_fleet(fleet, 'launch argument fleet')})
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
 
 
 def world_walls(world_file: Path) -> list[Wall]:
@@ -270,12 +286,13 @@ def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, po
         params = _node_parameters(name, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
         nodes.append(respawning(NodeSpec(PACKAGE, name, name, team_ns, (params,))))
-    for robot in (MOBILE_ROBOTS if robots else ()):
+    for robot in (scenario.robots if robots else ()):   # a fleet's robot: its role's executable, its own name
         params = _node_parameters(robot, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
-        if robot == names.Robot.NAVIGATION.value:
+        if names.role_name(robot) == names.Robot.NAVIGATION.value:
             params['pose_source'] = pose_source
-        nodes.append(respawning(NodeSpec(PACKAGE, robot, robot, names.join(team_ns, robot), (params,), TF_REMAPS)))
+        nodes.append(respawning(NodeSpec(PACKAGE, names.role_name(robot), robot, names.join(team_ns, robot),
+                                         (params,), TF_REMAPS)))
     return nodes
 
 
@@ -294,8 +311,13 @@ def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_s
 
 def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'true', scenario: str = 'onboarding',
                out_dir: str = '/tmp/robot_team_run', real_time_factor: str = '', gz_gui: str = 'false',
-               map_yaml: str = '', share: Path | None = None, clock: str = 'wall') -> Plan:
+               map_yaml: str = '', share: Path | None = None, clock: str = 'wall', fleet: str = '') -> Plan:
     """Plan ``ed_floor.launch.py``: the whole floor and team on the embedded simulator or on Gazebo + Nav2.
+
+    ``fleet`` (e.g. ``navigation_robot=2``; '' the scenario's): every robot of it runs, each its
+    own node in its own namespace from its own dock; on Gazebo, a fleet's robots (``<role>_<n>``)
+    get their model, bridge and Nav2 parameters written into ``out_dir/gazebo``
+    (:func:`robot_team.bringup.files.write_robot`).
 
     Writes the run folder's staff directory and resolved ``scenario.json`` (as ``robot-team
     run`` does) and, for Gazebo, the scenario's map (closed doors drawn) unless ``map_yaml`` is
@@ -327,8 +349,8 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
         if not rtf > 0:
             raise PlanError(f'launch argument real_time_factor:={real_time_factor!r} is not valid: expected a '
                             'positive number (sim s per wall s) or empty (the scenario\'s)')
-    loaded = load_scenario(scenario)
-    floor = _floor(loaded.floor_path)
+    loaded = with_fleet(load_scenario(scenario), fleet)
+    floor = _floor(loaded.floor_path, loaded.robots)
     if sim == 'gazebo':
         existing(loaded.world_path, 'world file')
         for robot in MOBILE_ROBOTS:
@@ -349,7 +371,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
     plan.first += _team_nodes(loaded, paths, brain, options, team_ns, True, pose_source)
     plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns,
-                               ({'timeout_s': 60.0, 'nodes': [*TEAM, *HOSPITAL_SYSTEMS]},))
+                               ({'timeout_s': 60.0, 'nodes': [*team_nodes(loaded), *HOSPITAL_SYSTEMS]},))
     plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
     sim_params = {'scenario': paths['scenario'], 'clock_mode': clock}
     if rtf is not None:
@@ -382,8 +404,11 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
         plan.first.append(NodeSpec('ros_gz_sim', 'create', f'spawn_closed_door_{token}', team_ns, (), (),
                                    ('-world', floor.name, '-string', door_sdf(panel, floor),
                                     '-name', f'closed_door_{token}')))
-    for robot in MOBILE_ROBOTS:
-        plan.first += gazebo_robot(robot, floor, share, team_ns, map_file)
+    for robot in loaded.robots:   # a fleet's robots: their files written into the run folder
+        root = share if robot in MOBILE_ROBOTS else out / 'gazebo'
+        if root != share:
+            files.write_robot(floor, robot, root, str(loaded.floor_path))
+        plan.first += gazebo_robot(robot, floor, root, team_ns, map_file)
     plan.after_team += hospital
     return plan
 
@@ -409,7 +434,11 @@ def door_sdf(panel: Wall, floor: Floor) -> str:
 
 
 def gazebo_robot(robot: str, floor: Floor, share: Path, team_ns: str, map_file: Path) -> list:
-    """Return what one robot needs in Gazebo: spawn at its dock, its bridge, its lidar's TF, its Nav2."""
+    """Return what one robot needs in Gazebo: spawn at its dock, its bridge, its lidar's TF, its Nav2.
+
+    Its model, bridge configuration and Nav2 parameters are read from ``share`` (the paths of
+    :mod:`robot_team.bringup.files`).
+    """
     dock = floor.dock(robot).pose
     ns = names.join(team_ns, robot)
     sim_time = {'use_sim_time': True}
@@ -439,12 +468,19 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
                share: Path | None = None) -> Plan:
     """Plan ``robot.launch.py``: one robot's node in ``<team_namespace>/<robot>``, optionally its Nav2.
 
+    ``robot`` is a role (one robot of it) or a fleet's robot ``<role>_<n>``: its role's
+    executable, named ``robot``. A fleet's robot's Nav2 parameters (its dock) are not in the
+    share folder: give ``params_file`` (``scripts/gen_gazebo_nav2.py --robot <robot>`` writes them).
+
     Raises
     ------
     PlanError, ConfigError
         Unknown robot, bad namespace or flag, floor without the robot's dock, missing map/params.
     """
-    robot = choice('robot', robot, MOBILE_ROBOTS)
+    robot = str(robot).strip().lower()
+    if names.role_name(robot) not in MOBILE_ROBOTS:
+        raise PlanError(f"launch argument robot:={robot!r} is not valid: expected one of {', '.join(MOBILE_ROBOTS)}"
+                        f' or a fleet robot <role>_<n>')
     brain = choice('brain', brain, BRAIN_CHOICES)
     pose_source = choice('pose_source', pose_source, POSE_SOURCES)
     try:
@@ -452,24 +488,27 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
     except ValueError as exc:
         raise PlanError(str(exc)) from exc
     share = Path(share) if share else share_dir()
-    loaded = _floor(floor)
+    loaded = _floor(floor, (*MOBILE_ROBOTS, robot))
     params = {'brain': brain, 'floor': str(loaded.path), 'use_sim_time': flag('use_sim_time', use_sim_time),
               'team_namespace': team_ns, **_brain_options(brain, flag('kb', kb))}
-    if robot != names.Robot.NAVIGATION.value:
+    if names.role_name(robot) != names.Robot.NAVIGATION.value:
         params['staff_db'] = staff_db
     else:
         params['pose_source'] = pose_source
     ns = names.join(team_ns, robot)
     plan = Plan(paths={'floor': str(loaded.path)})
     _dds_profile(plan, share)
-    plan.first.append(respawning(NodeSpec(PACKAGE, robot, robot, ns, (params,), TF_REMAPS)))
+    plan.first.append(respawning(NodeSpec(PACKAGE, names.role_name(robot), robot, ns, (params,), TF_REMAPS)))
     if flag('nav2', nav2):
         map_file = existing(map_yaml or share / files.map_path(loaded.name), 'map')
         try:
             load_map(map_file)
         except ConfigError as exc:
             raise PlanError(str(exc)) from exc
-        params_path = existing(params_file or share / files.nav2_params_path(robot), 'Nav2 params')
+        params_path = existing(params_file or share / files.nav2_params_path(robot),
+                               f'Nav2 params of {robot}' + ('' if robot in MOBILE_ROBOTS else
+                                                            ' (write them: scripts/gen_gazebo_nav2.py --robot '
+                                                            f'{robot}; pass params_file:=)'))
         plan.first.append(nav2_include(ns, map_file, params_path, params['use_sim_time']))
         plan.packages = NAV2_PACKAGES
         plan.paths.update(map=str(map_file), params=str(params_path))
@@ -478,8 +517,12 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
 
 def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str = 'true',
               out_dir: str = '/tmp/robot_team_run', team_namespace: str = '/', use_sim_time: str = 'false',
-              operator: str = 'scripted', end_with_episode: str = 'true', share: Path | None = None) -> Plan:
+              operator: str = 'scripted', end_with_episode: str = 'true', share: Path | None = None,
+              fleet: str = '') -> Plan:
     """Plan ``team.launch.py``: manager, supervisor, (scripted operator) and recorder on a server.
+
+    ``fleet`` (e.g. ``navigation_robot=2``; '' the scenario's) names the robots the manager and
+    the supervisor work with (each started with ``robot.launch.py robot:=<role>_<n>``).
 
     Raises
     ------
@@ -493,7 +536,7 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     except ValueError as exc:
         raise PlanError(str(exc)) from exc
     sim_time = flag('use_sim_time', use_sim_time)
-    loaded = load_scenario(scenario)
+    loaded = with_fleet(load_scenario(scenario), fleet)
     out = Path(out_dir).expanduser().resolve()
     paths = prepare(loaded, out)
     plan = Plan(paths={'out_dir': str(out), **paths})

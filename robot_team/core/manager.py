@@ -26,6 +26,7 @@ cancelling the brain's request in flight.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import traceback
 from contextlib import contextmanager
@@ -55,8 +56,9 @@ from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind, case_emitter
 from robot_team.guards import (
-    lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions, strip_prefetched)
-from robot_team.names import Robot, role_name
+    all_lost_refusal, lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions,
+    strip_prefetched)
+from robot_team.names import Robot, role_name, role_robots
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization, WorkflowRule
 
@@ -96,6 +98,14 @@ class ManagerPorts(Protocol):
     def submit_report(self, report: TaskReportModel) -> ReportAnswer:
         """Submit the manager's own report (the reflection) to the supervisor (``team/supervisor/submit_report``)."""
 
+    def path_lengths(self, robots: list[str], hcw_id: str) -> dict[str, float]:
+        """Return how far each of ``robots`` would drive to HCW ``hcw_id``: its planned path's length, m.
+
+        Nav2's ``<robot>/compute_path_to_pose`` from the robot's pose to where the RTLS
+        (``ed/rtls/locate_staff``) locates the HCW. A robot with no path is left out; empty when
+        the HCW cannot be located. Asked only to choose among several idle robots of a role.
+        """
+
     def now(self) -> float:
         """Return ROS time, s."""
 
@@ -133,8 +143,8 @@ class ManagerCore:
     robots
         Names of the team's operational robots (a delegation to another name is refused). A
         delegation may name a robot or its role: with several robots of the role (a fleet,
-        :func:`robot_team.names.fleet_robots`) it goes to the first of them that is idle, and
-        the case waits only while every one of them runs another case's task.
+        :func:`robot_team.names.fleet_robots`) it goes to an idle one (a navigation: the one
+        nearest its HCW), and the case waits only while every one of them runs another case's task.
     fallback
         Makes the protocol brain that takes over the role on :meth:`take_over` (default: a
         :class:`~robot_team.brains.protocol.ManagerProtocolBrain`).
@@ -425,7 +435,7 @@ class ManagerCore:
         """
         with self._lock:
             obs = ManagerObservation(staff=list(self._team.staff), staff_ids=list(self._team.staff_ids),
-                                     lost_robots=list(self._team.lost_robots),
+                                     lost_robots=list(self._team.lost_robots), robots=list(self.robots),
                                      lessons=list(self._lessons) if self.lessons else [])
             lane = _Lane(patient, arrived_s, obs, self._take_brain())
             self._lanes[lane.case_id] = lane
@@ -555,10 +565,17 @@ class ManagerCore:
         incarnation that died): every other report reaches the manager as its robot's ExecuteTask
         result. A task the manager does not know or that already ended changes nothing, but the
         cases waiting for its robot are woken (every report reaches this topic: one on a task the
-        manager never heard of, e.g. from before a restart, frees the robot too).
+        manager never heard of, e.g. from before a restart, frees the robot too); those waiting for
+        a task whose ExecuteTask result is still to come are woken by that result (the robot holds
+        the task until then).
         """
-        self._robot_free(report.robot)
-        if report.issue_code is IssueCode.NONE and report.task_id not in self._restored_running:
+        news = report.issue_code is not IssueCode.NONE or report.task_id in self._restored_running
+        with self._lock:
+            awaited = any(t.task_id == report.task_id and t.state == 'running'
+                          for lane in self._lanes.values() for t in lane.obs.tasks)
+        if news or not awaited:
+            self._robot_free(report.robot)
+        if not news:
             return
         lane = self._lane_of_task(report.task_id)
         with self._lock:
@@ -853,11 +870,27 @@ class ManagerCore:
                    outcome=self.outcome, source=source, cases=len(outcomes), case_id='')
         self.finished.set()
 
-    def _fleet_of(self, robot: str) -> list[str]:
-        """Return the team's robots a delegation to ``robot`` may go to: itself, or the robots of the role it names."""
-        if robot in self.robots:
-            return [robot]
-        return [r for r in self.robots if role_name(r) == robot]
+    def _nearest(self, act: Delegate, free: list[str]) -> str:
+        """Return the robot of ``free`` (idle robots of ``act``'s role, fleet order) that goes to the HCW first.
+
+        A navigation goes to the idle robot nearest its HCW (the shortest planned path,
+        :meth:`ManagerPorts.path_lengths`); ties, robots without a path and other tasks go to the
+        first in fleet order. The choice is recorded (``dispatch``).
+        """
+        if len(free) == 1 or act.task_type is not TaskType.NAVIGATION or not act.hcw_id:
+            return free[0]
+        try:
+            lengths = self.ports.path_lengths(list(free), act.hcw_id)
+        except ToolError as exc:
+            lengths, why = {}, f'no path lengths ({exc}): the first idle robot in fleet order'
+        else:
+            why = 'the shortest planned path to the HCW' if lengths else \
+                'no path to the HCW located: the first idle robot in fleet order'
+        chosen = min(free, key=lambda r: (lengths.get(r, math.inf), free.index(r)))
+        self._emit(EventKind.OBSERVATION, f'{chosen} goes to HCW #{act.hcw_id} ({why})', target=chosen, reason=why,
+                   cue='dispatch', robot=chosen, candidates=list(free), hcw_id=act.hcw_id,
+                   path_lengths_m={r: round(v, 3) for r, v in lengths.items()})
+        return chosen
 
     def _busy_elsewhere(self, lane: _Lane, robot: str) -> str:
         """Return the ID of a task ``robot`` runs for another open case than ``lane``'s ('' none; lock held)."""
@@ -880,7 +913,7 @@ class ManagerCore:
             act = strip_prefetched(act)
             self._feedback(lane, FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried '
                            'results (' + '; '.join(found) + '); they were removed: the robot does its own work.')
-        candidates = self._fleet_of(act.robot)
+        candidates = role_robots(act.robot, self.robots)
         if not candidates:
             why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self.robots)}"
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
@@ -888,18 +921,18 @@ class ManagerCore:
             self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, why)
             return
         with self._lock:
-            lost = [lost_robot_refusal(r, lane.obs.lost_robots) for r in candidates]
+            lost = all_lost_refusal(act.robot, self.robots, lane.obs.lost_robots)
             busy = [self._busy_elsewhere(lane, r) for r in candidates]
-        free = [r for r, why_lost, task in zip(candidates, lost, busy) if not why_lost and not task]
-        if not free and all(lost):
+        if lost:
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot} now', target=act.robot,
-                       reason=lost[0], task_type=act.task_type.value, robot=act.robot, source=source)
-            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost[0]}')
+                       reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
+            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
             return
+        free = [r for r, task in zip(candidates, busy) if not task and not lost_robot_refusal(r, lane.obs.lost_robots)]
         if not free:
             self._wait_for_robot(lane, act.robot, next(task for task in busy if task))
             return
-        act = act.model_copy(update={'robot': free[0]})   # the role's first idle robot, in fleet order
+        act = act.model_copy(update={'robot': self._nearest(act, free)})
         auth = self.ports.authorize(act.task_type.value, act.robot, act.reason, act.hcw_id, case_id=lane.case_id)
         if not auth.approved:
             # The supervisor records the refusal itself; the manager records what it learnt.
@@ -959,7 +992,7 @@ class ManagerCore:
                        reason=f'{robot} runs {busy_with or "a task of another case"}: one task at a time',
                        cue='waiting_for_robot', robot=robot, busy_with=busy_with)
         with self._lock:   # freed meanwhile (its report came while this case decided)
-            freed = bool(busy_with) and any(not self._busy_elsewhere(lane, r) for r in self._fleet_of(robot))
+            freed = bool(busy_with) and any(not self._busy_elsewhere(lane, r) for r in role_robots(robot, self.robots))
             if freed and lane.parked == robot:
                 lane.parked, lane.dirty = '', True
         if freed:

@@ -96,7 +96,7 @@ class RobotCore:
         ``false_completion`` event). The report's evidence holds the journal (``tool_journal``),
         what the world showed (``world``, by fact) and what the task was about (``task``).
         """
-        self._emit(EventKind.TASK_STARTED, f'{self.role} started {task.task_id}', target=task.task_id,
+        self._emit(EventKind.TASK_STARTED, f'{self.robot} started {task.task_id}', target=task.task_id,
                    task_id=task.task_id, task_type=task.task_type.value, room=task.room, hcw_id=task.hcw_id)
         facts = TaskFacts(task.room, task.hcw_id, self._now())
         self.toolbox.begin_task(task.task_id, room=task.room, hcw_id=task.hcw_id)   # its calls stay in its room
@@ -111,7 +111,7 @@ class RobotCore:
         world = self._world(claim, journal, facts)
         problems = success_problems(self.task_type, claim, journal, facts, world)
         if problems:
-            self._emit(EventKind.FALSE_COMPLETION, f'{self.role} claimed success on {task.task_id}',
+            self._emit(EventKind.FALSE_COMPLETION, f'{self.robot} claimed success on {task.task_id}',
                        target=task.task_id, reason='; '.join(problems), task_id=task.task_id,
                        claim=claim.model_dump(mode='json'), source=self.brain.decision_source)
             claim = BrainReport(status=TaskStatus.FAILURE, issue='false completion: ' + '; '.join(problems),
@@ -121,7 +121,7 @@ class RobotCore:
             issue=claim.issue, summary=claim.summary, data=claim.data,
             evidence={'tool_journal': [r.as_dict() for r in journal], 'world': world, 'task': facts._asdict()},
             stamp_s=self._now())
-        self._emit(EventKind.TASK_REPORT, f'{self.role} reports {report.status.value} on {task.task_id}',
+        self._emit(EventKind.TASK_REPORT, f'{self.robot} reports {report.status.value} on {task.task_id}',
                    target=task.task_id, reason=report.issue, source=self.brain.decision_source,
                    **report.model_dump(mode='json'))
         return report

@@ -345,7 +345,9 @@ class SupervisorCore:
     def _authorize(self, policy: WorkflowPolicy | None, task_type: str, robot: str, reason: str, requested_by: str,
                    now_s: float, hcw_id: str, staff: Mapping[str, StaffFacts] | None, case_id: str) -> Authorization:
         """:meth:`authorize` for ``policy``'s case (None: ``case_id`` is not open here)."""
-        busy = self._busy_elsewhere(robot, policy) if policy is not None and robot != Robot.MANAGER.value else ''
+        owns = task_type in {t.value for t in TaskType} and role_name(robot) == TASK_OWNER[TaskType(task_type)]
+        busy = (self._busy_elsewhere(robot, policy)   # a robot not of the role: rule role
+                if policy is not None and owns and robot != Robot.MANAGER.value else '')
         if robot not in (*self.robots, Robot.MANAGER.value) and requested_by == Robot.MANAGER.value:
             mates = [r for r in self.robots if role_name(r) == role_name(robot)]
             auth = Authorization(approved=False, rule=WorkflowRule.ROLE, task_type=task_type, robot=robot,

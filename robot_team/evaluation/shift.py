@@ -145,9 +145,10 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
       that case stays a normal one. The share of failure cases is therefore at most about
       ``failure_share``: lower where a specialty has a single available HCW (in ``staff.yaml``,
       Technician and Respiratory Therapist). Normal cases get an available HCW of their specialty.
-    - **Cases at once**: one at a time (``cases_at_once`` 1, the scenarios' default); while the
-      team is held, only a case waiting for its turn is given to a person on time (an open case's
-      deadlines pause with the hold), so more at once is asked for (``--cases-at-once``).
+    - **Cases at once**: no limit (``cases_at_once`` 0): the team serves a case as soon as it
+      arrives, its robots (one per role, or the fleet asked for) one task at a time, most urgent
+      first. While the team is held, every patient nobody was asked about is still given to a
+      person on time (:meth:`robot_team.core.supervisor.SupervisorCore.check_waiting`).
     - **Expected outcome** per case: ``success`` if an HCW of its specialty is available (the
       assigned one, or another the team reassigns the case to), else ``escalated``; for each escalated case the
       ``operator_script`` holds one human answer (``navigation``, ``abort``, after
@@ -312,7 +313,8 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
         world=base.world, floor=base.floor, staff_directory=base.staff_directory,
         real_time_factor=base.real_time_factor, time_limit_s=end_s + TIME_LIMIT_MARGIN_S,
         patient=patients[0], arrivals=patients[1:], staff_overrides=overrides, operator_script=script,
-        deadlines=base.deadlines.model_copy(deep=True), manager=base.manager.model_copy(deep=True))
+        deadlines=base.deadlines.model_copy(deep=True), manager=base.manager.model_copy(deep=True),
+        cases_at_once=0)
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -506,6 +508,13 @@ def write_summary_md(summary: dict, cases: list[dict], path) -> Path:
         f"- Priority inversions (ESI 1-2 case, ESI 4-5 case started before it): "
         f"{', '.join(f'{a} < {b}' for a, b in summary['priority_inversions']) or 'none'}",
     ]
+    if 'robot_waits' in summary:   # a run's record: each wait for a robot against the robots' busy spans
+        waits = summary['robot_waits']
+        idle = ', '.join(f"{w['patient_id']} ({w['robot']} idle {_num(w['idle_s'])} s)"
+                         for w in waits['beside_an_idle_robot'])
+        behind = ', '.join(f"{w['patient_id']} < {w['given_to']}" for w in waits['behind_less_urgent'])
+        lines += [f"- Waits for a robot: {waits['waits']}; while a robot of the role was idle: {idle or 'none'}",
+                  f'- A robot given to an ESI 4-5 case while an ESI 1-2 case waited for its role: {behind or "none"}']
     if summary.get('decisions'):
         lines.append('- Decisions by source: ' + ', '.join(f'{k} {v}' for k, v in sorted(summary['decisions'].items())))
     lines += ['', '## Door to provider (s)', '', '| ESI | n | missing | median | p90 |', '|---|---|---|---|---|']

@@ -19,17 +19,19 @@ from robot_team.config import Scenario
 from robot_team.evaluation.rubric import score_run
 from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_summary_md
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import Robot
+from robot_team.names import Robot, role_name
 from robot_team.report import case_events
 from robot_team.runner import run_episode
 
 
 def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, float, str]]]:
-    """Return each robot's busy spans ``(start_s, end_s, case_id)`` (sim s): delegation to the task's first report.
+    """Return each robot's busy spans ``(start_s, end_s, case_id)`` (sim s): delegation to the manager's judgment.
 
-    A task without a report runs until the last event's time.
+    A robot holds its task until the manager has its result (the ``judgment`` of the task), a
+    little after its report; a task never judged ends at its first report, else at the last event.
     """
     started: dict[str, tuple[str, float, str]] = {}
+    reported: dict[str, float] = {}
     spans: dict[str, list[tuple[float, float, str]]] = {}
     end = events[-1].stamp_s if events else 0.0
     for event in events:
@@ -37,11 +39,51 @@ def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, flo
         if event.kind == EventKind.DELEGATION.value and event.actor == Robot.MANAGER.value and task_id not in started:
             started[task_id] = (str(event.data.get('robot', '')), event.stamp_s, str(event.data.get('case_id', '')))
         elif event.kind == EventKind.TASK_REPORT.value and task_id in started:
+            reported.setdefault(task_id, event.stamp_s)
+        elif event.kind == EventKind.JUDGMENT.value and event.actor == Robot.MANAGER.value and task_id in started:
             robot, start, case = started.pop(task_id)
             spans.setdefault(robot, []).append((start, event.stamp_s, case))
-    for robot, start, case in started.values():
-        spans.setdefault(robot, []).append((start, end, case))
+    for task_id, (robot, start, case) in started.items():
+        spans.setdefault(robot, []).append((start, reported.get(task_id, end), case))
     return spans
+
+
+def robot_waits(events: list[TeamEventModel], spans: dict[str, list[tuple[float, float, str]]],
+                robots: list[str], esi: dict[str, int]) -> dict:
+    """Check every wait for a robot against the robots' busy spans (:func:`robot_spans`): what a fleet must never show.
+
+    A wait starts at the manager's ``waiting_for_robot`` observation of a case (for a robot or a
+    role) and ends at that case's next delegation to a robot of the role (else the last event).
+    ``robots`` are the team's (a fleet's ``<role>_<n>``); ``esi`` each case's ESI level.
+
+    Returns
+    -------
+    dict
+        ``waits``: how many. ``beside_an_idle_robot``: ``{patient_id, robot, idle_s}`` for each
+        wait during which a robot of its role was idle (sim s > 0; none expected).
+        ``behind_less_urgent``: ``{patient_id, given_to, robot, at_s}`` for each robot given to
+        an ESI 4-5 case while an ESI 1-2 case waited for its role (none expected).
+    """
+    end = events[-1].stamp_s if events else 0.0
+    waits = []
+    for i, event in enumerate(events):
+        if event.kind == EventKind.OBSERVATION.value and event.data.get('cue') == 'waiting_for_robot':
+            case, role = str(event.data.get('case_id', '')), role_name(str(event.data.get('robot', '')))
+            done = next((e.stamp_s for e in events[i + 1:] if e.kind == EventKind.DELEGATION.value
+                         and e.data.get('case_id') == case and role_name(str(e.data.get('robot', ''))) == role), end)
+            waits.append((case, role, event.stamp_s, done))
+    idle = []
+    for case, role, start, done in waits:
+        for robot in (r for r in robots if role_name(r) == role):
+            busy = sum(max(0.0, min(e, done) - max(s, start)) for s, e, _ in spans.get(robot, []))
+            if done - start - busy > 1e-6:
+                idle.append({'patient_id': case, 'robot': robot, 'idle_s': round(done - start - busy, 3)})
+    behind = [{'patient_id': case, 'given_to': e.data.get('case_id'), 'robot': e.data.get('robot'), 'at_s': e.stamp_s}
+              for e in events if e.kind == EventKind.DELEGATION.value and esi.get(e.data.get('case_id'), 0) in (4, 5)
+              for case, role, start, done in waits
+              if esi.get(case, 0) in (1, 2) and role == role_name(str(e.data.get('robot', ''))) and start <= e.stamp_s
+              < done]
+    return {'waits': len(waits), 'beside_an_idle_robot': idle, 'behind_less_urgent': behind}
 
 
 def case_rubric(events: list[TeamEventModel], case_id: str) -> dict:
@@ -71,6 +113,8 @@ def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
     waited = [c | {'waited_for_robot_s': c['waited_for_robot_s'] if c['waited_for_robot_s'] is not None
                    else max(duration - (c['arrival_s'] or 0.0), 0.0)} for c in cases]   # never started: all along
     summary = summarize_shift(waited, robots=busy, duration_s=duration)
+    summary['robot_waits'] = robot_waits(result.events, spans, shift.robots,
+                                         {c['patient_id']: int(c.get('esi_level') or 0) for c in cases})
     brain_options = options.get('brain_options') or {}
     conditions = {'cases_at_once': shift.cases_at_once, 'fleet': shift.robots, 'kb': brain_options.get('kb'),
                   'lessons': bool(brain_options.get('lessons', True))}

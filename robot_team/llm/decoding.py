@@ -53,7 +53,8 @@ from robot_team.catalog import (
     task_closes, tools_for)
 from robot_team.escalation_model import closing_abort
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, proof_call, unmet_proofs
-from robot_team.guards import lost_robot_refusal
+from robot_team.guards import all_lost_refusal, lost_robot_refusal
+from robot_team.names import role_robots
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
@@ -568,7 +569,7 @@ def delegable(obs: ManagerObservation) -> list[TaskType]:
         return []
     outlines = _outlines(obs)
     return [kind for kind in OPERATIONAL_TASKS if delegation_refusal(kind, outlines) is None
-            and not lost_robot_refusal(TASK_OWNER[kind], obs.lost_robots)]
+            and not all_lost_refusal(TASK_OWNER[kind], obs.robots, obs.lost_robots)]
 
 
 def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff: Iterable[str]) -> dict | None:
@@ -581,7 +582,9 @@ def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff
     variant = copy.deepcopy(base)
     props = variant['properties']
     props['task_type'] = {'type': 'string', 'enum': [kind.value]}
-    props['robot'] = {'type': 'string', 'enum': [TASK_OWNER[kind]]}
+    owner = TASK_OWNER[kind]   # the role (the manager sends it to its nearest idle robot), or one of its robots
+    fleet = [r for r in role_robots(owner, obs.robots) if r != owner and not lost_robot_refusal(r, obs.lost_robots)]
+    props['robot'] = {'type': 'string', 'enum': [owner, *fleet]}
     staff = list(staff)
     allowed = [h for h in staff if h not in refused_hcws(kind.value, obs, staff)]
     if staff and not allowed:   # every HCW refused: escalating is what is left
