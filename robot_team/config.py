@@ -158,6 +158,27 @@ class StaffOverride(BaseModel):
     area: str | None = None
 
 
+class StaffChange(BaseModel):
+    """A change of one HCW at a sim time of a shift: a break, a code blue, back on the floor, a badge mix-up.
+
+    From ``at_s`` on the HCW's availability and detail are these (the RTLS reports them; a page
+    to a busy HCW is not answered, also one sent before that did not get its answer yet), and a
+    given ``badge_id`` is what the door readers read of them from then on.
+    """
+
+    model_config = ConfigDict(extra='forbid')
+    at_s: float = Field(ge=0.0, description='Sim time of the change, s.')
+    hcw_id: str
+    availability: Literal['available', 'busy', 'off_shift'] = 'available'
+    detail: str = Field('', description="e.g. 'on break', 'code blue in Resuscitation'.")
+    badge_id: str | None = Field(None, description='The badge the readers read of them from then on (a mix-up).')
+
+    @field_validator('hcw_id', mode='before')
+    @classmethod
+    def _id_as_text(cls, value):
+        return str(value)
+
+
 class OperatorAnswer(BaseModel):
     """A scripted human answer to an escalation (unattended runs)."""
 
@@ -241,6 +262,8 @@ class Scenario(BaseModel):
         default_factory=list, description='More patients arriving during the run, each opening its own case '
                                           '(a shift); the four published scenarios have none.')
     staff_overrides: dict[str, StaffOverride] = Field(default_factory=dict)
+    staff_changes: list[StaffChange] = Field(
+        default_factory=list, description='HCWs changing over the shift (breaks, a code blue, badge mix-ups).')
     blocked_doors: list[str] = Field(default_factory=list, description='Rooms whose door is closed.')
     badge_overrides: dict[str, str] = Field(
         default_factory=dict, description='hcw_id -> badge ID the door reader reads instead of the real one.')

@@ -227,12 +227,14 @@ class WorkflowPolicy:
     # --- Authorization ------------------------------------------------------------------------
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str,
-                  now_s: float, *, hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None) -> Authorization:
+                  now_s: float, *, hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None,
+                  engaged: Mapping[str, str] | None = None) -> Authorization:
         """Decide whether ``requested_by`` may delegate ``task_type`` to ``robot`` at ROS time ``now_s`` (s).
 
         ``hcw_id``: the HCW the delegation names; ``staff``: what is known of each HCW (the staff
         directory and the RTLS, by HCW ID) for rule 9; ``None``: no staff view, so a navigation's
-        HCW is not checked for specialty and shift (the supervisor node always gives one).
+        HCW is not checked for specialty and shift (the supervisor node always gives one);
+        ``engaged``: the HCWs other open cases have (HCW ID -> that case's patient), for rule 9.
 
         An approved request creates a running task (its ID in the answer, with the HCW it is
         about), starts its task deadline (operational tasks only: the reflection is the manager's
@@ -243,7 +245,7 @@ class WorkflowPolicy:
             reason, hcw_id = _text(reason), _text(hcw_id).strip()
             refusal = self._check(task_type, robot, reason, requested_by)
             if refusal is None and task_type != TaskType.REFLECTION.value:
-                refusal = self._check_hcw(TaskType(task_type), robot, hcw_id, staff)
+                refusal = self._check_hcw(TaskType(task_type), robot, hcw_id, staff, engaged)
             if refusal is not None:
                 return refusal
             kind = TaskType(task_type)
@@ -308,16 +310,21 @@ class WorkflowPolicy:
                                            f'it (a later step failed), give a reason')
         return None
 
-    def _check_hcw(self, kind: TaskType, robot: str, hcw_id: str,
-                   staff: Mapping[str, StaffFacts] | None) -> Authorization | None:
+    def _check_hcw(self, kind: TaskType, robot: str, hcw_id: str, staff: Mapping[str, StaffFacts] | None,
+                   engaged: Mapping[str, str] | None = None) -> Authorization | None:
         """Rule 9 (:func:`task_hcw_refusal`) with what this policy knows: the patient, people's choices."""
         refusal = task_hcw_refusal(kind, hcw_id, self._outlines(), required_specialty=self._required_specialty,
                                    chosen=people_chose(self._assigned_hcw_id, self._escalations.values()),
-                                   staff=staff)
+                                   staff=staff, engaged=engaged)
         if refusal is None:
             return None
         return Authorization(approved=False, rule=refusal[0], explanation=refusal[1], task_type=kind.value,
                              robot=robot)
+
+    def outlines(self) -> list['TaskOutline']:
+        """Return every task as the shared rules see them (:class:`TaskOutline`), in authorization order."""
+        with self._lock:
+            return self._outlines()
 
     def _outlines(self) -> list['TaskOutline']:
         """Return every task as the shared rules see them, in authorization order (lock held)."""
@@ -773,7 +780,8 @@ def task_hcw(kind: TaskType, hcw_id: str, tasks: list[TaskOutline]) -> str:
 
 
 def task_hcw_refusal(kind: TaskType, hcw_id: str, tasks: list[TaskOutline], *, required_specialty: str,
-                     chosen: set[str], staff: Mapping[str, StaffFacts] | None) -> tuple[str, str] | None:
+                     chosen: set[str], staff: Mapping[str, StaffFacts] | None,
+                     engaged: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """Return ``('hcw', explanation)`` if rule 9 refuses a ``kind`` delegation naming ``hcw_id``, else ``None``.
 
     - A navigation escorts an HCW: it must name one; a person's choice (``chosen``: the hospital's
@@ -782,6 +790,8 @@ def task_hcw_refusal(kind: TaskType, hcw_id: str, tasks: list[TaskOutline], *, r
       case; none given: any) and on shift (availability not ``off_shift``; ``busy`` is on shift:
       the page tells whether they can come). ``staff`` ``None``: no staff view, only the name is
       required.
+    - A navigation may not name an HCW another open case has (``engaged``, HCW ID -> that case's
+      patient: :func:`engaged_hcws`): a person is in one room at a time, whoever chose them.
     - Info collection and display are about the HCW the latest navigation escorted
       (:func:`task_hcw`): a delegation naming another is refused; naming none is fine.
 
@@ -792,6 +802,10 @@ def task_hcw_refusal(kind: TaskType, hcw_id: str, tasks: list[TaskOutline], *, r
     if kind is TaskType.NAVIGATION:
         if not hcw_id:
             return ('hcw', 'a navigation escorts an HCW: name the HCW (hcw_id)')
+        if engaged and hcw_id in engaged:
+            return ('hcw', f'HCW #{hcw_id} is with case {engaged[hcw_id]} (escorted, or being escorted, to its '
+                           'room): a person is in one room at a time; name another HCW of the specialty, or wait '
+                           'for that case to close')
         if hcw_id in chosen or staff is None:
             return None
         facts = staff.get(hcw_id)
@@ -813,6 +827,21 @@ def task_hcw_refusal(kind: TaskType, hcw_id: str, tasks: list[TaskOutline], *, r
                        + (f' ({nav.task_id}): HCW #{escorted}' if escorted and nav is not None else ' (none yet)')
                        + f', not #{hcw_id}')
     return None
+
+
+def engaged_hcws(cases: Mapping[str, list[TaskOutline]]) -> dict[str, str]:
+    """Return the HCWs open cases have: HCW ID -> the case (patient ID) whose latest navigation runs or succeeded.
+
+    ``cases``: each open case's tasks (case ID -> its outlines). An HCW being escorted to a
+    patient's room, or escorted there, is with that patient until the case closes. One rule for
+    the gate and the manager (its observation's ``engaged_hcws``).
+    """
+    engaged = {}
+    for case, tasks in cases.items():
+        nav = _latest_outline(TaskType.NAVIGATION, tasks)
+        if nav is not None and nav.hcw_id and nav.status in ('running', 'success'):
+            engaged[nav.hcw_id] = case
+    return engaged
 
 
 def manager_may_escalate(status: str, failure_waits: bool) -> bool:

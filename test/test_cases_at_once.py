@@ -23,7 +23,7 @@ from robot_team.core.supervisor import SupervisorCore
 from robot_team.escalation_model import EscalationRecord
 from robot_team.names import OPERATIONAL_ROLES, Robot, fleet_robots, role_name
 from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskType
-from robot_team.workflow import WorkflowPolicy
+from robot_team.workflow import WorkflowPolicy, engaged_hcws
 from team_harness import Recorder, World, build_toolbox, observer
 from test_no_stall import ROBOTS
 
@@ -50,7 +50,7 @@ class SharedFloor:
         self.distances: dict[str, float] = {}   # robot -> its planned path length to any HCW (m; none: no path)
 
     def arrive(self, patient: PatientInfo) -> None:
-        world = World()
+        world = World(scan_badge=f'ED-00{patient.assigned_hcw_id}')   # its room's reader reads their HCW's badge
         world.clock = lambda: self.t
         self.worlds[patient.patient_id] = world
         self.manager.on_staff([StaffInfo(hcw_id=h, specialty=f.specialty, availability=f.availability)
@@ -112,15 +112,27 @@ class SharedFloor:
         self.manager.on_escalation(esc)
 
 
+AVAILABLE = [('90', 'Physician'), ('41', 'Nurse'), ('55', 'Technician')]
+"""The stub floor's available HCWs: patients take them in turn (the fourth the first's again)."""
+
+
 def _patients(rng: random.Random, count: int) -> list[PatientInfo]:
-    return [PatientInfo(patient_id=f'P-{i:02d}', room='ER-12', esi_level=rng.randint(0, 5), assigned_hcw_id='90',
-                        required_specialty='Physician', presentation='chest pain') for i in range(count)]
+    return [PatientInfo(patient_id=f'P-{i:02d}', room='ER-12', esi_level=rng.randint(0, 5),
+                        assigned_hcw_id=AVAILABLE[i % 3][0], required_specialty=AVAILABLE[i % 3][1],
+                        presentation='chest pain') for i in range(count)]
 
 
 def _idle_robot_for_a_waiting_case(floor: SharedFloor) -> list[str]:
-    """Return 'case:robot' for each open case with a robot idle for its next step (none: nobody waits in vain)."""
+    """Return 'case:robot' for each open case with a robot idle for its next step (none: nobody waits in vain).
+
+    A case with no task yet whose patient's HCW another open case has waits for that person, not a robot.
+    """
     found = []
     for policy in floor.supervisor.open_policies:
+        others = {p.patient_id: p.outlines() for p in floor.supervisor.open_policies if p is not policy}
+        snap = policy.snapshot()
+        if not snap.tasks and snap.assigned_hcw_id in engaged_hcws(others):
+            continue
         for kind in policy.next_steps():
             found += [f'{policy.patient_id}:{robot}' for robot in floor.robots
                       if role_name(robot) == TASK_OWNER[kind] and robot not in floor.busy]
@@ -247,3 +259,37 @@ def test_the_next_case_starts_with_the_earlier_lessons_unless_the_condition_leav
         floor.settle()
     kept = floor.manager._lessons
     assert kept and floor.manager.snapshot().lessons == (kept if lessons else [])
+
+
+def test_an_hcw_is_with_one_case_at_a_time_the_next_takes_a_stand_in_or_waits_for_them():
+    record = Recorder()
+    floor = SharedFloor(0, record, [*fleet_robots(Robot.NAVIGATION, 2), *ROBOTS[1:]])
+    first, second = (p.model_copy(update={'assigned_hcw_id': '90', 'required_specialty': 'Physician'})
+                     for p in _patients(random.Random(4), 2))
+    floor.arrive(first)
+    floor.settle()
+    floor.arrive(second)   # the hospital assigned #90 to both: #90 is being escorted to the first's room
+    floor.settle()
+    assert [b[2] for b in floor.busy.values()] == [first.patient_id]   # the second waits for #90, robots idle
+    refused = floor.supervisor.authorize('navigation', 'navigation_robot_2', '', 'manager', floor.t, hcw_id='90',
+                                         staff=World().staff_facts(), case_id=second.patient_id)
+    assert (refused.approved, refused.rule.value) == (False, 'hcw') and first.patient_id in refused.explanation
+    for step in range(1, 5):   # waiting for a person another case has is not a stall either
+        assert floor.supervisor.check_deadlines(floor.t + 25.0 * step) == []
+    while first.patient_id in floor.manager.open_cases:   # the first case closes: #90 is free for the second
+        floor.finish(next(iter(floor.busy)))
+        floor.settle()
+    assert floor.busy and next(iter(floor.busy.values()))[0].hcw_id == '90'
+    # with another physician available, the next patient of #90 gets them at once instead of waiting
+    third = second.model_copy(update={'patient_id': 'P-09'})
+    stand_in = World(scan_badge='ED-0080')
+    stand_in.staff['80']['availability'] = 'available'
+    floor.manager.on_staff([StaffInfo(hcw_id=h, specialty=f.specialty, availability=f.availability)
+                            for h, f in stand_in.staff_facts().items()])
+    floor.worlds[third.patient_id] = stand_in
+    floor.supervisor.on_patient_arrival(third.patient_id, floor.t, assigned_hcw_id='90',
+                                        required_specialty='Physician', room=third.room, esi_level=third.esi_level)
+    floor.manager.on_arrival(third)
+    floor.settle()
+    [task] = [b[0] for b in floor.busy.values() if b[2] == third.patient_id]
+    assert task.hcw_id == '80'

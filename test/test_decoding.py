@@ -259,6 +259,11 @@ def test_with_a_fleet_the_manager_is_offered_the_role_or_any_of_its_robots_not_l
     assert ManagerTool.DELEGATE_TASK.value not in manager_offer(both_lost, ['80']).names
 
 
+def test_an_hcw_another_open_case_has_is_not_offered_for_a_navigation():
+    obs = observation().model_copy(update={'engaged_hcws': {'80': 'P-0777'}})
+    assert delegate_params(manager_offer(obs, ['80', '90', '41']))['properties']['hcw_id']['enum'] == ['90', '41']
+
+
 def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the_rules_allow():
     start = manager_offer(observation(), ['80', '90', '41'])
     params = delegate_params(start)

@@ -160,5 +160,6 @@ def test_a_shift_record_shows_each_wait_beside_an_idle_robot_and_a_robot_given_t
     assert waits['waits'] == 1
     assert waits['beside_an_idle_robot'] == ([{'patient_id': 'B', 'robot': 'navigation_robot_2', 'idle_s': 15.0}]
                                              if second_robot_idle else [])
+    assert robot_waits(events, spans, fleet, {}, step_s=15.0)['beside_an_idle_robot'] == []   # within a clock step
     assert waits['behind_less_urgent'] == [{'patient_id': 'B', 'given_to': 'C', 'robot': 'navigation_robot_1',
                                             'at_s': 10}]

@@ -44,3 +44,21 @@ def test_the_shift_command_refuses_both_or_neither_source(tmp_path):
     for args in ([], ['--shift', 'x.yaml', '--hours', '1']):
         result = CliRunner().invoke(app, ['shift', *args, '--out', str(tmp_path)])
         assert result.exit_code == 2 and 'shift file' in result.output
+
+
+def test_eval_shift_scores_every_case_of_each_trial(domain_id, tmp_path):
+    base = load_scenario('onboarding')
+    later = PatientSpec(patient_id='P-0778', room='ER-5', esi_level=2, assigned_hcw_id='41',
+                        required_specialty='Nurse', arrival_time_s=10.0, presentation='chest pain')
+    write_shift(base.model_copy(update={'name': 'two-at-once', 'arrivals': [later], 'cases_at_once': 0}),
+                tmp_path / 'shift.yaml')
+    out = tmp_path / 'eval'
+    result = CliRunner().invoke(app, ['eval', '--shift', str(tmp_path / 'shift.yaml'), '--trials', '1', '--condition',
+                                      'baseline', '--chance', '0', '--out', str(out), '--domain-id', str(domain_id),
+                                      '--quiet'])
+    assert result.exit_code == 0, result.output
+    [run] = json.loads((out / 'eval.json').read_text())['runs']
+    assert [c['patient_id'] for c in run['cases']] == ['P-0001', 'P-0778']
+    assert all(c['attempted'] == c['floor'] == c['rubric_max'] >= 16 for c in run['cases']), run['cases']
+    assert json.loads((out / 'baseline' / 'trial-1' / 'cases.json').read_text()) == run['cases']
+    assert 'P-0778 ' in result.output

@@ -387,3 +387,36 @@ def test_bad_scenarios_are_config_errors():
         make_floor(blocked_doors=['ER-99'])
     with pytest.raises(ConfigError, match="area unknown room 'Roof'"):
         make_floor(staff_overrides={'90': StaffOverride(area='Roof')})
+
+
+def test_staff_changes_at_sim_times_break_a_page_and_a_badge_and_survive_a_checkpoint():
+    from robot_team.config import StaffChange
+    changes = [StaffChange(at_s=5.0, hcw_id='90', availability='busy', detail='code blue in Resuscitation'),
+               StaffChange(at_s=40.0, hcw_id='90', availability='available'),
+               StaffChange(at_s=0.0, hcw_id='41', badge_id='ED-9999')]
+    motion, hospital = make_floor(staff_changes=changes)
+    (record,), _ = hospital.locate(['90'])
+    assert record.availability == 'available'
+    page = hospital.page('90', NAV, 'Please meet navigation_robot')   # answered 8 s later, were it not for...
+    events = run(motion, hospital, 20)
+    [changed] = [e.data for e in kinds(events, 'staff_changed') if e.data['hcw_id'] == '90']
+    assert (changed['availability'], changed['detail']) == ('busy', 'code blue in Resuscitation')
+    assert not page.acknowledged and not kinds(events, 'page_acknowledged')   # ...the code blue at 5 s
+    (record,), _ = hospital.locate(['90'])
+    assert (record.availability, record.detail) == ('busy', 'code blue in Resuscitation')   # the RTLS says so
+    assert [e.data['badge_id'] for e in kinds(events, 'staff_changed') if e.data['hcw_id'] == '41'] == ['ED-9999']
+    assert hospital._hcws['41'].badge_id == 'ED-9999'   # what its door readers read from 0 s on (a mix-up)
+    # a restarted hospital takes up the floor: the changes made stay made, the later one still comes
+    _, restarted = make_floor(staff_changes=changes)
+    restarted.restore(hospital.checkpoint())
+    events = run(motion, restarted, 25)
+    assert [e.data['availability'] for e in kinds(events, 'staff_changed')] == ['available']
+    again = restarted.page('90', NAV, 'Please meet navigation_robot')
+    run(motion, restarted, restarted.page_response_delay_s + 0.5)
+    assert again.acknowledged
+
+
+def test_a_staff_change_for_an_hcw_not_in_the_directory_is_refused():
+    from robot_team.config import StaffChange
+    with pytest.raises(ConfigError, match='staff_changes name HCWs not in the staff directory: 404'):
+        make_floor(staff_changes=[StaffChange(at_s=1.0, hcw_id='404', availability='busy')])

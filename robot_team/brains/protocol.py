@@ -46,6 +46,11 @@ def _failure(issue: str, summary: str = '', **data) -> BrainReport:
     return BrainReport(status=TaskStatus.FAILURE, issue=issue, summary=summary or issue, data=data)
 
 
+def _steps(step: ManagerAction | None) -> list[ManagerAction]:
+    """Return ``step`` as the actions of a decision (none: the case waits)."""
+    return [] if step is None else [step]
+
+
 def _unavailable(task: TaskRecord) -> bool:
     """Return whether ``task`` failed because its HCW could not come and others of their specialty can.
 
@@ -221,7 +226,9 @@ class ManagerProtocolBrain(ManagerBrain):
 
         A delegation to a robot the supervisor noticed lost (every robot of its role, with a
         fleet) waits until it is back (the manager's deadlines bound the wait: the supervisor
-        escalates a robot that does not come back).
+        escalates a robot that does not come back). An HCW another open case has
+        (``obs.engaged_hcws``) is replaced by an available HCW of the specialty from the staff
+        board, or waited for; an alternative proposed after a failure is never one of them.
         """
         actions = self._next(obs)
         if any(isinstance(a, Delegate) and set(role_robots(a.robot, obs.robots)) <= set(obs.lost_robots)
@@ -241,7 +248,7 @@ class ManagerProtocolBrain(ManagerBrain):
         for task_type in OPERATIONAL_TASKS:
             latest = obs.latest(task_type)
             if latest is None:
-                return [self._delegate(obs, task_type)]
+                return _steps(self._delegate(obs, task_type))
             if latest.state == 'failure':
                 return self._handle_failure(obs, latest)
         return [Reflect(reflection=self.reflection(obs))]
@@ -249,11 +256,20 @@ class ManagerProtocolBrain(ManagerBrain):
     # -- steps --
 
     def _delegate(self, obs: ManagerObservation, task_type: TaskType, hcw_id: str = '',
-                  reason: str = '', handles: str = '') -> Delegate:
+                  reason: str = '', handles: str = '') -> Delegate | None:
         patient = obs.patient
         nav = obs.latest(TaskType.NAVIGATION)
         if not hcw_id:
             hcw_id = nav.hcw_id if (nav and task_type is not TaskType.NAVIGATION) else patient.assigned_hcw_id
+        if task_type is TaskType.NAVIGATION and hcw_id in obs.engaged_hcws:   # with another case's patient
+            stand_in = next((s.hcw_id for s in obs.staff if s.hcw_id not in obs.engaged_hcws
+                             and s.availability == 'available'
+                             and s.specialty.casefold() == patient.required_specialty.casefold()), '')
+            if not stand_in:
+                return None   # no one else of the specialty: wait until that case lets them go
+            reason = (f'HCW #{hcw_id} is with case {obs.engaged_hcws[hcw_id]}; #{stand_in}, an available '
+                      f'{patient.required_specialty or "HCW"}, instead')
+            hcw_id = stand_in
         instructions = {
             TaskType.NAVIGATION: f'Find HCW #{hcw_id} and escort them to {patient.room}.',
             TaskType.INFO_COLLECTION: f'Read the badge scan at {patient.room} and report ID, name, specialty.',
@@ -271,26 +287,27 @@ class ManagerProtocolBrain(ManagerBrain):
             if not escalation.resolved:
                 return []
             if escalation.decision == 'reassign' and escalation.hcw_id:
-                return [self._delegate(obs, failed.task_type, escalation.hcw_id, handles=failed.task_id,
-                                       reason=f'human decision on {escalation.escalation_id}: assign '
-                                              f'#{escalation.hcw_id} ({escalation.note or "no note"})')]
+                return _steps(self._delegate(obs, failed.task_type, escalation.hcw_id, handles=failed.task_id,
+                                             reason=f'human decision on {escalation.escalation_id}: assign '
+                                                    f'#{escalation.hcw_id} ({escalation.note or "no note"})'))
             if escalation.decision == 'retry':
-                return [self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
-                                       reason=f'human decision on {escalation.escalation_id}: retry')]
+                return _steps(self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
+                                             reason=f'human decision on {escalation.escalation_id}: retry'))
             return []   # abort: handled by closing_abort above
         if self.issue_handling == 'ignore':
             return []
         if failed.issue_code is IssueCode.ROBOT_LOST:   # nothing wrong with the HCW or the floor: the robot went
-            return [self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
-                                   reason=f'{failed.task_id} ended because {failed.robot} was lost; {failed.robot} '
-                                          f'is back: the same task again')]
-        alternatives = failed.data.get('alternatives') or []
-        if self.issue_handling == 'propose_alternative' and _unavailable(failed):
+            return _steps(self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
+                                         reason=f'{failed.task_id} ended because {failed.robot} was lost; '
+                                                f'{failed.robot} is back: the same task again'))
+        # the available HCWs the robot found, but those another open case has
+        alternatives = [a for a in failed.data.get('alternatives') or [] if a['hcw_id'] not in obs.engaged_hcws]
+        if self.issue_handling == 'propose_alternative' and _unavailable(failed) and alternatives:
             alt = alternatives[0]
-            return [self._delegate(
+            return _steps(self._delegate(
                 obs, TaskType.NAVIGATION, alt['hcw_id'], handles=failed.task_id,
                 reason=(f"{failed.task_id} failed ({failed.issue}); proposing alternative "
-                        f"{alt['specialty'].lower()} #{alt['hcw_id']}, available in {alt['area']}"))]
+                        f"{alt['specialty'].lower()} #{alt['hcw_id']}, available in {alt['area']}")))
         return [Escalate(task_id=failed.task_id, reason=f'{failed.task_type.value} failed: {failed.issue}',
                          options=self._options(failed))]
 

@@ -60,7 +60,7 @@ from robot_team.guards import (
     strip_prefetched)
 from robot_team.names import Robot, role_name, role_robots
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
-from robot_team.workflow import Authorization, WorkflowRule
+from robot_team.workflow import Authorization, WorkflowRule, engaged_hcws
 
 MAX_LESSONS = 12
 """The most lessons of earlier cases kept and shown to the next case (the newest; memory stays bounded)."""
@@ -276,8 +276,14 @@ class ManagerCore:
             self._ctx.case = previous
 
     def _drop_lane(self, lane: _Lane) -> None:
-        """Stop serving ``lane``'s case (lock held): its brain serves a later case, its tasks are forgotten."""
+        """Stop serving ``lane``'s case (lock held): its brain serves a later case, its tasks are forgotten.
+
+        The other open cases decide again: the HCW it had is free (their observation's ``engaged_hcws``).
+        """
         del self._lanes[lane.case_id]
+        for other in self._lanes.values():
+            other.dirty = True
+        self._wake.set()
         self._task_case = {task: case for task, case in self._task_case.items() if case != lane.case_id}
         if lane.brain is not self.brain and not self.taken_over:
             self._spare.append(lane.brain)
@@ -730,6 +736,8 @@ class ManagerCore:
                 return False
             lane.dirty = False
             lane.last_feedback, lane.round_feedback = lane.round_feedback, []
+            lane.obs.engaged_hcws = engaged_hcws({other.case_id: other.obs.outlines()
+                                                  for other in self._lanes.values() if other is not lane})
             snapshot = lane.obs.model_copy(deep=True)
             lane.obs.new.clear()
             lane.obs.feedback.clear()

@@ -27,7 +27,7 @@ from robot_team.catalog import TASK_OWNER
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import (
     MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowRule,
-    WorkflowState)
+    WorkflowState, engaged_hcws)
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -322,6 +322,10 @@ class SupervisorCore:
                 return task.task_id
         return ''
 
+    def _engaged_elsewhere(self, policy: WorkflowPolicy) -> dict[str, str]:
+        """Return the HCWs the other open cases than ``policy``'s have (:func:`~robot_team.workflow.engaged_hcws`)."""
+        return engaged_hcws({p.patient_id: p.outlines() for p in self.open_policies if p is not policy})
+
     def _gate_case(self) -> str:
         """Return the case a refusal by rule ``case`` names: the latest opened with no task yet, else the latest."""
         fresh = [p for p in self.open_policies if not p.snapshot().tasks]
@@ -364,7 +368,8 @@ class SupervisorCore:
                                  case_id=policy.patient_id, explanation=f'{robot} runs {busy} of another case: a '
                                  f'robot runs one task at a time; case {policy.patient_id} waits for it')
         else:
-            auth = policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff)
+            auth = policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff,
+                                    engaged=self._engaged_elsewhere(policy))
             auth.case_id = policy.patient_id
         data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
                     rule=auth.rule.value, requested_hcw_id=hcw_id, hcw_id=auth.hcw_id)
@@ -510,20 +515,25 @@ class SupervisorCore:
         return opened
 
     def _wait_for_robots(self, now_s: float) -> None:
-        """Move on the ``decision`` and ``issue_handling`` deadlines of each open case waiting for a robot.
+        """Move on the ``decision`` and ``issue_handling`` deadlines of each open case waiting for a robot or an HCW.
 
         A case waits for a robot when no task of its own runs and every task type it may
         delegate next (:meth:`~robot_team.workflow.WorkflowPolicy.next_steps`) is owned by a
-        robot running another open case's task: the manager cannot step until it is free. Its
-        ``onboarding`` deadline (from arrival) still runs.
+        robot running another open case's task: the manager cannot step until it is free. It
+        waits for its HCW when it has no task yet and the HCW assigned to its patient is with
+        another open case (rule 9 refuses them until it closes). Its ``onboarding`` deadline
+        (from arrival) still runs.
         """
         since, self._checked_s = self._checked_s, now_s
         if since is None or now_s <= since or len(self.open_policies) < 2:
             return
         for policy in self.open_policies:
             steps = policy.next_steps()
-            if steps and all(self._busy_elsewhere(r, policy) for kind in steps for r in self.robots
-                             if role_name(r) == TASK_OWNER[kind]):
+            waits = steps and all(self._busy_elsewhere(r, policy) for kind in steps for r in self.robots
+                                  if role_name(r) == TASK_OWNER[kind])
+            snap = policy.snapshot()   # ... or for its patient's assigned HCW, whom another open case has
+            waits = waits or (not snap.tasks and snap.assigned_hcw_id in self._engaged_elsewhere(policy))
+            if waits:
                 for kind in ('decision', 'issue_handling'):
                     policy.postpone_deadlines(now_s - since, kind)
 

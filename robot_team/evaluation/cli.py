@@ -72,6 +72,10 @@ def eval_command(
     scenario: Annotated[Optional[list[str]], typer.Option(
         '--scenario', help="Scenario name or YAML path; repeat it or give a comma list for several, 'all' for "
                            'every scenario `robot-team scenarios` lists (default: onboarding).')] = None,
+    shift: Annotated[Optional[list[str]], typer.Option(
+        '--shift', help='Shift file (a scenario YAML with arrivals, e.g. the shift.yaml `robot-team shift` '
+                        'writes): run like a scenario, and every case scored with the rubric on its own '
+                        '(DIR/.../trial-<k>/cases.json). Repeatable.')] = None,
     model: Annotated[Optional[str], typer.Option(help=MODEL_HELP)] = None,
     out: Annotated[Path, typer.Option(help='Evaluation folder: DIR/<condition>/trial-<k>/ for one scenario, '
                                            'DIR/<scenario>/<condition>/trial-<k>/ for several, and the tables.')]
@@ -115,7 +119,8 @@ def eval_command(
         elif chance and brain == CHANCE_BRAIN:
             raise ValueError(f'--chance {chance} with --brain {CHANCE_BRAIN}: the random chooser is the chance '
                              'baseline itself; leave --chance out (or 0)')
-        scenarios = expand_scenarios(scenario)
+        scenarios = [*(expand_scenarios(scenario) if scenario or not shift else []),
+                     *(expand_scenarios(shift) if shift else [])]
         if model is not None and brain != 'local':
             raise ValueError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
         if brain == 'local':
@@ -175,6 +180,11 @@ def eval_command(
                           f"/ floor {c.chance_points_mean['floor']:.2f} points per run; margin attempted "
                           f"{c.margin_points['attempted']:+.2f} / floor {c.margin_points['floor']:+.2f} points "
                           f"(this evaluation {c.points_mean['attempted']:.2f} / {c.points_mean['floor']:.2f})")
+    for r in summary.runs:
+        if r.cases:
+            console.print(f'[bold]{r.scenario} {r.condition} trial {r.trial}[/bold] cases (attempted/floor of max): '
+                          + ', '.join(f"{c['patient_id']} {c['attempted']:g}/{c['floor']:g} of {c['rubric_max']:g}"
+                                      for c in r.cases))
     if reflection_judge is not None and reflection_judge.errors:
         console.print(f'[yellow]LLM judge failed {reflection_judge.errors} time(s); structural scores kept[/yellow]')
     reused = sum(r.reused for r in [*summary.runs, *summary.chance_runs])

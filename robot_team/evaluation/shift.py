@@ -157,8 +157,9 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
       waits for a person who is not there).
 
     Only failures that hold for a whole shift are generated: doors stay open and badges read
-    normally (``blocked_doors`` and ``badge_overrides`` empty). Failures at given times (a door
-    closed for a while, a badge mix-up, a break, a code blue) are a later step (issue 27, item 4).
+    normally (``blocked_doors`` and ``badge_overrides`` empty). Changes at given times (a break,
+    a code blue, a badge mix-up: ``staff_changes``) are taken from shift files, not generated; a
+    door closed for a while is a later step (issue 27, item 4).
 
     Parameters
     ----------

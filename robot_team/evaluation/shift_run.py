@@ -49,18 +49,20 @@ def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, flo
 
 
 def robot_waits(events: list[TeamEventModel], spans: dict[str, list[tuple[float, float, str]]],
-                robots: list[str], esi: dict[str, int]) -> dict:
+                robots: list[str], esi: dict[str, int], step_s: float = 0.0) -> dict:
     """Check every wait for a robot against the robots' busy spans (:func:`robot_spans`): what a fleet must never show.
 
     A wait starts at the manager's ``waiting_for_robot`` observation of a case (for a robot or a
     role) and ends at that case's next delegation to a robot of the role (else the last event).
-    ``robots`` are the team's (a fleet's ``<role>_<n>``); ``esi`` each case's ESI level.
+    ``robots`` are the team's (a fleet's ``<role>_<n>``); ``esi`` each case's ESI level;
+    ``step_s`` the clock's step (the record's resolution: a robot idle no longer than one step
+    between its task's judgment and the waiting case's delegation is the manager's turn-around).
 
     Returns
     -------
     dict
         ``waits``: how many. ``beside_an_idle_robot``: ``{patient_id, robot, idle_s}`` for each
-        wait during which a robot of its role was idle (sim s > 0; none expected).
+        wait during which a robot of its role was idle longer than ``step_s`` (sim s; none expected).
         ``behind_less_urgent``: ``{patient_id, given_to, robot, at_s}`` for each robot given to
         an ESI 4-5 case while an ESI 1-2 case waited for its role (none expected).
     """
@@ -76,7 +78,7 @@ def robot_waits(events: list[TeamEventModel], spans: dict[str, list[tuple[float,
     for case, role, start, done in waits:
         for robot in (r for r in robots if role_name(r) == role):
             busy = sum(max(0.0, min(e, done) - max(s, start)) for s, e, _ in spans.get(robot, []))
-            if done - start - busy > 1e-6:
+            if done - start - busy > step_s + 1e-6:
                 idle.append({'patient_id': case, 'robot': robot, 'idle_s': round(done - start - busy, 3)})
     behind = [{'patient_id': case, 'given_to': e.data.get('case_id'), 'robot': e.data.get('robot'), 'at_s': e.stamp_s}
               for e in events if e.kind == EventKind.DELEGATION.value and esi.get(e.data.get('case_id'), 0) in (4, 5)
@@ -114,7 +116,8 @@ def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
                    else max(duration - (c['arrival_s'] or 0.0), 0.0)} for c in cases]   # never started: all along
     summary = summarize_shift(waited, robots=busy, duration_s=duration)
     summary['robot_waits'] = robot_waits(result.events, spans, shift.robots,
-                                         {c['patient_id']: int(c.get('esi_level') or 0) for c in cases})
+                                         {c['patient_id']: int(c.get('esi_level') or 0) for c in cases},
+                                         float((report.get('clock') or {}).get('max_step_size') or 0.0))
     brain_options = options.get('brain_options') or {}
     conditions = {'cases_at_once': shift.cases_at_once, 'fleet': shift.robots, 'kb': brain_options.get('kb'),
                   'lessons': bool(brain_options.get('lessons', True))}

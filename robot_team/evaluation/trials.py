@@ -70,6 +70,8 @@ from robot_team.llm.chance import chance_model_name, check_seed
 from robot_team.llm.factory import LLM_BRAINS
 from robot_team.llm.local import LocalServer, resolve_model
 from robot_team.llm.settings import LLMSettings, LocalServerSettings
+from robot_team.evaluation.shift_run import case_rubric
+from robot_team.evaluation.truth import load_run
 from robot_team.runner import run_episode
 
 CONDITIONS: dict[str, dict] = {'baseline': {'kb': False}, 'kb': {'kb': True},
@@ -137,6 +139,9 @@ class TrialResult(BaseModel):
     brain: str = Field('', description='The brain of the trial.')
     seed: int | None = Field(None, description="Brain 'random': the random chooser's seed.")
     chance: bool = Field(False, description="A trial of the evaluation's chance row (the random chooser).")
+    cases: list[dict] = Field(default_factory=list, description='With several patients (a shift): each case '
+                              'scored on its own events as one onboarding: patient_id, attempted, floor, rubric_max '
+                              '(robot_team.evaluation.shift_run.case_rubric).')
 
     @property
     def as_expected(self) -> bool:
@@ -338,10 +343,15 @@ def _score_trial(loaded, folder: Path, info: dict, reused: bool, condition: str,
     score.run = (f"{f'{CHANCE_DIR}/' if chance else ''}{f'{loaded.name}/' if per_scenario else ''}"
                  f'{condition}/trial-{trial}')
     (folder / 'score.json').write_text(score.model_dump_json(indent=2))
+    cases = []
+    if len(loaded.cases) > 1:   # a shift: every case scored on its own, as the published rubric scores one onboarding
+        events, _ = load_run(folder)
+        cases = [{'patient_id': p.patient_id, **case_rubric(events, p.patient_id)} for p in loaded.cases]
+        (folder / 'cases.json').write_text(json.dumps(cases, indent=2))
     return TrialResult(condition=condition, trial=trial, out_dir=str(folder), reused=reused,
                        wall_time_s=float(info.get('wall_time_s', 0.0)), score=score, scenario=loaded.name,
                        expected_outcome=loaded.expected_outcome or 'success', brain=str(info.get('brain', '')),
-                       seed=info.get('seed'), chance=chance)
+                       seed=info.get('seed'), chance=chance, cases=cases)
 
 
 def _pooled(scores: list[ViewScore], n: int) -> tuple[float, float, dict[str, float | None]]:

@@ -430,7 +430,7 @@ def gate_hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> st
     refusal = task_hcw_refusal(kind, hcw_id, _outlines(obs),
                                required_specialty=patient.required_specialty if patient else '',
                                chosen=people_chose(patient.assigned_hcw_id if patient else '', obs.escalations),
-                               staff=staff)
+                               staff=staff, engaged=obs.engaged_hcws)
     return None if refusal is None else refusal[1]
 
 
@@ -481,7 +481,7 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
 
 def _outlines(obs: ManagerObservation) -> list[TaskOutline]:
     """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.workflow.TaskOutline`)."""
-    return [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot, t.hcw_id) for t in obs.tasks]
+    return obs.outlines()
 
 
 def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:

@@ -167,7 +167,8 @@ def describe(event: SimEvent) -> tuple[str, str]:
     Motion events: ``goal_accepted``, ``waypoint_reached``, ``goal_succeeded``, ``goal_aborted``,
     ``goal_canceled``, ``path_computed``, ``path_failed``. Hospital events: ``patient_arrival``,
     ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``,
-    ``hcw_arrived``, ``hcw_entry_blocked``, ``hcw_waiting``, ``badge_scan``, ``display_shown``.
+    ``hcw_arrived``, ``hcw_entry_blocked``, ``hcw_waiting``, ``badge_scan``, ``display_shown``,
+    ``staff_changed``.
     """
     d = event.data
     if event.kind == 'patient_arrival':
@@ -213,6 +214,9 @@ def describe(event: SimEvent) -> tuple[str, str]:
     if event.kind == 'badge_scan':
         return (f"Badge {d['badge_id']} scanned at {d['reader_id']} ({d['room']}) by HCW #{d['hcw_id']}",
                 d['room'])
+    if event.kind == 'staff_changed':
+        return (f"HCW #{d['hcw_id']} is now {d['availability']}" + (f" ({d['detail']})" if d['detail'] else '')
+                + f", badge {d['badge_id']}", d['hcw_id'])
     if event.kind == 'display_shown':
         return f"{d['room']} screen now shows '{d['title']}' ({d['entries']} member(s))", d['room']
     return f'{event.kind}: {d}', ''

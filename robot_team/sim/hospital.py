@@ -12,10 +12,13 @@ simulator, Gazebo with Nav2, a real floor) the HCWs behave the same.
 What is simulated
 -----------------
 * HCWs from the staff seed stand in their area's room (distinct spots); the scenario's
-  ``staff_overrides`` change availability, detail or area.
+  ``staff_overrides`` change availability, detail or area; its ``staff_changes`` change an HCW's
+  availability and detail (a break, a code blue, back) or badge (a mix-up) at a sim time
+  (``staff_changed``).
 * The patient of the scenario arrives at ``patient.arrival_time_s`` (``patient_arrival``).
-* Paging: an available HCW acknowledges after ``page_response_delay_s``; busy ones never do;
-  off-shift HCWs do not carry a pager (the page is not delivered).
+* Paging: an available HCW acknowledges after ``page_response_delay_s``; busy ones never do (nor
+  one who became busy before answering); off-shift HCWs do not carry a pager (the page is not
+  delivered).
 * Following, inferred from the robot's observed poses: an HCW who acknowledged a page naming a
   robot waits where they are until that robot comes within 2.0 m (in line of sight): seen there,
   or seen passing there, its way between two positions seen one after the other (a straight
@@ -53,7 +56,7 @@ What is simulated
 * Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
 
 Events (:class:`~robot_team.sim.common.SimEvent`, ground truth): ``patient_arrival``,
-``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``, ``hcw_arrived``,
+``staff_changed``, ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``, ``hcw_arrived``,
 ``hcw_entry_blocked``, ``badge_scan``, ``display_shown``.
 
 Units: SI (m, s, rad), poses in the map frame (REP-103/105).
@@ -230,6 +233,8 @@ class HospitalEngine:
         self._arrived: list[str] = []     # patient IDs whose arrival happened, in order
         self.displays: dict[str, list[str]] = {}
         self._hcws = self._place_staff(staff, scenario)
+        self._changes = sorted(scenario.staff_changes, key=lambda change: change.at_s)   # stable: file order on ties
+        self._changes_applied = 0
         self._readers = world.readers
         self._reader_xy = np.array([[r.x, r.y] for r in self._readers]).reshape(-1, 2)
         self._reader_radius = np.array([r.radius for r in self._readers])
@@ -238,7 +243,8 @@ class HospitalEngine:
 
     # --- checkpoint (a restarted hospital_systems takes up the floor as it was) ----------------------
 
-    CHECKPOINT_FIELDS = ('t', '_seen', '_odometry', '_pages', '_pending_acks', '_arrived', 'displays', '_hcws')
+    CHECKPOINT_FIELDS = ('t', '_seen', '_odometry', '_pages', '_pending_acks', '_arrived', 'displays', '_hcws',
+                         '_changes_applied')
     """What changes as the floor runs: HCWs (pose, state, trail), pages, what was seen of the robots, screens."""
 
     @property
@@ -277,7 +283,8 @@ class HospitalEngine:
     def _place_staff(self, staff: StaffSeed, scenario: Scenario) -> dict[str, _Hcw]:
         known = {m.hcw_id for m in staff.staff}
         overrides = (('staff_overrides', scenario.staff_overrides),
-                     ('badge_overrides', scenario.badge_overrides))
+                     ('badge_overrides', scenario.badge_overrides),
+                     ('staff_changes', [change.hcw_id for change in scenario.staff_changes]))
         for what, ids in overrides:
             unknown = sorted(set(ids) - known)
             if unknown:
@@ -599,6 +606,10 @@ class HospitalEngine:
         return self.step(float(t) - self.t) if t > self.t else self.drain_events()
 
     def _substep(self, h: float) -> None:
+        while self._changes_applied < len(self._changes) and \
+                self.t >= self._changes[self._changes_applied].at_s - 1e-9:
+            self._change_staff(self._changes[self._changes_applied])
+            self._changes_applied += 1
         for patient in self.scenario.cases:
             if patient.patient_id not in self._arrived and self.t >= patient.arrival_time_s - 1e-9:
                 self._arrived.append(patient.patient_id)
@@ -639,8 +650,19 @@ class HospitalEngine:
                                message=f'{robot} was lost: HCW #{hcw.member.hcw_id} waits where they are')
         return told
 
+    def _change_staff(self, change) -> None:
+        """Apply a :class:`~robot_team.config.StaffChange` that is due (its availability, detail, badge)."""
+        h = self._hcws[change.hcw_id]
+        h.availability, h.detail = change.availability, change.detail
+        if change.badge_id:
+            h.badge_id = change.badge_id
+        self._log.emit('staff_changed', hcw_id=change.hcw_id, availability=h.availability, detail=h.detail,
+                       badge_id=h.badge_id)
+
     def _acknowledge(self, page: Page) -> None:
         h = self._hcws[page.hcw_id]
+        if h.availability != 'available':   # became busy (or left) before answering: the page stays unanswered
+            return
         page.acknowledged, page.acknowledged_at = True, self.t
         page.reply = (f'On my way — I will follow {page.robot}' if page.robot
                       else 'Acknowledged — on my way')
