@@ -38,6 +38,13 @@ def test_a_two_patient_shift_file_runs_and_scores_every_case(domain_id, tmp_path
     assert busy['tasks'] >= 3 and 0 < busy['busy_s'] <= content['sim_time_s']
     assert 'P-0778' in (out / 'summary.md').read_text()
     assert imread(out / 'summary.png').shape[2] in (3, 4)
+    # the record read by MCAP's own reader: chunked, compressed and indexed, every event in it
+    from mcap.reader import make_reader
+    with open(out / 'events.mcap', 'rb') as f:
+        summary = make_reader(f).get_summary()
+    events = (out / 'events.jsonl').read_text().count('\n')
+    assert summary.chunk_indexes and all(c.compression == 'zstd' for c in summary.chunk_indexes)
+    assert summary.statistics.message_count == events
 
 
 def test_the_shift_command_refuses_both_or_neither_source(tmp_path):

@@ -62,7 +62,8 @@ def robot_waits(events: list[TeamEventModel], spans: dict[str, list[tuple[float,
     -------
     dict
         ``waits``: how many. ``beside_an_idle_robot``: ``{patient_id, robot, idle_s}`` for each
-        wait during which a robot of its role was idle longer than ``step_s`` (sim s; none expected).
+        wait during which a robot of its role stood idle longer than ``step_s`` at a stretch
+        (``idle_s``: the longest stretch, sim s; none expected).
         ``behind_less_urgent``: ``{patient_id, given_to, robot, at_s}`` for each robot given to
         an ESI 4-5 case while an ESI 1-2 case waited for its role (none expected).
     """
@@ -77,15 +78,25 @@ def robot_waits(events: list[TeamEventModel], spans: dict[str, list[tuple[float,
     idle = []
     for case, role, start, done in waits:
         for robot in (r for r in robots if role_name(r) == role):
-            busy = sum(max(0.0, min(e, done) - max(s, start)) for s, e, _ in spans.get(robot, []))
-            if done - start - busy > step_s + 1e-6:
-                idle.append({'patient_id': case, 'robot': robot, 'idle_s': round(done - start - busy, 3)})
+            gap = _longest_gap(spans.get(robot, []), start, done)
+            if gap > step_s + 1e-6:
+                idle.append({'patient_id': case, 'robot': robot, 'idle_s': round(gap, 3)})
     behind = [{'patient_id': case, 'given_to': e.data.get('case_id'), 'robot': e.data.get('robot'), 'at_s': e.stamp_s}
               for e in events if e.kind == EventKind.DELEGATION.value and esi.get(e.data.get('case_id'), 0) in (4, 5)
               for case, role, start, done in waits
               if esi.get(case, 0) in (1, 2) and role == role_name(str(e.data.get('robot', ''))) and start <= e.stamp_s
               < done]
     return {'waits': len(waits), 'beside_an_idle_robot': idle, 'behind_less_urgent': behind}
+
+
+def _longest_gap(spans: list[tuple[float, float, str]], start: float, end: float) -> float:
+    """Return the longest time within ``[start, end]`` (sim s) that none of ``spans`` covers."""
+    longest, at = 0.0, start
+    for s, e, _ in sorted(spans):
+        if e <= at or s >= end:
+            continue
+        longest, at = max(longest, s - at), max(at, e)
+    return max(longest, end - at)
 
 
 def case_rubric(events: list[TeamEventModel], case_id: str) -> dict:
