@@ -112,6 +112,19 @@ def test_lifecycle_refusals_and_accepting_the_proposal(tmp_path):
     assert [s.step for s in desk.store.steps(esc_id) if s.accepted] == ['opened', 'acknowledged', 'resolved']
 
 
+def test_an_expired_escalation_whose_task_cannot_be_escalated_holds_the_team_on_no_task(tmp_path):
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    task = failed_nav(core)
+    _, esc_id, _ = core.request_escalation(task, 'HCW #80 unavailable', ['reassign:90', 'abort'], 3.0)
+    desk._records[esc_id].task_id = 'P-0999/nav-3'   # e.g. a task of a case the core no longer holds
+    desk.tick(34.0)   # expires: its hold cannot name that task; never a crash of the deadline timer
+    expired = desk.record(esc_id)
+    assert expired.state.value == 'expired' and expired.followed_by and desk.hold.active
+    assert desk.record(expired.followed_by).task_id == ''
+    assert [d['task_id'] for k, _, d in events if k == 'input_error' and d.get('escalation_id') == esc_id] == [
+        'P-0999/nav-3']
+
+
 def test_renotify_then_expiry_holds_the_team_until_resolved(tmp_path):
     desk, core, ports, events, decisions = make_desk(tmp_path)
     task = failed_nav(core)

@@ -166,7 +166,7 @@ class SupervisorCore:
         self._opened: dict[str, CaseArrival] = {}     # the arrivals of the open cases, by patient
         self._served: list[str] = []
         self._asked: set[str] = set()
-        self._cases: dict[str, WorkflowPolicy] = {}   # the open cases, and closed ones with an escalation open
+        self._cases: dict[str, WorkflowPolicy] = {}   # every case opened this run, by patient (closed ones too)
         self._checked_s: float | None = None          # ROS time of the last deadline check, s
 
     @property
@@ -406,7 +406,6 @@ class SupervisorCore:
                            target=task.task_id, case_id=policy.patient_id, task_id=task.task_id,
                            closed_by_abort=policy.closed)
                 self._opened.pop(policy.patient_id, None)
-                self._let_go(policy)
         self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
 
@@ -497,19 +496,7 @@ class SupervisorCore:
                    operator_id=esc.decided_by, closed=policy.closed, source='human', case_id=policy.patient_id)
         self._record_deadline_changes()
         self._publish_decision(esc)
-        self._let_go(policy)
         return True, message
-
-    def _let_go(self, policy: WorkflowPolicy) -> None:
-        """Drop a closed case's policy once no escalation of it is open (its patient stays served)."""
-        snap = policy.snapshot()
-        if policy.done and not any(e.is_open for e in snap.escalations):
-            self._cases.pop(policy.patient_id, None)
-
-    @property
-    def cases_kept(self) -> list[str]:
-        """The patients whose case's policy this core keeps: the open cases, closed ones with an escalation open."""
-        return list(self._cases)
 
     def check_deadlines(self, now_s: float) -> list[str]:
         """Escalate every deadline missed by ``now_s``; return the escalation IDs opened.

@@ -557,11 +557,19 @@ class EscalationDesk:
             if accepted:
                 self._stop_closed(record.escalation_id, SUPERVISOR)
         else:
-            follow = self.hold_team(f'{record.escalation_id} expired unanswered: {record.reason}', by=SUPERVISOR,
-                                    task_id=record.task_id, options=record.options or None,
-                                    proposal=record.proposal, now_s=now_s)
+            reason = f'{record.escalation_id} expired unanswered: {record.reason}'
+            follow = ''
+            for task_id in dict.fromkeys((record.task_id, '')):   # its task, else none (a task no longer open)
+                try:
+                    follow = self.hold_team(reason, by=SUPERVISOR, task_id=task_id, options=record.options or None,
+                                            proposal=record.proposal, now_s=now_s)
+                    break
+                except ValueError as exc:   # recorded, never a crash of the supervisor's deadline timer
+                    self._emit(EventKind.INPUT_ERROR, f'{record.escalation_id}: no hold on {task_id or "no task"}',
+                               reason=str(exc), escalation_id=record.escalation_id, task_id=task_id)
             record.followed_by = follow
-            record.note = f'the team is held until {follow} is resolved'
+            record.note = (f'the team is held until {follow} is resolved' if follow else
+                           'expired; the team could not be held (see the input errors)')
             self._save(record)
         self._ports.publish_escalation(record, now_s)
 
