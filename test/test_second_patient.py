@@ -261,7 +261,7 @@ def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_
     navigators = set(scenario.robots[:fleet])
     navigations = [e for e in events if e.kind == 'delegation' and e.data['task_type'] == 'navigation']
     if fleet > 1:   # the second escort goes at once to an idle navigation robot; both idle: the nearest
-        assert opened < escort < first_closed and not waits and cases[OTHER.patient_id]['waited_for_robot_s'] == 0
+        assert opened <= escort < first_closed and not waits and cases[OTHER.patient_id]['waited_for_robot_s'] == 0
         assert {e.data['robot'] for e in navigations} == navigators
         dispatched = [e.data for e in events if e.kind == 'observation' and e.data.get('cue') == 'dispatch']
         assert dispatched and all(set(d['path_lengths_m']) == navigators for d in dispatched)
@@ -272,7 +272,7 @@ def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_
                    if e.kind == 'sim' and e.data.get('what') == 'hcw_arrived'}
         assert {room for room, _ in arrived} == {scenario.patient.room, OTHER.room} and arrived <= escorted
     elif cases_at_once == 0:
-        assert opened < escort < first_closed
+        assert opened <= escort < first_closed
         assert {(w['case_id'], w['robot']) for w in waits} == {(OTHER.patient_id, 'navigation_robot')}
         assert cases[OTHER.patient_id]['waited_for_robot_s'] > 0
     else:
