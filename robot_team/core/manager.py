@@ -278,12 +278,13 @@ class ManagerCore:
     def _drop_lane(self, lane: _Lane) -> None:
         """Stop serving ``lane``'s case (lock held): its brain serves a later case, its tasks are forgotten.
 
-        The other open cases decide again: the HCW it had is free (their observation's ``engaged_hcws``).
+        The open cases that saw its HCW engaged decide again: that HCW is free (``engaged_hcws``).
         """
         del self._lanes[lane.case_id]
         for other in self._lanes.values():
-            other.dirty = True
-        self._wake.set()
+            if lane.case_id in other.obs.engaged_hcws.values():
+                other.dirty = True
+                self._wake.set()
         self._task_case = {task: case for task, case in self._task_case.items() if case != lane.case_id}
         if lane.brain is not self.brain and not self.taken_over:
             self._spare.append(lane.brain)
@@ -576,17 +577,15 @@ class ManagerCore:
         the task until then).
         """
         news = report.issue_code is not IssueCode.NONE or report.task_id in self._restored_running
-        with self._lock:
-            awaited = any(t.task_id == report.task_id and t.state == 'running'
-                          for lane in self._lanes.values() for t in lane.obs.tasks)
-        if news or not awaited:
-            self._robot_free(report.robot)
-        if not news:
-            return
         lane = self._lane_of_task(report.task_id)
         with self._lock:
             record = next((t for t in lane.obs.tasks if t.task_id == report.task_id), None) if lane else None
             record = record.model_copy() if record is not None else None
+        if news or record is None or record.state != 'running':   # else its ExecuteTask result wakes them
+            self._robot_free(report.robot)
+        if not news:
+            return
+        with self._lock:
             if report.issue_code is IssueCode.ROBOT_LOST and report.robot not in self._team.lost_robots:
                 # lost until team/liveness says it is back (that notice may come before or after this report)
                 for obs in (self._team, *(each.obs for each in self._lanes.values())):

@@ -531,8 +531,8 @@ class SupervisorCore:
             steps = policy.next_steps()
             waits = steps and all(self._busy_elsewhere(r, policy) for kind in steps for r in self.robots
                                   if role_name(r) == TASK_OWNER[kind])
-            snap = policy.snapshot()   # ... or for its patient's assigned HCW, whom another open case has
-            waits = waits or (not snap.tasks and snap.assigned_hcw_id in self._engaged_elsewhere(policy))
+            if not waits and not policy.outlines():   # ... or for its assigned HCW, whom another open case has
+                waits = policy.snapshot().assigned_hcw_id in self._engaged_elsewhere(policy)
             if waits:
                 for kind in ('decision', 'issue_handling'):
                     policy.postpone_deadlines(now_s - since, kind)
