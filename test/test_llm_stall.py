@@ -54,6 +54,15 @@ def of(result, kind, actor=None):
     return [e for e in result.events if e.kind == kind and (actor is None or e.actor == actor)]
 
 
+def hospital_arrival(result):
+    """The hospital's ``patient_arrival`` event: the supervisor's decision deadline runs from its receipt.
+
+    The manager's observation of the arrival may be recorded later than the supervisor received it (a
+    loaded machine), so the deadline's lower bound is measured from the hospital's event.
+    """
+    return next(e for e in of(result, 'sim') if e.data.get('what') == 'patient_arrival')
+
+
 def assert_nothing_unrecorded(result):
     """Every LLM request has its reply or error; the record has no gap; the run ended with an outcome."""
     report = result.report
@@ -74,7 +83,7 @@ def assert_escalated_in_time(result, deadline_kind, cue_event, deadline_s):
     assert escalation.data['raised_by'] == 'supervisor'
     assert abs(missed[0].data['due_s'] - cue_event.stamp_s - deadline_s) < LATENCY_S   # runs from the cue
     # one latency for the supervisor to receive the cue (the deadline starts then), one to record the miss
-    assert deadline_s < escalation.stamp_s - cue_event.stamp_s <= deadline_s + CHECK_PERIOD_S + 2 * LATENCY_S
+    assert deadline_s <= escalation.stamp_s - cue_event.stamp_s <= deadline_s + CHECK_PERIOD_S + 2 * LATENCY_S
     [takeover] = of(result, 'takeover', 'manager')
     assert takeover.data['escalation_id'] == escalation.data['escalation_id']
     directive = of(result, 'safe_default', 'supervisor')[0]
@@ -106,7 +115,7 @@ def test_a_text_only_manager_is_escalated_and_taken_over_within_120_s(tmp_path, 
         result = run('onboarding', tmp_path, domain_id)
     arrival = of(result, 'observation', 'manager')[0]
     assert arrival.data['cue'] == 'patient_arrival'
-    escalation = assert_escalated_in_time(result, 'decision', arrival, 120.0)
+    escalation = assert_escalated_in_time(result, 'decision', hospital_arrival(result), 120.0)
     assert escalation.data['task_id'] == '' and 'no delegation, escalation or reflection' in escalation.reason
     assert_nothing_unrecorded(result)
     assert len(of(result, 'llm_reply', 'manager')) >= 2   # the question and the nudge
@@ -174,8 +183,7 @@ def test_invalid_enum_values_are_recorded_and_the_run_escalates(tmp_path, domain
                if bad in e.reason and e.data['category'] == 'closed_set']
     assert calls and len(invalid) == len(calls)        # every invalid call is an event naming the value
     assert not [e for e in of(result, 'delegation', 'manager') if e.stamp_s < of(result, 'takeover')[0].stamp_s]
-    arrival = of(result, 'observation', 'manager')[0]
-    assert_escalated_in_time(result, 'decision', arrival, 120.0)
+    assert_escalated_in_time(result, 'decision', hospital_arrival(result), 120.0)
     assert_nothing_unrecorded(result)
     assert result.report['outcome'] == 'success'
     assert_fallback_not_credited(result)
