@@ -179,6 +179,22 @@ class StaffChange(BaseModel):
         return str(value)
 
 
+class DoorChange(BaseModel):
+    """A room's door closing or opening at a sim time of a shift (jammed, locked for cleaning, open again).
+
+    From ``at_s`` on, robots plan no path through a closed door (an active goal whose way crosses
+    it is planned again from where the robot is, or aborted when no way is left, as Nav2's
+    behavior tree replans on its costmap) and HCWs cannot walk through it. The hospital records
+    each change (``door_changed``). The embedded simulator only: Gazebo's world takes
+    ``blocked_doors`` (closed for the whole run).
+    """
+
+    model_config = ConfigDict(extra='forbid')
+    at_s: float = Field(ge=0.0, description='Sim time of the change, s.')
+    room: str = Field(min_length=1, description="The room whose door changes, e.g. 'ER-3'.")
+    state: Literal['closed', 'open'] = Field(description="The door's state from then on.")
+
+
 class OperatorAnswer(BaseModel):
     """A scripted human answer to an escalation (unattended runs)."""
 
@@ -264,7 +280,10 @@ class Scenario(BaseModel):
     staff_overrides: dict[str, StaffOverride] = Field(default_factory=dict)
     staff_changes: list[StaffChange] = Field(
         default_factory=list, description='HCWs changing over the shift (breaks, a code blue, badge mix-ups).')
-    blocked_doors: list[str] = Field(default_factory=list, description='Rooms whose door is closed.')
+    blocked_doors: list[str] = Field(default_factory=list, description='Rooms whose door is closed at the start.')
+    door_changes: list[DoorChange] = Field(
+        default_factory=list, description='Doors closing and opening during the run, in any order (applied by '
+                                          'at_s; file order on ties).')
     badge_overrides: dict[str, str] = Field(
         default_factory=dict, description='hcw_id -> badge ID the door reader reads instead of the real one.')
     operator_script: list[OperatorAnswer] = Field(default_factory=list)
@@ -304,6 +323,22 @@ class Scenario(BaseModel):
             raise ValueError(f"patient ID(s) {', '.join(repeated)} arrive more than once: expected one arrival "
                              f"per patient (a case per patient)")
         return self
+
+    @model_validator(mode='after')
+    def _doors_change_state(self) -> 'Scenario':
+        closed = set(self.blocked_doors)
+        for change in self.door_schedule:
+            if (change.room in closed) == (change.state == 'closed'):
+                raise ValueError(f"door_changes: {change.room}'s door is already {change.state} at "
+                                 f'{change.at_s:g} s: expected each change to close an open door or open a '
+                                 f'closed one')
+            closed.symmetric_difference_update({change.room})
+        return self
+
+    @property
+    def door_schedule(self) -> list[DoorChange]:
+        """The ``door_changes`` in the order they apply: by ``at_s``, file order on ties."""
+        return sorted(self.door_changes, key=lambda change: change.at_s)
 
     @property
     def cases(self) -> list[PatientSpec]:

@@ -146,7 +146,8 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     floor = load_floor(scenario.floor_path)
-    for room in [scenario.patient.room, *scenario.blocked_doors]:
+    for room in [*(case.room for case in scenario.cases), *scenario.blocked_doors,
+                 *(change.room for change in scenario.door_changes)]:
         floor.room(room)
     seed = load_staff_seed(scenario.staff_path)
     known = {s.hcw_id for s in seed.staff}

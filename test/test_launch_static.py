@@ -306,3 +306,15 @@ def test_a_missing_dds_profile_is_named(tmp_path):
     share.mkdir()
     with pytest.raises(ConfigError, match='Fast DDS profile .*team_liveness.xml does not exist'):
         plans.plan_robot(robot='display_robot', share=share)
+
+
+def test_doors_that_change_during_the_run_need_the_embedded_simulator(tmp_path):
+    import yaml
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'onboarding.yaml').read_text())
+    scenario['door_changes'] = [{'at_s': 60.0, 'room': 'ER-5', 'state': 'closed'}]
+    path = tmp_path / 'doors.yaml'
+    path.write_text(yaml.safe_dump(scenario))
+    with pytest.raises(plans.PlanError, match='door_changes .*sim:=embedded'):
+        plans.plan_floor(sim='gazebo', scenario=str(path), out_dir=str(tmp_path / 'run'))
+    plan = plans.plan_floor(sim='embedded', scenario=str(path), out_dir=str(tmp_path / 'run'))
+    assert plan.first

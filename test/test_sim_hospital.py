@@ -25,7 +25,7 @@ def make_floor(name='onboarding', **changes):
         scenario = scenario.model_copy(update=changes)
     world = load_world(scenario.floor_path)
     hospital = HospitalEngine(world, load_staff_seed(scenario.staff_path), scenario)
-    motion = MotionEngine(world, closed_doors=scenario.blocked_doors)
+    motion = MotionEngine(world, closed_doors=scenario.blocked_doors, door_changes=scenario.door_changes)
     return motion, hospital
 
 
@@ -354,6 +354,41 @@ def test_closed_door_keeps_the_hcw_out():
     (blocked,) = kinds(events, 'hcw_entry_blocked')         # once, not at every step
     assert blocked.data['room'] == 'ER-12' and 'the door is closed' in blocked.data['message']
     assert not kinds(events, 'badge_scan') and hospital.hcw('90').state == 'following'
+
+
+def test_a_door_closed_for_a_while_keeps_the_hcw_out_until_it_opens_and_survives_a_checkpoint():
+    from robot_team.config import DoorChange
+    changes = [DoorChange(at_s=30.0, room='ER-12', state='closed'), DoorChange(at_s=400.0, room='ER-12', state='open')]
+    motion, hospital = make_floor(door_changes=changes)
+    events = escort(motion, hospital, '90', motion.world.room('ER-12').door, seconds=200)
+    assert [(e.t, e.data['room'], e.data['state']) for e in kinds(events, 'door_changed')] == [
+        (pytest.approx(30.0), 'ER-12', 'closed')]
+    (blocked,) = kinds(events, 'hcw_entry_blocked')
+    assert blocked.t > 30.0 and 'the door is closed' in blocked.data['message']
+    assert not kinds(events, 'hcw_arrived') and hospital.hcw('90').state == 'following'
+    _, restarted = make_floor(door_changes=changes)      # a restarted hospital: the door stays closed...
+    restarted.restore(hospital.checkpoint())
+    assert restarted.grid.line_of_sight(*_through_door(restarted, 'ER-12')) is False
+    events = run(motion, restarted, 300)                  # ...until it opens at 400 s: the HCW goes in then
+    (opened,) = kinds(events, 'door_changed')
+    assert opened.data['state'] == 'open' and opened.data['closed_doors'] == []
+    (arrived,) = kinds(events, 'hcw_arrived')
+    assert arrived.t >= 400.0 and arrived.data['room'] == 'ER-12'
+
+
+def _through_door(hospital, room):
+    """A segment (m) from the corridor side of ``room``'s door approach to the room's centre."""
+    r = hospital.world.room(room)
+    return (r.door.x, r.door.y), tuple(r.center)
+
+
+def test_door_changes_name_rooms_of_the_floor_and_change_their_state():
+    from robot_team.config import DoorChange
+    with pytest.raises(ConfigError, match="unknown room 'ER-99'"):
+        make_floor(door_changes=[DoorChange(at_s=5.0, room='ER-99', state='closed')])
+    with pytest.raises(ValueError, match="ER-12's door is already closed at 5 s"):
+        load_scenario('no_path').model_validate({**load_scenario('no_path').model_dump(),
+                                                 'door_changes': [{'at_s': 5.0, 'room': 'ER-12', 'state': 'closed'}]})
 
 
 def test_display_shows_and_keeps_layout():

@@ -1,6 +1,7 @@
 """Robot motion (pure Python, no ROS graph): docks, goals, preemption, cancel, plans, followed paths."""
 
 import math
+import os
 
 import pytest
 
@@ -171,3 +172,65 @@ def test_localization_reports_as_amcl_makes_them():
     assert (last.x, last.y, last.yaw) == pytest.approx((*lounge, 1.0))   # where it stopped
     engine.step(10.0)
     assert engine.drain_localization() == []
+
+
+def test_a_door_closing_ahead_aborts_the_goal_and_one_opening_lets_the_next_through():
+    from robot_team.config import DoorChange
+    changes = [DoorChange(at_s=5.0, room='ER-12', state='closed'), DoorChange(at_s=20.0, room='ER-12', state='open')]
+    engine = make_engine(door_changes=changes)
+    entry = engine.world.room('ER-12').entry
+    engine.start_goal(NAV, entry)
+    (aborted,) = kinds(run(engine, 10.0, dt=0.1), 'goal_aborted')
+    assert aborted.t == pytest.approx(5.0) and aborted.data['error_code'] == PlanningError.NO_VALID_PATH
+    assert 'a door closed across the path' in aborted.data['message'] and engine.closed_doors == ['ER-12']
+    with pytest.raises(PlanningError):
+        engine.start_goal(NAV, entry)
+    run(engine, 10.0)
+    assert engine.closed_doors == []
+    goal = engine.start_goal(NAV, entry)
+    run(engine, 120.0)
+    assert engine.goal(goal).state == 'succeeded'
+
+
+@pytest.mark.parametrize('seed', range(int(os.environ.get('ROBOT_TEAM_DOOR_SEEDS', '6'))))
+def test_whatever_doors_do_no_robot_passes_a_closed_door(seed):
+    """Property over seeded choices: goals to random rooms, doors closing and opening at random times.
+
+    At every 0.1 s step the way a robot moved is clear of walls and of the doors closed then; a goal
+    succeeds only at its target, and one that ends otherwise is aborted with a planner error code.
+    Six seeds in CI; ``ROBOT_TEAM_DOOR_SEEDS=200`` runs more.
+    """
+    import random
+
+    from robot_team.config import DoorChange
+    rng = random.Random(seed)
+    engine0 = make_engine()
+    rooms = sorted(engine0.world.rooms)
+    changes, closed = [], set()
+    for at_s in sorted(rng.uniform(0.0, 150.0) for _ in range(8)):
+        room = rng.choice(rooms)
+        changes.append(DoorChange(at_s=round(at_s, 1), room=room, state='open' if room in closed else 'closed'))
+        closed ^= {room}
+    robots = ('navigation_robot', 'info_collection_robot', 'display_robot')
+    engine = make_engine(door_changes=changes, robots=robots)
+    targets = {}
+    for step in range(1800):
+        if step % 300 == 0:
+            for robot in robots:
+                room = engine.world.room(rng.choice(rooms))
+                target = Pose2D(*room.center, 0.0) if rng.random() < 0.5 else room.entry
+                try:
+                    targets[engine.start_goal(robot, target)] = target
+                except PlanningError:
+                    pass
+        before = {r: engine.robot_pose(r) for r in robots}
+        events = engine.step(0.1)
+        for robot in robots:
+            a, b = before[robot], engine.robot_pose(robot)
+            if (a.x, a.y) != (b.x, b.y):
+                assert engine.grid.line_of_sight((a.x, a.y), (b.x, b.y)), (seed, step, robot, engine.closed_doors)
+        for event in kinds(events, 'goal_succeeded'):
+            target = targets[event.data['goal_id']]
+            assert (event.data['x'], event.data['y']) == pytest.approx((target.x, target.y))
+        for event in kinds(events, 'goal_aborted'):
+            assert event.data['error_code'] or 'preempted' in event.data['message']

@@ -352,6 +352,10 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     loaded = with_fleet(load_scenario(scenario), fleet)
     floor = _floor(loaded.floor_path, loaded.robots)
     if sim == 'gazebo':
+        if loaded.door_changes:
+            raise PlanError(f"scenario '{loaded.name}' has door_changes (doors closing or opening during the run): "
+                            'the embedded simulator applies them (sim:=embedded); on Gazebo a door is closed for '
+                            'the whole run (blocked_doors)')
         existing(loaded.world_path, 'world file')
         for robot in MOBILE_ROBOTS:
             existing(share / files.model_path(robot), f'model of {robot}')

@@ -55,6 +55,40 @@ class EventLog:
         return events
 
 
+@dataclass
+class DoorTimeline:
+    """The floor's closed doors over sim time: those closed at the start, then changes at given times.
+
+    One implementation for both simulator engines (robots' motion, the hospital's HCWs), so they
+    agree on which door is closed when. ``changes`` are :class:`robot_team.config.DoorChange`
+    (``at_s``, ``room``, ``state``), sorted by ``at_s`` (:attr:`robot_team.config.Scenario.door_schedule`).
+    """
+
+    closed: set[str] = field(default_factory=set)
+    changes: list = field(default_factory=list)
+    applied: int = 0
+
+    @classmethod
+    def of(cls, closed: Iterable[str] = (), changes: Iterable = ()) -> 'DoorTimeline':
+        """Return the timeline of doors ``closed`` at the start and ``changes`` (any order; stable by ``at_s``)."""
+        return cls(set(closed), sorted(changes, key=lambda change: change.at_s))
+
+    @property
+    def rooms(self) -> list[str]:
+        """Every room whose door is closed at some time (to check against the floor), in first-named order."""
+        return list(dict.fromkeys([*sorted(self.closed), *(change.room for change in self.changes)]))
+
+    def due(self, t: float) -> list:
+        """Apply the changes due by sim time ``t`` (s) to :attr:`closed`; return them, in order."""
+        done = []
+        while self.applied < len(self.changes) and t >= self.changes[self.applied].at_s - 1e-9:
+            change = self.changes[self.applied]
+            self.applied += 1
+            (self.closed.add if change.state == 'closed' else self.closed.discard)(change.room)
+            done.append(change)
+        return done
+
+
 class Polyline:
     """A growing polyline with arc-length lookup (robot paths, HCW trails); points in m."""
 
@@ -168,7 +202,7 @@ def describe(event: SimEvent) -> tuple[str, str]:
     ``goal_canceled``, ``path_computed``, ``path_failed``. Hospital events: ``patient_arrival``,
     ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``,
     ``hcw_arrived``, ``hcw_entry_blocked``, ``hcw_waiting``, ``badge_scan``, ``display_shown``,
-    ``staff_changed``.
+    ``staff_changed``, ``door_changed``.
     """
     d = event.data
     if event.kind == 'patient_arrival':
@@ -191,6 +225,8 @@ def describe(event: SimEvent) -> tuple[str, str]:
                 f"(error {d['error_code']})", d['robot'])
     if event.kind == 'goal_succeeded':
         return f"{d['robot']} reached goal {d['goal_id']} in {d['area']}", d['robot']
+    if event.kind == 'door_changed':
+        return f"{d['room']}'s door is {d['state']} now", d['room']
     if event.kind == 'goal_aborted':
         code = f" (error {d['error_code']})" if d['error_code'] else ''
         return f"{d['robot']} goal {d['goal_id']} aborted: {d['message']}{code}", d['robot']

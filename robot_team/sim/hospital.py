@@ -52,12 +52,15 @@ What is simulated
   a room without a scan at its door (their way in kept farther than the radius from the reader,
   e.g. through the far side of a wide gap) badges at that room's reader on arrival: one does not
   get in otherwise. Either way, one scan per entry.
-* Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``).
+* Closed doors (``scenario.blocked_doors``) block HCWs too (``hcw_entry_blocked``). Doors closing
+  and opening at given times (``scenario.door_changes``) do so from then on (``door_changed``;
+  the doors are the access control's, so the hospital records them); an HCW kept out of a room
+  tries again once a door opened.
 * Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
 
 Events (:class:`~robot_team.sim.common.SimEvent`, ground truth): ``patient_arrival``,
-``staff_changed``, ``page_delivered``, ``page_acknowledged``, ``hcw_following``, ``hcw_entering``, ``hcw_arrived``,
-``hcw_entry_blocked``, ``badge_scan``, ``display_shown``.
+``staff_changed``, ``door_changed``, ``page_delivered``, ``page_acknowledged``, ``hcw_following``,
+``hcw_entering``, ``hcw_arrived``, ``hcw_entry_blocked``, ``badge_scan``, ``display_shown``.
 
 Units: SI (m, s, rad), poses in the map frame (REP-103/105).
 """
@@ -73,7 +76,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from robot_team.config import ConfigError, Scenario, StaffMember, StaffSeed
-from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError, segment_near
+from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, segment_near
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError
 
@@ -222,9 +225,11 @@ class HospitalEngine:
         self.t = 0.0
         self._log = EventLog(lambda: self.t)
         self.clearance = float(clearance)
-        self.grid = WallGrid.from_world(world, resolution, closed_doors=scenario.blocked_doors)
-        for case in scenario.cases:
-            world.room(case.room)
+        self._resolution = resolution
+        self._doors = DoorTimeline.of(scenario.blocked_doors, scenario.door_changes)
+        for room in [*(case.room for case in scenario.cases), *self._doors.rooms]:
+            world.room(room)
+        self.grid = WallGrid.from_world(world, resolution, closed_doors=self._doors.closed)
         self._robot_names = tuple(robots)
         self._seen: dict[str, _SeenRobot] = {}
         self._odometry: dict[str, _Odometry] = {}
@@ -244,7 +249,7 @@ class HospitalEngine:
     # --- checkpoint (a restarted hospital_systems takes up the floor as it was) ----------------------
 
     CHECKPOINT_FIELDS = ('t', '_seen', '_odometry', '_pages', '_pending_acks', '_arrived', 'displays', '_hcws',
-                         '_changes_applied')
+                         '_changes_applied', '_doors')
     """What changes as the floor runs: HCWs (pose, state, trail), pages, what was seen of the robots, screens."""
 
     @property
@@ -277,6 +282,7 @@ class HospitalEngine:
                              f"{', '.join(sorted(state['_hcws']))}, expected {', '.join(sorted(self._hcws))}")
         for name, value in state.items():
             setattr(self, name, value)
+        self.grid = WallGrid.from_world(self.world, self._resolution, closed_doors=self._doors.closed)
 
     # --- set-up ---------------------------------------------------------------------------------
 
@@ -610,6 +616,14 @@ class HospitalEngine:
                 self.t >= self._changes[self._changes_applied].at_s - 1e-9:
             self._change_staff(self._changes[self._changes_applied])
             self._changes_applied += 1
+        changed = self._doors.due(self.t)
+        if changed:
+            self.grid = WallGrid.from_world(self.world, self._resolution, closed_doors=self._doors.closed)
+            for change in changed:
+                self._log.emit('door_changed', room=change.room, state=change.state,
+                               closed_doors=sorted(self._doors.closed))
+            for hcw in self._hcws.values():
+                hcw.blocked_room = ''      # a door opened: they try again
         for patient in self.scenario.cases:
             if patient.patient_id not in self._arrived and self.t >= patient.arrival_time_s - 1e-9:
                 self._arrived.append(patient.patient_id)

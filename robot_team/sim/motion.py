@@ -16,7 +16,12 @@ What is simulated
   along (:meth:`MotionEngine.start_follow_path`, ``follow_path``). :meth:`MotionEngine.plan`
   plans without moving (``compute_path_to_pose``).
 * Closed doors (``closed_doors``, the scenario's ``blocked_doors``) are filled in the grid: no
-  path through them.
+  path through them. Doors closing or opening at given times (``door_changes``, the scenario's)
+  change the grid then. An active goal whose way ahead crosses a door that just closed is planned
+  again from where the robot is, through the poses it has not reached (``goal_replanned``), as
+  Nav2's behavior tree replans on its updated costmap; with no way left it ends ``aborted`` with
+  the planner's error code (a ``follow_path`` goal, which never replans, with
+  ``NO_VALID_CONTROL``). A door that opens does not shorten a way already planned.
 * Localization as AMCL reports it (:meth:`MotionEngine.drain_localization`): a robot's pose at
   start, then whenever it has moved 0.25 m or turned 0.2 rad since the last report (Nav2's AMCL
   defaults ``update_min_d``, ``update_min_a``), checked every substep, and where it stops. Exact
@@ -39,7 +44,7 @@ import numpy as np
 
 from robot_team import names
 from robot_team.config import ConfigError
-from robot_team.sim.common import BASE_ROBOTS, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
+from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.world import EdWorld, Pose2D
@@ -147,7 +152,10 @@ class MotionEngine:
     robots
         Robot names; each must have a dock in the world. Robots start at their docks.
     closed_doors
-        Names of rooms whose door is closed (the scenario's ``blocked_doors``).
+        Names of rooms whose door is closed at the start (the scenario's ``blocked_doors``).
+    door_changes
+        Doors closing and opening at given sim times (:class:`robot_team.config.DoorChange`, the
+        scenario's ``door_changes``), applied by :meth:`step`.
     max_speed
         Robot speed along its path, m/s.
     resolution, robot_radius
@@ -156,8 +164,8 @@ class MotionEngine:
     Raises
     ------
     ConfigError
-        (or its subclass ``WorldError``) if a robot has no dock, a closed door names no room of
-        the world, or ``max_speed`` is not positive.
+        (or its subclass ``WorldError``) if a robot has no dock, a closed door or a door change
+        names no room of the world, or ``max_speed`` is not positive.
 
     Notes
     -----
@@ -167,14 +175,19 @@ class MotionEngine:
     """
 
     def __init__(self, world: EdWorld, robots: Sequence[str] = BASE_ROBOTS, closed_doors: Iterable[str] = (),
-                 max_speed: float = 0.5, resolution: float = 0.1, robot_radius: float = 0.3):
+                 max_speed: float = 0.5, resolution: float = 0.1, robot_radius: float = 0.3,
+                 door_changes: Iterable = ()):
         if not max_speed > 0:
             raise ConfigError(f'max_speed must be positive, got {max_speed}')
         self.world = world
         self.max_speed = float(max_speed)
         self.t = 0.0
         self._log = EventLog(lambda: self.t)
-        self.grid = OccupancyGrid.from_world(world, resolution, robot_radius, closed_doors=closed_doors)
+        self._doors = DoorTimeline.of(closed_doors, door_changes)
+        for room in self._doors.rooms:
+            world.room(room)
+        self._grid_shape = (resolution, robot_radius)
+        self.grid = OccupancyGrid.from_world(world, resolution, robot_radius, closed_doors=self._doors.closed)
         self._robots: dict[str, _RobotState] = {}
         for name in robots:
             dock = world.dock(name).pose
@@ -488,9 +501,33 @@ class MotionEngine:
             h = min(MAX_SUBSTEP_S, remaining)
             remaining -= h
             self.t = round(self.t + h, 9)
+            if self._doors.due(self.t):
+                self._doors_changed()
             for r in self._robots.values():
                 self._move_robot(r, h)
         return self.drain_events()
+
+    @property
+    def closed_doors(self) -> list[str]:
+        """The rooms whose door is closed now, sorted."""
+        return sorted(self._doors.closed)
+
+    def _doors_changed(self) -> None:
+        """Take the doors as they are now: a new grid; an active goal whose way ahead is closed is aborted."""
+        resolution, radius = self._grid_shape
+        self.grid = OccupancyGrid.from_world(self.world, resolution, radius, closed_doors=self._doors.closed)
+        for r in self._robots.values():
+            goal = r.goal
+            if goal is None or goal.state != ACTIVE:
+                continue
+            ahead = goal.path.between(goal.s, goal.path.length)
+            if all(self.grid.line_of_sight(a, b) for a, b in zip(ahead, ahead[1:])):
+                continue
+            # A room has one door on a floor description: a way that crosses a closed door enters or
+            # leaves its room, so no other way exists and replanning (Nav2's BT) fails as planning would.
+            follow = goal.action == FOLLOW_PATH
+            self._end_goal(goal, ABORTED, f'a door closed across the path ({", ".join(self.closed_doors)} closed)',
+                           FollowPathError.NO_VALID_CONTROL if follow else PlanningError.NO_VALID_PATH)
 
     def _move_robot(self, r: _RobotState, h: float) -> _Goal | None:
         """Advance one robot; return its goal if it succeeded in this substep."""

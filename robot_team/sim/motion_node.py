@@ -54,8 +54,9 @@ serve a robot launched in namespace ``T/<robot>``.
 Parameters
 ----------
 ``scenario`` (str, default ``onboarding``)
-    A scenario name in ``config/scenarios`` or a YAML path: the floor (``floor``) and its closed
-    doors (``blocked_doors``), and the default real-time factor.
+    A scenario name in ``config/scenarios`` or a YAML path: the floor (``floor``), its closed
+    doors (``blocked_doors``) and doors closing or opening at given times (``door_changes``), and
+    the default real-time factor.
 ``robots`` (string array, default the scenario's robots, :attr:`robot_team.config.Scenario.robots`)
     The robots to simulate; each needs a dock in the floor description.
 ``clock_mode`` (str, default ``wall``)
@@ -383,7 +384,8 @@ class MotionSimNode(Node):
                                   'must be positive')
             self._paused = bool(self.declare_parameter('paused', False).value)
             self.robots = tuple(self.declare_parameter('robots', scenario.robots).value)
-            self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors)
+            self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors,
+                                       door_changes=scenario.door_changes)
         except ConfigError as exc:
             self._record.input_error(f'motion simulator cannot start: {exc}', target=str(name))
             raise
@@ -460,7 +462,8 @@ class MotionSimNode(Node):
             real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, paused=self._paused,
             clock_mode=self.clock_mode, max_step_size=self.max_step_size,
             min_clock_subscribers=self.min_clock_subscribers, llm_clock=self.llm_clock,
-            blocked_doors=list(scenario.blocked_doors))
+            blocked_doors=list(scenario.blocked_doors),
+            door_changes=[change.model_dump() for change in scenario.door_schedule])
 
     def _number(self, name: str, default: float, descriptor: ParameterDescriptor) -> float:
         value = self.declare_parameter(name, default, descriptor).value
