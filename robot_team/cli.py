@@ -146,6 +146,8 @@ def shift(
     arrivals_per_hour: Annotated[float, typer.Option(help='Generated shift: mean arrivals per hour (Poisson).')]
     = 5.0,
     seed: Annotated[int, typer.Option(min=0, help="Generated shift: the generator's seed.")] = 11,
+    door_share: Annotated[float, typer.Option(
+        help="Generated shift: share of cases whose room's door is jammed from their arrival (0 to 1).")] = 0.0,
     brain: Annotated[str, typer.Option(help="Every robot's brain: 'protocol', 'openai', 'local', 'random'.")]
     = 'protocol',
     kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: knowledge-base sections.')] = True,
@@ -177,7 +179,8 @@ def shift(
         if shift_file is not None:
             loaded = load_scenario(str(shift_file))
         else:
-            loaded = generate_shift(hours=hours, arrivals_per_hour=arrivals_per_hour, seed=seed)
+            loaded = generate_shift(hours=hours, arrivals_per_hour=arrivals_per_hour, seed=seed,
+                                    door_share=door_share)
         if cases_at_once is not None:
             loaded = loaded.model_copy(update={'cases_at_once': cases_at_once})
         if fleet:

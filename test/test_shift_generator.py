@@ -137,6 +137,37 @@ def test_an_override_never_fails_cases_that_were_not_drawn_as_failures(staff):
     assert {h: staff[h].specialty for h in shift.staff_overrides} in ({'41': 'Nurse'}, {'42': 'Nurse'})
 
 
+@pytest.mark.parametrize('seed', [11, 3, 29])
+def test_door_failures_close_untouched_rooms_for_a_while_and_leave_every_other_draw_as_it_is(seed):
+    from robot_team.evaluation.shift import DOOR_CLOSED_S
+    plain = generate_shift(hours=8, arrivals_per_hour=5, seed=seed)
+    doors = generate_shift(hours=8, arrivals_per_hour=5, seed=seed, door_share=0.5)
+    assert plain.door_changes == [] and doors.door_changes
+    keep = ('patient_id', 'arrival_time_s', 'esi_level', 'required_specialty', 'presentation')
+    assert [p.model_dump(include=set(keep)) for p in plain.cases] == [p.model_dump(include=set(keep))
+                                                                      for p in doors.cases]
+    assert doors.staff_overrides == plain.staff_overrides
+    homes = {m.area for m in load_staff_seed(doors.staff_path).staff}
+    closed = {c.room: c for c in doors.door_changes if c.state == 'closed'}
+    opened = {c.room: c for c in doors.door_changes if c.state == 'open'}
+    assert set(closed) == set(opened) and len(doors.door_changes) == 2 * len(closed)
+    by_room = {}
+    for patient in doors.cases:
+        by_room.setdefault(patient.room, []).append(patient)
+    for room, change in closed.items():
+        first = by_room[room][0]                       # a room nobody had before, nobody's home
+        assert change.at_s == first.arrival_time_s and room not in homes
+        assert opened[room].at_s == pytest.approx(change.at_s + DOOR_CLOSED_S)
+        assert all(p.arrival_time_s >= opened[room].at_s for p in by_room[room][1:])   # found open again
+        assert first.expected_outcome == 'escalated'
+        assert plain.expected_outcomes[first.patient_id] == 'success'
+        answers = [a for a in doors.operator_script if a.patient_id == first.patient_id]
+        assert (answers[0].task_type, answers[0].decision) == ('navigation', 'abort')
+    normal = [p for p in doors.cases if p.room not in closed or by_room[p.room][0] is not p]
+    assert all(doors.expected_outcomes[p.patient_id] == plain.expected_outcomes[p.patient_id] for p in normal)
+    assert generate_shift(hours=8, arrivals_per_hour=5, seed=seed, door_share=0.5) == doors   # seeded
+
+
 def test_esi_mix_follows_the_published_shares():
     shift = generate_shift(hours=400, arrivals_per_hour=10, seed=5)
     levels = np.array([p.esi_level for p in shift.cases])

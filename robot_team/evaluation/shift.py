@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from robot_team.config import OperatorAnswer, PatientSpec, Scenario, StaffOverride, load_staff_seed
+from robot_team.config import DoorChange, OperatorAnswer, PatientSpec, Scenario, StaffOverride, load_staff_seed
 from robot_team.floor import load_floor
 
 # --- Published figures and the generator's parameters -------------------------------------
@@ -83,6 +83,15 @@ An assumption, not a published figure: a patient keeps an ED room for at least a
 usual ED lengths of stay, and longer than any case the team serves (its onboarding deadline is
 900 s), so that cases served at once never share a room, its door's badge reader and its screen."""
 
+DOOR_CLOSED_S = 1800.0
+"""Sim seconds a generated door failure keeps a room's door closed (jammed until facilities fix it).
+
+An assumption, not a published figure: longer than the onboarding deadline (900 s), so that the
+team cannot wait the failure out and must report it, and shorter than :data:`ROOM_TURNOVER_S`,
+so that the room's next patient finds the door open."""
+
+DOOR_NOTE = 'the door of the room is jammed; facilities are called and the charge nurse takes the case'
+
 PATIENT_ROOM_KIND = 'patient_room'
 """The floor's room kind where patients are seen (the ``ER-*`` rooms of ``ed_floor.yaml``)."""
 
@@ -116,7 +125,8 @@ def _positive(name: str, value, expected: str) -> float:
 
 
 def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: Scenario | None = None,
-                   failure_share: float = FAILURE_SHARE, physician_share: float = PHYSICIAN_SHARE) -> Scenario:
+                   failure_share: float = FAILURE_SHARE, physician_share: float = PHYSICIAN_SHARE,
+                   door_share: float = 0.0) -> Scenario:
     """Draw an ED shift: patients arriving over ``hours`` of sim time, each a case with its expected outcome.
 
     Everything is drawn from ``numpy.random.default_rng(seed)``: the same arguments give the same
@@ -156,10 +166,19 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
       :data:`UNFORESEEN_ANSWERS` for an escalation nobody foresaw (an unattended shift never
       waits for a person who is not there).
 
-    Only failures that hold for a whole shift are generated: doors stay open and badges read
-    normally (``blocked_doors`` and ``badge_overrides`` empty). Changes at given times (a break,
-    a code blue, a badge mix-up: ``staff_changes``) are taken from shift files, not generated; a
-    door closed for a while is a later step (issue 27, item 4).
+    - **Door failures** (each case that is not a failure case with probability ``door_share``,
+      default 0: no published rate of jammed doors was found, so they are opt-in; drawn from a
+      stream of their own, ``default_rng([seed, 1])``, so that any share leaves every other draw
+      as it is): the door of the case's room closes at its arrival and opens
+      :data:`DOOR_CLOSED_S` later (``door_changes``). Such a case gets a room no patient had
+      before in the shift and where no HCW starts (nobody is shut in or out of it by the closing;
+      the room given by the usual draw among those); without one, the case stays a normal one.
+      Expected outcome ``escalated``: the escort cannot reach the room; the scripted human
+      answers the navigation escalation with ``abort``.
+
+    Badges read normally and staff availability stays as drawn for the whole shift
+    (``badge_overrides`` and ``staff_changes`` empty): what a mix-up or a break at a given time
+    does to a case depends on which HCW the team picks then, so those come from shift files.
 
     Parameters
     ----------
@@ -177,6 +196,8 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
         Probability that a case is drawn as a failure case, in [0, 1].
     physician_share
         Probability that a case needs a Physician, in [0, 1] (see above).
+    door_share
+        Probability that a case (not a failure case) is a door failure, in [0, 1] (see above).
 
     Returns
     -------
@@ -205,7 +226,8 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
                          f'arrivals in a shift (hours x arrivals per hour)')
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f'seed={seed!r}: expected an integer >= 0')
-    for name, share in (('failure_share', failure_share), ('physician_share', physician_share)):
+    for name, share in (('failure_share', failure_share), ('physician_share', physician_share),
+                        ('door_share', door_share)):
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
             raise ValueError(f'{name}={share!r}: expected a probability in [0, 1]')
     base = base if base is not None else Scenario.model_construct()
@@ -257,12 +279,21 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
             'specialty': specialties[int(rng.choice(len(specialties), p=weights))],
             'failure': bool(rng.random() < failure_share), 'pick': float(rng.random())})
 
+    door_rng = np.random.default_rng([int(seed), 1])
+    for case in drawn:
+        case['door'] = bool(door_rng.random() < door_share) and not case['failure']
+
     # Rooms in arrival order: one not given to a patient within ROOM_TURNOVER_S (the one given
-    # longest ago when every room was).
+    # longest ago when every room was). A door failure's room: one never given, where no HCW starts.
     given: dict[str, float] = {}
+    homes = {member.area for member in staff}
     for case in drawn:
         free = [r for r in rooms if case['arrival'] - given.get(r, -math.inf) >= ROOM_TURNOVER_S]
         pool = free or [min(rooms, key=lambda r: given.get(r, -math.inf))]
+        if case['door']:
+            untouched = [r for r in free if r not in given and r not in homes]
+            case['door'] = bool(untouched)
+            pool = untouched or pool
         case['room'] = pool[int(case['room_pick'] * len(pool))]
         given[case['room']] = case['arrival']
 
@@ -293,10 +324,11 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
         free = [h for h in pool if h not in unavailable]
         if 'hcw' not in case:
             case['hcw'] = (free or pool)[int(case['pick'] * len(free or pool))]
-        expected = 'success' if free else 'escalated'
+        expected = 'success' if free and not case['door'] else 'escalated'
         if expected == 'escalated':
             script.append(OperatorAnswer(task_type='navigation', patient_id=case['patient_id'], decision='abort',
-                                         note=ESCALATION_NOTE, delay_s=OPERATOR_DELAY_S))
+                                         note=DOOR_NOTE if case['door'] and free else ESCALATION_NOTE,
+                                         delay_s=OPERATOR_DELAY_S))
         script.extend(OperatorAnswer(patient_id=case['patient_id'], decision=decision, note=note,
                                      delay_s=OPERATOR_DELAY_S) for decision, note in UNFORESEEN_ANSWERS)
         patients.append(PatientSpec(
@@ -306,14 +338,19 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
 
     failures = sum(1 for p in patients if p.assigned_hcw_id in unavailable)
     escalated = sum(1 for p in patients if p.expected_outcome == 'escalated')
+    doors = [change for case in drawn if case['door'] for change in (
+        DoorChange(at_s=case['arrival'], room=case['room'], state='closed'),
+        DoorChange(at_s=round(case['arrival'] + DOOR_CLOSED_S, 1), room=case['room'], state='open'))]
     return Scenario(
         name=f'shift-{hours:g}h-{rate:g}ph-seed{seed}',
         description=(f'Generated ED shift: {len(patients)} arrival(s) over {hours:g} h ({rate:g}/h, seed {seed}); '
-                     f'{failures} with the assigned HCW unavailable ({escalated} without an available '
-                     f'alternative); doors open and badges normal.'),
+                     f'{failures} with the assigned HCW unavailable, {len(doors) // 2} with the room\'s door '
+                     f'jammed for {DOOR_CLOSED_S:g} s from the arrival ({escalated} escalated in all); badges '
+                     f'normal.'),
         world=base.world, floor=base.floor, staff_directory=base.staff_directory,
         real_time_factor=base.real_time_factor, time_limit_s=end_s + TIME_LIMIT_MARGIN_S,
         patient=patients[0], arrivals=patients[1:], staff_overrides=overrides, operator_script=script,
+        door_changes=doors,
         deadlines=base.deadlines.model_copy(deep=True), manager=base.manager.model_copy(deep=True),
         cases_at_once=0)
 
