@@ -110,7 +110,7 @@ class EscalationRecord(BaseModel):
     closed_wall: float | None = None
     holds_team: bool = False
     safe_default: str = Field('', description="What the supervisor did when it expired ('hold', 'abort', "
-                              "'takeover': already in force, nothing more).")
+                              "'takeover': already in force, nothing more; 'none': its case had closed).")
     covered_by: str = Field('', description="A safe default already in force for it ('takeover': the protocol "
                             "brain has the manager's role), so its expiry holds nothing.")
     followed_by: str = Field('', description='The hold escalation opened when this one expired.')

@@ -229,3 +229,154 @@ def test_a_deadline_pause_is_not_charged_to_the_manager(tmp_path):
     assert not desk.deadlines_paused and not [e for e in events if e[0] == 'deadline_missed']
     desk.tick(46.1)
     assert [e[2]['task_id'] for e in events if e[0] == 'deadline_missed'] == ['nav-1']
+
+
+# -- a closed case's state is let go (bounded over a shift) --
+
+STEPS = (('navigation', 'navigation_robot'), ('info_collection', 'info_collection_robot'),
+         ('display', 'display_robot'), ('reflection', 'manager'))
+
+
+def serve(core, patient, hcw_id, t, steps=STEPS):
+    """Run ``patient``'s case through ``steps`` with successful reports; return the time after the last."""
+    for task_type, robot in steps:
+        auth = core.authorize(task_type, robot, '', 'manager', t, hcw_id=hcw_id, case_id=patient)
+        assert auth.approved, auth
+        accepted, why = core.submit_report(TaskReportModel(task_id=auth.task_id, task_type=task_type, robot=robot,
+                                                           status='success'), t + 1.0)
+        assert accepted, why
+        t += 2.0
+    return t
+
+
+def two_cases(tmp_path, **policy):
+    """P-1 and P-2 open at once; P-1 has its navigation done and a person's concern about it open."""
+    desk, core, ports, events, decisions = make_desk(tmp_path, **policy)
+    core.cases_at_once = 0
+    core.on_patient_arrival('P-1', 0.0)
+    core.on_patient_arrival('P-2', 0.0)
+    t = serve(core, 'P-1', '90', 1.0, STEPS[:1])
+    concern = desk.raise_escalation('charge_nurse', 'concern', 'nav-1', 'the HCW looked unwell', 'high', t)
+    assert concern.accepted and desk.record(concern.escalation_id).patient_id == 'P-1'
+    return desk, core, ports, events, decisions, concern.escalation_id, t
+
+
+def of_case(events, kind, case):
+    return [(reason, data) for k, reason, data in events if k == kind and data.get('case_id') == case]
+
+
+def test_a_closed_case_with_no_escalation_open_is_let_go_and_what_names_it_later_is_refused(tmp_path):
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    core.cases_at_once = 0
+    core.on_patient_arrival('P-1', 0.0)
+    core.on_patient_arrival('P-2', 0.0)
+    assert core.cases_kept == ['P-1', 'P-2']
+    t = serve(core, 'P-1', '90', 1.0, STEPS[:3])
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', t, hcw_id='41', case_id='P-2')
+    assert auth.approved   # P-2's navigation runs meanwhile
+    t = serve(core, 'P-1', '90', t + 1.0, STEPS[3:])
+    assert core.cases_kept == ['P-2'] and [p.patient_id for p in core.open_policies] == ['P-2']
+    assert 'P-1' not in {s.patient_id for s in [core.state().workflow, *core.state().others]}
+    p2 = core._cases['P-2'].snapshot()
+    # a late report on P-1's task: rejected, naming P-1, never given to P-2's policy
+    ok, why = core.submit_report(TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
+                                                 status='success'), t)
+    assert not ok and 'case P-1 is closed' in why
+    assert [r for r, _ in of_case(events, 'report_rejected', 'P-1')] == [why]
+    # a delegation or an escalation naming P-1, and P-1's arrival again: refused or ignored
+    refused = core.authorize('display', 'display_robot', '', 'manager', t, hcw_id='90', case_id='P-1')
+    assert not refused.approved and refused.rule is WorkflowRule.CASE and refused.case_id == 'P-1'
+    assert 'case P-1 is closed' in refused.explanation
+    ok, esc_id, message = core.request_escalation('info-1', 'late worry', ['retry'], t)
+    assert not ok and not esc_id and 'case P-1 is closed' in message
+    assert not core.on_patient_arrival('P-1', t) and core.cases_kept == ['P-2']
+    assert core.closed_case_of('nav-1') == 'P-1' and core.closed_case_of(auth.task_id) == ''
+    assert core._cases['P-2'].snapshot() == p2 and core.check_deadlines(t) == []
+
+
+def test_a_closed_case_is_kept_until_its_escalation_is_decided_and_a_late_decision_is_refused(tmp_path):
+    desk, core, ports, events, decisions, esc_id, t = two_cases(tmp_path)
+    t = serve(core, 'P-1', '90', t, STEPS[1:3])
+    running = core.authorize('navigation', 'navigation_robot', '', 'manager', t, hcw_id='41', case_id='P-2')
+    t = serve(core, 'P-1', '90', t + 1.0, STEPS[3:])
+    assert core.cases_kept == ['P-1', 'P-2'] and [p.patient_id for p in core.open_policies] == ['P-2']
+    assert 'P-1' in {s.patient_id for s in core.state().others}   # a restart takes it up too
+    p2 = core._cases['P-2'].snapshot()
+    # a person's abort on the closed case's escalation: accepted; it stops no robot of the open case
+    answer = desk.resolve(esc_id, 'abort', '', 'too late anyway', 'charge_nurse', t)
+    assert answer.accepted and ports.stops == [] and [d.escalation_id for d in decisions] == [esc_id]
+    assert core.cases_kept == ['P-2']
+    assert core._cases['P-2'].snapshot() == p2
+    assert core._cases['P-2'].snapshot().task(running.task_id).status == 'running'
+    # a decision arriving after the case was let go: refused, recorded, nothing else changes
+    again = desk.resolve(esc_id, 'retry', '', '', 'charge_nurse', t + 1.0)
+    assert again.refusal is Refusal.CLOSED and 'case P-1 is closed' in again.message
+    ok, message = core.resolve(esc_id, 'retry', '', '', 'charge_nurse', t + 1.0)   # straight to the core
+    assert not ok and 'case P-1 is closed' in message
+    assert [r for r, d in of_case(events, 'input_error', 'P-1') if d.get('escalation_id') == esc_id] == [message]
+    assert core._cases['P-2'].snapshot() == p2 and len(decisions) == 1 and core.cases_kept == ['P-2']
+
+
+def test_the_latest_case_closed_alone_has_no_deadline_left_after_a_decision_on_its_escalation(tmp_path):
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    core.on_patient_arrival('P-1', 0.0)
+    t = serve(core, 'P-1', '90', 1.0, STEPS[:1])
+    _, esc_id, _ = core.request_escalation('nav-1', 'a question', ['retry'], t)
+    t = serve(core, 'P-1', '90', t, STEPS[1:])
+    assert core.cases_kept == ['P-1'] and not core.open_policies
+    assert desk.resolve(esc_id, 'retry', '', '', 'charge_nurse', t).accepted   # starts a decision deadline
+    assert core.cases_kept == []
+    desk.tick(t + 1000.0)   # a late check: the closed case misses nothing, opens nothing
+    assert not [e for e in events if e[0] in ('deadline_missed', 'safe_default')]
+    assert [r.escalation_id for r in desk.records()] == [esc_id]
+
+
+def test_an_escalation_of_a_closed_case_expiring_lets_it_go_and_leaves_the_other_cases_alone(tmp_path):
+    desk, core, ports, events, decisions, esc_id, t = two_cases(tmp_path)
+    t = serve(core, 'P-1', '90', t, STEPS[1:])
+    assert core.cases_kept == ['P-1', 'P-2']
+    p2 = core._cases['P-2'].snapshot()
+    due = desk.record(esc_id).due_s
+    assert t < due < 120.0   # before P-2's decision deadline
+    desk.tick(due + 0.5)     # expires: never a crash, no hold of the team for a closed case
+    expired = desk.record(esc_id)
+    assert expired.state.value == 'expired' and expired.safe_default == 'none' and not expired.followed_by
+    assert not desk.hold.active and ports.stops == [] and len(desk.records()) == 1
+    assert core.cases_kept == ['P-2'] and core._cases['P-2'].snapshot() == p2
+    [(reason, data)] = of_case(events, 'escalation_expired', 'P-1')
+    assert 'case P-1 is closed' in reason and data['case_closed']
+    assert desk.authorize('navigation', 'navigation_robot', '', 'manager', due + 1.0, hcw_id='41',
+                          case_id='P-2').approved
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_over_a_shift_the_cases_kept_stay_bounded(tmp_path, seed):
+    """50 cases in turn, some with a person's concern left open, decided later or left to expire."""
+    import random
+    rng = random.Random(seed)
+    desk, core, ports, events, decisions = make_desk(tmp_path)
+    t, left_open, kept_closed = 0.0, [], 0
+    for i in range(50):
+        patient = f'P-{i:02d}'
+        assert core.on_patient_arrival(patient, t)
+        t = serve(core, patient, '90', t + 1.0, STEPS[:1])
+        if rng.random() < 0.5:
+            nav = core._cases[patient].snapshot().tasks[0].task_id
+            answer = desk.raise_escalation('charge_nurse', 'concern', nav, 'a worry', rng.choice(['high', 'normal']),
+                                           t)
+            assert answer.accepted
+            left_open.append(answer.escalation_id)
+        t = serve(core, patient, '90', t, STEPS[1:])
+        if left_open and rng.random() < 0.3:   # a person decides on an older one
+            assert desk.resolve(left_open.pop(0), 'retry', '', '', 'charge_nurse', t).accepted
+        if rng.random() < 0.3:
+            t += 61.0                          # the open ones expire
+            desk.tick(t)
+        open_escalations = {r.patient_id for r in desk.records() if r.is_open}
+        assert set(core.cases_kept) == open_escalations, (patient, core.cases_kept, open_escalations)
+        kept_closed += len(core.cases_kept)
+        left_open = [e for e in left_open if desk.record(e).is_open]
+    assert kept_closed > 0   # some closed case was kept for its escalation
+    desk.tick(t + 61.0)
+    assert core.cases_kept == [] and not core.open_policies and len(core.state().served) == 50
+    assert not desk.hold.active and not [e for e in events if e[0] in ('deadline_missed', 'safe_default')]

@@ -128,3 +128,38 @@ def test_an_inconsistent_state_is_recorded_too(tmp_path):
 def test_nothing_stored_restores_nothing(tmp_path):
     _, core, _, events, state = restart(tmp_path)
     assert state is None and events == [] and core.policy.snapshot().tasks == []
+
+
+def test_a_restart_keeps_a_closed_case_with_an_escalation_open_and_gives_a_let_go_cases_to_no_other(tmp_path):
+    from robot_team.escalation_model import LifecycleState
+    from test_escalation_desk import STEPS, serve
+    store = EscalationStore(tmp_path / 'escalations.sqlite')
+    desk, core, _, _, _ = make_desk(tmp_path, store=store)
+    core.cases_at_once = 0
+    core.on_patient_arrival('P-0', 0.0)
+    t = serve(core, 'P-0', '90', 1.0, STEPS[:1])
+    first = desk.raise_escalation('charge_nurse', 'concern', 'nav-1', 'a worry', 'high', t).escalation_id
+    assert desk.resolve(first, 'retry', '', '', 'charge_nurse', t).accepted
+    t = serve(core, 'P-0', '90', t, STEPS[1:])
+    core.on_patient_arrival('P-1', t)
+    core.on_patient_arrival('P-2', t)
+    t = serve(core, 'P-1', '90', t, STEPS[:1])
+    kept = desk.raise_escalation('charge_nurse', 'concern', 'P-1/nav-1', 'another worry', 'high', t).escalation_id
+    t = serve(core, 'P-1', '90', t, STEPS[1:])
+    assert (first, kept) == ('esc-1', 'P-1/esc-1') and core.cases_kept == ['P-1', 'P-2']
+    assert desk.save_state(t)
+    # the store says P-0's escalation is still open (e.g. a decision lost with the supervisor)
+    store.save(desk.record(first).model_copy(update={'state': LifecycleState.OPEN, 'closed_s': None}))
+    store.close()
+
+    desk2, core2, _, events, state = restart(tmp_path)
+    assert core2.cases_kept == ['P-1', 'P-2'] and core2.policy.patient_id == 'P-2'
+    assert core2._cases['P-1'].snapshot().escalation(kept).is_open
+    # P-0 was let go: its escalation goes to no other case (the latest's fallback would be P-2's), recorded
+    assert all(p.snapshot().escalation(first) is None for p in (core2.policy, *core2._cases.values()))
+    [(reason, data)] = [(r, d) for k, r, d in events if k == 'input_error']
+    assert 'case P-0 is closed' in reason and (data['case_id'], data['escalation_id']) == ('P-0', first)
+    refused = desk2.resolve(first, 'retry', '', '', 'charge_nurse', 101.0)
+    assert not refused.accepted and 'case P-0 is closed' in refused.message
+    assert desk2.resolve(kept, 'retry', '', '', 'charge_nurse', 102.0).accepted
+    assert core2.cases_kept == ['P-2'] and not core2.policy.snapshot().escalations

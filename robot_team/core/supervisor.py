@@ -74,7 +74,8 @@ class SupervisorState(BaseModel):
     directives: int = Field(0, ge=0, description='Directives sent so far (the next is directive-<n+1>).')
     took_over: bool = Field(False, description="Whether the protocol brain has the manager's role (safe default).")
     others: list[WorkflowState] = Field(default_factory=list,
-                                        description='The other open cases (``workflow`` is the latest opened).')
+                                        description='The other cases kept: the open ones, and closed ones with an '
+                                                    'escalation open (``workflow`` is the latest opened).')
     waiting: list[CaseArrival] = Field(default_factory=list, description='Cases waiting for a free place.')
     opened: list[CaseArrival] = Field(default_factory=list, description='The open cases\' arrivals.')
     served: list[str] = Field(default_factory=list, description='Patients whose case was opened, in order.')
@@ -119,7 +120,9 @@ class SupervisorCore:
     Notes
     -----
     Not thread-safe on its own beyond what the policy guarantees: the node calls it from one
-    mutually exclusive callback group. Times are ROS times, s.
+    mutually exclusive callback group. Times are ROS times, s. Bounded over a shift: a closed
+    case's policy is let go once no escalation of it is open (:attr:`cases_kept`); its patient
+    stays served.
 
     Raises
     ------
@@ -159,6 +162,10 @@ class SupervisorCore:
         ``now_s`` when a waiting case's patient has waited ``deadlines.onboarding_s`` without the
         team starting their case (the escalation desk sets it: a person is asked to take them,
         :meth:`robot_team.core.escalations.EscalationDesk.ask_for_patient`)."""
+        self.escalation_settled: Callable[[str], bool] | None = None
+        """Called with an escalation's ID: whether its lifecycle ended outside the workflow, which
+        keeps an expired escalation as it was (the escalation desk sets it: an escalation it expired).
+        A closed case is let go once none of its escalations is open and unsettled (:attr:`cases_kept`)."""
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
@@ -166,8 +173,21 @@ class SupervisorCore:
         self._opened: dict[str, CaseArrival] = {}     # the arrivals of the open cases, by patient
         self._served: list[str] = []
         self._asked: set[str] = set()
-        self._cases: dict[str, WorkflowPolicy] = {}   # every case opened this run, by patient (closed ones too)
+        self._cases: dict[str, WorkflowPolicy] = {}   # the open cases, closed ones with an escalation open
         self._checked_s: float | None = None          # ROS time of the last deadline check, s
+
+    @property
+    def cases_kept(self) -> list[str]:
+        """The patients whose case's policy this core keeps, in the order kept.
+
+        The open cases, and closed ones (reflection recorded) with an escalation still open: a
+        closed case is let go once none is (decided, or expired at the escalation desk), so what
+        the core keeps stays bounded over a shift. A let-go case's patient stays served
+        (a repeat of their arrival opens nothing); anything that names it later (a report, a
+        delegation, a decision, a stored escalation) is refused and recorded, never applied to
+        another case (:meth:`closed_case_of`).
+        """
+        return list(self._cases)
 
     @property
     def open_policies(self) -> list[WorkflowPolicy]:
@@ -196,13 +216,32 @@ class SupervisorCore:
         for policy in self._live_policies():
             policy.postpone_deadlines(by_s)
 
-    def restore_escalation(self, record: EscalationRecord) -> None:
-        """Give a stored escalation back to its case's policy (its ``patient_id``; else the latest case's)."""
-        self._cases.get(record.patient_id, self.policy).restore_escalation(record)
+    def restore_escalation(self, record: EscalationRecord) -> bool:
+        """Give a stored escalation back to its case's policy; return whether a case took it.
+
+        Its case is the kept one whose restored workflow has it, else the kept case of its
+        ``patient_id``, else the latest case's when that is its patient's or when no case was
+        restored (a fresh workflow: the IDs continue). An escalation of a case that closed and
+        was let go goes to no other case: an open one is recorded (``input_error``), a closed
+        one needs nothing (the escalation desk keeps its record).
+        """
+        policy = self._holder(record.escalation_id) or self._cases.get(record.patient_id)
+        if policy is None and (record.patient_id == self.policy.patient_id or not self._served):
+            policy = self.policy
+        if policy is None:
+            if record.is_open:
+                closed = self.closed_case_of(record.escalation_id) or record.patient_id
+                self._emit(EventKind.INPUT_ERROR, f'stored {record.escalation_id} names no case kept here',
+                           target=record.escalation_id, reason=f'case {closed or "?"} is closed and was let go: '
+                           f'{record.escalation_id} is given to no other case', escalation_id=record.escalation_id,
+                           case_id=closed)
+            return False
+        policy.restore_escalation(record)
+        return True
 
     def state(self) -> SupervisorState:
-        """Return what a restarted supervisor takes up (:meth:`restore`): the open cases, the waiting ones."""
-        others = [p.state() for p in self.open_policies if p is not self.policy]
+        """Return what a restarted supervisor takes up (:meth:`restore`): the cases kept, the waiting ones."""
+        others = [p.state() for p in self._cases.values() if p is not self.policy]
         return SupervisorState(workflow=self.policy.state(), others=others, directives=self._directives,
                                took_over=self._took_over, waiting=list(self._waiting.values()),
                                opened=[self._opened[p.patient_id] for p in self.open_policies
@@ -234,6 +273,7 @@ class SupervisorCore:
         self._opened = {c.patient_id: c.model_copy() for c in state.opened}
         self._served = list(state.served)
         self._asked = set(state.asked)
+        self.let_go_closed()
 
     def on_patient_arrival(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
                            required_specialty: str = '', room: str = '', esi_level: int = 0) -> bool:
@@ -304,13 +344,92 @@ class SupervisorCore:
         """The cases waiting for a place (``cases_at_once``), in arrival order."""
         return list(self._waiting.values())
 
-    def _policy_of_task(self, task_id: str) -> WorkflowPolicy:
-        """Return the policy of the case whose task ``task_id`` is (IDs are unique in a run; else the latest case's)."""
-        if task_id:
-            for policy in reversed(self._cases.values()):
-                if policy.snapshot().task(task_id) is not None:
+    def _policy_of_task(self, task_id: str) -> WorkflowPolicy | None:
+        """Return the policy of the case whose task ``task_id`` is (IDs are unique in a run).
+
+        None when it names a case that closed and was let go; the latest case's for '' or an
+        ID no case has (that policy refuses it).
+        """
+        if not task_id:
+            return self.policy
+        holder = self._holder(task_id)
+        if holder is not None:
+            return holder
+        return None if self.closed_case_of(task_id) else self.policy
+
+    def _holder(self, item_id: str) -> WorkflowPolicy | None:
+        """Return the policy kept (or the latest case's) that has a task or escalation ``item_id``; None if none."""
+        if item_id:
+            for policy in (self.policy, *reversed(self._cases.values())):
+                snap = policy.snapshot()
+                if snap.task(item_id) is not None or snap.escalation(item_id) is not None:
                     return policy
-        return self.policy
+        return None
+
+    def _case_named(self, item_id: str) -> str:
+        """Return the served patient whose case's ID prefix a task's or escalation's ID carries ('' none).
+
+        A later case's IDs start with :func:`~robot_team.cases.later_case_prefix`; the first
+        case's have no prefix.
+        """
+        item_id = str(item_id or '')
+        later = [p for p in self._served[1:] if item_id.startswith(later_case_prefix(p))]
+        if later:
+            return max(later, key=len)
+        return self._served[0] if item_id and self._served and '/' not in item_id else ''
+
+    def closed_case_of(self, item_id: str) -> str:
+        """Return the patient whose closed case a task or escalation ID belongs to ('' if open or none).
+
+        A case is closed once its reflection was recorded: kept while an escalation of it is open
+        (:attr:`cases_kept`), else let go. An ID no case has is placed by its prefix (e.g.
+        ``P-0777/esc-2``: case ``P-0777``).
+        """
+        holder = self._holder(item_id)
+        if holder is None:
+            patient = self._case_named(item_id)
+            holder = self._cases.get(patient) or (self.policy if patient and patient == self.policy.patient_id
+                                                  else None)
+            if holder is None:   # served, neither kept nor the latest: closed and let go
+                return patient
+        return holder.patient_id if holder.done else ''
+
+    def _let_go(self, policy: WorkflowPolicy) -> bool:
+        """Drop ``policy``'s case if it is kept, closed, and none of its escalations is open; return whether.
+
+        Its patient stays served. An escalation the desk expired is no longer open
+        (:attr:`escalation_settled`), though the workflow keeps it as it was.
+        """
+        if not policy.patient_id or self._cases.get(policy.patient_id) is not policy or not policy.done:
+            return False
+        settled = self.escalation_settled or (lambda _escalation_id: False)
+        if any(e.is_open and not settled(e.escalation_id) for e in policy.snapshot().escalations):
+            return False
+        del self._cases[policy.patient_id]
+        return True
+
+    def let_go_closed(self) -> list[str]:
+        """Let go of every closed case kept with no escalation open any more; return their patients.
+
+        For after a restart (the escalation desk calls it once the stored escalations are back:
+        :meth:`robot_team.core.escalations.EscalationDesk.restore`); a live core lets a case go
+        when it closes, when a person decides on its escalation and when one expires.
+        """
+        return [p.patient_id for p in list(self._cases.values()) if self._let_go(p)]
+
+    def escalation_expired(self, escalation_id: str) -> bool:
+        """Take note that the escalation desk expired ``escalation_id``; return whether its case was let go.
+
+        The workflow keeps the escalation as it was (an expiry is no person's decision); a closed
+        case whose last open escalation it was is let go. An unknown ID changes nothing.
+        """
+        holder = self._holder(escalation_id)
+        return holder is not None and self._let_go(holder)
+
+    def _keep(self, policy: WorkflowPolicy) -> None:
+        """Keep ``policy``'s case again: a closed case let go has an escalation open (e.g. the latest case's)."""
+        if policy.patient_id and policy.done:
+            self._cases.setdefault(policy.patient_id, policy)
 
     def _busy_elsewhere(self, robot: str, policy: WorkflowPolicy) -> str:
         """Return the ID of a task ``robot`` runs for another open case than ``policy``'s ('' none)."""
@@ -339,8 +458,8 @@ class SupervisorCore:
         ``hcw_id`` and ``staff``: as :meth:`WorkflowPolicy.authorize <robot_team.workflow.WorkflowPolicy.authorize>`.
         ``case_id``: the patient whose case the task serves ('' the latest case opened); a case
         that is not open here is refused (rule ``case``) and the answer names the open case with
-        no task yet (the one that took its place). A task for a robot that runs another open
-        case's task is refused (rule ``robot_busy``).
+        no task yet (the one that took its place), or the case itself when it closed and was let
+        go. A task for a robot that runs another open case's task is refused (rule ``robot_busy``).
         """
         policy = self._cases.get(case_id) if case_id else self.policy
         with self._on(policy):
@@ -358,6 +477,11 @@ class SupervisorCore:
                                  case_id=case_id, explanation=f"no robot '{robot}' in the team: "
                                  + (f"{robot}'s robots are {', '.join(mates)}" if mates else
                                     f"expected one of {', '.join(self.robots)}"))
+        elif policy is None and case_id in self._served:   # closed, and let go
+            serving = ', '.join(p.patient_id for p in self.open_policies) or 'no case'
+            auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
+                                 case_id=case_id, explanation=f'case {case_id} is closed (its reflection was '
+                                 f'recorded): nothing more is delegated for it; the team serves {serving} now')
         elif policy is None:
             serving = self._gate_case()
             auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
@@ -388,9 +512,16 @@ class SupervisorCore:
 
         A report that matches no running task (unknown ID, wrong robot or type, already
         reported) is rejected and recorded as ``report_rejected`` with ``raw`` (the report as
-        received; default: the report's fields), never dropped.
+        received; default: the report's fields), never dropped. A report on a task of a case that
+        closed and was let go is rejected so too, naming that case (never given to another case).
         """
         policy = self._policy_of_task(report.task_id)
+        if policy is None:
+            closed = self.closed_case_of(report.task_id)
+            why = (f'case {closed} is closed: the report on {report.task_id} comes after its reflection was '
+                   f'recorded and its state let go; nothing changes')
+            self.reject_report(why, raw if raw is not None else report.model_dump(mode='json'), case_id=closed)
+            return False, why
         with self._on(policy):
             try:
                 task = policy.record_report(report, now_s)
@@ -406,13 +537,19 @@ class SupervisorCore:
                            target=task.task_id, case_id=policy.patient_id, task_id=task.task_id,
                            closed_by_abort=policy.closed)
                 self._opened.pop(policy.patient_id, None)
+                self._asked.discard(policy.patient_id)
+                self._let_go(policy)
         self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
 
-    def reject_report(self, error: str, raw: dict) -> None:
-        """Record a report that could not be used (did not validate or matched no task)."""
+    def reject_report(self, error: str, raw: dict, *, case_id: str = '') -> None:
+        """Record a report that could not be used (did not validate or matched no task).
+
+        ``case_id``: the case it names ('' the latest case opened).
+        """
         self._emit(EventKind.REPORT_REJECTED, f"rejected a report on {raw.get('task_id')!r} from "
-                   f"{raw.get('robot')!r}", target=str(raw.get('task_id', '')), reason=error, error=error, raw=raw)
+                   f"{raw.get('robot')!r}", target=str(raw.get('task_id', '')), reason=error, error=error, raw=raw,
+                   **({'case_id': case_id} if case_id else {}))
 
     def liveness_changed(self, change: LivenessChange, now_s: float) -> TaskReportModel | None:
         """Record a team node lost or back (ROS time ``now_s``, s); recover the task a lost robot held.
@@ -464,9 +601,17 @@ class SupervisorCore:
                            raised_by: str = Robot.MANAGER.value) -> tuple[bool, str, str]:
         """Open an escalation and publish it; return ``(accepted, escalation_id, message)``.
 
-        It belongs to the case of ``task_id`` ('' : the latest case opened).
+        It belongs to the case of ``task_id`` ('' : the latest case opened; a closed one is kept
+        until the escalation is decided or expires). A task of a case that closed and was let go
+        is refused (recorded as ``input_error``).
         """
         policy = self._policy_of_task(task_id)
+        if policy is None:
+            closed = self.closed_case_of(task_id)
+            why = f'case {closed} is closed: {task_id} cannot be escalated (its reflection was recorded)'
+            self._emit(EventKind.INPUT_ERROR, f'refused an escalation of {task_id!r}', target=task_id, reason=why,
+                       task_id=task_id, request_reason=reason, options=list(options), case_id=closed)
+            return False, '', why
         with self._on(policy):
             try:
                 escalation_id = policy.open_escalation(task_id, raised_by, reason, list(options), now_s)
@@ -474,15 +619,30 @@ class SupervisorCore:
                 self._emit(EventKind.INPUT_ERROR, f'refused an escalation of {task_id!r}', target=task_id,
                            reason=str(exc), task_id=task_id, request_reason=reason, options=list(options))
                 return False, '', str(exc)
+            self._keep(policy)
             self._record_deadline_changes()
             self._announce(escalation_id, policy)
         return True, escalation_id, f'{escalation_id} opened and sent to the human operators'
 
     def resolve(self, escalation_id: str, decision: str, hcw_id: str, note: str, operator_id: str,
                 now_s: float) -> tuple[bool, str]:
-        """Record a human's decision and publish it; refuse (and record) an invalid one."""
-        policy = next((p for p in (self.policy, *reversed(self._cases.values()))
-                       if p.snapshot().escalation(escalation_id) is not None), self.policy)
+        """Record a human's decision and publish it; refuse (and record) an invalid one; return ``(accepted, message)``.
+
+        A decision on an escalation of a case that closed and was let go is refused (recorded as
+        ``input_error`` naming that case) and changes no case. A decision that leaves a closed
+        case with no escalation open lets the case go.
+        """
+        policy = self._holder(escalation_id)
+        if policy is None:
+            closed = self.closed_case_of(escalation_id)
+            if closed:
+                message = (f'case {closed} is closed: nothing of it is left to decide ({escalation_id} was settled '
+                           f'before its state was let go); no other case changes')
+                self._emit(EventKind.INPUT_ERROR, f'refused a decision on {escalation_id!r}', target=escalation_id,
+                           reason=message, escalation_id=escalation_id, decision=decision, hcw_id=hcw_id,
+                           operator_id=operator_id, case_id=closed)
+                return False, message
+            policy = self.policy
         accepted, message = policy.resolve(escalation_id, decision, hcw_id, note, operator_id, now_s)
         if not accepted:
             self._emit(EventKind.INPUT_ERROR, f'refused a decision on {escalation_id!r}', target=escalation_id,
@@ -496,6 +656,7 @@ class SupervisorCore:
                    operator_id=esc.decided_by, closed=policy.closed, source='human', case_id=policy.patient_id)
         self._record_deadline_changes()
         self._publish_decision(esc)
+        self._let_go(policy)
         return True, message
 
     def check_deadlines(self, now_s: float) -> list[str]:
@@ -509,6 +670,8 @@ class SupervisorCore:
         self._wait_for_robots(now_s)
         opened = []
         for policy in self._live_policies():
+            if policy.done:   # a closed case (the latest, none open) has no deadline left to miss
+                continue
             with self._on(policy):
                 opened += self._check_case(policy, now_s)
         self.check_waiting(now_s)

@@ -97,6 +97,7 @@ class EscalationDesk:
         core.on_hold_team = self.hold_on
         core.on_takeover = self.covered_by_takeover
         core.on_unserved_patient = self.ask_for_patient
+        core.escalation_settled = self._settled
 
     # -- reading --
 
@@ -111,6 +112,12 @@ class EscalationDesk:
         with self._records_lock:
             record = self._records.get(escalation_id)
             return record.model_copy(deep=True) if record else None
+
+    def _settled(self, escalation_id: str) -> bool:
+        """Whether this desk closed ``escalation_id`` (resolved or expired): the core's hook ``escalation_settled``."""
+        with self._records_lock:
+            record = self._records.get(escalation_id)
+            return record is not None and not record.is_open
 
     # -- opening (hook of the core, then its publish callback) --
 
@@ -228,8 +235,8 @@ class EscalationDesk:
         tasks = self.core.tasks()
         if task_id and not any(t.task_id == task_id for t in tasks):
             known = ', '.join(t.task_id for t in tasks) or 'none yet'
-            return self._refuse('raise', '', Refusal.UNKNOWN_TASK, f"unknown task ID {task_id!r} (tasks: {known})",
-                                now_s, operator_id, attempt)
+            return self._refuse('raise', '', Refusal.UNKNOWN_TASK, f"unknown task ID {task_id!r} (tasks: {known})"
+                                + self._closed_note(task_id), now_s, operator_id, attempt)
         if kind == 'stop_and_hold':
             escalation_id = self.hold_team(f'stop-and-hold by {operator_id}: {reason}', by=operator_id,
                                            task_id=task_id, now_s=now_s)
@@ -392,6 +399,7 @@ class EscalationDesk:
             refusal, check_note = self.staff.check(hcw_id)
             if refusal is not Refusal.NONE:
                 return refuse(refusal, f'{escalation_id}: {check_note}')
+        closed = self.core.closed_case_of(escalation_id)   # before the decision: it may let the case go
         accepted, message = self.core.resolve(escalation_id, decision, hcw_id if decision == 'reassign' else '',
                                               note, operator_id, now_s)
         if not accepted:   # recorded by the core as input_error
@@ -408,7 +416,7 @@ class EscalationDesk:
         self._ports.publish_escalation(record, now_s)
         if record.holds_team:
             self._release(escalation_id, operator_id, now_s)
-        if decision == 'abort':
+        if decision == 'abort' and not closed:   # a closed case runs nothing: the other cases' tasks go on
             self._stop_closed(escalation_id, operator_id)
         return Answer(accepted=True, escalation_id=escalation_id, message=message
                       + (f' ({check_note})' if check_note else '')
@@ -436,7 +444,8 @@ class EscalationDesk:
         tasks = self.core.tasks()
         if task_id and not any(t.task_id == task_id for t in tasks):
             return refuse(Refusal.UNKNOWN_TASK, f"unknown task ID {task_id!r} (tasks: "
-                                                f"{', '.join(t.task_id for t in tasks) or 'none yet'})")
+                                                f"{', '.join(t.task_id for t in tasks) or 'none yet'})"
+                                                + self._closed_note(task_id))
         self._instructions += 1
         instruction = InstructionRecord(instruction_id=f'instr-{self._instructions}', operator_id=operator_id,
                                         task_id=task_id, text=text, sim_s=now_s, wall_s=wall)
@@ -529,12 +538,20 @@ class EscalationDesk:
                 self._ports.publish_escalation(live, now_s)
 
     def _expire(self, record: EscalationRecord, now_s: float) -> None:
-        safe = record.covered_by or self.policy.on_expiry
+        """Expire ``record`` unanswered: apply the safe default, then let the core know (its case may be let go).
+
+        An escalation of a closed case applies none (``safe_default`` ``'none'``): its case runs
+        nothing to hold or abort, and the other cases go on.
+        """
+        closed = '' if record.covered_by else self.core.closed_case_of(record.escalation_id)
+        safe = record.covered_by or ('none' if closed else self.policy.on_expiry)
         waited = now_s - record.opened_s
         why = (f'no authorised operator resolved {record.escalation_id} within '
                f'{self.policy.deadlines_s[record.severity]:g} s ({record.severity.value}); safe default: {safe}')
         if record.covered_by:
             why += ' (already in force: nothing more applied)'
+        if closed:
+            why += f' (case {closed} is closed: nothing to hold or abort; the other cases go on)'
         transition(record, LifecycleAction.EXPIRE)
         record.safe_default = safe
         record.decided_by, record.closed_s, record.closed_wall = SUPERVISOR, now_s, self._wall()
@@ -545,9 +562,13 @@ class EscalationDesk:
         self._emit(EventKind.ESCALATION_EXPIRED, f'{record.escalation_id} expired unanswered', target=record.task_id,
                    reason=why, escalation_id=record.escalation_id, task_id=record.task_id,
                    severity=record.severity.value, safe_default=safe, waited_s=waited,
-                   acknowledged_by=record.acknowledged_by)
+                   acknowledged_by=record.acknowledged_by, **({'case_id': closed, 'case_closed': True} if closed
+                                                              else {}))
         if record.covered_by:
             record.note = f'expired under the safe default already in force ({record.covered_by})'
+            self._save(record)
+        elif closed:
+            record.note = f'expired after case {closed} closed: no safe default applied'
             self._save(record)
         elif safe == 'abort':
             note = f'safe default: {record.escalation_id} expired unanswered'
@@ -572,14 +593,18 @@ class EscalationDesk:
                            'expired; the team could not be held (see the input errors)')
             self._save(record)
         self._ports.publish_escalation(record, now_s)
+        self.core.escalation_expired(record.escalation_id)
 
     # -- restart --
 
     def restore(self, now_s: float) -> list[str]:
         """Take up the stored escalations after a restart: re-publish the open ones, re-engage holds.
 
-        Every stored escalation goes back into the core's policy (so IDs continue and open ones
-        can be resolved); returns the IDs of the open ones (each recorded as ``escalation_restored``).
+        Every stored escalation goes back into its case's policy (so IDs continue and open ones
+        can be resolved; one of a case let go goes to none: :meth:`SupervisorCore.restore_escalation
+        <robot_team.core.supervisor.SupervisorCore.restore_escalation>`); returns the IDs of the
+        open ones (each recorded as ``escalation_restored``). A closed case kept for an escalation
+        that expired meanwhile is let go.
         A hold is engaged again since its escalation opened (ROS time), so its release postpones
         the workflow's deadlines by the whole held time, the supervisor's downtime included. Call
         :meth:`restore_state` first (it needs a fresh policy).
@@ -607,6 +632,7 @@ class EscalationDesk:
                 self.hold.engage(record.escalation_id, record.reason, record.raised_by, record.opened_s)
         if not self.hold.active:
             self._ports.publish_hold(self.hold.state())
+        self.core.let_go_closed()   # a closed case kept for an escalation that expired meanwhile
         return restored
 
     def restore_state(self, now_s: float) -> SupervisorState | None:
@@ -690,8 +716,14 @@ class EscalationDesk:
                        + (f'; resolve {record.followed_by} instead' if record.followed_by else '') + ')')
             else:
                 why = f'{escalation_id} is already resolved ({record.decision} by {record.decided_by or "?"})'
-            return self._refuse(step, escalation_id, Refusal.CLOSED, why, now_s, operator_id, attempt)
+            return self._refuse(step, escalation_id, Refusal.CLOSED, why + self._closed_note(escalation_id), now_s,
+                                operator_id, attempt)
         return None
+
+    def _closed_note(self, item_id: str) -> str:
+        """Return '; case <P> is closed' when a task's or escalation's ID belongs to a closed case ('' otherwise)."""
+        closed = self.core.closed_case_of(item_id)
+        return f'; case {closed} is closed' if closed else ''
 
     def _refuse(self, step: str, escalation_id: str, refusal: Refusal, message: str, now_s: float, operator_id: str,
                 attempt: dict) -> Answer:
