@@ -550,7 +550,9 @@ class Episode:
         for key, value in params.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             args += ['-p', f'{key}:={text}']
-        env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id), PYTHONUNBUFFERED='1', **self._dds_env)
+        # PYTHONFAULTHANDLER: a native crash (SIGSEGV, SIGABRT...) leaves the node's Python stacks in its log
+        env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id), PYTHONUNBUFFERED='1', PYTHONFAULTHANDLER='1',
+                   **self._dds_env)
         source_root = str(Path(robot_team.__path__[0]).parent)
         env['PYTHONPATH'] = source_root + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
         self._commands[name] = (args, env)
@@ -592,15 +594,14 @@ class Episode:
             self._crashed.add(name)
             log = self.out_dir / 'logs' / f'{name}.log'
             tail = log.read_text(errors='replace').splitlines()[-15:] if log.exists() else []
-            restart: dict = {}
-            if self._team_started:   # a node that dies during start-up is a start error (_wait_started)
-                decision = self.restarts.crashed(name, time.monotonic())
-                if not decision.restart:
-                    self._down.add(name)
-                restart = {'restart': decision.restart, 'restart_attempt': decision.attempt,
-                           'max_restarts': self.restarts.max_restarts,
-                           'restart_delay_s': self.restarts.delay_s if decision.restart else None,
-                           'stays_down': decision.reason or None}
+            # the same policy during start-up as later (_wait_started fails only on a node that stays down)
+            decision = self.restarts.crashed(name, time.monotonic())
+            if not decision.restart:
+                self._down.add(name)
+            restart = {'restart': decision.restart, 'restart_attempt': decision.attempt,
+                       'max_restarts': self.restarts.max_restarts,
+                       'restart_delay_s': self.restarts.delay_s if decision.restart else None,
+                       'stays_down': decision.reason or None, 'during_start_up': not self._team_started}
             self.events.emit(EventKind.NODE_CRASHED, f'node {name} exited with code {code}'
                              + (f"; stays down ({restart['stays_down']})" if restart.get('stays_down') else ''),
                              target=name, reason='process ended before the episode did', returncode=code,
@@ -646,10 +647,15 @@ class Episode:
     def _wait_started(self, recorder: TeamRecorder, timeout_s: float, interrupt: Interrupt) -> bool:
         """Wait until every team node started; return False if interrupted first.
 
+        A node process that ends during start-up is restarted by the same policy as later
+        (``node_crashed`` with ``during_start_up``, then ``node_restarted``; its log keeps the
+        crashed run, with its native stack if it crashed natively: ``PYTHONFAULTHANDLER``).
+
         Raises
         ------
         RuntimeError
-            If a node crashed or did not start within ``timeout_s`` (wall).
+            If a node crashed and stays down (not restartable, restarts disabled or used up) or
+            the team did not start within ``timeout_s`` (wall).
         """
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -659,9 +665,10 @@ class Episode:
             if set(team_nodes(self.scenario) + SIM_NODES) <= started:
                 return True
             self._check_children()
-            if self._crashed:
-                raise RuntimeError(f"team node(s) {', '.join(sorted(self._crashed))} crashed at start-up; "
-                                   f"see {self.out_dir / 'logs'}")
+            if self._down:
+                raise RuntimeError(f"team node(s) {', '.join(sorted(self._down))} crashed at start-up and stay "
+                                   f"down; see {self.out_dir / 'logs'}")
+            self._restart_due()
             time.sleep(0.02)
         missing = set(team_nodes(self.scenario) + SIM_NODES) - {
             e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}

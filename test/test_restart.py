@@ -21,6 +21,7 @@ import textwrap
 import threading
 import time
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pytest
 
@@ -144,19 +145,46 @@ def test_the_clock_source_and_zero_restarts_stay_down(tmp_path):
     assert reasons == {'not_restartable', 'disabled'} and EventKind.NODE_RESTARTED.value not in episode.events.kinds()
 
 
-def test_a_node_that_dies_during_start_up_is_a_start_error_not_restarted(tmp_path):
+def test_a_node_that_dies_during_start_up_is_restarted_and_one_that_stays_down_is_a_start_error(tmp_path):
+    class Recorder:
+        def __init__(self, path=None):
+            self.path = path
+
+        def events(self):   # the node "started" once its second run wrote its line
+            if self.path is not None and self.path.exists() and 'second' in self.path.read_text():
+                from robot_team.runner import SIM_NODES, team_nodes
+                return [SimpleNamespace(actor=name, kind=EventKind.NODE_STARTED.value)
+                        for name in team_nodes(episode.scenario) + SIM_NODES]
+            return []
+    # once: the first run dies natively (SIGSEGV), the second starts
+    flag = tmp_path / 'crashed-once'
+    once = textwrap.dedent(f"""
+        import ctypes, os, pathlib
+        flag = pathlib.Path({str(flag)!r})
+        if not flag.exists():
+            flag.write_text('x'); print('first', flush=True); ctypes.string_at(0)
+        print('second', flush=True)
+        """)
     episode = _episode(tmp_path, restart_delay_s=0.0)
+    env = dict(os.environ, PYTHONFAULTHANDLER='1')
+    episode._commands['supervisor'] = ([sys.executable, '-c', once], env)
+    episode._spawn('supervisor', 'w')
+    assert episode._wait_started(Recorder(tmp_path / 'logs' / 'supervisor.log'), timeout_s=20.0,
+                                 interrupt=_NoInterrupt())
+    assert episode.events.kinds() == ['node_crashed', 'node_restarted']
+    crashed = episode.events.emitted[0][2]
+    assert crashed['during_start_up'] is True and crashed['returncode'] == -signal.SIGSEGV and crashed['restart']
+    log = (tmp_path / 'logs' / 'supervisor.log').read_text()
+    assert 'Fatal Python error: Segmentation fault' in log and 'second' in log   # its native stack, then the rerun
+    # always: restarted up to the most restarts, then it stays down: a start error naming it
+    (tmp_path / 'always').mkdir()
+    episode = _episode(tmp_path / 'always', max_restarts=1, restart_delay_s=0.0)
     episode._commands['supervisor'] = ([sys.executable, '-c', 'raise SystemExit(2)'], dict(os.environ))
     episode._spawn('supervisor', 'w')
-
-    class Recorder:
-        def events(self):
-            return []
-    with pytest.raises(RuntimeError, match='supervisor crashed at start-up'):
+    with pytest.raises(RuntimeError, match='supervisor crashed at start-up and stay down'):
         episode._wait_started(Recorder(), timeout_s=20.0, interrupt=_NoInterrupt())
-    episode._restart_due()
-    assert episode.restarts.attempts == {} and not episode.restarts.pending()
-    assert 'restart' not in episode.events.emitted[0][2]
+    assert episode.events.kinds() == ['node_crashed', 'node_restarted', 'node_crashed']
+    assert episode.events.emitted[-1][2]['stays_down'] == 'exhausted'
 
 
 # -- DDS: a killed process leaves the graph within seconds with the team's profile --

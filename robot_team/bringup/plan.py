@@ -263,6 +263,8 @@ def check_map_against_world(map_yaml: Path, world_file: Path, floor: Floor, clos
 def _dds_profile(plan: Plan, share: Path) -> None:
     """Give every process of ``plan`` the team's Fast DDS profile unless FASTDDS_DEFAULT_PROFILES_FILE is set.
 
+    Also ``PYTHONFAULTHANDLER=1`` unless set: a node that crashes natively logs its Python stacks.
+
     Raises
     ------
     PlanError
@@ -271,6 +273,8 @@ def _dds_profile(plan: Plan, share: Path) -> None:
     profile = existing(share / LIVENESS_PROFILE, 'Fast DDS profile')
     plan.environment_defaults[FASTDDS_PROFILES_VARIABLE] = str(profile)
     plan.paths['dds_profile'] = str(profile)
+    # A native crash (SIGSEGV, SIGABRT...) of a node leaves its Python stacks in the node's log.
+    plan.environment_defaults['PYTHONFAULTHANDLER'] = '1'
 
 
 def _brain_options(brain: str, kb: bool) -> dict:
