@@ -292,3 +292,42 @@ def test_a_robot_does_not_start_a_task_while_the_team_is_held():
     assert [e['data']['task_id'] for e in record.of('task_report')] == ['display-1']
     released = core.run(display_task(2), lambda *_: None)
     assert released.status.value == 'success' and record.of('tool_call')
+
+
+def test_on_the_lockstep_clock_a_slow_model_keeps_its_task_no_wall_budget_applies():
+    """The same slow model as above, but each request holds sim time: the decision is the model's, not the load's."""
+    import contextlib
+
+    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.client import ChatClient
+    from robot_team.llm.fakeserver import ScriptedServer, text
+    from robot_team.llm.settings import LLMSettings
+    from robot_team.llm import scripted
+    from robot_team.llm.fakeserver import tool_calls
+    record = Recorder()
+    holds = []
+
+    def slow_then_report(body):   # slow (past the wall budget), then the model reports the empty care team
+        time.sleep(0.4)
+        if scripted.results(body):
+            return scripted.report('failure', 'the care team is empty')
+        return text('Let me think about the care team...') if len(body['messages']) < 3 else \
+            tool_calls(('fetch_care_team', {'room': 'ER-12'}))
+
+    @contextlib.contextmanager
+    def hold():
+        holds.append(1)
+        yield
+    with ScriptedServer({'display_robot': slow_then_report}) as server:
+        settings = LLMSettings(_env_file=None, base_url=server.base_url, api_key='k', fallback='fail',
+                               task_budget_s=0.2, max_report_retries=5, max_retries=0)
+        client = ChatClient(settings, 'display_robot', record.emitter('display_robot'), hold=hold)
+        assert client.holds_sim_time
+        brain = LLMRobotBrain('display_robot', settings, record.emitter('display_robot'), kb=False, client=client)
+        from team_harness import World
+        report = display_core(record, brain, World(care_team=[])).run(display_task(1), lambda *_: None)
+        brain.close()
+    asked = len(server.requests_of('display_robot'))
+    assert asked >= 2 and len(holds) == asked        # on past 0.4 s of wall time (realtime: 1 request, failure)
+    assert report.status.value == 'failure' and report.issue == 'the care team is empty'   # the model's own report
+    assert not record.of('brain_error')

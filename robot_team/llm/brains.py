@@ -222,7 +222,10 @@ class LLMRobotBrain(RobotBrain):
         for step in range(self.settings.max_steps):
             if self._cancelled:
                 return BrainReport(status=TaskStatus.FAILURE, issue='task cancelled')
-            if llm_s > self.settings.task_budget_s:
+            # Wall seconds are a budget only where sim time runs on while the model thinks (the realtime
+            # LLM clock). On the lockstep clock, where sim time waits for it, the task's budget is its
+            # requests (max_steps) and their tokens (max_tokens each): a busy machine changes no decision.
+            if not self.client.holds_sim_time and llm_s > self.settings.task_budget_s:
                 return self._non_compliant(task, tools, progress, f'no valid report within its budget of '
                                            f'{self.settings.task_budget_s:g} s (wall) of LLM time')
             try:

@@ -178,12 +178,16 @@ class ChatClient:
     ----------
     totals : dict
         ``requests``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``errors``.
+    holds_sim_time : bool
+        Whether each request holds sim time (a ``hold`` was given: the lockstep LLM clock), so the
+        model's wall speed costs no sim time and no wall budget applies.
     """
 
     def __init__(self, settings: LLMSettings, robot: str, emit: Emit | None = None,
                  sleep: Callable[[float], None] | None = None, hold: Callable[[], ContextManager] | None = None):
         self.settings = settings
         self._hold = hold or contextlib.nullcontext
+        self.holds_sim_time = hold is not None
         self._record = record.ExchangeRecord()
         self.resolved: ResolvedLLM = settings.for_robot(robot)
         self.robot = robot

@@ -149,9 +149,11 @@ class LLMSettings(BaseSettings):
         '0: never (the supervisor\'s decision deadline escalates instead).')
     max_report_retries: int = Field(2, ge=0, description='Invalid reports sent back with the error before failing.')
     max_steps: int = Field(12, ge=1, description='Most LLM requests per robot task (or per manager decision).')
-    task_budget_s: float = Field(120.0, gt=0, description='Robot brains: wall s of LLM work per task; past it, no '
-                                 'new request and the robot reports failure (keep it below the task deadline '
-                                 'divided by the sim speed: 600 / 5).')
+    task_budget_s: float = Field(120.0, gt=0, description='Robot brains on the realtime LLM clock: wall s of LLM '
+                                 'work per task; past it, no new request and the robot reports failure (keep it '
+                                 'below the task deadline divided by the sim speed: 600 / 5). On the lockstep '
+                                 'clock (sim time waits for the LLM) the budget is max_steps requests of '
+                                 'max_tokens each, never wall s.')
     history_turns: int = Field(1, ge=1, description='Manager: past turns sent per request (the record is '
                                'restated in every turn).')
     decoding: Literal['constrained', 'free'] = Field(
