@@ -52,7 +52,7 @@ def load_profiles(path: str | None = None) -> dict[str, Profile]:
 
 
 def parse_kb(text: str) -> list[tuple[str, set[str], str]]:
-    """Split one KB file into ``(title, audience, body)`` sections (``## `` headings)."""
+    """Split one KB file into ``(title, audience, body)`` sections (``'## '`` headings)."""
     sections: list[tuple[str, set[str], str]] = []
     title, audience, body = None, {'all'}, []
     for line in text.splitlines() + ['## ']:
