@@ -78,7 +78,14 @@ class EventKind(str, Enum):
     SAFE_DEFAULT = 'safe_default'            # supervisor: a missed manager deadline's safe default; data: directive
     TAKEOVER = 'takeover'                    # manager: the protocol brain took over its role; data: escalation_id
     SIM = 'sim'                              # ground truth from the simulator; data: what, ...
-    INPUT_ERROR = 'input_error'              # bad input (scenario, world, directory, message)
+    INPUT_ERROR = 'input_error'              # bad input (scenario, world, directory, message, FHIR request:
+    #                                          data http_status, issue_code, field, expected, found, refusal)
+    FHIR_NOTIFICATION = 'fhir_notification'  # fhir_gateway: a FHIR notification acted on or answered; data:
+    #                                          bundle_type, notification_type, subscription, encounters
+    #                                          [{encounter, status, change, case_id, result}], http_status
+    CASE_ENDED_BY_RECORD = 'case_ended_by_record'  # supervisor: the hospital's record ended a case (an Encounter
+    #                                          finished or cancelled); data: case_id, status, reference,
+    #                                          requested_by, result, escalation_id
     BRAIN_ERROR = 'brain_error'              # a brain raised or replied garbage; data: error
     LLM_REQUEST = 'llm_request'
     LLM_REPLY = 'llm_reply'
