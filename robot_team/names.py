@@ -38,6 +38,7 @@ MOTION_SIM = 'motion_sim'              # embedded stand-in for Gazebo + Nav2 (ro
 HOSPITAL_SYSTEMS = 'hospital_systems'  # embedded stand-in for the hospital's systems (HCWs, RTLS, paging...)
 OPERATOR = 'scripted_operator'
 RECORDER = 'team_recorder'
+FHIR_GATEWAY = 'fhir_gateway'         # FHIR Encounter notifications in (robot_team.agents.fhir_gateway_node)
 
 # Team topics and services, relative to the team namespace.
 TEAM_EVENTS = 'team/events'
@@ -51,6 +52,7 @@ RESOLVE_ESCALATION = 'team/supervisor/resolve_escalation'
 ACKNOWLEDGE_ESCALATION = 'team/supervisor/acknowledge_escalation'
 RAISE_ESCALATION = 'team/supervisor/raise_escalation'
 SEND_INSTRUCTION = 'team/supervisor/send_instruction'
+CLOSE_CASE = 'team/supervisor/close_case'   # robot_team/srv/CloseCase: the hospital's record ended a case
 TEAM_HOLD = 'team/hold'
 INSTRUCTIONS = 'team/instructions'
 STAFF_BOARD = 'team/staff'

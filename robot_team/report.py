@@ -195,7 +195,10 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     patient: that success was checked against the RTLS); None if neither; ``waited_for_robot_s``
     (arrival to start, and the waits of the open case for a robot busy with another case's task:
     the manager's ``waiting_for_robot`` to its next delegation); ``escalations`` (opened about the
-    case), ``takeovers`` and ``decisions`` by source (:func:`~robot_team.decisions.count_decisions`)
+    case), ``ended_by_record`` (``cancelled`` or ``finished``: the hospital's record ended the case,
+    ``case_ended_by_record``, and its outcome is ``escalated``, as any case a person closed with
+    ``abort``; None otherwise), ``takeovers`` and ``decisions``
+    by source (:func:`~robot_team.decisions.count_decisions`)
     of the case's events (:func:`case_of`).
     """
     cases: dict[str, dict] = {}
@@ -204,6 +207,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     entries: list[tuple[float, str]] = []   # (time, room) of HCWs walking into rooms
     escorted: dict[str, float] = {}         # case -> its first navigation judged a success
     parked: dict[str, float] = {}           # case -> since when it waits for a busy robot
+    ended_by_record: dict[str, str] = {}    # case -> the hospital's record's status that ended it
     robot_waits: dict[str, float] = {}      # case -> time it waited for busy robots, s
     for event in events:
         d = event.data
@@ -228,6 +232,9 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
             escorted.setdefault(str(d['case_id']), event.stamp_s)
         elif event.kind == EventKind.ESCALATION.value and d.get('patient_id'):
             escalations.setdefault(str(d['patient_id']), set()).add(d.get('escalation_id'))
+        elif event.kind == EventKind.CASE_ENDED_BY_RECORD.value and d.get('result') in ('closed',
+                                                                                        'closes_when_opened'):
+            ended_by_record[str(d.get('case_id', ''))] = d.get('status')
         elif event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
             entry = cases.get(str(d.get('case_id', '')))
             if entry is not None:
@@ -248,6 +255,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
                                        if start is not None and arrival is not None else None)
         own = by_case.get(case_id, [])
         entry['escalations'] = len(escalations.get(case_id, ()))
+        entry['ended_by_record'] = ended_by_record.get(case_id)
         entry['takeovers'] = count_takeovers(own)
         entry['decisions'] = count_decisions(own)
     return sorted(cases.values(), key=lambda c: (c['arrival_s'] is None, c['arrival_s'] or 0.0, c['patient_id']))

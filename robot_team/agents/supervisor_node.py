@@ -25,6 +25,10 @@ namespace:
   RTLS (``ed/rtls/locate_staff``) for availability every 2 s;
 - a hold cancels every goal of each robot's ``execute_task`` and of the navigation robot's Nav2
   actions (``<action>/_action/cancel_goal`` with a zero goal ID: all goals).
+- ``team/supervisor/close_case`` (CloseCase): the hospital's record ended a case (the FHIR gateway:
+  an Encounter ``finished`` or ``cancelled``); closed through the workflow's rules by an ``abort``
+  the record's actor (``ehr``) decides (:meth:`EscalationDesk.close_case
+  <robot_team.core.escalations.EscalationDesk.close_case>`);
 - ``ed/patient_arrivals`` (PatientArrival): the patient cue starts the manager's first-step and
   whole-onboarding deadlines;
 - ``team/supervisor/directives`` (SupervisorDirective): published when the manager misses one of
@@ -86,6 +90,7 @@ from robot_team.rosutil import declare_robots, spin_node
 from robot_team.srv import (
     AcknowledgeEscalation,
     AuthorizeTask,
+    CloseCase,
     LocateStaff,
     RaiseEscalation,
     RequestEscalation,
@@ -222,6 +227,7 @@ class SupervisorNode(Node):
                             callback_group=self._group)
         self.create_service(SendInstruction, names.SEND_INSTRUCTION, self.send_instruction_callback,
                             callback_group=self._group)
+        self.create_service(CloseCase, names.CLOSE_CASE, self.close_case_callback, callback_group=self._group)
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, reliable_qos(),
                                  callback_group=self._group)
         # The node's clock is ROS time: sim time when use_sim_time is true.
@@ -333,6 +339,15 @@ class SupervisorNode(Node):
                                      required_specialty=msg.required_specialty, room=msg.room,
                                      esi_level=msg.esi_level)
         self._save_state()
+
+    def close_case_callback(self, request, response):
+        """Close a case the hospital's record ended (an Encounter finished or cancelled); say what became of it."""
+        end = self.desk.close_case(request.patient_id, request.status, request.reference, request.requested_by,
+                                   now_s(self))
+        self._save_state()
+        response.accepted, response.result, response.message = end.accepted, end.result, end.message
+        response.escalation_id = end.escalation_id
+        return response
 
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""

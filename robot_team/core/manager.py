@@ -218,6 +218,7 @@ class ManagerCore:
         self._wake = threading.Event()
         self._held = threading.Event()
         self._announced: set[str] = set()
+        self._early: dict[str, tuple] = {}   # decisions on escalations not announced yet, several cases open
         self.finished = threading.Event()
         self.outcome = ''
         self._make_fallback = fallback
@@ -477,18 +478,28 @@ class ManagerCore:
                 obs.escalations.append(record)
         with self._on(lane):
             self._update(lane, f'Escalation {record.escalation_id} ({record.raised_by}): {record.reason}', change)
+        with self._lock:
+            early = self._early.pop(record.escalation_id, None)
+        if early is not None:   # its decision came first (another topic): it belongs to this case
+            self.on_decision(*early)
 
     def on_decision(self, escalation_id: str, decision: str, hcw_id: str = '', note: str = '',
                     operator_id: str = '') -> None:
         """Record a human decision on an escalation in its case (one the manager holds for ends the hold).
 
         A decision on an escalation of no open case (another case's, a closed one's) is not news.
+        One on an escalation not announced yet while several cases are open waits for its
+        announcement (``team/escalations`` and ``team/human_decisions`` are two topics: an
+        escalation raised and decided at once, e.g. by the hospital's record, may come second).
         """
         with self._lock:
             lane = next((lane for lane in self._lanes.values()
                          if any(e.escalation_id == escalation_id for e in lane.obs.escalations)), None)
             if lane is None and escalation_id not in self._announced:
                 lane = self._sole_lane()   # a decision on one the manager has not seen yet (a restart)
+                if lane is None and len(self._lanes) > 1 and self._held_on != escalation_id:
+                    self._early[escalation_id] = (escalation_id, decision, hcw_id, note, operator_id)
+                    return
             released = bool(self._held_on) and self._held_on == escalation_id
             if released:
                 self._held_on = ''

@@ -166,6 +166,10 @@ class SupervisorCore:
         """Called with an escalation's ID: whether its lifecycle ended outside the workflow, which
         keeps an expired escalation as it was (the escalation desk sets it: an escalation it expired).
         A closed case is let go once none of its escalations is open and unsettled (:attr:`cases_kept`)."""
+        self.on_case_opened: Callable[[str, float], object] | None = None
+        """Called with (patient ID, ROS time s) each time a case opens (the escalation desk sets it: a
+        waiting case the hospital's record ended meanwhile is closed at once,
+        :meth:`robot_team.core.escalations.EscalationDesk.close_case`)."""
         self._publish_directive = publish_directive or (lambda _directive: None)
         self._directives = 0
         self._took_over = False
@@ -328,6 +332,25 @@ class SupervisorCore:
                    waited_s=round(now_s - arrival.arrived_s, 3), id_prefix=self.policy.id_prefix,
                    **arrival.model_dump())
         self._record_deadline_changes()
+        if self.on_case_opened is not None:
+            self.on_case_opened(arrival.patient_id, now_s)
+
+    def case_state(self, patient_id: str) -> str:
+        """Return where ``patient_id``'s case is.
+
+        ``'open'``, ``'closing'`` (an ``abort`` was decided, the reflection is not recorded yet),
+        ``'closed'``, ``'waiting'`` or ``'unknown'`` (no case here).
+        """
+        if patient_id in self._waiting:
+            return 'waiting'
+        policy = self._cases.get(patient_id)
+        if policy is None and patient_id and patient_id == self.policy.patient_id:
+            policy = self.policy
+        if policy is None:
+            return 'closed' if patient_id in self._served else 'unknown'
+        if policy.done:
+            return 'closed'
+        return 'closing' if policy.closed else 'open'
 
     def _next_case(self, now_s: float) -> None:
         """Start the most urgent waiting cases while fewer than ``cases_at_once`` are open."""
@@ -598,14 +621,15 @@ class SupervisorCore:
         return report
 
     def request_escalation(self, task_id: str, reason: str, options: list[str], now_s: float,
-                           raised_by: str = Robot.MANAGER.value) -> tuple[bool, str, str]:
+                           raised_by: str = Robot.MANAGER.value, *, case_id: str = '') -> tuple[bool, str, str]:
         """Open an escalation and publish it; return ``(accepted, escalation_id, message)``.
 
-        It belongs to the case of ``task_id`` ('' : the latest case opened; a closed one is kept
-        until the escalation is decided or expires). A task of a case that closed and was let go
-        is refused (recorded as ``input_error``).
+        It belongs to the case of ``task_id`` ('' : the case ``case_id`` when it is kept here, else
+        the latest case opened; a closed one is kept until the escalation is decided or expires).
+        A task of a case that closed and was let go is refused (recorded as ``input_error``).
         """
-        policy = self._policy_of_task(task_id)
+        policy = self._cases.get(case_id) if case_id and not task_id else None
+        policy = policy or self._policy_of_task(task_id)
         if policy is None:
             closed = self.closed_case_of(task_id)
             why = f'case {closed} is closed: {task_id} cannot be escalated (its reflection was recorded)'

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Protocol
+from typing import Callable, Literal, Protocol
+
+from pydantic import BaseModel
 
 from robot_team.core.escalations.availability import StaffCheck
 from robot_team.core.escalations.hold import TeamHold
@@ -42,8 +44,25 @@ class DeskPorts(Protocol):
     def publish_hold(self, hold: HoldState) -> None:
         """Publish the team hold (``team/hold``)."""
 
-    def stop_robots(self, reason: str) -> None:
-        """Cancel every goal of every robot (``execute_task`` and Nav2 actions)."""
+    def stop_robots(self, reason: str, robot: str = '') -> None:
+        """Cancel every goal of every robot (or only ``robot``'s): ``execute_task`` and Nav2 actions."""
+
+
+class CaseEnd(BaseModel):
+    """What :meth:`EscalationDesk.close_case` did (mapped onto ``robot_team/srv/CloseCase``'s response).
+
+    ``result``: ``closed`` (an ``abort`` decided now), ``closes_when_opened`` (the case waits: closed
+    when its turn comes), ``already_closed``, ``no_case`` or ``refused`` (bad request).
+    """
+
+    accepted: bool
+    result: Literal['closed', 'closes_when_opened', 'already_closed', 'no_case', 'refused']
+    message: str
+    escalation_id: str = ''
+
+
+RECORD_ENDS = ('cancelled', 'finished')
+"""What the hospital's record may say of a case (:meth:`EscalationDesk.close_case`'s ``status``)."""
 
 
 class EscalationDesk:
@@ -98,6 +117,8 @@ class EscalationDesk:
         core.on_takeover = self.covered_by_takeover
         core.on_unserved_patient = self.ask_for_patient
         core.escalation_settled = self._settled
+        core.on_case_opened = self._case_opened
+        self._ended_waiting: dict[str, tuple[str, str, str]] = {}   # patient -> (status, reference, by)
 
     # -- reading --
 
@@ -421,6 +442,77 @@ class EscalationDesk:
         return Answer(accepted=True, escalation_id=escalation_id, message=message
                       + (f' ({check_note})' if check_note else '')
                       + ('; the team hold is released' if record.holds_team and not self.hold.active else ''))
+
+    # -- the hospital's record ends a case --
+
+    def close_case(self, patient_id: str, status: str, reference: str, requested_by: str, now_s: float) -> CaseEnd:
+        """Close ``patient_id``'s case because the hospital's record ended it (an Encounter ``status``).
+
+        The workflow's own rule for a person closing a case: an escalation about the case (no
+        task), raised by ``requested_by`` (e.g. ``'ehr'``, the FHIR gateway) with the one option
+        ``abort``, decided ``abort`` by ``requested_by`` at once (rule 4 of
+        :class:`~robot_team.workflow.WorkflowPolicy`: only the reflection may follow; the manager
+        writes it and closes the case, outcome ``escalated``). The robots running the case's tasks
+        are stopped. A waiting case is closed so the moment it opens (not before: the manager
+        keeps its own queue); a case already closed, or none, changes nothing. Recorded as
+        ``case_ended_by_record``; a repeat is safe. ``status``: one of :data:`RECORD_ENDS`;
+        ``reference``: the record, e.g. ``'Encounter/enc-1'``; ``now_s``: ROS time, s.
+        """
+        patient_id, status = str(patient_id or '').strip(), str(status or '').strip()
+        by = str(requested_by or '').strip() or 'ehr'
+        if not patient_id or status not in RECORD_ENDS:
+            end = CaseEnd(accepted=False, result='refused', message=f'expected a patient ID and a status of '
+                          f"{', '.join(RECORD_ENDS)} (got {patient_id!r}, {status!r})")
+        else:
+            state = self.core.case_state(patient_id)
+            if state == 'open':
+                end = self._abort_case(patient_id, status, reference, by, now_s)
+            elif state == 'waiting':
+                self._ended_waiting[patient_id] = (status, reference, by)
+                end = CaseEnd(accepted=True, result='closes_when_opened', message=f'case {patient_id} waits for '
+                              f'the team: it is closed when its turn comes ({reference} {status})')
+            elif state in ('closing', 'closed'):
+                end = CaseEnd(accepted=True, result='already_closed', message=f'case {patient_id} is already '
+                              + ('closed' if state == 'closed' else 'closed by abort (its reflection follows)'))
+            else:
+                end = CaseEnd(accepted=True, result='no_case', message=f'no case of patient {patient_id} here')
+        self._emit(EventKind.CASE_ENDED_BY_RECORD, f'{reference or "the record"} {status or "?"}: case '
+                   f'{patient_id or "?"} {end.result}', target=reference, reason=end.message, case_id=patient_id,
+                   status=status, reference=reference, requested_by=by, result=end.result,
+                   escalation_id=end.escalation_id)
+        return end
+
+    def _case_opened(self, patient_id: str, now_s: float) -> None:
+        """Close a case the hospital's record ended while it waited, as it opens (the core's ``on_case_opened``)."""
+        ended = self._ended_waiting.pop(patient_id, None)
+        if ended is not None:
+            self.close_case(patient_id, *ended, now_s)
+
+    def _abort_case(self, patient_id: str, status: str, reference: str, by: str, now_s: float) -> CaseEnd:
+        """Open and decide ``abort`` on an escalation of ``patient_id``'s open case, by ``by``."""
+        reason = (f"the hospital's record {reference or 'of ' + patient_id} is {status}: the case ends "
+                  f'(no more tasks; only the reflection)')
+        running = {t.robot for p in self.core.open_policies if p.patient_id == patient_id
+                   for t in p.snapshot().tasks if t.status == 'running'}
+        accepted, escalation_id, message = self.core.request_escalation('', reason, ['abort'], now_s, raised_by=by,
+                                                                        case_id=patient_id)
+        if not accepted:
+            return CaseEnd(accepted=False, result='refused', message=message)
+        accepted, message = self.core.resolve(escalation_id, 'abort', '', f'{reference} {status}', by, now_s)
+        if not accepted:
+            return CaseEnd(accepted=False, result='refused', message=message, escalation_id=escalation_id)
+        record = self._records[escalation_id]
+        transition(record, LifecycleAction.RESOLVE)
+        record.decision, record.decided_by, record.note = 'abort', by, f'{reference} {status}'
+        record.closed_s, record.closed_wall = now_s, self._wall()
+        self._save(record, EscalationStep(escalation_id=escalation_id, step='resolved', actor=by, sim_s=now_s,
+                                          wall_s=record.closed_wall, message=message,
+                                          data={'decision': 'abort', 'reference': reference, 'status': status}))
+        self._ports.publish_escalation(record, now_s)
+        for robot in sorted(running):
+            self._ports.stop_robots(f'{by}: {reference} {status}; case {patient_id} closed', robot=robot)
+        return CaseEnd(accepted=True, result='closed', escalation_id=escalation_id,
+                       message=f'case {patient_id} closed by abort on {escalation_id}: {message}')
 
     # -- instructions --
 
