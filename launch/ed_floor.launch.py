@@ -44,6 +44,9 @@ ARGUMENTS = (
     ('gz_gui', 'false', "Gazebo: also start the GUI.", ('true', 'false')),
     ('map', '', 'Gazebo: map_server YAML (default: generated from the floor for the scenario).', None),
     ('fleet', '', "Robots per role beyond one, e.g. 'navigation_robot=2' (default: the scenario's).", None),
+    ('fhir_port', '0', 'FHIR gateway port: Encounter notifications in (0: none; docs/deployment.md).', None),
+    ('fhir_host', '127.0.0.1', 'FHIR gateway address (off loopback: the bearer token in ROBOT_TEAM_FHIR_TOKEN).',
+     None),
     ('discovery_range', 'LOCALHOST', 'ROS_AUTOMATIC_DISCOVERY_RANGE (SUBNET for multi-host).', None),
 )
 
@@ -56,7 +59,8 @@ def _floor(context, *args, **kwargs):
         return LaunchConfiguration(name).perform(context)
     plan = plan_floor(sim=arg('sim'), brain=arg('brain'), kb=arg('kb'), scenario=arg('scenario'),
                       out_dir=arg('out_dir'), real_time_factor=arg('real_time_factor'), gz_gui=arg('gz_gui'),
-                      map_yaml=arg('map'), clock=arg('clock'), fleet=arg('fleet'))
+                      map_yaml=arg('map'), clock=arg('clock'), fleet=arg('fleet'), fhir_port=arg('fhir_port'),
+                      fhir_host=arg('fhir_host'))
     return plan_actions(plan)
 
 

@@ -9,7 +9,8 @@ Arguments: ``scenario``, ``brain``, ``kb``, ``out_dir``, ``team_namespace``, ``u
 operator script answers escalations; none: humans answer from rqt or ``robot-team resolve``),
 ``end_with_episode`` (true: stop with report.json at the episode's end; false: record until
 interrupted), ``fleet`` (robots per role beyond one, e.g. ``navigation_robot=2``: start each with
-``robot.launch.py robot:=navigation_robot_1``...), ``discovery_range``. The manager, supervisor
+``robot.launch.py robot:=navigation_robot_1``...), ``fhir_port``/``fhir_host`` (the FHIR
+gateway: the hospital's Encounter notifications in; 0: none), ``discovery_range``. The manager, supervisor
 and operator respawn when they die (0.5 s later, at most 3 times; the recorder does not: it holds
 the record), with the team's Fast DDS profile unless ``FASTDDS_DEFAULT_PROFILES_FILE`` is set.
 Checked in ``robot_team.bringup.plan.plan_team``.
@@ -30,6 +31,9 @@ ARGUMENTS = (
      ('scripted', 'none')),
     ('end_with_episode', 'true', "Stop at the episode's end with report.json.", ('true', 'false')),
     ('fleet', '', "Robots per role beyond one, e.g. 'navigation_robot=2' (default: the scenario's).", None),
+    ('fhir_port', '0', 'FHIR gateway port: Encounter notifications in (0: none; docs/deployment.md).', None),
+    ('fhir_host', '127.0.0.1', 'FHIR gateway address (off loopback: the bearer token in ROBOT_TEAM_FHIR_TOKEN).',
+     None),
     ('discovery_range', 'SUBNET', 'ROS_AUTOMATIC_DISCOVERY_RANGE (SUBNET: the team talks to its robots).', None),
 )
 
@@ -43,7 +47,8 @@ def _team(context, *args, **kwargs):
     return plan_actions(plan_team(
         scenario=arg('scenario'), brain=arg('brain'), kb=arg('kb'), out_dir=arg('out_dir'),
         team_namespace=arg('team_namespace'), use_sim_time=arg('use_sim_time'), operator=arg('operator'),
-        end_with_episode=arg('end_with_episode'), fleet=arg('fleet')))
+        end_with_episode=arg('end_with_episode'), fleet=arg('fleet'), fhir_port=arg('fhir_port'),
+        fhir_host=arg('fhir_host')))
 
 
 def generate_launch_description():

@@ -6,6 +6,7 @@ Commands stay thin: parse options, call :mod:`robot_team.runner`, print.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 from typing import Annotated, Optional
@@ -24,6 +25,7 @@ from robot_team.evaluation.cli import eval_command
 from robot_team.evaluation.shift import generate_shift, write_shift
 from robot_team.evaluation.shift_run import run_shift
 from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
+from robot_team.fhir.gateway import TOKEN_ENV, check_binding
 from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.cli import llm_app
 from robot_team.llm.factory import LLM_BRAINS
@@ -40,6 +42,11 @@ app = typer.Typer(help='Accountable LLM-driven robot team for the emergency depa
                   no_args_is_help=True, add_completion=False)
 console = Console()
 
+FHIR_PORT_HELP = ('Also serve FHIR Encounter notifications (R5 subscription-notification or R4 backport Bundles, '
+                  'POST http://FHIR_HOST:PORT/fhir): emergency Encounters open cases, finished/cancelled ones '
+                  'end them (docs/deployment.md). 0: off.')
+FHIR_HOST_HELP = (f'Address the FHIR gateway binds (loopback by default; elsewhere the bearer token in {TOKEN_ENV} '
+                  'is required).')
 FLEET_HELP = ("Robots per role beyond one, e.g. 'navigation_robot=2,display_robot=1' (named <role>_1, "
               "<role>_2..., each its own node in its own namespace, docked at its own dock). Default: the "
               "scenario's or shift file's (one per role).")
@@ -96,6 +103,8 @@ def run(
                                                           '0: never).')]
     = DEFAULT_MAX_RESTARTS,
     fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
+    fhir_port: Annotated[int, typer.Option(min=0, max=65535, help=FHIR_PORT_HELP)] = 0,
+    fhir_host: Annotated[str, typer.Option(help=FHIR_HOST_HELP)] = '127.0.0.1',
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json.
 
@@ -124,8 +133,11 @@ def run(
         if llm_clock == 'realtime' and clock == 'wall':
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
     try:
+        if fhir_port:   # off loopback only with a bearer token (refused before anything starts)
+            check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
-                                    log_level, namespace, llm_clock, model, clock, max_restarts, seed)
+                                    log_level, namespace, llm_clock, model, clock, max_restarts, seed,
+                                    fhir_port, fhir_host)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -163,6 +175,8 @@ def shift(
         min=0, help="Cases served at once (0: no limit; a robot still runs one task at a time). Default: the "
                     "shift file's (a generated shift: 0).")] = None,
     fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
+    fhir_port: Annotated[int, typer.Option(min=0, max=65535, help=FHIR_PORT_HELP)] = 0,
+    fhir_host: Annotated[str, typer.Option(help=FHIR_HOST_HELP)] = '127.0.0.1',
 ) -> None:
     """Serve many patients with one team over a shift; write DIR/shift.json, summary.md and summary.png.
 
@@ -196,8 +210,13 @@ def shift(
                   f"{loaded.cases_at_once or 'any number of'} case(s) at once; robots {', '.join(loaded.robots)}")
     try:
         options = ({'kb': kb} if brain in LLM_BRAINS else {}) | ({} if lessons else {'lessons': False})
+        if fhir_port:   # off loopback only with a bearer token (refused before anything starts)
+            check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
-                            brain_options=options or None)
+                            brain_options=options or None, fhir_port=fhir_port, fhir_host=fhir_host)
+    except (ConfigError, ValueError) as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
     except RuntimeError as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_NOT_STARTED) from exc
@@ -211,13 +230,13 @@ def shift(
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
                        log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow',
-                       max_restarts=DEFAULT_MAX_RESTARTS, seed=None):
+                       max_restarts=DEFAULT_MAX_RESTARTS, seed=None, fhir_port=0, fhir_host='127.0.0.1'):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
                                   namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
-                                  max_restarts=max_restarts, seed=seed)
+                                  max_restarts=max_restarts, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -235,7 +254,8 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
-                                  local_model=model, clock=clock, max_restarts=max_restarts, seed=seed)
+                                  local_model=model, clock=clock, max_restarts=max_restarts, seed=seed,
+                                  fhir_port=fhir_port, fhir_host=fhir_host)
 
 
 def print_summary(report: dict) -> None:

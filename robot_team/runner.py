@@ -43,6 +43,7 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 
 import robot_team
+from robot_team.agents.fhir_gateway_node import FhirGatewayNode
 from robot_team.agents.manager_node import ManagerNode
 from robot_team.agents.operator_node import ScriptedOperatorNode
 from robot_team.agents.robot_node import RobotNode
@@ -60,6 +61,7 @@ from robot_team.llm.local import LocalServer, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock, llm_clock_under
 from robot_team.llm.settings import LLMSettings
 from robot_team.names import (
+    FHIR_GATEWAY,
     HOSPITAL_SYSTEMS,
     MOTION_SIM,
     OPERATOR,
@@ -204,8 +206,11 @@ class Episode:
                  on_event: Callable[[TeamEventModel], None] | None = None, brain_options: dict | None = None,
                  log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
                  local_model: str | None = None, clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
-                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None):
+                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None, fhir_port: int = 0,
+                 fhir_host: str = '127.0.0.1'):
         self.scenario = scenario
+        # FHIR Encounter notifications in (robot_team.agents.fhir_gateway_node); 0: no gateway
+        self.fhir_port, self.fhir_host = int(fhir_port), fhir_host
         # --brain random: the chance endpoint's seed (checked by run(): a bad one is recorded as bad input)
         self.seed = seed
         self.chance: ChanceServer | None = None
@@ -477,11 +482,23 @@ class Episode:
             nodes.append(RobotNode(role_name(robot), robot=robot, context=context,
                                    parameter_overrides=overrides(robot)))
         nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Robot.MANAGER.value)))
+        if self.fhir_port:
+            nodes.append(FhirGatewayNode(context=context, parameter_overrides=[
+                Parameter(k, value=v) for k, v in self._gateway_parameters(paths).items()]))
         sim = {name: [Parameter(k, value=v) for k, v in self._sim_parameters(name, paths).items() if k != 'scenario']
                for name in SIM_NODES}
         nodes.append(HospitalSystemsNode(self.scenario, context=context, parameter_overrides=sim[HOSPITAL_SYSTEMS]))
         nodes.append(MotionSimNode(self.scenario, context=context, parameter_overrides=sim[MOTION_SIM]))
         return nodes
+
+    def _gateway_parameters(self, paths: dict) -> dict:
+        """Return the ROS parameters of the FHIR gateway (``fhir_gateway``): address, floor, staff directory."""
+        return {'use_sim_time': True, 'fhir_port': self.fhir_port, 'fhir_host': self.fhir_host,
+                'floor': paths['floor'], 'staff_db': paths['staff_db']}
+
+    def _gateways(self) -> list[str]:
+        """Return the optional nodes of this episode that must start with the team ([``fhir_gateway``] or none)."""
+        return [FHIR_GATEWAY] if self.fhir_port else []
 
     def _sim_parameters(self, name: str, paths: dict) -> dict:
         """Return the ROS parameters of simulator node ``name`` (``hospital_systems`` or ``motion_sim``).
@@ -544,6 +561,9 @@ class Episode:
         sim_modules = {HOSPITAL_SYSTEMS: 'robot_team.sim.hospital_node', MOTION_SIM: 'robot_team.sim.motion_node'}
         for name in SIM_NODES:
             self._start_process(name, [sys.executable, '-m', sim_modules[name]], self._sim_parameters(name, paths))
+        if self.fhir_port:   # the bearer token reaches it through the environment, never a parameter
+            self._start_process(FHIR_GATEWAY, [sys.executable, '-m', 'robot_team.agents.fhir_gateway_node'],
+                                self._gateway_parameters(paths))
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
         args = list(argv) + ['--ros-args', '--log-level', self.log_level, *self._namespace_args(name)]
@@ -662,7 +682,7 @@ class Episode:
             if interrupt.is_set():
                 return False
             started = {e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
-            if set(team_nodes(self.scenario) + SIM_NODES) <= started:
+            if set(team_nodes(self.scenario) + SIM_NODES + self._gateways()) <= started:
                 return True
             self._check_children()
             if self._down:
@@ -670,7 +690,7 @@ class Episode:
                                    f"down; see {self.out_dir / 'logs'}")
             self._restart_due()
             time.sleep(0.02)
-        missing = set(team_nodes(self.scenario) + SIM_NODES) - {
+        missing = set(team_nodes(self.scenario) + SIM_NODES + self._gateways()) - {
             e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
         raise RuntimeError(f"team node(s) {', '.join(sorted(missing))} did not start within {timeout_s:.0f} s")
 
@@ -701,7 +721,8 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 brain_options: dict | None = None, log_level: str = 'info', namespace: str = '/',
                 llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None,
                 clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
-                restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None) -> RunResult:
+                restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None, fhir_port: int = 0,
+                fhir_host: str = '127.0.0.1') -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -718,6 +739,10 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     reply drawn at random within its request's schema), started and stopped by the episode with
     ``seed`` (an integer >= 0, default 0; only with 'random'), recorded in ``report.json``'s
     ``chance_llm`` and as the model name ``chance-seed-<seed>``.
+    ``fhir_port`` (1-65535; 0: none) also runs the FHIR gateway (:mod:`robot_team.agents.fhir_gateway_node`)
+    on ``fhir_host`` (default 127.0.0.1; elsewhere the bearer token in ``ROBOT_TEAM_FHIR_TOKEN`` is
+    required): the hospital's emergency Encounters open cases beside the scenario's patients, and
+    one finished or cancelled ends its case.
     ``clock`` 'follow' (default) advances sim time as fast as every node of the team keeps up
     (:mod:`robot_team.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
     scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap).
@@ -745,4 +770,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
                    log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
                    local_model=local_model, clock=clock, max_restarts=max_restarts,
-                   restart_delay_s=restart_delay_s, seed=seed).run()
+                   restart_delay_s=restart_delay_s, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host).run()

@@ -318,3 +318,26 @@ def test_doors_that_change_during_the_run_need_the_embedded_simulator(tmp_path):
         plans.plan_floor(sim='gazebo', scenario=str(path), out_dir=str(tmp_path / 'run'))
     plan = plans.plan_floor(sim='embedded', scenario=str(path), out_dir=str(tmp_path / 'run'))
     assert plan.first
+
+
+def test_fhir_gateway_is_planned_only_with_a_port_and_off_loopback_only_with_a_token(tmp_path, monkeypatch):
+    monkeypatch.delenv('ROBOT_TEAM_FHIR_TOKEN', raising=False)
+    assert not [n for n in plans.plan_team(out_dir=str(tmp_path / 'off')).first if n.name == 'fhir_gateway']
+    team = plans.plan_team(out_dir=str(tmp_path / 'team'), fhir_port='8089')
+    gateway = [n for n in team.first if n.name == 'fhir_gateway']
+    assert len(gateway) == 1 and gateway[0].executable == 'fhir_gateway' and gateway[0].respawn
+    params = gateway[0].parameters[0]
+    assert params['fhir_port'] == 8089 and params['fhir_host'] == '127.0.0.1'
+    assert params['staff_db'] == str(tmp_path / 'team' / 'staff.sqlite') and Path(params['floor']).exists()
+    assert not any('token' in key.lower() for key in params)     # the token travels in the environment only
+    floor = plans.plan_floor(out_dir=str(tmp_path / 'floor'), fhir_port='8090')
+    assert [n.parameters[0]['fhir_port'] for n in floor.first if n.name == 'fhir_gateway'] == [8090]
+    with pytest.raises(plans.PlanError, match='ROBOT_TEAM_FHIR_TOKEN'):
+        plans.plan_team(out_dir=str(tmp_path / 'open'), fhir_port='8089', fhir_host='0.0.0.0')
+    with pytest.raises(plans.PlanError, match='fhir_port'):
+        plans.plan_team(out_dir=str(tmp_path / 'bad'), fhir_port='http')
+    monkeypatch.setenv('ROBOT_TEAM_FHIR_TOKEN', 'not-in-any-plan')
+    open_plan = plans.plan_team(out_dir=str(tmp_path / 'tok'), fhir_port='8089', fhir_host='0.0.0.0')
+    assert 'not-in-any-plan' not in repr(open_plan)
+    declared = _declared(LAUNCH / 'team.launch.py'), _declared(LAUNCH / 'ed_floor.launch.py')
+    assert all(d['fhir_port'][0] == '0' and d['fhir_host'][0] == '127.0.0.1' for d in declared)

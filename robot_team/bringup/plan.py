@@ -22,6 +22,7 @@ source) and the hospital's systems (``hospital_systems``), which also run beside
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +37,7 @@ from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_ma
 from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
 from robot_team.clock_sync import CLOCK_MODES
 from robot_team.config import ConfigError, load_scenario, share_dir
+from robot_team.fhir.gateway import TOKEN_ENV, GatewayConfigError, check_binding
 from robot_team.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
@@ -300,6 +302,35 @@ def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, po
     return nodes
 
 
+def fhir_gateway(fhir_port: str, fhir_host: str, paths: dict, team_ns: str, use_sim_time: bool,
+                 environ: dict | None = None) -> list[NodeSpec]:
+    """Return the FHIR gateway node (respawning) for launch argument ``fhir_port`` ('' or '0': none).
+
+    Its parameters are the address, the run's floor and staff directory; its bearer token comes
+    from the launching environment (:data:`robot_team.fhir.gateway.TOKEN_ENV`), never from a
+    parameter. ``environ``: the environment checked (default ``os.environ``).
+
+    Raises
+    ------
+    PlanError
+        If ``fhir_port`` is not a port number (0-65535), or ``fhir_host`` is not a loopback address
+        and no token is set (:func:`robot_team.fhir.gateway.check_binding`).
+    """
+    text = str(fhir_port or '').strip() or '0'
+    if not text.isdigit() or int(text) > 65535:
+        raise PlanError(f'launch argument fhir_port:={fhir_port!r} is not valid: expected a TCP port (1-65535) or 0 '
+                        '(no FHIR gateway)')
+    if int(text) == 0:
+        return []
+    try:
+        check_binding(fhir_host, (os.environ if environ is None else environ).get(TOKEN_ENV))
+    except GatewayConfigError as exc:
+        raise PlanError(f'launch argument fhir_host:={fhir_host!r}: {exc}') from exc
+    params = {'use_sim_time': use_sim_time, 'fhir_port': int(text), 'fhir_host': fhir_host,
+              'floor': paths['floor'], 'staff_db': paths['staff_db']}
+    return [respawning(NodeSpec(PACKAGE, names.FHIR_GATEWAY, names.FHIR_GATEWAY, team_ns, (params,)))]
+
+
 def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_sim_time: bool,
               end_with_episode: bool = True) -> NodeSpec:
     """Return the recorder (never respawned: :data:`NOT_RESPAWNED`).
@@ -315,8 +346,11 @@ def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_s
 
 def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'true', scenario: str = 'onboarding',
                out_dir: str = '/tmp/robot_team_run', real_time_factor: str = '', gz_gui: str = 'false',
-               map_yaml: str = '', share: Path | None = None, clock: str = 'wall', fleet: str = '') -> Plan:
+               map_yaml: str = '', share: Path | None = None, clock: str = 'wall', fleet: str = '',
+               fhir_port: str = '0', fhir_host: str = '127.0.0.1') -> Plan:
     """Plan ``ed_floor.launch.py``: the whole floor and team on the embedded simulator or on Gazebo + Nav2.
+
+    ``fhir_port`` (a TCP port; '0' none) adds the FHIR gateway on ``fhir_host`` (:func:`fhir_gateway`).
 
     ``fleet`` (e.g. ``navigation_robot=2``; '' the scenario's): every robot of it runs, each its
     own node in its own namespace from its own dock; on Gazebo, a fleet's robots (``<role>_<n>``)
@@ -378,6 +412,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     team_ns = '/'
     pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
     plan.first += _team_nodes(loaded, paths, brain, options, team_ns, True, pose_source)
+    plan.first += fhir_gateway(fhir_port, fhir_host, paths, team_ns, True)
     plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns,
                                ({'timeout_s': 60.0, 'nodes': [*team_nodes(loaded), *HOSPITAL_SYSTEMS]},))
     plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
@@ -526,8 +561,11 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
 def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str = 'true',
               out_dir: str = '/tmp/robot_team_run', team_namespace: str = '/', use_sim_time: str = 'false',
               operator: str = 'scripted', end_with_episode: str = 'true', share: Path | None = None,
-              fleet: str = '') -> Plan:
+              fleet: str = '', fhir_port: str = '0', fhir_host: str = '127.0.0.1') -> Plan:
     """Plan ``team.launch.py``: manager, supervisor, (scripted operator) and recorder on a server.
+
+    ``fhir_port`` (a TCP port; '0' none) adds the FHIR gateway on ``fhir_host`` (:func:`fhir_gateway`):
+    the hospital's Encounter notifications in.
 
     ``fleet`` (e.g. ``navigation_robot=2``; '' the scenario's) names the robots the manager and
     the supervisor work with (each started with ``robot.launch.py robot:=<role>_<n>``).
@@ -551,6 +589,7 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     _dds_profile(plan, Path(share) if share else share_dir())
     plan.first += _team_nodes(loaded, paths, brain, _brain_options(brain, flag('kb', kb)), team_ns, sim_time,
                               'auto', operator=operator == 'scripted', robots=False)
+    plan.first += fhir_gateway(fhir_port, fhir_host, paths, team_ns, sim_time)
     end = flag('end_with_episode', end_with_episode)
     recorder = _recorder(out, paths['scenario'], brain, team_ns, sim_time, end)
     if end:
@@ -562,5 +601,5 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
 
 __all__ = ['BOOL_CHOICES', 'BRAIN_CHOICES', 'EMBEDDED_SIM', 'GAZEBO_PACKAGES', 'HOSPITAL_SYSTEMS', 'IncludeSpec',
            'NOT_RESPAWNED', 'NodeSpec', 'Plan', 'PlanError', 'RECORDER_RESTART_GRACE_S', 'SIM_CHOICES', 'respawning',
-           'check_map_against_world', 'check_packages', 'map_info', 'plan_floor', 'plan_robot', 'plan_team',
-           'world_walls']
+           'check_map_against_world', 'check_packages', 'fhir_gateway', 'map_info', 'plan_floor', 'plan_robot',
+           'plan_team', 'world_walls']
