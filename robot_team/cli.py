@@ -175,6 +175,8 @@ def shift(
         min=0, help="Cases served at once (0: no limit; a robot still runs one task at a time). Default: the "
                     "shift file's (a generated shift: 0).")] = None,
     fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
+    processes: Annotated[bool, typer.Option('--processes/--in-process', help='One process per node (each '
+                                            "node's peak memory in report.json's node_memory_mib).")] = False,
     fhir_port: Annotated[int, typer.Option(min=0, max=65535, help=FHIR_PORT_HELP)] = 0,
     fhir_host: Annotated[str, typer.Option(help=FHIR_HOST_HELP)] = '127.0.0.1',
 ) -> None:
@@ -213,7 +215,8 @@ def shift(
         if fhir_port:   # off loopback only with a bearer token (refused before anything starts)
             check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
-                            brain_options=options or None, fhir_port=fhir_port, fhir_host=fhir_host)
+                            brain_options=options or None, fhir_port=fhir_port, fhir_host=fhir_host,
+                            processes=processes)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc

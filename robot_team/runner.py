@@ -243,6 +243,7 @@ class Episode:
         """Nodes whose process ended and has not been started again (yet)."""
         self._down: set[str] = set()
         """Nodes that stay down for the rest of the episode (not restartable, or restarts exhausted)."""
+        self._node_memory: dict[str, float | None] = {}   # peak resident memory per node process, MiB
         self._team_started = False
         self._dds_env: dict = {}
         self.dds_profile: dict | None = None
@@ -296,6 +297,7 @@ class Episode:
         if self.processes:
             report['dds_profile'] = self.dds_profile
             report['restarts'] = self.restarts.summary(self._down)
+            report['node_memory_mib'] = self._node_memory
         report.update(self._llm_report(events))
         if report['outcome'] == 'interrupted':
             report['interrupted_by'] = interrupt.signal_name
@@ -341,6 +343,7 @@ class Episode:
         reaches the record), then the node processes, the executor, the nodes, the context.
         """
         not_stopped = stop_nodes(nodes)
+        self._node_memory = self._peak_memory()
         self._stop_processes()
         self._stop_local_llm()
         time.sleep(0.2)   # let the last events arrive
@@ -649,6 +652,23 @@ class Episode:
                              target=name, reason=f'its process exited with code {returncode}', node=name,
                              attempt=decision.attempt, returncode=returncode, pid=proc.pid,
                              max_restarts=self.restarts.max_restarts)
+
+    def _peak_memory(self) -> dict[str, float | None]:
+        """Return each node process's peak resident memory (Linux ``VmHWM``), MiB; None where unreadable.
+
+        Read while the processes still run, at the end of the episode: the peak of the process
+        running then (a restarted node's earlier processes are not counted).
+        """
+        peaks: dict[str, float | None] = {}
+        for name, proc in self._children.items():
+            peaks[name] = None
+            try:
+                for line in Path(f'/proc/{proc.pid}/status').read_text().splitlines():
+                    if line.startswith('VmHWM:'):
+                        peaks[name] = round(int(line.split()[1]) / 1024.0, 1)   # kB -> MiB
+            except (OSError, ValueError, IndexError):
+                pass   # not Linux, or the process is gone: no figure
+        return peaks
 
     def _stop_processes(self, timeout_s: float = 5.0) -> None:
         for proc in self._children.values():

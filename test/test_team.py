@@ -87,6 +87,9 @@ def test_each_node_in_its_own_process(domain_id, tmp_path):
                                                 'hospital_systems'}
     assert 'node_crashed' not in kinds(result)
     assert (tmp_path / 'logs' / 'manager.log').exists()
+    memory = result.report['node_memory_mib']      # each node's own peak (VmHWM), read before it stopped
+    assert set(memory) >= {'manager', 'supervisor', 'motion_sim', 'hospital_systems', 'navigation_robot'}
+    assert all(20.0 < mib < 2048.0 for mib in memory.values()), memory
 
 
 def test_unhandled_failure_is_escalated_by_the_supervisor(domain_id, tmp_path):
