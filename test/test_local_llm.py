@@ -230,7 +230,7 @@ def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, dom
 
     It must end with a defined outcome before its limit, every exchange must be in the record
     with its reply and the set it offered, and the rubric must score it. Wall time is printed
-    (measured: see README).
+    (measured: see docs/llm.md).
     """
     from robot_team.config import load_scenario
     from robot_team.evaluation.rubric import score_run_dir
