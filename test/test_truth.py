@@ -221,3 +221,24 @@ def test_metric_names_of_the_failure_table_are_the_rubrics():
     names = {m.value for m in Metric}
     assert {metric for _, _, lost in FAILURES.values() for metric, _ in lost} <= names
     assert {t for _, _, lost in FAILURES.values() for _, t in lost} <= {None, NAV.value, INFO.value, DISPLAY.value}
+
+
+def test_an_escort_of_another_case_served_at_once_is_not_this_cases(tmp_path):
+    """Cases at once: info-1's escorted HCW is its own case's (#90), not that of a later escort of another case."""
+    events = onboarding_record()
+    for e in events:
+        if e.kind in ('delegation', 'delegation_authorized') and e.data.get('task_id'):
+            e.data['case_id'] = 'P-0001'
+    nav2 = [i for i, e in enumerate(events) if e.data.get('task_id') == 'nav-2']
+    info1 = next(i for i, e in enumerate(events) if e.kind == 'delegation' and e.data.get('task_id') == 'info-1')
+    other = []   # the same escort, as another case's: #41 to ER-3, between nav-2 and info-1
+    for e in events[nav2[0]:info1]:
+        text = json.dumps(e.data).replace('"nav-2"', '"P-0777/nav-1"').replace('"90"', '"41"') \
+            .replace('ER-12', 'ER-3').replace('"P-0001"', '"P-0777"')
+        other.append(e.model_copy(update={'data': json.loads(text), 'target': e.target.replace('ER-12', 'ER-3')}))
+    assert any(e.kind == 'sim' and e.data.get('what') == 'hcw_arrived' for e in other)
+    events = events[:info1] + other + events[info1:]
+    truth = load_truth(write_run(tmp_path / 'run', events))
+    assert truth.task('P-0777/nav-1').succeeded and truth.task('P-0777/nav-1').hcw_id == '41'
+    assert truth.task('info-1').succeeded and truth.task('info-1').hcw_id == '90'   # its own case's escort
+    assert 'info-1' not in [f.task_id for f in false_successes(truth)]

@@ -21,10 +21,11 @@ What the world shows, per task (:class:`TaskTruth`; times are sim seconds, the r
   task's robot (``page_acknowledged``), followed it (``hcw_following``) and arrived in the task's
   room (``hcw_arrived``) between the delegation and :data:`ARRIVAL_SLACK_S` after the robot's
   report (the HCW steps in a few seconds after the robot stops at the door);
-- **info_collection**: the escorted HCW (the HCW of the latest navigation before it that the
-  world shows succeeded) was scanned at the task's room's reader (``badge_scan``), the badge read
-  is that HCW's badge in the directory, and the directory holds that HCW's check-in at the room,
-  stamped between the delegation and the report;
+- **info_collection**: the escorted HCW (the HCW of the latest navigation of its case before it
+  that the world shows succeeded; cases served at once each have their own) was scanned at the
+  task's room's reader (``badge_scan``), the badge read is that HCW's badge in the directory, and
+  the directory holds that HCW's check-in at the room, stamped between the delegation and the
+  report;
 - **display**: the room's screen as of the report (the latest ``display_shown`` for the room up
   to it) shows exactly the room's care team as the directory gives it then (standing members and
   the check-ins stamped up to the report): the same HCWs, each with the directory's name and role
@@ -325,12 +326,12 @@ class _Sim:
 
 
 class _Task:
-    __slots__ = ('task_id', 'task_type', 'robot', 'hcw_id', 'room', 'delegated_at', 'delegated_s', 'report',
-                 'reported_at', 'reported_s', 'judged_status', 'judged_at', 'judged_s')
+    __slots__ = ('task_id', 'task_type', 'robot', 'hcw_id', 'room', 'case_id', 'delegated_at', 'delegated_s',
+                 'report', 'reported_at', 'reported_s', 'judged_status', 'judged_at', 'judged_s')
 
     def __init__(self, task_id: str, task_type: TaskType):
         self.task_id, self.task_type = task_id, task_type
-        self.robot = self.hcw_id = self.room = ''
+        self.robot = self.hcw_id = self.room = self.case_id = ''
         self.delegated_at = self.reported_at = self.judged_at = None
         self.delegated_s = self.reported_s = self.judged_s = None
         self.report: dict | None = None
@@ -413,6 +414,7 @@ class _Reader:
         if event.kind == EventKind.DELEGATION.value:
             task.robot, task.hcw_id, task.room = _text(d.get('robot') or event.target), _text(d.get('hcw_id')), \
                 _text(d.get('room'))
+            task.case_id = _text(d.get('case_id'))   # '' in a record of one case
             task.delegated_at, task.delegated_s = index, event.stamp_s
         elif event.kind == EventKind.TASK_REPORT.value:
             task.report, task.reported_at, task.reported_s = d, index, event.stamp_s
@@ -474,10 +476,13 @@ def _navigation(rec: _Reader, task: _Task) -> tuple[bool, str]:
 
 
 def _escorted(rec: _Reader, verdicts: dict[str, tuple[bool, str]], task: _Task) -> _Task | None:
-    """Return the latest navigation before ``task`` that the world shows succeeded (None if none)."""
+    """Return the latest navigation of ``task``'s case before it that the world shows succeeded (None if none).
+
+    Another case's escort (cases served at once) never counts: its HCW is not this case's.
+    """
     before = task.delegated_at if task.delegated_at is not None else rec.end(task)[0]
     done = [t for t in rec.tasks.values() if t.task_type is TaskType.NAVIGATION and verdicts[t.task_id][0]
-            and t.delegated_at is not None and t.delegated_at < before]
+            and t.delegated_at is not None and t.delegated_at < before and t.case_id == task.case_id]
     return max(done, key=lambda t: t.delegated_at) if done else None
 
 
