@@ -36,7 +36,9 @@ def test_a_two_patient_shift_file_runs_and_scores_every_case(domain_id, tmp_path
     assert (content['cases_at_once'], content['lessons']) == (1, True)   # the conditions it ran under
     busy = content['robots']['navigation_robot']
     assert busy['tasks'] >= 3 and 0 < busy['busy_s'] <= content['sim_time_s']
+    assert content['summary']['false_successes'] == []        # the world audit of the whole run
     assert 'P-0778' in (out / 'summary.md').read_text()
+    assert '- False successes (world audit): none' in (out / 'summary.md').read_text()
     assert imread(out / 'summary.png').shape[2] in (3, 4)
     # the record read by MCAP's own reader: chunked, compressed and indexed, every event in it
     from mcap.reader import make_reader

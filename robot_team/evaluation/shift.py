@@ -553,6 +553,11 @@ def write_summary_md(summary: dict, cases: list[dict], path) -> Path:
         behind = ', '.join(f"{w['patient_id']} < {w['given_to']}" for w in waits['behind_less_urgent'])
         lines += [f"- Waits for a robot: {waits['waits']}; while a robot of the role was idle: {idle or 'none'}",
                   f'- A robot given to an ESI 4-5 case while an ESI 1-2 case waited for its role: {behind or "none"}']
+    if 'false_successes' in summary:   # a run's record audited against the simulator's ground truth
+        found = summary['false_successes']
+        lines.append('- False successes (world audit): ' + (
+            'not audited: ' + summary.get('audit_error', '') if found is None else
+            ', '.join(f"{f['task_id'] or 'the episode'} ({f['reason']})" for f in found) or 'none'))
     if summary.get('decisions'):
         lines.append('- Decisions by source: ' + ', '.join(f'{k} {v}' for k, v in sorted(summary['decisions'].items())))
     lines += ['', '## Door to provider (s)', '', '| ESI | n | missing | median | p90 |', '|---|---|---|---|---|']

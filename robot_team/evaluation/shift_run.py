@@ -8,6 +8,11 @@ embedded simulator (:func:`robot_team.runner.run_episode`): every arrival opens 
     {shift, brain, cases_at_once, fleet, kb, lessons, outcome, wall_time_s, sim_time_s,
      cases: [report.json's cases with attempted, floor, rubric_max],
      robots: {robot: {busy_s, tasks}}, summary: robot_team.evaluation.shift.summarize_shift(...)}
+
+plus ``summary.robot_waits`` (:func:`robot_waits`) and ``summary.false_successes``: the world
+audit of the whole run (:func:`robot_team.evaluation.truth.false_successes`: every success the
+team accepted that the simulator's ground truth contradicts, ``task_id``, ``claim``, ``reason``;
+None with ``summary.audit_error`` where the run left no ground truth to audit).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from robot_team.config import Scenario
 from robot_team.evaluation.rubric import score_run
 from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_summary_md
+from robot_team.evaluation.truth import TruthInputError, false_successes
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.names import Robot, role_name
 from robot_team.report import case_events
@@ -129,6 +135,12 @@ def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
     summary['robot_waits'] = robot_waits(result.events, spans, shift.robots,
                                          {c['patient_id']: int(c.get('esi_level') or 0) for c in cases},
                                          float((report.get('clock') or {}).get('max_step_size') or 0.0))
+    try:   # the world audit: every success the team accepted that the simulator's ground truth contradicts
+        summary['false_successes'] = [{'task_id': f.task_id, 'claim': f.claim, 'reason': f.reason}
+                                      for f in false_successes(out)]
+    except TruthInputError as exc:   # no ground truth to audit against (e.g. the run did not start): say so
+        summary['false_successes'] = None
+        summary['audit_error'] = str(exc)
     brain_options = options.get('brain_options') or {}
     conditions = {'cases_at_once': shift.cases_at_once, 'fleet': shift.robots, 'kb': brain_options.get('kb'),
                   'lessons': bool(brain_options.get('lessons', True))}
