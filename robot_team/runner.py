@@ -49,10 +49,8 @@ from robot_team.agents.operator_node import ScriptedOperatorNode
 from robot_team.agents.robot_node import RobotNode
 from robot_team.agents.supervisor_node import SupervisorNode
 from robot_team.clock_sync import DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
-from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
-from robot_team.directory import StaffDirectory
+from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.floor import load_floor
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.llm.chance import ChanceServer, check_seed
 from robot_team.llm.factory import LLM_BRAINS, check_endpoint
@@ -72,6 +70,7 @@ from robot_team.names import (
     role_name,
     validate_namespace,
 )
+from robot_team.nodes_plan import SIM_NODES, node_parameters, prepare, team_nodes
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report, time_limit_outcome
 from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
@@ -88,19 +87,6 @@ LOCKSTEP_WALL_ALLOWANCE_S = 3600.0
 """Wall seconds an episode under the lockstep LLM clock may spend beyond its sim limit's wall time
 (the time brains waited on their LLM while sim time stood still)."""
 
-TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
-        Robot.MANAGER.value]
-"""The team's nodes with one robot per role (their ``node_started`` events, with the simulator's, gate the
-start of sim time); :func:`team_nodes` gives a fleet's."""
-
-
-def team_nodes(scenario: Scenario) -> list[str]:
-    """Return the team's nodes for ``scenario``: supervisor, operator, every robot of its fleet, manager."""
-    return [SUPERVISOR, OPERATOR, *scenario.robots, Robot.MANAGER.value]
-
-
-SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
-"""The embedded simulator's nodes: the hospital's systems, and robot motion (the clock source)."""
 NOT_RESTARTABLE = frozenset({MOTION_SIM})
 """Nodes never restarted: ``motion_sim`` is the world and the clock source; started again it would
 begin sim time at 0, paused, with every robot back at its dock (Gazebo is not respawned either)."""
@@ -131,71 +117,6 @@ def check_brain(brain: str, what: str = 'brain') -> str:
 def ensure_localhost_dds() -> None:
     """Keep DDS discovery on this machine unless the user explicitly chose otherwise."""
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-
-
-def prepare(scenario: Scenario, out_dir: Path) -> dict:
-    """Check the scenario's inputs and create the run's staff directory.
-
-    Returns the paths the nodes need: ``floor`` (the floor description), ``world`` (SDFormat, for
-    Gazebo), ``staff_db``, ``scenario`` (a resolved copy), ``escalation_db`` (the supervisor's
-    escalation record, removed if a previous run left one).
-
-    Raises
-    ------
-    ConfigError
-        If the floor or staff file cannot be used, or the scenario names a room the floor lacks
-        (the message names the file and the problem).
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    floor = load_floor(scenario.floor_path)
-    for room in [*(case.room for case in scenario.cases), *scenario.blocked_doors,
-                 *(change.room for change in scenario.door_changes)]:
-        floor.room(room)
-    seed = load_staff_seed(scenario.staff_path)
-    known = {s.hcw_id for s in seed.staff}
-    for hcw in [scenario.patient.assigned_hcw_id, *scenario.staff_overrides]:
-        if hcw not in known:
-            raise ConfigError(f"scenario '{scenario.name}': HCW #{hcw} is not in the staff directory "
-                              f'{scenario.staff_path}')
-    staff_db = out_dir / 'staff.sqlite'
-    if staff_db.exists():
-        staff_db.unlink()
-    StaffDirectory.create(staff_db, seed)
-    escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
-    manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
-    hospital_state = out_dir / 'hospital_state.pickle'   # and a new floor (hospital systems' checkpoint)
-    for db in (escalation_db, manager_db, hospital_state):
-        for suffix in ('', '-journal', '-wal', '-shm'):
-            Path(f'{db}{suffix}').unlink(missing_ok=True)
-    resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
-                                           'staff_directory': str(scenario.staff_path)})
-    scenario_file = out_dir / 'scenario.json'
-    scenario_file.write_text(resolved.model_dump_json(indent=2))
-    return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
-            'scenario': str(scenario_file), 'escalation_db': str(escalation_db), 'manager_db': str(manager_db),
-            'hospital_state': str(hospital_state)}
-
-
-def _node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
-                     brain_options: dict | None = None) -> dict:
-    """Return the ROS parameters of team node ``name``.
-
-    ``brain_options`` (str/bool/int/float values) become parameters of the manager and the
-    robots, e.g. ``{'kb': True}`` for LLM brains.
-    """
-    params: dict = {'use_sim_time': True}
-    if name in (SUPERVISOR, OPERATOR):
-        params['scenario'] = paths['scenario']
-        if name == SUPERVISOR:   # escalations persist beside the run's record; reassigns checked against staff
-            params.update(escalation_db=paths['escalation_db'], staff_db=paths['staff_db'])
-        return params
-    if name == Robot.MANAGER.value:
-        params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
-                      cases=len(scenario.cases), cases_at_once=scenario.cases_at_once, robots=scenario.robots)
-    else:
-        params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
-    params.update(brain_options or {})
-    return params
 
 
 class Episode:
@@ -474,7 +395,7 @@ class Episode:
     def _make_nodes(self, context, paths: dict) -> list:
 
         def overrides(name):
-            params = _node_parameters(name, self.scenario, paths, self.brain, self.brain_options)
+            params = node_parameters(name, self.scenario, paths, self.brain, self.brain_options)
             params.pop('scenario', None)
             # no manager record in one process: it cannot die and restart alone (as hospital systems' state_file)
             params.pop('state_db', None)
@@ -560,7 +481,7 @@ class Episode:
         for name in team_nodes(self.scenario):
             argv = modules.get(name, ['robot_team.agents.robot_node', role_name(name)])
             self._start_process(name, [sys.executable, '-m', *argv],
-                                _node_parameters(name, self.scenario, paths, self.brain, self.brain_options))
+                                node_parameters(name, self.scenario, paths, self.brain, self.brain_options))
         sim_modules = {HOSPITAL_SYSTEMS: 'robot_team.sim.hospital_node', MOTION_SIM: 'robot_team.sim.motion_node'}
         for name in SIM_NODES:
             self._start_process(name, [sys.executable, '-m', sim_modules[name]], self._sim_parameters(name, paths))
@@ -747,7 +668,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
     ``scenario.json`` (and ``logs/`` with ``processes=True``). ``brain_options`` are passed to
-    the manager and robots as ROS parameters (see :func:`_node_parameters`). ``log_level``
+    the manager and robots as ROS parameters (see :func:`robot_team.nodes_plan.node_parameters`). ``log_level``
     ('debug', 'info', 'warn', 'error') sets the nodes' console logging; the event record is
     complete whatever it is. ``namespace`` runs the whole team under that ROS namespace (robots
     in ``<namespace>/<robot>``, its own clock topic), so that two teams can share one domain.

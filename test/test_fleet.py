@@ -19,7 +19,8 @@ from robot_team.floor import FloorError, load_floor
 from robot_team.lifecycle import EXIT_BAD_INPUT
 from robot_team.liveness import watched
 from robot_team.names import OPERATIONAL_ROLES, fleet_robots, parse_fleet, role_name, validate_robots
-from robot_team.runner import Episode, team_nodes
+from robot_team.nodes_plan import team_nodes
+from robot_team.runner import Episode
 from robot_team.sim.motion import MotionEngine
 from robot_team.sim.world import load_world
 

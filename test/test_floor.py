@@ -227,7 +227,7 @@ def test_unreadable_files(tmp_path):
 
 
 def test_prepare_checks_the_scenarios_rooms_against_the_floor(tmp_path):
-    from robot_team.runner import _node_parameters, prepare
+    from robot_team.nodes_plan import node_parameters as _node_parameters, prepare
     base = load_scenario('onboarding')
     paths = prepare(base, tmp_path / 'ok')
     assert paths['floor'] == str(FLOOR)

@@ -99,6 +99,35 @@ def test_opaque_functions_return_real_actions(tmp_path, name, opaque):
     assert any(isinstance(a, Node) for a in actions)
 
 
+ROBOT_LAUNCH = textwrap.dedent('''
+    import json, runpy, sys
+    from launch import LaunchContext
+    from launch.actions import OpaqueFunction
+    from launch_ros.actions import Node
+    description = runpy.run_path(sys.argv[1])['generate_launch_description']()
+    context = LaunchContext()
+    for entity in description.entities:
+        if not isinstance(entity, OpaqueFunction):
+            entity.visit(context)
+    context.launch_configurations.update(staff_db=sys.argv[2])
+    actions = next(e for e in description.entities if isinstance(e, OpaqueFunction)).execute(context)
+    assert any(isinstance(a, Node) for a in actions), actions
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith('robot_team'))))
+''')
+
+
+def test_a_physical_robots_launch_loads_neither_the_simulator_nor_the_runner(tmp_path, domain_id):
+    """robot.launch.py evaluated as ``ros2 launch`` does, in a fresh interpreter: its Node actions, no simulator."""
+    run = subprocess.run([sys.executable, '-c', ROBOT_LAUNCH, str(LAUNCH / 'robot.launch.py'),
+                          str(tmp_path / 's.sqlite')], env=_env(domain_id), capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    loaded = json.loads(run.stdout.splitlines()[-1])
+    assert 'robot_team.bringup.launch_actions' in loaded
+    assert [m for m in loaded if m.split('.')[:2] in (['robot_team', 'sim'], ['robot_team', 'runner'],
+                                                      ['robot_team', 'agents'])] == []
+
+
 def test_team_nodes_respawn_and_get_the_dds_profile_unless_one_is_set(tmp_path, monkeypatch):
     """The real launch_ros Node takes respawn, respawn_delay and respawn_max_retries (launch >= Iron)."""
     from launch.actions import SetEnvironmentVariable

@@ -8,8 +8,12 @@ refused before anything starts, with a message naming it.
 """
 
 import ast
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -282,7 +286,7 @@ def test_robot_plan_for_a_physical_robot(tmp_path):
 
 def test_team_nodes_respawn_and_what_cannot_resume_does_not(tmp_path):
     from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE
-    from robot_team.runner import TEAM
+    from robot_team.nodes_plan import TEAM
     team = {*TEAM, *plans.HOSPITAL_SYSTEMS}
     for label, plan in _all_plans(tmp_path):
         nodes = plan.nodes()
@@ -341,3 +345,29 @@ def test_fhir_gateway_is_planned_only_with_a_port_and_off_loopback_only_with_a_t
     assert 'not-in-any-plan' not in repr(open_plan)
     declared = _declared(LAUNCH / 'team.launch.py'), _declared(LAUNCH / 'ed_floor.launch.py')
     assert all(d['fhir_port'][0] == '0' and d['fhir_host'][0] == '127.0.0.1' for d in declared)
+
+
+PHYSICAL_ROBOT = '''
+import json, sys
+from robot_team.bringup.plan import plan_robot
+from robot_team.bringup.platform import MOBILE_ROBOTS
+arguments = json.loads(sys.argv[1])
+for robot in MOBILE_ROBOTS:   # robot.launch.py's _robot: its arguments, map as map_yaml, discovery_range its own
+    plan_robot(**{**arguments, 'robot': robot, 'staff_db': sys.argv[2]})
+print(json.dumps(sorted(m for m in sys.modules if m.startswith('robot_team'))))
+'''
+
+
+def test_a_physical_robots_plan_loads_neither_the_simulator_nor_the_runner(tmp_path):
+    """robot.launch.py's plan, in a fresh interpreter: no module of the simulator, the runner or a node is loaded."""
+    declared = _declared(LAUNCH / 'robot.launch.py')
+    arguments = {{'map': 'map_yaml'}.get(name, name): default for name, (default, _) in declared.items()
+                 if name != 'discovery_range'}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')])))
+    run = subprocess.run([sys.executable, '-c', PHYSICAL_ROBOT, json.dumps(arguments), str(tmp_path / 's.sqlite')],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    loaded = json.loads(run.stdout.splitlines()[-1])
+    assert 'robot_team.bringup.plan' in loaded and 'robot_team.nodes_plan' in loaded
+    assert [m for m in loaded if m.split('.')[:2] in (['robot_team', 'sim'], ['robot_team', 'runner'],
+                                                      ['robot_team', 'agents'])] == []

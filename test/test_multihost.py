@@ -32,7 +32,7 @@ from robot_team.bringup.platform import MOBILE_ROBOTS
 from robot_team.config import load_scenario
 from robot_team.names import HOSPITAL_SYSTEMS as HOSPITAL
 from robot_team.names import RECORDER
-from robot_team.runner import _node_parameters, prepare
+from robot_team.nodes_plan import node_parameters as _node_parameters, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 RTF = 40.0

@@ -152,7 +152,7 @@ def test_a_node_that_dies_during_start_up_is_restarted_and_one_that_stays_down_i
 
         def events(self):   # the node "started" once its second run wrote its line
             if self.path is not None and self.path.exists() and 'second' in self.path.read_text():
-                from robot_team.runner import SIM_NODES, team_nodes
+                from robot_team.nodes_plan import SIM_NODES, team_nodes
                 return [SimpleNamespace(actor=name, kind=EventKind.NODE_STARTED.value)
                         for name in team_nodes(episode.scenario) + SIM_NODES]
             return []

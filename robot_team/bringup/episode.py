@@ -33,15 +33,15 @@ from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind
 from robot_team.msg import TeamEvent
 from robot_team.names import team_name
+from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.report import build_report, time_limit_outcome
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s
-from robot_team.runner import TEAM
 
 TEAM_NODES = tuple(TEAM)
-"""Nodes that announce themselves before the simulator starts (:data:`robot_team.runner.TEAM`)."""
+"""Nodes that announce themselves before the simulator starts (:data:`robot_team.nodes_plan.TEAM`)."""
 
 ACTOR = 'runner'
 """Actor of the events the recorder adds (timeout, crashed node), as ``robot-team run`` records them."""

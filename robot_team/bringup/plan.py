@@ -41,9 +41,9 @@ from robot_team.fhir.gateway import TOKEN_ENV, GatewayConfigError, check_binding
 from robot_team.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
+from robot_team.nodes_plan import node_parameters, prepare, team_nodes
 from robot_team.restarts import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE,
                                  LIVENESS_PROFILE)
-from robot_team.runner import _node_parameters, prepare, team_nodes
 from robot_team.tools.localization import POSE_SOURCES
 
 PACKAGE = 'robot_team'
@@ -289,11 +289,11 @@ def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, po
     team_side = ([names.SUPERVISOR] + ([names.OPERATOR] if operator else []) + [names.Robot.MANAGER.value]
                  if manager_side else [])
     for name in team_side:
-        params = _node_parameters(name, scenario, paths, brain, brain_options)
+        params = node_parameters(name, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
         nodes.append(respawning(NodeSpec(PACKAGE, name, name, team_ns, (params,))))
     for robot in (scenario.robots if robots else ()):   # a fleet's robot: its role's executable, its own name
-        params = _node_parameters(robot, scenario, paths, brain, brain_options)
+        params = node_parameters(robot, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
         if names.role_name(robot) == names.Robot.NAVIGATION.value:
             params['pose_source'] = pose_source

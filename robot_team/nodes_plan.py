@@ -1,0 +1,101 @@
+"""What an episode or a deployment starts: the team's nodes, the simulator's, their parameters.
+
+The one plan below both the embedded run (:mod:`robot_team.runner`) and the launch files
+(:mod:`robot_team.bringup.plan`): which nodes make up the team (:data:`TEAM`, :func:`team_nodes`),
+which the embedded simulator adds (:data:`SIM_NODES`), the run folder's inputs they read
+(:func:`prepare`: the staff directory, the resolved scenario) and each team node's ROS
+parameters (:func:`node_parameters`).
+
+Plain data only: this module imports no rclpy, no node, no simulator and no runner (a physical
+robot's launch plans its node from here without loading the simulator); it imports
+:mod:`robot_team.config`, :mod:`robot_team.directory`, :mod:`robot_team.floor` and
+:mod:`robot_team.names`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot_team.config import ConfigError, Scenario, load_staff_seed
+from robot_team.directory import StaffDirectory
+from robot_team.floor import load_floor
+from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot
+
+TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
+        Robot.MANAGER.value]
+"""The team's nodes with one robot per role (their ``node_started`` events, with the simulator's, gate the
+start of sim time); :func:`team_nodes` gives a fleet's."""
+
+
+def team_nodes(scenario: Scenario) -> list[str]:
+    """Return the team's nodes for ``scenario``: supervisor, operator, every robot of its fleet, manager."""
+    return [SUPERVISOR, OPERATOR, *scenario.robots, Robot.MANAGER.value]
+
+
+SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
+"""The embedded simulator's nodes: the hospital's systems, and robot motion (the clock source)."""
+
+
+def prepare(scenario: Scenario, out_dir: Path) -> dict:
+    """Check the scenario's inputs and create the run's staff directory.
+
+    Returns the paths the nodes need: ``floor`` (the floor description), ``world`` (SDFormat, for
+    Gazebo), ``staff_db``, ``scenario`` (a resolved copy), ``escalation_db`` (the supervisor's
+    escalation record, removed if a previous run left one).
+
+    Raises
+    ------
+    ConfigError
+        If the floor or staff file cannot be used, or the scenario names a room the floor lacks
+        (the message names the file and the problem).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    floor = load_floor(scenario.floor_path)
+    for room in [*(case.room for case in scenario.cases), *scenario.blocked_doors,
+                 *(change.room for change in scenario.door_changes)]:
+        floor.room(room)
+    seed = load_staff_seed(scenario.staff_path)
+    known = {s.hcw_id for s in seed.staff}
+    for hcw in [scenario.patient.assigned_hcw_id, *scenario.staff_overrides]:
+        if hcw not in known:
+            raise ConfigError(f"scenario '{scenario.name}': HCW #{hcw} is not in the staff directory "
+                              f'{scenario.staff_path}')
+    staff_db = out_dir / 'staff.sqlite'
+    if staff_db.exists():
+        staff_db.unlink()
+    StaffDirectory.create(staff_db, seed)
+    escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
+    manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
+    hospital_state = out_dir / 'hospital_state.pickle'   # and a new floor (hospital systems' checkpoint)
+    for db in (escalation_db, manager_db, hospital_state):
+        for suffix in ('', '-journal', '-wal', '-shm'):
+            Path(f'{db}{suffix}').unlink(missing_ok=True)
+    resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
+                                           'staff_directory': str(scenario.staff_path)})
+    scenario_file = out_dir / 'scenario.json'
+    scenario_file.write_text(resolved.model_dump_json(indent=2))
+    return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
+            'scenario': str(scenario_file), 'escalation_db': str(escalation_db), 'manager_db': str(manager_db),
+            'hospital_state': str(hospital_state)}
+
+
+def node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
+                    brain_options: dict | None = None) -> dict:
+    """Return the ROS parameters of team node ``name``.
+
+    ``brain_options`` (str/bool/int/float values) become parameters of the manager and the
+    robots, e.g. ``{'kb': True}`` for LLM brains.
+    """
+    params: dict = {'use_sim_time': True}
+    if name in (SUPERVISOR, OPERATOR):
+        params['scenario'] = paths['scenario']
+        if name == SUPERVISOR:   # escalations persist beside the run's record; reassigns checked against staff
+            params.update(escalation_db=paths['escalation_db'], staff_db=paths['staff_db'])
+        return params
+    if name == Robot.MANAGER.value:
+        params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
+                      cases=len(scenario.cases), cases_at_once=scenario.cases_at_once, robots=scenario.robots)
+    else:
+        params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
+    params.update(brain_options or {})
+    return params
