@@ -15,8 +15,7 @@ For every tool of the team this module declares, once:
   (``robot_team.grounding.failure_grounds``);
 - its **role in the rubric** (:class:`RubricUse`: the key tool that starts a task, where the
   HCW's location, the directory record or the care team come from);
-- and, per role (:class:`RoleDecl`), the task type it executes, the class that implements its
-  tools (bound to its node by ``robot_team.agents.robot_node``) and **what the world must show**
+- and, per role (:class:`RoleDecl`), the task type it executes and **what the world must show**
   for a success of its task (:class:`WorldFact`: the RTLS sees the HCW at the room's door, the
   directory holds the check-in, the room's screen shows its care team), observed by the robot's
   own tools when it claims success and checked again by the manager on the report's evidence.
@@ -26,13 +25,16 @@ Everything else derives from :data:`TOOLS` and :data:`ROLES`: ownership (:data:`
 report evidence (:data:`EVIDENCE_TOOLS`), the rubric's key tools (:data:`KEY_TOOLS`). No other
 module writes a tool's name or a role's name as a literal: they use these declarations.
 
+The class that implements a role's tools is not named here: :mod:`robot_team.tools.roles` binds
+each role to it, above both this module and the tools (``robot_team.agents.robot_node`` binds it to
+its node).
+
 This module sits at the bottom layer (contracts): it imports only :mod:`robot_team.names`,
-:mod:`robot_team.reports` and pydantic.
+:mod:`robot_team.reports`, pydantic and the standard library, and loads no module by name.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
@@ -648,11 +650,10 @@ class RoleDecl:
     robot
         The role (its node name and namespace).
     task_type
-        The only task type it executes (role alignment).
-    implementation
-        Dotted path ``module.Class`` of the class implementing its tools. The class has a
-        ``from_node(node, callback_group)`` classmethod (reads its node's parameters) and its
-        tools as methods marked with :func:`implements`.
+        The only task type it executes (role alignment). The class implementing its tools
+        (:func:`robot_team.tools.roles.implementation_class`) has a ``from_node(node,
+        callback_group)`` classmethod (reads its node's parameters) and its tools as methods
+        marked with :func:`implements`.
     truth
         Its task's ground truth in a few words, from the condensed evidence (empty if none).
     report_data
@@ -670,35 +671,21 @@ class RoleDecl:
 
     robot: Robot
     task_type: TaskType
-    implementation: str
     truth: Callable[[Mapping[str, Any]], str] = field(default=lambda _evidence: '')
     report_data: tuple[tuple[str, str], ...] = ()
     world: tuple[WorldFact, ...] = ()
     needs_hcw: bool = False
 
-    def implementation_class(self) -> type:
-        """Import and return the class that implements this role's tools.
-
-        Raises
-        ------
-        ImportError, AttributeError
-            If :attr:`implementation` does not name an importable class.
-        """
-        module, _, name = self.implementation.rpartition('.')
-        return getattr(importlib.import_module(module), name)
-
 
 ROLES: tuple[RoleDecl, ...] = (
-    RoleDecl(Robot.NAVIGATION, TaskType.NAVIGATION, 'robot_team.tools.navigation.NavigationTools',
-             _navigation_truth,
+    RoleDecl(Robot.NAVIGATION, TaskType.NAVIGATION, _navigation_truth,
              (('hcw_location', f'where {Tool.LOCATE_STAFF.value} found the HCW: area, x, y'),
               ('path', f'the route {Tool.PLAN_PATH.value} planned: length_m, waypoints')),
              world=(WorldFact.HCW_AT_ROOM,), needs_hcw=True),
-    RoleDecl(Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, 'robot_team.tools.info.InfoCollectionTools',
-             _info_truth,
+    RoleDecl(Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, _info_truth,
              tuple((key, f'from {Tool.LOOKUP_STAFF_BY_BADGE.value}') for key in ('hcw_id', 'name', 'specialty')),
              world=(WorldFact.CHECKED_IN,), needs_hcw=True),
-    RoleDecl(Robot.DISPLAY, TaskType.DISPLAY, 'robot_team.tools.display.DisplayTools', _display_truth,
+    RoleDecl(Robot.DISPLAY, TaskType.DISPLAY, _display_truth,
              (('members', f'the care team {Tool.FETCH_CARE_TEAM.value} returned, as shown'),
               ('layout', 'the layout plan shown, naming each member')),
              world=(WorldFact.SCREEN_SHOWS_CARE_TEAM,)),

