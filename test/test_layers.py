@@ -1,7 +1,8 @@
 """The architecture as code: layers with no cycle, imports at module top, one declaration of each name.
 
-- the import-linter contracts of ``setup.cfg`` (layers, independent nodes, a core without rclpy)
-  hold, and fail on an upward import;
+- the import-linter contracts of ``setup.cfg`` (layers, independent nodes, a core without rclpy,
+  a bringup without the simulator, the runner or the nodes) hold, and fail on an upward import or
+  on an import of those from bringup;
 - no module of ``robot_team`` loads another by name (``importlib``, ``__import__``, ``runpy``):
   an import the contracts cannot see;
 - no import cycle among ``robot_team`` modules, counting every import (also inside functions);
@@ -51,7 +52,7 @@ def _lint_imports(config: Path) -> subprocess.CompletedProcess:
 def test_import_linter_contracts_hold():
     run = _lint_imports(ROOT / 'setup.cfg')
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert 'BROKEN' not in run.stdout and run.stdout.count('KEPT') == 3
+    assert 'BROKEN' not in run.stdout and run.stdout.count('KEPT') == 4
 
 
 def test_an_upward_import_breaks_the_layers(tmp_path):
@@ -69,6 +70,36 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
                          timeout=300, env={'PYTHONPATH': str(tmp_path), 'PATH': '/usr/bin:/bin'})
     assert run.returncode != 0 and 'BROKEN' in run.stdout
     assert 'robot_team.names -> robot_team.runner' in run.stdout
+
+
+def _lint_copy(tmp_path: Path, edits: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run the contracts of ``setup.cfg`` on a copy of the package with ``edits`` (file -> line) appended."""
+    copy = tmp_path / 'robot_team'
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns('__pycache__'))
+    for relative, line in edits.items():
+        path = copy / relative
+        path.write_text(path.read_text() + f'\n{line}  # noqa: E402,F401\n')
+    config = tmp_path / 'setup.cfg'
+    config.write_text((ROOT / 'setup.cfg').read_text())
+    exe = shutil.which('lint-imports', path=str(Path(sys.executable).parent)) or shutil.which('lint-imports')
+    if exe is None:
+        pytest.skip('import-linter is not installed')
+    return subprocess.run([exe, '--config', str(config), '--no-cache'], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env={'PYTHONPATH': str(tmp_path), 'PATH': '/usr/bin:/bin'})
+
+
+@pytest.mark.parametrize('edits, chain', [
+    ({'bringup/platform.py': 'from robot_team import runner'}, 'robot_team.bringup.platform -> robot_team.runner'),
+    # indirectly: the plan below the runner (which the layers let import a node) loading the simulator
+    ({'nodes_plan.py': 'from robot_team.sim import world'}, 'robot_team.nodes_plan -> robot_team.sim.world'),
+    ({'bringup/gazebo.py': 'from robot_team.agents import robot_node'}, 'robot_team.agents.robot_node'),
+], ids=['runner', 'sim-indirectly', 'agents'])
+def test_bringup_importing_the_simulator_runner_or_nodes_breaks_its_contract(tmp_path, edits, chain):
+    run = _lint_copy(tmp_path, edits)
+    assert run.returncode != 0, run.stdout[-4000:]
+    broken = [line for line in run.stdout.splitlines() if line.endswith('BROKEN')]
+    assert len(broken) == 1 and 'Bringup' in run.stdout.split('Broken contracts')[-1], run.stdout[-4000:]
+    assert chain in run.stdout
 
 
 _LOADER_MODULES = ('importlib', 'runpy', 'builtins')

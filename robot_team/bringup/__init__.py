@@ -8,6 +8,8 @@
   anything starts); ``launch/*.launch.py`` turn it into launch actions.
 - :mod:`~robot_team.bringup.episode`: the episode's end for ``ros2 launch`` (record and report.json).
 
-No rclpy at import time, and no import of ``robot_team.sim``: the launch files run on machines
-(physical robots) where the simulator is not used.
+No rclpy at import time, and no import of ``robot_team.sim``, ``robot_team.runner`` or the nodes
+(``robot_team.agents``), not even indirectly (a contract of ``setup.cfg``): the launch files run
+on machines (physical robots) where the simulator is not used. What the team's nodes are and
+their parameters come from :mod:`robot_team.nodes_plan`, below the runner.
 """
