@@ -182,9 +182,9 @@ class StaffChange(BaseModel):
 class DoorChange(BaseModel):
     """A room's door closing or opening at a sim time of a shift (jammed, locked for cleaning, open again).
 
-    From ``at_s`` on, robots plan no path through a closed door (an active goal whose way crosses
-    it is planned again from where the robot is, or aborted when no way is left, as Nav2's
-    behavior tree replans on its costmap) and HCWs cannot walk through it. The hospital records
+    From ``at_s`` on, robots plan no path through a closed door (an active goal whose way ahead
+    crosses it is aborted: a room has one door, so Nav2's replanning would find no other way) and
+    HCWs cannot walk through it. The hospital records
     each change (``door_changed``). The embedded simulator only: Gazebo's world takes
     ``blocked_doors`` (closed for the whole run).
     """

@@ -56,7 +56,32 @@ class EventLog:
 
 
 @dataclass
-class DoorTimeline:
+class Timeline:
+    """Changes at given sim times, handed out once each as time reaches them (a scenario's schedules).
+
+    ``changes`` are objects with ``at_s`` (sim s), sorted by it with file order on ties
+    (:meth:`of`); :attr:`applied` counts those handed out (kept in a simulator's checkpoint).
+    """
+
+    changes: list = field(default_factory=list)
+    applied: int = 0
+
+    @classmethod
+    def of(cls, changes: Iterable = ()) -> 'Timeline':
+        """Return the timeline of ``changes`` (any order; stable by ``at_s``)."""
+        return cls(sorted(changes, key=lambda change: change.at_s))
+
+    def due(self, t: float) -> list:
+        """Return the changes due by sim time ``t`` (s) not handed out yet, in order, and count them handed out."""
+        done = []
+        while self.applied < len(self.changes) and t >= self.changes[self.applied].at_s - 1e-9:
+            done.append(self.changes[self.applied])
+            self.applied += 1
+        return done
+
+
+@dataclass
+class DoorTimeline(Timeline):
     """The floor's closed doors over sim time: those closed at the start, then changes at given times.
 
     One implementation for both simulator engines (robots' motion, the hospital's HCWs), so they
@@ -65,13 +90,11 @@ class DoorTimeline:
     """
 
     closed: set[str] = field(default_factory=set)
-    changes: list = field(default_factory=list)
-    applied: int = 0
 
     @classmethod
     def of(cls, closed: Iterable[str] = (), changes: Iterable = ()) -> 'DoorTimeline':
         """Return the timeline of doors ``closed`` at the start and ``changes`` (any order; stable by ``at_s``)."""
-        return cls(set(closed), sorted(changes, key=lambda change: change.at_s))
+        return cls(Timeline.of(changes).changes, closed=set(closed))
 
     @property
     def rooms(self) -> list[str]:
@@ -80,12 +103,9 @@ class DoorTimeline:
 
     def due(self, t: float) -> list:
         """Apply the changes due by sim time ``t`` (s) to :attr:`closed`; return them, in order."""
-        done = []
-        while self.applied < len(self.changes) and t >= self.changes[self.applied].at_s - 1e-9:
-            change = self.changes[self.applied]
-            self.applied += 1
+        done = super().due(t)
+        for change in done:
             (self.closed.add if change.state == 'closed' else self.closed.discard)(change.room)
-            done.append(change)
         return done
 
 

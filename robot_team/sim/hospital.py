@@ -76,7 +76,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from robot_team.config import ConfigError, Scenario, StaffMember, StaffSeed
-from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, segment_near
+from robot_team.sim.common import (BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, Timeline,
+                                   segment_near)
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError
 
@@ -229,7 +230,7 @@ class HospitalEngine:
         self._doors = DoorTimeline.of(scenario.blocked_doors, scenario.door_changes)
         for room in [*(case.room for case in scenario.cases), *self._doors.rooms]:
             world.room(room)
-        self.grid = WallGrid.from_world(world, resolution, closed_doors=self._doors.closed)
+        self._build_grid()
         self._robot_names = tuple(robots)
         self._seen: dict[str, _SeenRobot] = {}
         self._odometry: dict[str, _Odometry] = {}
@@ -238,8 +239,7 @@ class HospitalEngine:
         self._arrived: list[str] = []     # patient IDs whose arrival happened, in order
         self.displays: dict[str, list[str]] = {}
         self._hcws = self._place_staff(staff, scenario)
-        self._changes = sorted(scenario.staff_changes, key=lambda change: change.at_s)   # stable: file order on ties
-        self._changes_applied = 0
+        self._staff_changes = Timeline.of(scenario.staff_changes)
         self._readers = world.readers
         self._reader_xy = np.array([[r.x, r.y] for r in self._readers]).reshape(-1, 2)
         self._reader_radius = np.array([r.radius for r in self._readers])
@@ -249,7 +249,7 @@ class HospitalEngine:
     # --- checkpoint (a restarted hospital_systems takes up the floor as it was) ----------------------
 
     CHECKPOINT_FIELDS = ('t', '_seen', '_odometry', '_pages', '_pending_acks', '_arrived', 'displays', '_hcws',
-                         '_changes_applied', '_doors')
+                         '_staff_changes', '_doors')
     """What changes as the floor runs: HCWs (pose, state, trail), pages, what was seen of the robots, screens."""
 
     @property
@@ -282,7 +282,7 @@ class HospitalEngine:
                              f"{', '.join(sorted(state['_hcws']))}, expected {', '.join(sorted(self._hcws))}")
         for name, value in state.items():
             setattr(self, name, value)
-        self.grid = WallGrid.from_world(self.world, self._resolution, closed_doors=self._doors.closed)
+        self._build_grid()
 
     # --- set-up ---------------------------------------------------------------------------------
 
@@ -612,13 +612,11 @@ class HospitalEngine:
         return self.step(float(t) - self.t) if t > self.t else self.drain_events()
 
     def _substep(self, h: float) -> None:
-        while self._changes_applied < len(self._changes) and \
-                self.t >= self._changes[self._changes_applied].at_s - 1e-9:
-            self._change_staff(self._changes[self._changes_applied])
-            self._changes_applied += 1
+        for change in self._staff_changes.due(self.t):
+            self._change_staff(change)
         changed = self._doors.due(self.t)
         if changed:
-            self.grid = WallGrid.from_world(self.world, self._resolution, closed_doors=self._doors.closed)
+            self._build_grid()
             for change in changed:
                 self._log.emit('door_changed', room=change.room, state=change.state,
                                closed_doors=sorted(self._doors.closed))
@@ -663,6 +661,10 @@ class HospitalEngine:
                                area=self.world.room_at(hcw.x, hcw.y),
                                message=f'{robot} was lost: HCW #{hcw.member.hcw_id} waits where they are')
         return told
+
+    def _build_grid(self) -> None:
+        """Rasterize the floor's walls and the doors closed now (:attr:`grid`, what HCWs walk in)."""
+        self.grid = WallGrid.from_world(self.world, self._resolution, closed_doors=self._doors.closed)
 
     def _change_staff(self, change) -> None:
         """Apply a :class:`~robot_team.config.StaffChange` that is due (its availability, detail, badge)."""

@@ -17,11 +17,10 @@ What is simulated
   plans without moving (``compute_path_to_pose``).
 * Closed doors (``closed_doors``, the scenario's ``blocked_doors``) are filled in the grid: no
   path through them. Doors closing or opening at given times (``door_changes``, the scenario's)
-  change the grid then. An active goal whose way ahead crosses a door that just closed is planned
-  again from where the robot is, through the poses it has not reached (``goal_replanned``), as
-  Nav2's behavior tree replans on its updated costmap; with no way left it ends ``aborted`` with
-  the planner's error code (a ``follow_path`` goal, which never replans, with
-  ``NO_VALID_CONTROL``). A door that opens does not shorten a way already planned.
+  change the grid then. An active goal whose way ahead crosses a door that just closed ends
+  ``aborted`` at once with ``NO_VALID_PATH`` (``NO_VALID_CONTROL`` for ``follow_path``): a room
+  has one door, so that way enters or leaves the room and Nav2's replanning on its updated
+  costmap would find no other. A door that opens does not shorten a way already planned.
 * Localization as AMCL reports it (:meth:`MotionEngine.drain_localization`): a robot's pose at
   start, then whenever it has moved 0.25 m or turned 0.2 rad since the last report (Nav2's AMCL
   defaults ``update_min_d``, ``update_min_a``), checked every substep, and where it stops. Exact
@@ -187,7 +186,7 @@ class MotionEngine:
         for room in self._doors.rooms:
             world.room(room)
         self._grid_shape = (resolution, robot_radius)
-        self.grid = OccupancyGrid.from_world(world, resolution, robot_radius, closed_doors=self._doors.closed)
+        self._build_grid()
         self._robots: dict[str, _RobotState] = {}
         for name in robots:
             dock = world.dock(name).pose
@@ -512,10 +511,14 @@ class MotionEngine:
         """The rooms whose door is closed now, sorted."""
         return sorted(self._doors.closed)
 
-    def _doors_changed(self) -> None:
-        """Take the doors as they are now: a new grid; an active goal whose way ahead is closed is aborted."""
+    def _build_grid(self) -> None:
+        """Rasterize and inflate the floor's walls and the doors closed now (:attr:`grid`, what robots plan on)."""
         resolution, radius = self._grid_shape
         self.grid = OccupancyGrid.from_world(self.world, resolution, radius, closed_doors=self._doors.closed)
+
+    def _doors_changed(self) -> None:
+        """Take the doors as they are now: a new grid; an active goal whose way ahead is closed is aborted."""
+        self._build_grid()
         for r in self._robots.values():
             goal = r.goal
             if goal is None or goal.state != ACTIVE:
