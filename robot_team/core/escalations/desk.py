@@ -425,16 +425,9 @@ class EscalationDesk:
                                               note, operator_id, now_s)
         if not accepted:   # recorded by the core as input_error
             return Answer(accepted=False, refusal=Refusal.BAD_DECISION, escalation_id=escalation_id, message=message)
-        transition(record, LifecycleAction.RESOLVE)
-        record.decision = decision
-        record.hcw_id = hcw_id if decision == 'reassign' else ''
-        record.decided_by, record.note = operator_id, note
-        record.closed_s, record.closed_wall = now_s, self._wall()
-        self._save(record, EscalationStep(escalation_id=escalation_id, step='resolved', actor=operator_id,
-                                          sim_s=now_s, wall_s=record.closed_wall, message=message,
-                                          data={'decision': decision, 'hcw_id': record.hcw_id, 'note': note,
-                                                'accepted_proposal': accepted_proposal, 'hcw_check': check_note}))
-        self._ports.publish_escalation(record, now_s)
+        self._resolved(record, decision, hcw_id if decision == 'reassign' else '', operator_id, note, message, now_s,
+                       {'hcw_id': hcw_id if decision == 'reassign' else '', 'note': note,
+                        'accepted_proposal': accepted_proposal, 'hcw_check': check_note})
         if record.holds_team:
             self._release(escalation_id, operator_id, now_s)
         if decision == 'abort' and not closed:   # a closed case runs nothing: the other cases' tasks go on
@@ -442,6 +435,20 @@ class EscalationDesk:
         return Answer(accepted=True, escalation_id=escalation_id, message=message
                       + (f' ({check_note})' if check_note else '')
                       + ('; the team hold is released' if record.holds_team and not self.hold.active else ''))
+
+    def _resolved(self, record: EscalationRecord, decision: str, hcw_id: str, by: str, note: str, message: str,
+                  now_s: float, data: dict) -> None:
+        """Record ``record`` resolved with ``decision`` by ``by`` (the core accepted it): lifecycle, step, publish.
+
+        ``data`` goes into the ``resolved`` step beside the decision; ``now_s``: ROS time, s.
+        """
+        transition(record, LifecycleAction.RESOLVE)
+        record.decision, record.hcw_id, record.decided_by, record.note = decision, hcw_id, by, note
+        record.closed_s, record.closed_wall = now_s, self._wall()
+        self._save(record, EscalationStep(escalation_id=record.escalation_id, step='resolved', actor=by, sim_s=now_s,
+                                          wall_s=record.closed_wall, message=message,
+                                          data={'decision': decision, **data}))
+        self._ports.publish_escalation(record, now_s)
 
     # -- the hospital's record ends a case --
 
@@ -501,14 +508,8 @@ class EscalationDesk:
         accepted, message = self.core.resolve(escalation_id, 'abort', '', f'{reference} {status}', by, now_s)
         if not accepted:
             return CaseEnd(accepted=False, result='refused', message=message, escalation_id=escalation_id)
-        record = self._records[escalation_id]
-        transition(record, LifecycleAction.RESOLVE)
-        record.decision, record.decided_by, record.note = 'abort', by, f'{reference} {status}'
-        record.closed_s, record.closed_wall = now_s, self._wall()
-        self._save(record, EscalationStep(escalation_id=escalation_id, step='resolved', actor=by, sim_s=now_s,
-                                          wall_s=record.closed_wall, message=message,
-                                          data={'decision': 'abort', 'reference': reference, 'status': status}))
-        self._ports.publish_escalation(record, now_s)
+        self._resolved(self._records[escalation_id], 'abort', '', by, f'{reference} {status}', message, now_s,
+                       {'reference': reference, 'status': status})
         for robot in sorted(running):
             self._ports.stop_robots(f'{by}: {reference} {status}; case {patient_id} closed', robot=robot)
         return CaseEnd(accepted=True, result='closed', escalation_id=escalation_id,
