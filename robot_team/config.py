@@ -261,7 +261,10 @@ class ManagerPolicy(BaseModel):
 class Scenario(BaseModel):
     """One ED episode: the floor, the patient, who is available, what goes wrong.
 
-    Loaded from ``config/scenarios/<name>.yaml`` by :func:`load_scenario`.
+    Loaded from ``config/scenarios/<name>.yaml`` by :func:`load_scenario`. A scenario with no
+    ``patient`` and no ``arrivals`` is open-ended (:attr:`open_ended`): a deployment, whose
+    patients arrive from the hospital's systems (the FHIR gateway, ``ed/patient_arrivals``) and
+    which runs until stopped (:func:`deployment_scenario`).
     """
 
     model_config = ConfigDict(extra='forbid')
@@ -272,8 +275,10 @@ class Scenario(BaseModel):
                        'doors, badge readers, docks; read by the simulator and the robots.')
     staff_directory: str = Field('staff.yaml', description='Staff seed file in config/ (or a path).')
     real_time_factor: float = Field(40.0, gt=0, description='Sim seconds per wall second.')
-    time_limit_s: float = Field(1200.0, gt=0, description='Sim seconds before the episode is stopped.')
-    patient: PatientSpec
+    time_limit_s: float = Field(1200.0, gt=0, description='Sim seconds before the episode is stopped (not an '
+                                'open-ended one: it runs until stopped).')
+    patient: PatientSpec | None = Field(
+        None, description="The first patient (None with no arrivals either: open-ended, a deployment's).")
     arrivals: list[PatientSpec] = Field(
         default_factory=list, description='More patients arriving during the run, each opening its own case '
                                           '(a shift); the four published scenarios have none.')
@@ -343,7 +348,13 @@ class Scenario(BaseModel):
     @property
     def cases(self) -> list[PatientSpec]:
         """Every patient of the run (``patient`` and ``arrivals``), by arrival time, then patient ID."""
-        return sorted([self.patient, *self.arrivals], key=lambda p: (p.arrival_time_s, p.patient_id))
+        scheduled = [self.patient, *self.arrivals] if self.patient is not None else list(self.arrivals)
+        return sorted(scheduled, key=lambda p: (p.arrival_time_s, p.patient_id))
+
+    @property
+    def open_ended(self) -> bool:
+        """True when no patient is scheduled: cases come from the hospital's systems, the run goes on until stopped."""
+        return not self.cases
 
     @property
     def expected_outcomes(self) -> dict[str, str | None]:
@@ -368,9 +379,42 @@ class Scenario(BaseModel):
         return self.resolve(self.floor, 'config/floors')
 
     @property
+    def staff_database(self) -> bool:
+        """True when the staff directory is a SQLite database used in place (not a seed to build one from)."""
+        return self.staff_path.suffix.lower() in STAFF_DATABASE_SUFFIXES
+
+    @property
     def staff_path(self) -> Path:
-        """Path of the staff directory seed."""
+        """Path of the staff directory: a YAML seed, or a SQLite directory (:data:`STAFF_DATABASE_SUFFIXES`)."""
         return self.resolve(self.staff_directory, 'config')
+
+
+STAFF_DATABASE_SUFFIXES = ('.sqlite', '.sqlite3', '.db')
+"""A staff directory file with one of these suffixes is a SQLite directory used in place
+(:class:`robot_team.directory.StaffDirectory`); any other is a YAML seed (:class:`StaffSeed`)."""
+
+
+def deployment_scenario(floor: str = 'ed_floor.yaml', staff: str = 'staff.yaml', **fields) -> Scenario:
+    """Return an open-ended scenario for a deployment: no patient scheduled; it runs until stopped.
+
+    ``floor``: floor description (name in ``config/floors`` or a path); ``staff``: the staff
+    directory, a YAML seed (name in ``config`` or a path) or a SQLite directory used in place
+    (:data:`STAFF_DATABASE_SUFFIXES`); ``fields``: other :class:`Scenario` fields (``deadlines``,
+    ``fleet``, ``cases_at_once``...). Cases are served as they arrive, with no limit on how many
+    are open at once (``cases_at_once`` 0; a robot still runs one task at a time) unless given.
+
+    Raises
+    ------
+    ConfigError
+        If a field does not validate (the message names it).
+    """
+    data = {'name': 'deployment', 'description': 'Open-ended: patients arrive from the hospital\'s systems.',
+            'floor': floor or 'ed_floor.yaml', 'staff_directory': staff or 'staff.yaml', 'cases_at_once': 0,
+            **fields}
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f'deployment: {exc}') from exc
 
 
 def scenario_names() -> list[str]:

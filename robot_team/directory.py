@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.config import ConfigError, StaffSeed
+from robot_team.config import STAFF_DATABASE_SUFFIXES, ConfigError, StaffSeed, load_staff_seed
 
 BUSY_TIMEOUT_S = 5.0
 """How long a query waits for another process's write lock before failing, s."""
@@ -215,6 +215,32 @@ class StaffDirectory:
         rows = self._query('SELECT hcw_id, badge_id, name, specialty, role, home_area FROM staff ORDER BY rowid', ())
         return [self._record(row) for row in rows]
 
+    def seed(self) -> StaffSeed:
+        """Return the directory as a staff seed: every HCW (in their home area, available) and the care teams.
+
+        What a simulator needs to place a deployment's staff (:func:`load_staff`).
+
+        Raises
+        ------
+        DirectoryError
+            If an HCW has no ``home_area`` (a simulator must know where they start) or a row
+            does not validate; the message names the HCW.
+        """
+        members = []
+        for record in self.staff():
+            if not record.home_area:
+                raise DirectoryError(f'staff directory {self.path}: HCW #{record.hcw_id} has no home_area: expected '
+                                     'the room where they start (the simulator places them there)')
+            members.append({'hcw_id': record.hcw_id, 'badge_id': record.badge_id, 'name': record.name,
+                            'specialty': record.specialty, 'role': record.role, 'area': record.home_area})
+        teams: dict[str, list[dict]] = {}
+        for room, hcw_id, role in self._query('SELECT room, hcw_id, role FROM care_teams ORDER BY rowid', ()):
+            teams.setdefault(_text(room), []).append({'hcw_id': _text(hcw_id), 'role': _text(role)})
+        try:
+            return StaffSeed.model_validate({'staff': members, 'care_teams': teams})
+        except ValueError as exc:
+            raise DirectoryError(f'staff directory {self.path}: not a usable staff list ({exc})') from exc
+
     def rooms(self) -> list[str]:
         """Return the rooms with a standing care team or a check-in, sorted."""
         rows = self._query('SELECT room FROM care_teams UNION SELECT room FROM check_ins ORDER BY room', ())
@@ -333,3 +359,22 @@ class StaffDirectory:
 def _text(value) -> str:
     """Return a database value as text ('' for NULL): values are data, whatever their SQLite type."""
     return '' if value is None else str(value)
+
+
+def is_database(path: str | os.PathLike) -> bool:
+    """True when ``path`` names a SQLite staff directory (:data:`robot_team.config.STAFF_DATABASE_SUFFIXES`)."""
+    return Path(path).suffix.lower() in STAFF_DATABASE_SUFFIXES
+
+
+def load_staff(path: str | os.PathLike) -> StaffSeed:
+    """Return the staff of ``path``: a YAML seed (:func:`robot_team.config.load_staff_seed`) or a SQLite directory.
+
+    Raises
+    ------
+    ConfigError
+        If the file cannot be used (:class:`DirectoryError` for a database); the message names it.
+    """
+    if is_database(path):
+        with StaffDirectory(path) as directory:
+            return directory.seed()
+    return load_staff_seed(Path(path))

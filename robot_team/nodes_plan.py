@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_team.config import ConfigError, Scenario, load_staff_seed
-from robot_team.directory import StaffDirectory
+from robot_team.config import ConfigError, Scenario
+from robot_team.directory import StaffDirectory, load_staff
 from robot_team.floor import load_floor
 from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot
 
@@ -43,6 +43,10 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     Gazebo), ``staff_db``, ``scenario`` (a resolved copy), ``escalation_db`` (the supervisor's
     escalation record, removed if a previous run left one).
 
+    ``staff_db`` is built in ``out_dir`` from the scenario's YAML seed; a scenario whose staff
+    directory is a SQLite database (a deployment's, :attr:`robot_team.config.Scenario.staff_database`)
+    uses that database in place: its check-ins are the hospital's, kept across runs.
+
     Raises
     ------
     ConfigError
@@ -54,16 +58,22 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     for room in [*(case.room for case in scenario.cases), *scenario.blocked_doors,
                  *(change.room for change in scenario.door_changes)]:
         floor.room(room)
-    seed = load_staff_seed(scenario.staff_path)
-    known = {s.hcw_id for s in seed.staff}
-    for hcw in [scenario.patient.assigned_hcw_id, *scenario.staff_overrides]:
+    if scenario.staff_database:   # the hospital's directory, used in place
+        with StaffDirectory(scenario.staff_path) as directory:
+            known = {s.hcw_id for s in directory.staff()}
+        staff_db = scenario.staff_path.resolve()
+    else:
+        seed = load_staff(scenario.staff_path)
+        known = {s.hcw_id for s in seed.staff}
+        staff_db = out_dir / 'staff.sqlite'
+    first = [scenario.patient.assigned_hcw_id] if scenario.patient is not None else []
+    for hcw in [*first, *scenario.staff_overrides]:
         if hcw not in known:
             raise ConfigError(f"scenario '{scenario.name}': HCW #{hcw} is not in the staff directory "
                               f'{scenario.staff_path}')
-    staff_db = out_dir / 'staff.sqlite'
-    if staff_db.exists():
-        staff_db.unlink()
-    StaffDirectory.create(staff_db, seed)
+    if not scenario.staff_database:
+        staff_db.unlink(missing_ok=True)
+        StaffDirectory.create(staff_db, seed)
     escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
     manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
     hospital_state = out_dir / 'hospital_state.pickle'   # and a new floor (hospital systems' checkpoint)

@@ -72,7 +72,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.config import ConfigError, Scenario, load_scenario, load_staff_seed
+from robot_team.config import ConfigError, Scenario, load_scenario
+from robot_team.directory import load_staff
 from robot_team.events import EventKind
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, NodeLiveness, PatientArrival, StaffLocation
 from robot_team.names import (
@@ -162,7 +163,7 @@ class HospitalSystemsNode(Node):
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
             robots = tuple(self.declare_parameter('robots', scenario.robots).value)
-            self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff_seed(scenario.staff_path),
+            self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff(scenario.staff_path),
                                          scenario, robots=robots)
             self._tf_poses = self._watch_poses(robots, base_frame)
         except ConfigError as exc:
