@@ -35,7 +35,10 @@ ARGUMENTS = (
      ('embedded', 'gazebo')),
     ('brain', 'protocol', "Robots' brain.", ('protocol', 'openai', 'local')),
     ('kb', 'true', "LLM brains: give each robot its knowledge base.", ('true', 'false')),
-    ('scenario', 'onboarding', 'Scenario name (config/scenarios) or YAML path.', None),
+    ('scenario', 'onboarding', "Scenario name (config/scenarios) or YAML path; '': none, a deployment (patients "
+                               'from the FHIR gateway or ed/patient_arrivals, recorded until stopped).', None),
+    ('floor', '', "Floor description (config/floors name or path; '': the scenario's, else the ED floor).", None),
+    ('staff', '', "Staff directory: YAML seed, or SQLite directory used in place ('': the scenario's).", None),
     ('out_dir', '/tmp/robot_team_run', 'Run folder: report.json, events.jsonl/.mcap, staff.sqlite.', None),
     ('real_time_factor', '', "Embedded simulator: sim s per wall s (default: the scenario's; clock:=follow: a "
                              'cap, default none).', None),
@@ -60,7 +63,7 @@ def _floor(context, *args, **kwargs):
     plan = plan_floor(sim=arg('sim'), brain=arg('brain'), kb=arg('kb'), scenario=arg('scenario'),
                       out_dir=arg('out_dir'), real_time_factor=arg('real_time_factor'), gz_gui=arg('gz_gui'),
                       map_yaml=arg('map'), clock=arg('clock'), fleet=arg('fleet'), fhir_port=arg('fhir_port'),
-                      fhir_host=arg('fhir_host'))
+                      fhir_host=arg('fhir_host'), floor=arg('floor'), staff=arg('staff'))
     return plan_actions(plan)
 
 

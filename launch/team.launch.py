@@ -21,7 +21,10 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironment
 from launch.substitutions import LaunchConfiguration
 
 ARGUMENTS = (
-    ('scenario', 'onboarding', 'Scenario name (config/scenarios) or YAML path.', None),
+    ('scenario', 'onboarding', "Scenario name (config/scenarios) or YAML path; '': none, a deployment (patients "
+                               'from the FHIR gateway or ed/patient_arrivals, recorded until stopped).', None),
+    ('floor', '', "Floor description (config/floors name or path; '': the scenario's, else the ED floor).", None),
+    ('staff', '', "Staff directory: YAML seed, or SQLite directory used in place ('': the scenario's).", None),
     ('brain', 'protocol', "The manager's brain.", ('protocol', 'openai', 'local')),
     ('kb', 'true', 'LLM brains: knowledge base.', ('true', 'false')),
     ('out_dir', '/tmp/robot_team_run', 'Run folder: report.json, events, staff.sqlite.', None),
@@ -48,7 +51,7 @@ def _team(context, *args, **kwargs):
         scenario=arg('scenario'), brain=arg('brain'), kb=arg('kb'), out_dir=arg('out_dir'),
         team_namespace=arg('team_namespace'), use_sim_time=arg('use_sim_time'), operator=arg('operator'),
         end_with_episode=arg('end_with_episode'), fleet=arg('fleet'), fhir_port=arg('fhir_port'),
-        fhir_host=arg('fhir_host')))
+        fhir_host=arg('fhir_host'), floor=arg('floor'), staff=arg('staff')))
 
 
 def generate_launch_description():

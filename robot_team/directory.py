@@ -84,7 +84,8 @@ class CareTeamEntry(BaseModel):
     badge_id: str
     name: str
     specialty: str
-    role: str = Field(description="Role on this room's team (the standing role, or the staff role).")
+    role: str = Field(description="Role on this room's team (the standing role, or the staff role; the specialty "
+                                  'where the directory gives neither).')
     source: Literal['standing', 'check_in'] = Field(
         description="'standing': listed in care_teams; 'check_in': badged in at the room's door.")
     checked_in_s: float | None = Field(None, description='ROS time of the latest check-in, s (None: never).')
@@ -252,7 +253,8 @@ class StaffDirectory:
         Standing members come first, in directory order, with their care-team role. HCWs who
         checked in follow, most recent check-in first, with their staff role. Each HCW appears
         once: a standing member who also checked in keeps the standing role and gains
-        ``checked_in_s``. An unknown room has an empty team. ``as_of_s`` (ROS time, s): the team
+        ``checked_in_s``. Where the directory gives no role, the HCW's specialty stands for it (a
+        screen always names what each member is). An unknown room has an empty team. ``as_of_s`` (ROS time, s): the team
         as it stood then, counting only the check-ins stamped up to it (None: all of them).
         """
         standing = self._query(
@@ -269,14 +271,15 @@ class StaffDirectory:
         for row in standing:
             hcw_id, badge_id, name, specialty, role = (_text(v) for v in row)
             team.append(CareTeamEntry(hcw_id=hcw_id, badge_id=badge_id, name=name, specialty=specialty,
-                                      role=role, source='standing', checked_in_s=last_check_in.get(hcw_id)))
+                                      role=role or specialty, source='standing',
+                                      checked_in_s=last_check_in.get(hcw_id)))
         members = {entry.hcw_id for entry in team}
         for row in checked:
             hcw_id, badge_id, name, specialty, role = (_text(v) for v in row[:5])
             if hcw_id in members:
                 continue
             team.append(CareTeamEntry(hcw_id=hcw_id, badge_id=badge_id, name=name, specialty=specialty,
-                                      role=role, source='check_in', checked_in_s=float(row[5])))
+                                      role=role or specialty, source='check_in', checked_in_s=float(row[5])))
         return team
 
     def check_ins(self, room: str | None = None) -> list[CheckInRecord]:

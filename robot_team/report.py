@@ -161,6 +161,34 @@ def build_report(events: list[TeamEventModel], *, scenario: str, brain: str, mod
     }
 
 
+def case_report(events: list[TeamEventModel], case_id: str, *, scenario: str, brain: str, mode: str,
+                expected: dict[str, str | None] | None = None) -> dict:
+    """Return one case's report from the run's ``events`` so far (a deployment writes one as each case closes).
+
+    Shape: ``case_id``, ``outcome`` (the manager's ``case_closed``; None while open),
+    ``scenario``, ``brain``, ``mode``, ``case`` (its :func:`case_results` entry: arrival, start,
+    close, door-to-provider time...), and of the case's own events (:func:`case_events`):
+    ``tasks``, ``escalations``, ``reflection``, ``guards``, ``decisions``, ``takeovers``,
+    ``safe_defaults``, ``llm``, ``events`` (``count``, ``sequence_gaps`` of the whole record so far).
+
+    Raises
+    ------
+    KeyError
+        If ``events`` record no case ``case_id`` (no ``case_opened``/``case_waiting``).
+    """
+    entry = next((c for c in case_results(events, expected or {}) if c['patient_id'] == case_id), None)
+    if entry is None:
+        raise KeyError(f'case {case_id!r}: the record has no such case (no case_opened or case_waiting event)')
+    own = case_events(events, case_id)
+    whole = build_report(own, scenario=scenario, brain=brain, mode=mode, expected_outcome=entry['expected_outcome'],
+                         wall_time_s=0.0)
+    gaps = sequence_gaps(events)
+    return {'case_id': case_id, 'outcome': entry['outcome'], 'scenario': scenario, 'brain': brain, 'mode': mode,
+            'case': entry, **{key: whole[key] for key in ('tasks', 'escalations', 'reflection', 'guards', 'decisions',
+                                                          'takeovers', 'safe_defaults', 'llm')},
+            'events': {'count': len(own), 'sequence_gaps': gaps, 'complete': not gaps}}
+
+
 def case_of(event: TeamEventModel, task_case: dict[str, str]) -> str:
     """Return the case (patient ID) ``event`` belongs to: its ``case_id``, else its task's case; '' none."""
     case = event.data.get('case_id')

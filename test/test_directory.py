@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from robot_team.config import ConfigError, StaffSeed, load_staff_seed, share_dir
-from robot_team.directory import DirectoryError, StaffDirectory
+from robot_team.directory import DirectoryError, StaffDirectory, load_staff
 
 
 @pytest.fixture
@@ -142,3 +142,22 @@ def test_database_without_the_tables_is_refused(tmp_path):
     conn.close()
     with pytest.raises(DirectoryError, match="table 'staff' lacks column"):
         StaffDirectory(path)
+
+
+def test_a_sqlite_directory_gives_the_seed_back_and_a_role_where_it_has_none(tmp_path, seed):
+    path = tmp_path / 'hospital.sqlite'
+    StaffDirectory.create(path, seed).close()
+    again = load_staff(path)
+    assert [(m.hcw_id, m.badge_id, m.specialty, m.area) for m in again.staff] == [
+        (m.hcw_id, m.badge_id, m.specialty, m.area) for m in seed.staff]
+    assert {room: [m.hcw_id for m in team] for room, team in again.care_teams.items()} == {
+        room: [m.hcw_id for m in team] for room, team in seed.care_teams.items()}
+    assert load_staff(share_dir() / 'config' / 'staff.yaml') == load_staff_seed(share_dir() / 'config' / 'staff.yaml')
+    bare = StaffSeed.model_validate({'staff': [{'hcw_id': '7', 'badge_id': 'B7', 'name': 'N', 'specialty': 'Nurse',
+                                                'area': 'ER-1'}]})
+    with StaffDirectory.create(tmp_path / 'bare.sqlite', bare) as directory:
+        directory.check_in('ER-1', '7', 'B7', 3.0)
+        assert [(m.hcw_id, m.role) for m in directory.care_team('ER-1')] == [('7', 'Nurse')]
+        directory._conn.execute("UPDATE staff SET home_area = '' WHERE hcw_id = '7'")
+        with pytest.raises(DirectoryError, match='#7 has no home_area'):
+            directory.seed()

@@ -86,3 +86,35 @@ def test_a_respawned_manager_is_recorded_back_and_the_episode_goes_on(ros_contex
     assert 'manager' not in recorder._crashed and not recorder.ending.is_set()
     _leaves(executor, second)
     _leaves(executor, recorder)
+
+
+def test_a_deployment_records_until_stopped_and_reports_each_case_as_it_closes(ros_context, executor, tmp_path):
+    from robot_team.config import deployment_scenario
+    scenario = tmp_path / 'scenario.json'
+    scenario.write_text(deployment_scenario().model_dump_json())
+    recorder = EpisodeRecorder(context=ros_context, parameter_overrides=[
+        Parameter('out_dir', value=str(tmp_path)), Parameter('scenario', value=str(scenario)),
+        Parameter('time_limit_s', value=1.0)])   # no time limit applies to an open-ended record
+    executor.add_node(recorder)
+    manager = _manager_joins(ros_context, executor, recorder)
+    supervisor = Node('supervisor', context=ros_context)
+    executor.add_node(supervisor)
+    EventEmitter(supervisor, 'supervisor').emit(EventKind.CASE_OPENED, 'case P-31 opened', case_id='P-31',
+                                                patient_id='P-31', room='ER-4', esi_level=2, arrived_s=0.0)
+    EventEmitter(manager, 'manager').emit(EventKind.CASE_CLOSED, 'case P-31 finished: success', case_id='P-31',
+                                          outcome='success')
+    case_file = tmp_path / 'cases' / 'P-31.json'
+    assert _wait(case_file.exists)
+    case = json.loads(case_file.read_text())
+    assert case['outcome'] == 'success' and case['case']['room'] == 'ER-4' and case['case']['esi_level'] == 2
+    journal = [json.loads(line) for line in (tmp_path / 'events.jsonl').read_text().splitlines()]
+    assert {'case_opened', 'case_closed'} <= {e['kind'] for e in journal}   # on disk while recording
+    _leaves(executor, manager)
+    assert _wait(lambda: 'manager' in recorder._crashed)    # recorded; the record goes on (launch respawns it)
+    time.sleep(1.0)
+    assert not recorder.ending.is_set()
+    report = recorder.finish()
+    _leaves(executor, supervisor)
+    _leaves(executor, recorder)
+    assert report['outcome'] == 'interrupted' and report['files']['cases'] == {'P-31': str(case_file)}
+    assert [e.target for e in recorder.events() if e.kind == EventKind.NODE_CRASHED.value] == ['manager']

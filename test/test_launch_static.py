@@ -59,6 +59,8 @@ def _all_plans(tmp_path):
     yield 'team', plans.plan_team(out_dir=str(tmp_path / 't'))
     yield 'team operator:=none', plans.plan_team(out_dir=str(tmp_path / 'u'), operator='none',
                                                  end_with_episode='false')
+    yield "team scenario:=''", plans.plan_team(scenario='', out_dir=str(tmp_path / 'd'), fhir_port='8080')
+    yield "ed_floor scenario:=''", plans.plan_floor(scenario='', out_dir=str(tmp_path / 'f'))
 
 
 def _strings(value):
@@ -287,7 +289,7 @@ def test_robot_plan_for_a_physical_robot(tmp_path):
 def test_team_nodes_respawn_and_what_cannot_resume_does_not(tmp_path):
     from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE
     from robot_team.nodes_plan import TEAM
-    team = {*TEAM, *plans.HOSPITAL_SYSTEMS}
+    team = {*TEAM, *plans.HOSPITAL_SYSTEMS, 'fhir_gateway'}   # (the gateway respawns as the team does)
     for label, plan in _all_plans(tmp_path):
         nodes = plan.nodes()
         ours = [n for n in nodes if n.package == plans.PACKAGE]
@@ -371,3 +373,27 @@ def test_a_physical_robots_plan_loads_neither_the_simulator_nor_the_runner(tmp_p
     assert 'robot_team.bringup.plan' in loaded and 'robot_team.nodes_plan' in loaded
     assert [m for m in loaded if m.split('.')[:2] in (['robot_team', 'sim'], ['robot_team', 'runner'],
                                                       ['robot_team', 'agents'])] == []
+
+
+def test_without_a_scenario_a_deployment_runs_until_stopped_with_the_hospitals_directory(tmp_path):
+    from robot_team.config import load_staff_seed, share_dir
+    from robot_team.directory import StaffDirectory
+    hospital_db = tmp_path / 'hospital.sqlite'
+    StaffDirectory.create(hospital_db, load_staff_seed(share_dir() / 'config' / 'staff.yaml')).close()
+    plan = plans.plan_team(scenario='', staff=str(hospital_db), out_dir=str(tmp_path / 't'), end_with_episode='true')
+    assert plan.paths['staff_db'] == str(hospital_db)     # used in place: its check-ins are the hospital's
+    scenario = json.loads(Path(plan.paths['scenario']).read_text())
+    assert scenario['patient'] is None and scenario['arrivals'] == [] and scenario['cases_at_once'] == 0
+    manager = next(spec for spec in plan.nodes() if spec.name == 'manager')
+    assert manager.parameters[0]['cases'] == 0            # no episode end: every arrival is served
+    assert plan.recorder.executable == 'episode_recorder'  # records until stopped, a report per case
+    floor = plans.plan_floor(scenario='', floor='ed_floor.yaml', out_dir=str(tmp_path / 'f'))
+    assert json.loads(Path(floor.paths['scenario']).read_text())['patient'] is None
+    with pytest.raises(ConfigError, match='staff: .*does not exist'):
+        plans.plan_team(scenario='', staff=str(tmp_path / 'nowhere.sqlite'), out_dir=str(tmp_path / 'x'))
+    with pytest.raises(ConfigError, match='floor: .*does not exist'):
+        plans.plan_floor(scenario='', floor='no_such_floor.yaml', out_dir=str(tmp_path / 'y'))
+    broken = tmp_path / 'broken.sqlite'
+    broken.write_text('not a database')
+    with pytest.raises(ConfigError, match='broken.sqlite'):
+        plans.plan_team(scenario='', staff=str(broken), out_dir=str(tmp_path / 'z'))

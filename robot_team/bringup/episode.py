@@ -15,6 +15,14 @@ same from the ROS graph alone, so that it works with the nodes on any host:
   announced itself and later leaves the graph is recorded as ``node_crashed``; one that announces
   itself again (launch respawned it) as ``node_restarted``. A lost manager ends the episode once
   it has not come back within ``restart_grace_s``. Interrupted (Ctrl-C), it writes what it has.
+
+  With an open-ended scenario (a deployment: no patient scheduled,
+  :attr:`robot_team.config.Scenario.open_ended`) there is no episode end and no time limit: it
+  records until stopped, appending each event to ``events.jsonl`` as it arrives (a killed
+  recorder loses nothing written), and writes ``cases/<case>.json``
+  (:func:`robot_team.report.case_report`) as each case closes (the manager's ``case_closed``);
+  a lost manager is recorded and waited for (launch respawns it), never the end of the record.
+  Stopped, its ``report.json`` has outcome ``interrupted``.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from robot_team.msg import TeamEvent
 from robot_team.names import team_name
 from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.report import build_report, time_limit_outcome
+from robot_team.report import build_report, case_report, time_limit_outcome
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s
@@ -74,10 +82,12 @@ class EpisodeRecorder(TeamRecorder):
 
     ``ending`` is set when the episode is over (the caller spins a little longer for the last
     events, then calls :meth:`finish`); ``finished`` once the record and report are written.
+    An open-ended scenario's record (a deployment's) goes on until stopped; see the module docstring.
     """
 
     def __init__(self, **kwargs):
-        super().__init__(**kwargs)
+        chained = kwargs.pop('on_event', None)
+        super().__init__(on_event=lambda event: self._recorded(event, chained), **kwargs)
         self.declare_parameter('scenario', 'onboarding')
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('time_limit_s', 0.0)
@@ -100,7 +110,47 @@ class EpisodeRecorder(TeamRecorder):
         self.ending = threading.Event()
         self.finished = threading.Event()
         self.report: dict | None = None
+        self.open_ended = self._scenario.open_ended
+        self.out_dir = Path(self.get_parameter('out_dir').value or '.')
+        self._closed_cases: list[str] = []         # cases closed whose report is not written yet
+        self.case_reports: dict[str, str] = {}     # case -> its report's path
+        self._journal = None
+        if self.open_ended:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._journal = open(self.out_dir / 'events.jsonl', 'w', encoding='utf-8')   # a new record
         self._timer = self.create_timer(0.5, self.check_callback)
+
+    def _recorded(self, event, chained) -> None:
+        """Journal ``event`` (open-ended), note a closed case, pass it on to ``chained``."""
+        if self._journal is not None:
+            self._journal.write(event.model_dump_json() + '\n')
+            self._journal.flush()
+        if event.kind == EventKind.CASE_CLOSED.value and event.actor == names.Robot.MANAGER.value:
+            self._closed_cases.append(str(event.data.get('case_id', '')))
+        if chained is not None:
+            chained(event)
+
+    def write_case_reports(self) -> list[str]:
+        """Write ``cases/<case>.json`` for each case closed since the last call; return their paths."""
+        pending, self._closed_cases = self._closed_cases, []
+        written = []
+        events = self.events()
+        for case_id in pending:
+            try:
+                report = case_report(events, case_id, scenario=self._scenario.name,
+                                     brain=str(self.get_parameter('brain').value), mode='launch',
+                                     expected=self._scenario.expected_outcomes)
+            except KeyError as exc:   # recorded, not dropped: the record says what was missing
+                self._emitter.emit(EventKind.INPUT_ERROR, f'no report for case {case_id}', target=case_id,
+                                   reason=str(exc.args[0]), case_id=case_id)
+                continue
+            safe = ''.join(c if c.isalnum() or c in '._-' else '_' for c in case_id)
+            path = self.out_dir / 'cases' / f'{safe}.json'
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(report, indent=2, default=str))
+            self.case_reports[case_id] = str(path)
+            written.append(str(path))
+        return written
 
     @staticmethod
     def _load_scenario(text: str):
@@ -113,11 +163,13 @@ class EpisodeRecorder(TeamRecorder):
         """Finish at the episode's end, its time limit or the manager's loss; record vanished nodes."""
         if self.ending.is_set():
             return
+        if self._closed_cases:
+            self.write_case_reports()
         events = self.events()
         if any(e.kind == EventKind.EPISODE_FINISHED.value for e in events):
             self.ending.set()
             return
-        if now_s(self) > self.time_limit_s:
+        if not self.open_ended and now_s(self) > self.time_limit_s:
             outcome, why = time_limit_outcome(events)
             self._emitter.emit(EventKind.EPISODE_FINISHED, f'episode stopped: time limit reached ({outcome})',
                                reason=f'no episode end within {self.time_limit_s:.0f} s of sim time: {why}',
@@ -164,7 +216,8 @@ class EpisodeRecorder(TeamRecorder):
                                        reason='its node disappeared from the graph before the episode ended '
                                               '(it exited, or its host was cut off the network)')
         manager = names.Robot.MANAGER.value
-        if manager in self._crashed and time.monotonic() - self._lost_at[manager] >= self.restart_grace_s:
+        if (not self.open_ended and manager in self._crashed
+                and time.monotonic() - self._lost_at[manager] >= self.restart_grace_s):
             self.ending.set()   # nobody can end the episode any more
 
     def _notice_restarts(self, starts: dict[str, int]) -> None:
@@ -188,7 +241,11 @@ class EpisodeRecorder(TeamRecorder):
         with self._done:
             if self.report is not None:
                 return self.report
-            out_dir = Path(self.get_parameter('out_dir').value or '.')
+            out_dir = self.out_dir
+            self.write_case_reports()
+            if self._journal is not None:   # the whole record, in order, replaces the journal
+                self._journal.close()
+                self._journal = None
             events = self.events()
             files = write_record(events, out_dir, self.resolve_topic_name(names.TEAM_EVENTS))
             report = build_report(events, scenario=self._scenario.name, brain=str(self.get_parameter('brain').value),
@@ -196,7 +253,9 @@ class EpisodeRecorder(TeamRecorder):
                                   wall_time_s=time.monotonic() - self._wall_start, files=files,
                                   case_expected=self._scenario.expected_outcomes)
             report['namespace'] = self.get_namespace()
-            report['files'] = {'report': str(out_dir / 'report.json'), **files}
+            report['files'] = {'report': str(out_dir / 'report.json'), **files, 'cases': dict(self.case_reports)}
+            if self.open_ended and report['outcome'] == 'timeout':   # no episode end: stopped by a person
+                report['outcome'] = 'interrupted'
             (out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
             self.report = report
             self.finished.set()

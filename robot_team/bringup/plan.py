@@ -36,7 +36,7 @@ from robot_team.bringup.gazebo import SCAN_FRAME, TF, TF_STATIC
 from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_map, map_info, rasterize, write_map
 from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
 from robot_team.clock_sync import CLOCK_MODES
-from robot_team.config import ConfigError, load_scenario, share_dir
+from robot_team.config import ConfigError, deployment_scenario, load_scenario, share_dir
 from robot_team.fhir.gateway import TOKEN_ENV, GatewayConfigError, check_binding
 from robot_team.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
@@ -185,6 +185,36 @@ def _floor(path, robots=MOBILE_ROBOTS) -> Floor:
     for robot in robots:
         floor.dock(robot)        # FloorError: "no dock for robot '...'"
     return floor
+
+
+def run_scenario(scenario: str, floor: str = '', staff: str = '', fleet: str = ''):
+    """Return the scenario a launch runs: launch arguments ``scenario``, ``floor``, ``staff``, ``fleet``.
+
+    ``scenario`` '' (or only spaces): no scenario, a deployment
+    (:func:`robot_team.config.deployment_scenario`: no patient scheduled, arrivals from the FHIR
+    gateway or ``ed/patient_arrivals``, recorded until stopped). ``floor`` (a floor description:
+    name in ``config/floors`` or path) and ``staff`` (the staff directory: a YAML seed, or a
+    SQLite directory used in place) replace the scenario's ('' keeps them; with no scenario, the
+    shipped ED floor and staff). ``fleet`` as :func:`with_fleet`.
+
+    Raises
+    ------
+    PlanError, ConfigError
+        Unknown scenario, missing floor or staff file, bad fleet.
+    """
+    overrides = {key: str(value).strip() for key, value in (('floor', floor), ('staff_directory', staff))
+                 if str(value or '').strip()}
+    if not str(scenario or '').strip():
+        loaded = deployment_scenario(overrides.get('floor', ''), overrides.get('staff_directory', ''))
+    else:
+        loaded = load_scenario(str(scenario).strip())
+        if overrides:
+            loaded = loaded.model_copy(update=overrides)
+    for path, what in ((loaded.floor_path, 'floor'), (loaded.staff_path, 'staff')):
+        if not path.exists():
+            raise PlanError(f'launch argument {what}: {path} does not exist: expected a file (a name in the package\'s '
+                            f"{'config/floors' if what == 'floor' else 'config'} folder, or a path)")
+    return with_fleet(loaded, fleet)
 
 
 def with_fleet(scenario, fleet: str):
@@ -347,8 +377,13 @@ def _recorder(out_dir: Path, scenario_file: str, brain: str, team_ns: str, use_s
 def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'true', scenario: str = 'onboarding',
                out_dir: str = '/tmp/robot_team_run', real_time_factor: str = '', gz_gui: str = 'false',
                map_yaml: str = '', share: Path | None = None, clock: str = 'wall', fleet: str = '',
-               fhir_port: str = '0', fhir_host: str = '127.0.0.1') -> Plan:
+               fhir_port: str = '0', fhir_host: str = '127.0.0.1', floor: str = '', staff: str = '') -> Plan:
     """Plan ``ed_floor.launch.py``: the whole floor and team on the embedded simulator or on Gazebo + Nav2.
+
+    ``scenario`` '' runs no scenario (a deployment, :func:`run_scenario`, with ``floor`` and
+    ``staff``): no patient is scheduled, they arrive from the FHIR gateway or
+    ``ed/patient_arrivals``, and the recorder records until stopped (Ctrl-C), writing each case's
+    report as it closes (:class:`robot_team.bringup.episode.EpisodeRecorder`).
 
     ``fhir_port`` (a TCP port; '0' none) adds the FHIR gateway on ``fhir_host`` (:func:`fhir_gateway`).
 
@@ -387,7 +422,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
         if not rtf > 0:
             raise PlanError(f'launch argument real_time_factor:={real_time_factor!r} is not valid: expected a '
                             'positive number (sim s per wall s) or empty (the scenario\'s)')
-    loaded = with_fleet(load_scenario(scenario), fleet)
+    loaded = run_scenario(scenario, floor, staff, fleet)
     floor = _floor(loaded.floor_path, loaded.robots)
     if sim == 'gazebo':
         if loaded.door_changes:
@@ -561,8 +596,14 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
 def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str = 'true',
               out_dir: str = '/tmp/robot_team_run', team_namespace: str = '/', use_sim_time: str = 'false',
               operator: str = 'scripted', end_with_episode: str = 'true', share: Path | None = None,
-              fleet: str = '', fhir_port: str = '0', fhir_host: str = '127.0.0.1') -> Plan:
+              fleet: str = '', fhir_port: str = '0', fhir_host: str = '127.0.0.1', floor: str = '',
+              staff: str = '') -> Plan:
     """Plan ``team.launch.py``: manager, supervisor, (scripted operator) and recorder on a server.
+
+    ``scenario`` '' runs no scenario (a deployment, :func:`run_scenario`, with ``floor`` and
+    ``staff``, e.g. the hospital's SQLite staff directory): patients arrive from the FHIR gateway
+    or ``ed/patient_arrivals``; the recorder records until stopped, writing each case's report
+    as it closes (``end_with_episode`` does not apply: there is no episode end).
 
     ``fhir_port`` (a TCP port; '0' none) adds the FHIR gateway on ``fhir_host`` (:func:`fhir_gateway`):
     the hospital's Encounter notifications in.
@@ -582,7 +623,7 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     except ValueError as exc:
         raise PlanError(str(exc)) from exc
     sim_time = flag('use_sim_time', use_sim_time)
-    loaded = with_fleet(load_scenario(scenario), fleet)
+    loaded = run_scenario(scenario, floor, staff, fleet)
     out = Path(out_dir).expanduser().resolve()
     paths = prepare(loaded, out)
     plan = Plan(paths={'out_dir': str(out), **paths})
@@ -590,7 +631,7 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     plan.first += _team_nodes(loaded, paths, brain, _brain_options(brain, flag('kb', kb)), team_ns, sim_time,
                               'auto', operator=operator == 'scripted', robots=False)
     plan.first += fhir_gateway(fhir_port, fhir_host, paths, team_ns, sim_time)
-    end = flag('end_with_episode', end_with_episode)
+    end = flag('end_with_episode', end_with_episode) or loaded.open_ended   # a deployment: until stopped
     recorder = _recorder(out, paths['scenario'], brain, team_ns, sim_time, end)
     if end:
         plan.recorder = recorder
