@@ -5,9 +5,12 @@ Usage (a ROS 2 install after ``colcon build``; or the embedded setup with ``laun
 
     ros2 launch robot_team ed_floor.launch.py sim:=embedded scenario:=onboarding out_dir:=/tmp/ed_run
     ros2 launch robot_team ed_floor.launch.py sim:=gazebo brain:=openai kb:=false
+    ros2 launch robot_team ed_floor.launch.py scenario:='' fhir_port:=8089   # a deployment's path
 
 Arguments: ``sim`` (embedded | gazebo), ``brain`` (protocol | openai | local), ``kb`` (true |
-false: LLM brains' knowledge base), ``scenario`` (name in config/scenarios or a YAML path),
+false: LLM brains' knowledge base), ``scenario`` (name in config/scenarios or a YAML path; '':
+none, patients from the FHIR gateway or ``ed/patient_arrivals``, recorded until stopped, see
+docs/deployment.md), ``floor``/``staff`` (floor description; staff directory, YAML or SQLite),
 ``out_dir`` (run folder), ``real_time_factor`` (embedded simulator; default the scenario's, 5 for
 LLM brains), ``clock`` (embedded simulator: wall | follow, see robot_team.clock_sync), ``gz_gui``
 (true: Gazebo's GUI too), ``map`` (map_server YAML for Nav2; default the scenario's, generated from

@@ -3,8 +3,12 @@
 Usage (on the server, ROS 2 install)::
 
     ros2 launch robot_team team.launch.py scenario:=onboarding out_dir:=/srv/ed_runs/today
+    ros2 launch robot_team team.launch.py scenario:='' staff:=/srv/ed/staff.sqlite fhir_port:=8089 operator:=none
 
-Arguments: ``scenario``, ``brain``, ``kb``, ``out_dir``, ``team_namespace``, ``use_sim_time``
+Arguments: ``scenario`` ('': none, a deployment: patients from the FHIR gateway or
+``ed/patient_arrivals``, recorded until stopped with a report per case as it closes),
+``floor``/``staff`` (the floor description; the staff directory, a YAML seed or a SQLite
+directory used in place; '' the scenario's), ``brain``, ``kb``, ``out_dir``, ``team_namespace``, ``use_sim_time``
 (true when a simulator elsewhere publishes the clock), ``operator`` (scripted: the scenario's
 operator script answers escalations; none: humans answer from rqt or ``robot-team resolve``),
 ``end_with_episode`` (true: stop with report.json at the episode's end; false: record until

@@ -201,3 +201,20 @@ def test_real_http_client_against_the_server_with_a_token():
     finally:
         server.stop()
     assert len(ports.arrivals) == 1 and 'tok-28' not in repr(events)
+
+
+def test_the_deployment_guides_subscription_and_curl_body_are_what_fhir_and_the_gateway_read():
+    """docs/deployment.md's Subscription validates with fhir.resources; its curl body opens a case."""
+    import re
+    from pathlib import Path
+    from fhir.resources.subscription import Subscription
+    from robot_team.fhir.encounters import map_encounter, parse_notification
+    text = (Path(__file__).resolve().parent.parent / 'docs' / 'deployment.md').read_text()
+    subscription = re.search(r'```json\n(\{"resourceType": "Subscription".*?)\n```', text, re.S).group(1)
+    assert Subscription.model_validate_json(subscription).channelType.code == 'rest-hook'
+    body = re.search(r"<<'JSON'\n(.*?)\nJSON\n", text, re.S).group(1)
+    note = parse_notification(body.encode())
+    ((_, resource),) = note.encounters
+    change = map_encounter(resource, note, ['ER-12'], {'80': 'Physician'})
+    assert change.change == 'arrival' and (change.arrival.room, change.arrival.assigned_hcw_id,
+                                           change.arrival.esi_level) == ('ER-12', '80', 2)
