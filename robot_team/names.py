@@ -67,6 +67,7 @@ LIVENESS = 'team/liveness'         # robot_team/msg/NodeLiveness: nodes lost and
 PATIENT_ARRIVALS = 'ed/patient_arrivals'
 BADGE_SCANS = 'ed/badge_scans'
 LOCATE_STAFF = 'ed/rtls/locate_staff'
+STAFF_LOCATIONS = 'ed/rtls/locations'   # robot_team/msg/StaffLocation: the RTLS stream (hospital_systems)
 PAGE_STAFF = 'ed/paging/page_staff'
 SHOW_DISPLAY = 'ed/display/show'
 DISPLAY_CONTENT = 'ed/display/content'

@@ -1,8 +1,17 @@
-"""The team recorder: subscribes to ``/team/events`` and writes the run's event record.
+"""The team recorder: subscribes to ``/team/events`` (and the floor's poses) and writes the run's record.
 
-The record is written as ``events.jsonl`` (one JSON event per line) and ``events.mcap`` (the
-``robot_team/msg/TeamEvent`` messages, CDR-encoded, readable by ``ros2 bag`` and Foxglove).
-Per-actor sequence numbers let :func:`robot_team.events.sequence_gaps` prove the record is complete.
+The record is written as ``events.jsonl`` (one JSON event per line), ``scene.jsonl`` (the robots'
+poses and the HCWs' RTLS locations as the recorder took them, :class:`robot_team.scene.Sample`)
+and ``events.mcap``, written with ``foxglove-sdk``'s MCAP writer:
+
+- ``/team/events``: the ``robot_team/msg/TeamEvent`` messages, CDR-encoded (``ros2msg`` schema),
+  readable by ``ros2 bag`` tools and Foxglove (:func:`read_mcap_events`);
+- ``/team/scene``: Foxglove ``SceneUpdate`` (the floor once, then robots, HCWs, cases and open
+  escalations over time) and ``/team/log``: the events as Foxglove ``Log``
+  (:mod:`robot_team.scene_foxglove`).
+
+In a namespaced team every topic is under its namespace. Per-actor sequence numbers let
+:func:`robot_team.events.sequence_gaps` prove the record is complete.
 """
 
 from __future__ import annotations
@@ -12,17 +21,21 @@ import threading
 import time
 from pathlib import Path
 
+import foxglove
 import rclpy
-from mcap_ros2.writer import Writer
+from mcap.reader import make_reader
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_team import names
 from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
 from robot_team.rosliveness import announce_alive
-from robot_team.rosmsgs import event_from_msg, events_qos
-from robot_team.rostime import s_to_time
+from robot_team.rosmsgs import event_from_msg, event_to_msg, events_qos
+from robot_team.rosscene import SceneFeed
+from robot_team.scene import SCENE_FILE, Sample, SceneState, floor_of, write_samples
+from robot_team.scene_foxglove import write_foxglove
 
 TEAM_EVENT_DEFINITION = """builtin_interfaces/Time stamp
 float64 wall_time
@@ -42,13 +55,19 @@ uint32 nanosec
 
 
 class TeamRecorder(Node):
-    """Collect every team event; thread-safe accessors for the runner.
+    """Collect every team event, and the robots' poses and HCWs' locations; thread-safe accessors for the runner.
+
+    Poses come from each robot's ``amcl_pose`` (the robots named by ``hospital_systems``' or
+    ``motion_sim``'s ``node_started`` event), locations from ``ed/rtls/locations``
+    (:class:`robot_team.rosscene.SceneFeed`), all in the recorder's (the team's) namespace.
 
     Parameters
     ----------
     context, parameter_overrides
         As for :class:`rclpy.node.Node`. Parameter ``out_dir``: where :func:`main` writes the
         record on shutdown.
+    on_event
+        Called with each event received (in the executor's thread).
     """
 
     def __init__(self, *, context=None, parameter_overrides=None, on_event=None):
@@ -58,12 +77,15 @@ class TeamRecorder(Node):
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._on_event = on_event
+        self.scene = SceneState(keep_samples=True)
+        self._feed = SceneFeed(self, self.scene, self.get_namespace())
         self.create_subscription(TeamEvent, names.TEAM_EVENTS, self.event_callback, events_qos())
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
 
     def event_callback(self, msg) -> None:
         """Store one event (and pass it to ``on_event``)."""
         event = event_from_msg(msg)
+        self._feed.on_event(event)
         with self._changed:
             self._events.append(event)
             self._changed.notify_all()
@@ -74,6 +96,10 @@ class TeamRecorder(Node):
         """Return the events received so far, ordered by (stamp, wall time)."""
         with self._lock:
             return sorted(self._events, key=lambda e: (e.stamp_s, e.wall_time))
+
+    def samples(self) -> list[Sample]:
+        """Return the poses and locations kept so far (:meth:`robot_team.scene.SceneState.samples`)."""
+        return self.scene.samples()
 
     def wait_for(self, predicate, timeout_s: float) -> TeamEventModel | None:
         """Wait up to ``timeout_s`` wall seconds for an event matching ``predicate``; return it."""
@@ -113,30 +139,57 @@ def read_jsonl(path: Path) -> list[TeamEventModel]:
     return events
 
 
-def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/events') -> None:
-    """Write the events as ``robot_team/msg/TeamEvent`` messages on ``topic`` (absolute) to an MCAP file."""
-    with open(path, 'wb') as f:
-        writer = Writer(f)
-        schema = writer.register_msgdef('robot_team/msg/TeamEvent', TEAM_EVENT_DEFINITION)
+def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/events',
+               samples: list[Sample] | None = None) -> None:
+    """Write the run's MCAP: the events as ``robot_team/msg/TeamEvent`` on ``topic`` (absolute), and the scene.
+
+    The scene (Foxglove ``SceneUpdate`` and ``Log``, :func:`robot_team.scene_foxglove.write_foxglove`)
+    goes on ``team/scene`` and ``team/log`` next to ``topic``; its floor is the run's
+    (:func:`robot_team.scene.floor_of`). An existing file is replaced. Events are logged at their
+    wall time (ns), chunks zstd-compressed.
+    """
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    context = foxglove.Context()      # a private context: nothing else logs into this file
+    schema = foxglove.Schema(name='robot_team/msg/TeamEvent', encoding='ros2msg',
+                             data=TEAM_EVENT_DEFINITION.encode())
+    with foxglove.open_mcap(path, context=context):     # zstd-compressed chunks (the SDK's default)
+        channel = foxglove.Channel(topic, schema=schema, message_encoding='cdr', context=context)
         for event in events:
-            stamp = s_to_time(event.stamp_s)
-            sec, nanosec = stamp.seconds_nanoseconds()
-            message = {'stamp': {'sec': sec, 'nanosec': nanosec},
-                       'wall_time': event.wall_time, 'seq': event.seq, 'actor': event.actor,
-                       'kind': event.kind, 'target': event.target, 'summary': event.summary,
-                       'reason': event.reason, 'data_json': json.dumps(event.data, default=str)}
-            writer.write_message(topic, schema, message, log_time=int(event.wall_time * 1e9),
-                                 publish_time=stamp.nanoseconds)
-        writer.finish()
+            channel.log(serialize_message(event_to_msg(event)), log_time=int(event.wall_time * 1e9))
+        prefix = topic[:-len(names.TEAM_EVENTS)] if topic.endswith(names.TEAM_EVENTS) else '/'
+        write_foxglove(context, events, samples or [], floor_of(events), prefix)
 
 
-def write_record(events: list[TeamEventModel], out_dir: Path, topic: str = '/team/events') -> dict[str, str]:
-    """Write ``events.jsonl`` and ``events.mcap`` (events on ``topic``) into ``out_dir``; return their paths."""
+def read_mcap_events(path: Path) -> list[TeamEventModel]:
+    """Read the team events back from a run's ``events.mcap`` (every ``robot_team/msg/TeamEvent`` channel).
+
+    Events come in log (wall-time) order.
+    """
+    with open(path, 'rb') as f:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        topics = [c.topic for c in summary.channels.values()
+                  if summary.schemas[c.schema_id].name == 'robot_team/msg/TeamEvent'] if summary else []
+        return [event_from_msg(deserialize_message(message.data, TeamEvent))
+                for _, _, message in reader.iter_messages(topics=topics)] if topics else []
+
+
+def write_record(events: list[TeamEventModel], out_dir: Path, topic: str = '/team/events',
+                 samples: list[Sample] | None = None) -> dict[str, str]:
+    """Write ``events.jsonl``, ``scene.jsonl`` (if ``samples`` is given) and ``events.mcap`` into ``out_dir``.
+
+    Returns the paths written by key (``jsonl``, ``mcap``, ``scene``).
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(events, out_dir / 'events.jsonl')
-    write_mcap(events, out_dir / 'events.mcap', topic)
-    return {'jsonl': str(out_dir / 'events.jsonl'), 'mcap': str(out_dir / 'events.mcap')}
+    files = {'jsonl': str(out_dir / 'events.jsonl'), 'mcap': str(out_dir / 'events.mcap')}
+    if samples is not None:
+        write_samples(samples, out_dir / SCENE_FILE)
+        files['scene'] = str(out_dir / SCENE_FILE)
+    write_mcap(events, out_dir / 'events.mcap', topic, samples)
+    return files
 
 
 def main(args=None) -> int:
@@ -149,7 +202,7 @@ def main(args=None) -> int:
         pass
     finally:
         out_dir = node.get_parameter('out_dir').value or '.'
-        write_record(node.events(), Path(out_dir), node.resolve_topic_name(names.TEAM_EVENTS))
+        write_record(node.events(), Path(out_dir), node.resolve_topic_name(names.TEAM_EVENTS), node.samples())
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

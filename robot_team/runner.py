@@ -207,7 +207,7 @@ class Episode:
             finally:
                 events, teardown = self._teardown(executor, spin, recorder, nodes, context, threads_before)
         wall_time = time.monotonic() - wall_start
-        files = write_record(events, self.out_dir, join(self.namespace, 'team/events'))
+        files = write_record(events, self.out_dir, join(self.namespace, 'team/events'), recorder.samples())
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,
                               mode='processes' if self.processes else 'in-process',
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files,

@@ -46,7 +46,8 @@ def test_a_two_patient_shift_file_runs_and_scores_every_case(domain_id, tmp_path
         summary = make_reader(f).get_summary()
     events = (out / 'events.jsonl').read_text().count('\n')
     assert summary.chunk_indexes and all(c.compression == 'zstd' for c in summary.chunk_indexes)
-    assert summary.statistics.message_count == events
+    [channel] = [c.id for c in summary.channels.values() if c.topic == '/team/events']
+    assert summary.statistics.channel_message_counts[channel] == events   # Foxglove's scene and log beside it
 
 
 def test_the_shift_command_refuses_both_or_neither_source(tmp_path):

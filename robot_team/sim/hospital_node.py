@@ -15,6 +15,10 @@ Interfaces (names from :mod:`robot_team.names`, relative to the team namespace `
   for the acknowledgement; an HCW who acknowledges a page naming a robot follows that robot.
 * ``ed/display/show`` (ShowDisplay) and ``ed/display/content`` (DisplayContent, reliable +
   transient local, 50 deep: each screen update, with the entries and lines shown).
+* ``ed/rtls/locations`` (StaffLocation, reliable, volatile): the RTLS stream, every
+  :data:`LOCATIONS_PERIOD_S` of ROS time the HCWs whose location, availability or state changed
+  (with ``state`` and ``robot``: whom they wait for or follow), every HCW each
+  :data:`LOCATIONS_REFRESH_S` (late joiners).
 * ``ed/badge_scans`` (BadgeScan, reliable): an HCW passing a door's badge reader.
 * ``ed/patient_arrivals`` (PatientArrival, reliable + transient local): the scenario's patient.
 * Subscribed, per robot: ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, as
@@ -88,6 +92,7 @@ from robot_team.names import (
     PAGE_STAFF,
     PATIENT_ARRIVALS,
     SHOW_DISPLAY,
+    STAFF_LOCATIONS,
     robot_name,
 )
 from robot_team.rosclock import follow_clock
@@ -103,6 +108,8 @@ from robot_team.tools.localization import RobotPose, amcl_pose_qos
 
 POSE_SOURCES = ('amcl_pose', 'odom', 'tf')
 MAX_PAGE_WAIT_S = 3600.0    # s: cap on PageStaff.timeout_s
+LOCATIONS_PERIOD_S = 0.2    # ROS s between two RTLS updates on ed/rtls/locations (5 a sim second)
+LOCATIONS_REFRESH_S = 2.0   # ROS s between two updates carrying every HCW, changed or not
 
 
 class HospitalSystemsNode(Node):
@@ -180,6 +187,10 @@ class HospitalSystemsNode(Node):
             depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._display_pub = self.create_publisher(DisplayContent, DISPLAY_CONTENT, QoSProfile(
             depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._locations_pub = self.create_publisher(StaffLocation, STAFF_LOCATIONS, QoSProfile(
+            depth=max(10, 2 * len(self.engine.staff_ids)), reliability=ReliabilityPolicy.RELIABLE))
+        self._located: dict[str, tuple] = {}      # HCW ID -> what was last streamed
+        self._located_at = self._refreshed_at = -math.inf
         self._services_group = ReentrantCallbackGroup()
         self._locate_srv = self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
                                                callback_group=self._services_group)
@@ -305,9 +316,33 @@ class HospitalSystemsNode(Node):
             self._engine_t = self.engine.t
             self._process(events)
             self._save()
+            self._stream_locations()
             for page_id, (event, deadline) in list(self._page_waiters.items()):
                 if self.engine.page_status(page_id).acknowledged or self.engine.t >= deadline:
                     event.set()
+
+    def _stream_locations(self) -> None:
+        """Publish the RTLS stream (lock held): changed HCWs every LOCATIONS_PERIOD_S, all every LOCATIONS_REFRESH_S."""
+        t = self.engine.t
+        if t - self._located_at < LOCATIONS_PERIOD_S - 1e-9:
+            return
+        self._located_at = t
+        refresh = t - self._refreshed_at >= LOCATIONS_REFRESH_S - 1e-9
+        if refresh:
+            self._refreshed_at = t
+        records, _ = self.engine.locate()
+        for r in records:
+            seen = (round(r.pose.x, 2), round(r.pose.y, 2), round(r.pose.yaw, 2), r.area, r.availability,
+                    r.detail, r.state, r.robot)
+            if refresh or self._located.get(r.hcw_id) != seen:
+                self._located[r.hcw_id] = seen
+                self._locations_pub.publish(self._location_msg(r, self._origin + t))
+
+    @staticmethod
+    def _location_msg(r, t: float) -> StaffLocation:
+        """Return an engine StaffRecord as a StaffLocation stamped at ROS time ``t`` (s)."""
+        return StaffLocation(hcw_id=r.hcw_id, specialty=r.specialty, area=r.area, pose=pose_msg(r.pose, t),
+                             availability=r.availability, detail=r.detail, state=r.state, robot=r.robot)
 
     def _publish_arrival(self, d: dict, t: float) -> None:
         """Publish the patient cue ``d`` (a ``patient_arrival`` event's data) that happened at engine time ``t`` (s)."""
@@ -357,10 +392,7 @@ class HospitalSystemsNode(Node):
             if unknown:
                 self._record.input_error(f"{names.LOCATE_STAFF}: unknown HCW ID(s) {', '.join(unknown)}",
                                          target=LOCATE_STAFF, unknown_ids=unknown)
-        for r in records:
-            response.staff.append(StaffLocation(hcw_id=r.hcw_id, specialty=r.specialty, area=r.area,
-                                                pose=pose_msg(r.pose, t), availability=r.availability,
-                                                detail=r.detail))
+        response.staff = [self._location_msg(r, t) for r in records]
         response.unknown_ids = unknown
         return response
 

@@ -1,0 +1,123 @@
+"""Feed a :class:`~robot_team.scene.SceneState` from a team's topics (the recorder's and the console's side).
+
+:class:`SceneFeed` subscribes, on a node it is given, to the team's
+
+- ``ed/rtls/locations`` (``robot_team/msg/StaffLocation``, reliable): the HCWs as the RTLS streams them;
+- ``<robot>/amcl_pose`` (``geometry_msgs/PoseWithCovarianceStamped``, as AMCL publishes it:
+  reliable, transient local) of each robot it is told of, and of each robot a ``node_started``
+  event of ``hospital_systems`` or ``motion_sim`` lists (``data.robots``), so that a recorder or
+  a console needs no robot list to see a fleet;
+- optionally ``team/events`` (``robot_team/msg/TeamEvent``), for a client that does not receive
+  them otherwise (a recorder passes its events to :meth:`SceneFeed.on_event` itself).
+
+Names are resolved in the team's namespace, so the node may live anywhere. Poses are stamped
+with their header (ROS time, sim time in simulated runs), map frame (REP-105), m and rad.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+from geometry_msgs.msg import PoseWithCovarianceStamped
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from robot_team import names
+from robot_team.events import EventKind, TeamEventModel
+from robot_team.geometry import quaternion_to_yaw
+from robot_team.msg import StaffLocation, TeamEvent
+from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.rostime import stamp_to_s
+from robot_team.scene import SceneState
+
+ROBOT_LISTERS = (names.HOSPITAL_SYSTEMS, names.MOTION_SIM)
+"""Nodes whose ``node_started`` event lists the team's robots (``data.robots``)."""
+
+
+def _amcl_qos() -> QoSProfile:
+    """Return the QoS AMCL publishes ``amcl_pose`` with: reliable, transient local, the latest pose only."""
+    return QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class SceneFeed:
+    """Subscriptions that keep ``scene`` up to date with a team's poses, RTLS stream and (optionally) events.
+
+    Parameters
+    ----------
+    node
+        The rclpy node to subscribe on (spun by the caller's executor).
+    scene
+        The state to update (thread-safe).
+    team_namespace
+        The team's namespace (``/`` by default).
+    robots
+        Robots to watch from the start (more come from ``node_started`` events).
+    events
+        Subscribe to ``team/events`` too (else call :meth:`on_event` with each event).
+
+    Raises
+    ------
+    ValueError
+        If ``team_namespace`` is not a valid ROS namespace.
+    """
+
+    def __init__(self, node, scene: SceneState, team_namespace: str = '/', robots: Sequence[str] = (),
+                 events: bool = False):
+        self.node = node
+        self.scene = scene
+        self.namespace = names.validate_namespace(team_namespace, 'team namespace')
+        self._lock = threading.Lock()
+        self._poses: dict[str, object] = {}
+        self._subscriptions = [node.create_subscription(
+            StaffLocation, names.join(self.namespace, names.STAFF_LOCATIONS), self._location,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))]
+        if events:
+            self._subscriptions.append(node.create_subscription(
+                TeamEvent, names.join(self.namespace, names.TEAM_EVENTS),
+                lambda msg: self.on_event(event_from_msg(msg)), events_qos()))
+        self.watch(robots)
+
+    @property
+    def robots(self) -> list[str]:
+        """The robots whose poses are watched."""
+        with self._lock:
+            return list(self._poses)
+
+    def watch(self, robots: Sequence[str]) -> None:
+        """Subscribe to the ``amcl_pose`` of each robot not yet watched."""
+        with self._lock:
+            for robot in robots:
+                robot = str(robot)
+                if robot and robot not in self._poses:
+                    topic = names.join(self.namespace, names.robot_name(robot, names.AMCL_POSE))
+                    self._poses[robot] = self.node.create_subscription(
+                        PoseWithCovarianceStamped, topic, lambda msg, r=robot: self._pose(r, msg), _amcl_qos())
+
+    def on_event(self, event: TeamEventModel) -> None:
+        """Apply a team event to the scene; a ``node_started`` listing robots adds them to the watch."""
+        if event.kind == EventKind.NODE_STARTED.value and event.actor in ROBOT_LISTERS:
+            robots = event.data.get('robots')
+            if isinstance(robots, list):
+                self.watch(robots)
+        self.scene.apply(event)
+
+    def destroy(self) -> None:
+        """Remove the feed's subscriptions from the node."""
+        with self._lock:
+            subscriptions = self._subscriptions + list(self._poses.values())
+            self._subscriptions, self._poses = [], {}
+        for sub in subscriptions:
+            self.node.destroy_subscription(sub)
+
+    def _pose(self, robot: str, msg) -> None:
+        p = msg.pose.pose
+        self.scene.observe_robot(robot, p.position.x, p.position.y, quaternion_to_yaw(p.orientation),
+                                 stamp_to_s(msg.header.stamp))
+
+    def _location(self, msg) -> None:
+        p = msg.pose.pose
+        self.scene.observe_staff(msg.hcw_id, x=p.position.x, y=p.position.y,
+                                 yaw=quaternion_to_yaw(p.orientation), stamp_s=stamp_to_s(msg.pose.header.stamp),
+                                 area=msg.area, specialty=msg.specialty, availability=msg.availability,
+                                 detail=msg.detail, state=msg.state, robot=msg.robot)
