@@ -41,7 +41,8 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
 
     Returns the paths the nodes need: ``floor`` (the floor description), ``world`` (SDFormat, for
     Gazebo), ``staff_db``, ``scenario`` (a resolved copy), ``escalation_db`` (the supervisor's
-    escalation record, removed if a previous run left one).
+    escalation record, removed if a previous run left one), ``manager_db``, ``hospital_state``,
+    ``fhir_db`` (the FHIR gateway's record of Encounters received); the last four start empty.
 
     ``staff_db`` is built in ``out_dir`` from the scenario's YAML seed; a scenario whose staff
     directory is a SQLite database (a deployment's, :attr:`robot_team.config.Scenario.staff_database`)
@@ -77,7 +78,8 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
     manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
     hospital_state = out_dir / 'hospital_state.pickle'   # and a new floor (hospital systems' checkpoint)
-    for db in (escalation_db, manager_db, hospital_state):
+    fhir_db = out_dir / 'fhir_gateway.sqlite'        # and a new record of the Encounters received
+    for db in (escalation_db, manager_db, hospital_state, fhir_db):
         for suffix in ('', '-journal', '-wal', '-shm'):
             Path(f'{db}{suffix}').unlink(missing_ok=True)
     resolved = scenario.model_copy(update={'world': str(scenario.world_path), 'floor': str(scenario.floor_path),
@@ -86,7 +88,7 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     scenario_file.write_text(resolved.model_dump_json(indent=2))
     return {'floor': str(scenario.floor_path), 'world': str(scenario.world_path), 'staff_db': str(staff_db),
             'scenario': str(scenario_file), 'escalation_db': str(escalation_db), 'manager_db': str(manager_db),
-            'hospital_state': str(hospital_state)}
+            'hospital_state': str(hospital_state), 'fhir_db': str(fhir_db)}
 
 
 def node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,

@@ -218,3 +218,26 @@ def test_the_deployment_guides_subscription_and_curl_body_are_what_fhir_and_the_
     change = map_encounter(resource, note, ['ER-12'], {'80': 'Physician'})
     assert change.change == 'arrival' and (change.arrival.room, change.arrival.assigned_hcw_id,
                                            change.arrival.esi_level) == ('ER-12', '80', 2)
+
+
+def test_a_respawned_gateway_remembers_the_encounters_it_received(tmp_path):
+    """The record is SQLite: a new gateway on the same file opens nothing for an Encounter already received."""
+    from robot_team.fhir.gateway import EncounterRecord
+    path = tmp_path / 'fhir_gateway.sqlite'
+    headers = {'content-type': 'application/fhir+json'}
+    body = notification(encounter('enc-r', patient='P-0440', room='ER-12', hcw='80'))
+    for attempt in range(2):
+        ports = Ports()
+        gate = FhirGateway(GatewaySettings(port=0, hcw_system=HCW_SYSTEM), ROOMS, STAFF, ports,
+                           lambda kind, summary, **data: None, None, EncounterRecord(path))
+        reply = gate.handle('POST', '/fhir', headers, body)
+        assert reply.status == 200
+        assert len(ports.arrivals) == (1 if attempt == 0 else 0), attempt   # the first gateway only
+        gate.record.close()
+    other = notification(encounter('enc-s', patient='P-0440', room='ER-12', hcw='80'))   # same patient, new ID
+    gate = FhirGateway(GatewaySettings(port=0, hcw_system=HCW_SYSTEM), ROOMS, STAFF, Ports(),
+                       lambda kind, summary, **data: None, None, EncounterRecord(path))
+    assert b'already has a case' in gate.handle('POST', '/fhir', headers, other).body
+    (tmp_path / 'garbage.sqlite').write_text('not a database at all, long enough to be read as a header....')
+    with pytest.raises(ValueError, match='garbage.sqlite'):
+        EncounterRecord(tmp_path / 'garbage.sqlite')

@@ -13,7 +13,9 @@ Names are relative to the team namespace:
 Parameters: ``fhir_host`` (default ``127.0.0.1``), ``fhir_port`` (required, 1-65535; 0 picks a
 free port, for tests), ``fhir_path`` (``/fhir``), ``hcw_system`` (the HCW identifier system, ''
 any), ``floor`` (floor description: a path or a name in ``config/floors/``), ``staff_db`` (the
-staff directory, SQLite; empty: the directory seed ``config/staff.yaml``), ``timeout_s``. The
+staff directory, SQLite; empty: the directory seed ``config/staff.yaml``), ``timeout_s``,
+``state_db`` (the record of Encounters received, SQLite, kept across a respawn:
+:class:`robot_team.fhir.gateway.EncounterRecord`; '' in memory). The
 bearer token comes from the environment (:data:`robot_team.fhir.gateway.TOKEN_ENV`), never from a
 parameter (parameters are visible to anyone on the graph).
 """
@@ -31,7 +33,8 @@ from robot_team import names
 from robot_team.config import ConfigError, PatientSpec, load_staff_seed, share_dir
 from robot_team.directory import StaffDirectory
 from robot_team.events import EventKind
-from robot_team.fhir.gateway import TOKEN_ENV, CloseAnswer, FhirGateway, GatewayConfigError, GatewaySettings
+from robot_team.fhir.gateway import (TOKEN_ENV, CloseAnswer, EncounterRecord, FhirGateway, GatewayConfigError,
+                                     GatewaySettings)
 from robot_team.fhir.server import GatewayServer
 from robot_team.floor import load_floor
 from robot_team.msg import PatientArrival
@@ -76,13 +79,15 @@ class FhirGatewayNode(Node):
         floor_name = str(self.declare_parameter('floor', 'ed_floor.yaml').value)
         staff_db = str(self.declare_parameter('staff_db', '').value)
         timeout_s = float(self.declare_parameter('timeout_s', 5.0).value)
+        state_db = str(self.declare_parameter('state_db', '').value)
         self._arrivals = self.create_publisher(PatientArrival, names.PATIENT_ARRIVALS, reliable_qos())
         self._close = self.create_client(CloseCase, names.CLOSE_CASE)
         try:
             settings = GatewaySettings(host=host, port=port, path=path, hcw_system=hcw_system, timeout_s=timeout_s)
             rooms = list(load_floor(floor_name).rooms)
             staff = self._staff(staff_db)
-            self.gateway = FhirGateway(settings, rooms, staff, self, self.events.emit, os.environ.get(TOKEN_ENV))
+            self.gateway = FhirGateway(settings, rooms, staff, self, self.events.emit, os.environ.get(TOKEN_ENV),
+                                       EncounterRecord(state_db or None))
             self.server = GatewayServer(self.gateway)
         except (ConfigError, GatewayConfigError, ValueError, OSError) as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'fhir_gateway cannot start', reason=str(exc), host=host,

@@ -336,7 +336,8 @@ def fhir_gateway(fhir_port: str, fhir_host: str, paths: dict, team_ns: str, use_
                  environ: dict | None = None) -> list[NodeSpec]:
     """Return the FHIR gateway node (respawning) for launch argument ``fhir_port`` ('' or '0': none).
 
-    Its parameters are the address, the run's floor and staff directory; its bearer token comes
+    Its parameters are the address, the run's floor and staff directory, and its record of the
+    Encounters received (kept across a respawn: a retried Encounter opens nothing); its bearer token comes
     from the launching environment (:data:`robot_team.fhir.gateway.TOKEN_ENV`), never from a
     parameter. ``environ``: the environment checked (default ``os.environ``).
 
@@ -357,7 +358,7 @@ def fhir_gateway(fhir_port: str, fhir_host: str, paths: dict, team_ns: str, use_
     except GatewayConfigError as exc:
         raise PlanError(f'launch argument fhir_host:={fhir_host!r}: {exc}') from exc
     params = {'use_sim_time': use_sim_time, 'fhir_port': int(text), 'fhir_host': fhir_host,
-              'floor': paths['floor'], 'staff_db': paths['staff_db']}
+              'floor': paths['floor'], 'staff_db': paths['staff_db'], 'state_db': paths['fhir_db']}
     return [respawning(NodeSpec(PACKAGE, names.FHIR_GATEWAY, names.FHIR_GATEWAY, team_ns, (params,)))]
 
 

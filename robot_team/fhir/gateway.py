@@ -14,7 +14,9 @@ one is refused. A token, once set, is required of every request (loopback too). 
 compared in constant time and never logged, recorded nor echoed.
 
 Repeats are safe: the same Encounter (``Encounter/<id>``) arriving again opens nothing new (a
-subscription retries a notification it got no 2xx for); its case is its patient's. Every
+subscription retries a notification it got no 2xx for); its case is its patient's. What was
+received is kept in an :class:`EncounterRecord` (SQLite, in the run folder under launch), so a
+respawned gateway still knows it. Every
 Encounter of a notification is checked before any is acted on, so a bad one opens no case.
 """
 
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
+import sqlite3
 import threading
 from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
@@ -125,6 +129,62 @@ def outcome(severity: str, code: str, diagnostics: str, expression: str = '') ->
         ).encode()
 
 
+class EncounterRecord:
+    """Which Encounter sent which patient's arrival: the gateway's memory, kept across its restarts.
+
+    Parameters
+    ----------
+    path
+        A SQLite file (created if missing; one table ``arrivals(reference PK, patient_id UNIQUE)``),
+        or None to keep the record in memory only (tests, ``robot-team run`` in one process).
+
+    Raises
+    ------
+    ValueError
+        If ``path`` cannot be opened or is not such a record; the message names it.
+
+    Notes
+    -----
+    Thread-safe (one connection guarded by a lock); each :meth:`add` is committed before it returns.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = str(path) if path else ':memory:'
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False)
+            with self._conn:
+                self._conn.execute('CREATE TABLE IF NOT EXISTS arrivals (reference TEXT PRIMARY KEY, '
+                                   'patient_id TEXT NOT NULL UNIQUE)')
+                self._conn.execute('SELECT reference, patient_id FROM arrivals LIMIT 1').fetchall()
+        except sqlite3.Error as exc:
+            raise ValueError(f'FHIR gateway record {self.path}: not usable ({exc}): expected a SQLite file the '
+                             'gateway writes') from exc
+
+    def patient_of(self, reference: str) -> str | None:
+        """Return the patient whose arrival ``reference`` (``Encounter/<id>``) sent, or None."""
+        return self._one('SELECT patient_id FROM arrivals WHERE reference = ?', reference)
+
+    def reference_of(self, patient_id: str) -> str | None:
+        """Return the Encounter that sent ``patient_id``'s arrival, or None."""
+        return self._one('SELECT reference FROM arrivals WHERE patient_id = ?', patient_id)
+
+    def add(self, reference: str, patient_id: str) -> None:
+        """Record that ``reference`` sent ``patient_id``'s arrival (committed before returning)."""
+        with self._lock, self._conn:
+            self._conn.execute('INSERT INTO arrivals (reference, patient_id) VALUES (?, ?)', (reference, patient_id))
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._conn.close()
+
+    def _one(self, sql: str, value: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute(sql, (value,)).fetchone()
+        return None if row is None else str(row[0])
+
+
 class FhirGateway:
     """Turn FHIR notifications into arrivals and case ends; answer each with an OperationOutcome.
 
@@ -142,6 +202,8 @@ class FhirGateway:
         Event sink, ``emit(kind, summary, *, target='', reason='', **data)``.
     token
         The bearer token senders must present (None or '': none; then only loopback may bind).
+    record
+        What was received (:class:`EncounterRecord`; default: a new one in memory).
 
     Raises
     ------
@@ -155,7 +217,8 @@ class FhirGateway:
     """
 
     def __init__(self, settings: GatewaySettings, rooms: Sequence[str], staff: Mapping[str, str],
-                 ports: GatewayPorts, emit: Callable[..., object], token: str | None = None):
+                 ports: GatewayPorts, emit: Callable[..., object], token: str | None = None,
+                 record: EncounterRecord | None = None):
         check_binding(settings.host, token)
         self.settings = settings
         self._rooms = list(rooms)
@@ -164,8 +227,7 @@ class FhirGateway:
         self._emit = emit
         self._token = (token or '').strip()
         self._lock = threading.Lock()
-        self._opened: dict[str, str] = {}   # Encounter reference -> the patient whose arrival it sent
-        self._patients: dict[str, str] = {}  # patient -> the Encounter that sent their arrival
+        self.record = record if record is not None else EncounterRecord()
 
     def authorized(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header value is acceptable (always, with no token set)."""
@@ -240,15 +302,16 @@ class FhirGateway:
         if change.change == 'not_yet':
             return f'nothing to do yet for case {change.patient_id}'
         if change.change == 'arrival':
-            earlier = self._opened.get(change.reference)
+            earlier = self.record.patient_of(change.reference)
             if earlier is not None:
                 return f'already received: case {earlier} (a repeat opens nothing)'
-            other = self._patients.get(change.patient_id)
+            other = self.record.reference_of(change.patient_id)
             if other is not None:
                 return f'patient {change.patient_id} already has a case (from {other}): nothing new'
+            # sent, then kept: a crash between sends it again on the retry (the supervisor's case per
+            # patient makes a repeat harmless); kept first, a crash would lose the patient
             self._ports.publish_arrival(change.arrival, change.reference)
-            self._opened[change.reference] = change.patient_id
-            self._patients[change.patient_id] = change.reference
+            self.record.add(change.reference, change.patient_id)
             return f'arrival of patient {change.patient_id} in {change.arrival.room} sent to the team'
         try:
             answer = self._ports.close_case(change.patient_id, change.change, change.reference, ACTOR,
