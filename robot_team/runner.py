@@ -416,9 +416,9 @@ class Episode:
         return nodes
 
     def _gateway_parameters(self, paths: dict) -> dict:
-        """Return the ROS parameters of the FHIR gateway (``fhir_gateway``): address, floor, staff directory."""
+        """Return the ROS parameters of the FHIR gateway (``fhir_gateway``): address, floor, staff directory, record."""
         return {'use_sim_time': True, 'fhir_port': self.fhir_port, 'fhir_host': self.fhir_host,
-                'floor': paths['floor'], 'staff_db': paths['staff_db']}
+                'floor': paths['floor'], 'staff_db': paths['staff_db'], 'state_db': paths['fhir_db']}
 
     def _gateways(self) -> list[str]:
         """Return the optional nodes of this episode that must start with the team ([``fhir_gateway``] or none)."""
