@@ -166,3 +166,43 @@ def test_ed_floor_embedded_completes_onboarding_and_ends_by_itself(tmp_path, dom
     assert report['mode'] == 'launch' and report['events']['complete']
     assert {t['name'] for t in report['tasks']} == {'navigation', 'info_collection', 'display'}
     assert (tmp_path / 'events.mcap').exists() and (tmp_path / 'events.jsonl').exists()
+
+
+@pytest.mark.timeout(300)
+def test_ed_floor_without_a_scenario_serves_an_encounter_and_records_until_stopped(tmp_path, domain_id):
+    import signal
+    import socket
+    import time
+    import urllib.request
+    from fhir_samples import encounter, notification
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / 'run'
+    launch = subprocess.Popen([sys.executable, '-c', RUNNER, str(LAUNCH / 'ed_floor.launch.py'), 'scenario:=',
+                               f'fhir_port:={port}', f'out_dir:={out}'], env=_env(domain_id), cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(('127.0.0.1', port)) == 0:
+                    break
+            time.sleep(0.5)
+        body = notification(encounter('enc-l', patient='P-6200', room='ER-10', hcw='80', esi=2))
+        request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
+                                         headers={'Content-Type': 'application/fhir+json'})
+        with urllib.request.urlopen(request, timeout=15) as reply:
+            assert reply.status == 200
+        case_file = out / 'cases' / 'P-6200.json'
+        deadline = time.monotonic() + 150
+        while not case_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert json.loads(case_file.read_text())['outcome'] == 'success'
+        assert launch.poll() is None      # no episode end: the launch records until stopped
+    finally:
+        launch.send_signal(signal.SIGINT)
+        output, _ = launch.communicate(timeout=60)
+    report = json.loads((out / 'report.json').read_text())
+    assert report['outcome'] == 'interrupted', output[-3000:]
+    assert [c['patient_id'] for c in report['cases']] == ['P-6200']
