@@ -20,7 +20,7 @@ from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient, LLMUnavailable
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
 from team_harness import InMemoryTeam, Recorder, World, build_toolbox
-from robot_team.llm.settings import LLMSettings
+from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings
 from robot_team.llm.toolschema import DelegateTaskArgs, manager_tools, robot_tools
 from robot_team.reports import Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.catalog import TOOL_OWNERS
@@ -869,3 +869,21 @@ def test_a_badge_the_directory_does_not_know_leaves_the_manager_only_the_escalat
     assert not kinds(result.record, 'takeover') and not kinds(result.record, 'delegation_refused')
     assert [e.task_id for e in result.observation.escalations] == [info.task_id]
     assert result.outcome == 'escalated'
+
+
+def test_a_slow_answer_is_a_timeout_on_the_realtime_clock_and_just_slow_on_the_lockstep_clock():
+    """A request that holds sim time (lockstep) is not cut off at the endpoint's timeout: load changes nothing."""
+    import contextlib
+    for hold, attempts in ((None, 2), (contextlib.nullcontext, 1)):
+        events = []
+        with ScriptedServer({'r': lambda body: tool_calls(('x', {'a': 1}))}) as server:
+            late = {'choices': [{'index': 0, 'finish_reason': 'tool_calls', 'message': {
+                'role': 'assistant', 'tool_calls': [{'id': 'c1', 'type': 'function',
+                                                     'function': {'name': 'x', 'arguments': '{"a": 1}'}}]}}]}
+            server.add_fault('r', Fault(200, delay_s=0.6, body=json.dumps(late)))   # a busy machine: a late answer
+            client = ChatClient(settings(server, timeout_s=0.3, backoff_s=0.0), 'r',
+                                lambda kind, summary, **kw: events.append(kind.value), sleep=lambda s: None, hold=hold)
+            reply = client.chat([{'role': 'user', 'content': 'hi'}], [])
+        assert reply.tool_calls[0]['function']['name'] == 'x'
+        assert (reply.attempts, events.count('llm_error')) == (attempts, attempts - 1), hold
+        assert client.timeout_s == (0.3 if hold is None else STALL_TIMEOUT_S)

@@ -36,7 +36,7 @@ from typing import Any, Callable, ContextManager
 from robot_team.events import EventKind, invalid_call
 from robot_team.llm import jsonschema_calls, record
 from robot_team.llm.inflight import RequestCancelled, Requests
-from robot_team.llm.settings import LLMSettings, ResolvedLLM
+from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings, ResolvedLLM
 from robot_team.llm.tokens import count_completion, count_prompt, encoding
 
 Emit = Callable[..., Any]
@@ -180,7 +180,11 @@ class ChatClient:
         ``requests``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``errors``.
     holds_sim_time : bool
         Whether each request holds sim time (a ``hold`` was given: the lockstep LLM clock), so the
-        model's wall speed costs no sim time and no wall budget applies.
+        model's wall speed costs no sim time and no wall budget applies: a request is then cut off
+        only as stalled, after :data:`~robot_team.llm.settings.STALL_TIMEOUT_S` (or the endpoint's
+        ``timeout_s`` if longer), not at the endpoint's ``timeout_s``.
+    timeout_s : float
+        The per-request timeout in force, wall s.
     """
 
     def __init__(self, settings: LLMSettings, robot: str, emit: Emit | None = None,
@@ -190,6 +194,8 @@ class ChatClient:
         self.holds_sim_time = hold is not None
         self._record = record.ExchangeRecord()
         self.resolved: ResolvedLLM = settings.for_robot(robot)
+        self.timeout_s = (max(self.resolved.timeout_s, STALL_TIMEOUT_S) if self.holds_sim_time
+                          else self.resolved.timeout_s)
         self.robot = robot
         self._emit = emit
         self._requests = Requests(self._make_openai)
@@ -208,7 +214,7 @@ class ChatClient:
         r = self.resolved
         client = openai.AsyncOpenAI(
             api_key=r.api_key.get_secret_value() if r.api_key else 'not-needed',
-            base_url=r.base_url or None, timeout=r.timeout_s, max_retries=0,
+            base_url=r.base_url or None, timeout=self.timeout_s, max_retries=0,
             default_headers={'X-Robot-Team-Robot': self.robot})
         client.chat.completions   # noqa: B018 - imports the lazily loaded resources now
         return client

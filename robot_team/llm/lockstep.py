@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 from robot_team.errors import check_choice
 from robot_team.events import EventKind
 from robot_team.rosmsgs import reliable_qos
-from robot_team.llm.settings import LLMSettings
+from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings
 from robot_team.msg import ClockHold
 from robot_team.names import CLOCK_HOLDS, team_name
 
@@ -39,9 +39,9 @@ LLM_CLOCKS = ('realtime', 'lockstep')
 DEFAULT_HOLD_STEP_S = 2.0
 """Sim seconds charged per ended hold (one LLM request): about a hosted model's tool-call latency."""
 
-DEFAULT_MAX_HOLD_S = 600.0
-"""Wall seconds after which a hold expires (longer than any LLM request with its retries: the
-local endpoint's timeout is 300 s)."""
+DEFAULT_MAX_HOLD_S = STALL_TIMEOUT_S
+"""Wall seconds after which a hold expires: a request that holds sim time is given up as stalled then
+too (:data:`robot_team.llm.settings.STALL_TIMEOUT_S`)."""
 
 
 def llm_clock_under(clock_mode: str, llm_clock: str) -> str:

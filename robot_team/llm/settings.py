@@ -104,6 +104,13 @@ class LocalServerSettings(BaseModel):
         'or a path to a .gguf file.'))
 
 
+STALL_TIMEOUT_S = 600.0
+"""Wall seconds after which an LLM request that holds sim time (the lockstep LLM clock) is given up as
+stalled: the lockstep clock's hold expires then too (:data:`robot_team.llm.lockstep.DEFAULT_MAX_HOLD_S`).
+Under lockstep the endpoint's ``timeout_s`` is not a budget (a busy machine's slower answer costs
+no sim time and must change no decision); only a server that stopped answering is cut off."""
+
+
 def _config_file() -> Path | None:
     explicit = os.environ.get('ROBOT_TEAM_LLM_CONFIG')
     if explicit:
@@ -131,7 +138,8 @@ class LLMSettings(BaseSettings):
     api_key: SecretStr | None = Field(None, description='API key (default: $OPENAI_API_KEY).')
     model: str = 'gpt-4o-mini'
     temperature: float = Field(0.0, ge=0, le=2)
-    timeout_s: float = Field(30.0, gt=0, description='Per-request timeout, wall s.')
+    timeout_s: float = Field(30.0, gt=0, description='Per-request timeout, wall s, on the realtime LLM clock '
+                             '(lockstep: STALL_TIMEOUT_S, if longer).')
     max_retries: int = Field(3, ge=0, description='Retries after a timeout, 429, 5xx, connection error or garbage.')
     backoff_s: float = Field(0.5, ge=0, description='First retry delay, wall s; doubles on each retry.')
     backoff_max_s: float = Field(8.0, ge=0, description='Longest retry delay, wall s.')
