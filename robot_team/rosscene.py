@@ -28,7 +28,8 @@ from robot_team.geometry import quaternion_to_yaw
 from robot_team.msg import StaffLocation, TeamEvent
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import stamp_to_s
-from robot_team.scene import SceneState
+from robot_team.config import ConfigError
+from robot_team.scene import SceneState, floor_of
 
 ROBOT_LISTERS = (names.HOSPITAL_SYSTEMS, names.MOTION_SIM)
 """Nodes whose ``node_started`` event lists the team's robots (``data.robots``)."""
@@ -95,11 +96,20 @@ class SceneFeed:
                         PoseWithCovarianceStamped, topic, lambda msg, r=robot: self._pose(r, msg), _amcl_qos())
 
     def on_event(self, event: TeamEventModel) -> None:
-        """Apply a team event to the scene; a ``node_started`` listing robots adds them to the watch."""
+        """Apply a team event to the scene.
+
+        A ``node_started`` listing robots adds them to the watch; ``hospital_systems``' gives the
+        scene its floor (its scenario's, :func:`robot_team.scene.floor_of`) if it has none.
+        """
         if event.kind == EventKind.NODE_STARTED.value and event.actor in ROBOT_LISTERS:
             robots = event.data.get('robots')
             if isinstance(robots, list):
                 self.watch(robots)
+            if self.scene.floor is None and event.actor == names.HOSPITAL_SYSTEMS:
+                try:
+                    self.scene.floor = floor_of([event])
+                except ConfigError:
+                    pass     # a floor that cannot be used: the scene goes on without geometry
         self.scene.apply(event)
 
     def destroy(self) -> None:

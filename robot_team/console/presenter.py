@@ -21,6 +21,7 @@ from typing import Callable, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from robot_team.report import evidence_of, truth_text
+from robot_team.scene import SceneState
 
 Done = Callable[[bool, str], None]
 """``done(accepted, message)``: the supervisor's answer to a request (or why it could not be sent)."""
@@ -159,6 +160,8 @@ class ConsolePresenter:
         self._heard: set[str] = set()
         self.version = 0
         """Grows with every change of what the console shows."""
+        self.scene = SceneState()
+        """The floor as the team's poses, RTLS stream and events show it (the floor map draws it)."""
 
     # --- Inputs from the team (any thread) ----------------------------------------------------
 

@@ -5,7 +5,9 @@ the team by absolute names in the team's namespace, so the node itself may live 
 
 - subscriptions (reliable, transient local: a console that starts late still gets the state):
   ``team/escalations``, ``team/hold``, ``team/staff``, ``team/task_reports`` and ``team/events``
-  (authorized tasks, task deadlines missed);
+  (authorized tasks, task deadlines missed; every event for the floor map's scene);
+- the floor map's feed (:class:`~robot_team.rosscene.SceneFeed`): each robot's ``amcl_pose``
+  and the RTLS stream ``ed/rtls/locations``, into the presenter's ``scene``;
 - service clients: ``team/supervisor/{acknowledge,resolve,raise}_escalation`` and
   ``team/supervisor/send_instruction``, called with ``call_async`` and a done callback (never
   blocking the executor or the GUI).
@@ -20,7 +22,8 @@ from robot_team.console.presenter import ConsolePresenter, Done
 from robot_team.events import EventKind
 from robot_team.human import escalation_dict
 from robot_team.msg import Escalation, NodeLiveness, StaffBoard, TaskReport, TeamEvent, TeamHold
-from robot_team.rosmsgs import events_qos, reliable_qos
+from robot_team.rosmsgs import event_from_msg, events_qos, reliable_qos
+from robot_team.rosscene import SceneFeed
 from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
 
 
@@ -64,6 +67,7 @@ class ConsoleClient:
             'raise': (node.create_client(RaiseEscalation, self._name(names.RAISE_ESCALATION)), RaiseEscalation),
             'instruct': (node.create_client(SendInstruction, self._name(names.SEND_INSTRUCTION)), SendInstruction),
         }
+        self.feed = SceneFeed(node, presenter.scene, self.namespace)
         presenter.port = self
 
     def connected(self) -> bool:
@@ -72,6 +76,7 @@ class ConsoleClient:
 
     def destroy(self) -> None:
         """Remove the console's subscriptions and clients from the node."""
+        self.feed.destroy()
         for sub in self._subscriptions:
             self.node.destroy_subscription(sub)
         for client, _ in self._clients.values():
@@ -140,6 +145,7 @@ class ConsoleClient:
         self.presenter.on_liveness(msg.node, msg.state, msg.restarted, msg.task_id, msg.noticed_by)
 
     def _event(self, msg) -> None:
+        self.feed.on_event(event_from_msg(msg))
         wanted = (EventKind.DELEGATION_AUTHORIZED.value, EventKind.DEADLINE_MISSED.value)
         if msg.actor != names.SUPERVISOR or msg.kind not in wanted:
             return

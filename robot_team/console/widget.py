@@ -3,12 +3,14 @@
 :class:`SupervisorConsoleWidget` is a plain ``QWidget`` (the rqt plugin adds it to rqt; the
 standalone console shows it in its own window). It holds no state of its own: a timer on the
 GUI thread redraws it whenever the presenter's ``version`` changes, and each button calls one
-presenter action. Object names (``acknowledge_button``, ``reassign_combo``...) let tests and
-rqt perspectives find its parts.
+presenter action. Above the tables, the floor map (:class:`~robot_team.console.floor_map.FloorMapWidget`)
+draws the presenter's ``scene``. Object names (``acknowledge_button``, ``reassign_combo``,
+``floor_map``...) let tests and rqt perspectives find its parts.
 """
 
 from __future__ import annotations
 
+from robot_team.console.floor_map import FloorMapWidget
 from robot_team.console.presenter import ConsolePresenter
 from robot_team.console.qt import QtCore, QtGui, QtWidgets
 
@@ -49,11 +51,23 @@ class SupervisorConsoleWidget(QtWidgets.QWidget):
     def stop(self) -> None:
         """Stop redrawing (before the widget or the presenter goes away)."""
         self._timer.stop()
+        self.floor_map.stop()
 
     # --- Layout -------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        layout = QtWidgets.QVBoxLayout(self)
+        outer = QtWidgets.QHBoxLayout(self)
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.floor_map = FloorMapWidget(self.presenter.scene)
+        panel = QtWidgets.QWidget()
+        splitter.addWidget(self.floor_map)
+        splitter.addWidget(panel)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([1000, 1000])     # half the height each to begin with (a person drags the handle)
+        outer.addWidget(splitter)
+        layout = QtWidgets.QVBoxLayout(panel)
+        layout.setContentsMargins(0, 0, 0, 0)
         top = QtWidgets.QHBoxLayout()
         title = QtWidgets.QLabel('<b>Robot Team Supervisor</b>')
         top.addWidget(title)
