@@ -34,9 +34,11 @@ from robot_team.llm.settings import LLMSettings
 from robot_team.report import truth_text
 from robot_team import runner
 from robot_team.names import parse_fleet
+from robot_team.recorder import read_jsonl
 from robot_team.reports import WORKFLOW_ORDER
 from robot_team.restarts import DEFAULT_MAX_RESTARTS
 from robot_team.runner import check_brain, ensure_localhost_dds
+from robot_team.scene import SCENE_FILE, SceneTimeline, floor_of, read_samples
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
@@ -454,6 +456,28 @@ def scenarios() -> None:
         s = load_scenario(name)
         table.add_row(name, s.expected_outcome or '-', s.description)
     console.print(table)
+
+
+@app.command()
+def replay(
+    run_dir: Annotated[Path, typer.Argument(help='A finished run\'s folder (events.jsonl, scene.jsonl).')],
+    at: Annotated[Optional[float], typer.Option(help='Sim time to open at, s (default: the start).')] = None,
+    screenshot: Annotated[Optional[Path], typer.Option(help='Render once offscreen at --at, write this PNG '
+                                                            'and exit.')] = None,
+) -> None:
+    """Open the console's floor map on a finished run's record, with a slider over its sim time."""
+    try:
+        events = read_jsonl(run_dir / 'events.jsonl')
+        samples = read_samples(run_dir / SCENE_FILE) if (run_dir / SCENE_FILE).exists() else []
+        timeline = SceneTimeline(floor_of(events), samples, events)
+        from robot_team.console.replay import run_replay  # optional: needs Qt (PySide6 or rqt's binding)
+        code = run_replay(timeline, events, title=str(run_dir), at=at, screenshot=screenshot)
+    except (OSError, ValueError, ConfigError, ImportError, RuntimeError) as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(1) from exc
+    if screenshot is not None:
+        console.print(f'screenshot: {screenshot}')
+    raise typer.Exit(code)
 
 
 app.command('eval')(eval_command)

@@ -29,8 +29,9 @@ from robot_team.tools.roles import implementation_class
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'robot_team'
 OPTIONAL = ('PySide6', 'python_qt_binding', 'xllamacpp', 'matplotlib', 'launch', 'launch_ros', 'openai',
-            'nav2_simple_commander', 'tf2_ros', 'ament_index_python', 'robot_team.console.app', 'distributed')
-"""What a function may import: optional dependencies (and the console's Qt app, which needs one)."""
+            'nav2_simple_commander', 'tf2_ros', 'ament_index_python', 'robot_team.console.app', 'distributed',
+            'robot_team.console.replay')
+"""What a function may import: optional dependencies (and the console's Qt app and replay, which need one)."""
 
 
 def _sources() -> list[tuple[str, ast.Module]]:

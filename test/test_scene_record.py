@@ -10,6 +10,7 @@ hospital's ``hcw_following`` / ``hcw_arrived`` events.
 """
 
 import math
+import os
 
 import pytest
 
@@ -125,3 +126,41 @@ def test_the_escorted_hcw_follows_the_robot_and_the_escalation_is_marked_until_d
     assert marked and deleted and max(t for t, _ in marked) <= min(deleted)
     meta = {kv.key: kv.value for kv in marked[0][1].metadata}
     assert (meta['room'], meta['robot'], meta['task_id']) == ('ER-12', 'info_collection_robot', 'info-1')
+
+
+def test_replay_shows_the_run_at_any_sim_time_and_the_command_renders_it(run, tmp_path):
+    os.environ.setdefault('QT_QPA_PLATFORM', 'offscreen')
+    qt = pytest.importorskip('robot_team.console.qt', reason='no Qt binding (pip install -r requirements/gui.txt)')
+    from typer.testing import CliRunner
+
+    from robot_team.cli import app as cli
+    from robot_team.console.replay import STEP_S, ReplayWidget
+    app = qt.QtWidgets.QApplication.instance() or qt.QtWidgets.QApplication(['test'])
+    events = run['events']
+    follows = [s for s in run['samples'] if s.what == 'hcw' and s.values['state'] == 'following']
+    t = round(follows[len(follows) // 2].t, 1)         # mid-escort, on the slider's grid
+    widget = ReplayWidget(SceneTimeline(load_floor(load_scenario('unknown_badge').floor_path), run['samples'],
+                                        events), events, 'test')
+    try:
+        widget.slider.setValue(round(t / STEP_S))        # as a person drags the slider
+        app.processEvents()
+        assert widget.t == pytest.approx(t)
+        recorded = [s for s in run['samples'] if s.what == 'robot' and s.name == NAV and s.t <= t + 1e-9][-1]
+        assert widget.floor_map.entity_position(f'robot/{NAV}') == pytest.approx(
+            (recorded.values['x'], recorded.values['y']), abs=1e-6)
+        assert f'-> {NAV}' in widget.floor_map.entity_label('hcw/90')
+        latest = max((e for e in events if e.stamp_s <= t), key=lambda e: (e.stamp_s, e.wall_time))
+        assert widget.event_list.item(0).text().endswith(latest.summary)
+        widget.show_time(1e9)                             # past the end: the end
+        assert widget.t == pytest.approx(round(SceneTimeline(None, run['samples'], events).end_s, 1))
+        assert 'escalation/esc-1' not in widget.floor_map.entity_ids()     # decided by then
+    finally:
+        widget.close()
+        widget.deleteLater()
+        app.processEvents()
+    png = tmp_path / 'replay.png'
+    result = CliRunner().invoke(cli, ['replay', str(run['out']), '--at', str(t), '--screenshot', str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.stat().st_size > 10_000
+    missing = CliRunner().invoke(cli, ['replay', str(tmp_path / 'nowhere')])
+    assert missing.exit_code == 1 and 'error' in missing.output
