@@ -9,40 +9,29 @@ display system's own announcement: the success of a display task is checked agai
 
 from __future__ import annotations
 
-import threading
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
 from robot_team.catalog import (
-    OBSERVE_WAIT_S, FetchCareTeamInput, ShowDisplayInput, TaskFacts, Tool, WorldFact, implements, register_tools)
+    OBSERVE_WAIT_S, FetchCareTeamInput, ShowDisplayInput, TaskFacts, Tool, WorldFact, implements)
 from robot_team.errors import ToolError
 from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.names import team_name
 from robot_team.rostime import stamp_to_s
 from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import ShowDisplay
-from robot_team.tools.base import Toolbox
+from robot_team.tools.base import DirectoryTools
 from robot_team.tools.info import open_directory
 
 
-class DisplayTools:
-    """The display robot's tools.
-
-    Parameters
-    ----------
-    node
-        The display robot's node.
-    staff_db
-        Path of the staff directory (SQLite).
-    """
+class DisplayTools(DirectoryTools):
+    """The display robot's tools (:class:`~robot_team.tools.base.DirectoryTools`: ``node``, ``staff_db``)."""
 
     def __init__(self, node, staff_db: str, callback_group=None):
-        self._node = node
-        self._staff_db = staff_db
+        super().__init__(node, staff_db)
         self._show = node.create_client(ShowDisplay, team_name(node, names.SHOW_DISPLAY), callback_group=callback_group)
         self._screens: dict[str, dict] = {}   # room -> what its screen shows (the latest announcement)
-        self._lock = threading.Lock()
         node.create_subscription(   # every screen's latest content, also for a robot that joins late
             DisplayContent, team_name(node, names.DISPLAY_CONTENT), self._content_callback,
             QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
@@ -55,21 +44,6 @@ class DisplayTools:
         with self._lock:
             if screen['stamp_s'] >= self._screens.get(msg.room, {}).get('stamp_s', float('-inf')):
                 self._screens[msg.room] = screen
-
-    @classmethod
-    def from_node(cls, node, callback_group=None) -> 'DisplayTools':
-        """Build the tools for ``node`` from its ``staff_db`` parameter (SQLite file)."""
-        return cls(node, node.get_parameter('staff_db').value, callback_group)
-
-    started_data: dict = {}
-    """What the robot's ``node_started`` event records about these tools (nothing)."""
-
-    def cancel(self) -> None:
-        """Stop the work in flight: there is none to stop, each call being one short service call."""
-
-    def register(self, toolbox: Toolbox) -> None:
-        """Register every display tool in ``toolbox``."""
-        register_tools(toolbox, self)
 
     @implements(Tool.FETCH_CARE_TEAM)
     def care_team(self, args: FetchCareTeamInput) -> dict:

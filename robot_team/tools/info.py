@@ -7,14 +7,12 @@
 
 from __future__ import annotations
 
-import threading
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
 from robot_team.catalog import (
-    OBSERVE_WAIT_S, BadgeInput, CheckInInput, ReadBadgeScanInput, TaskFacts, Tool, WorldFact, implements,
-    register_tools)
+    OBSERVE_WAIT_S, BadgeInput, CheckInInput, ReadBadgeScanInput, TaskFacts, Tool, WorldFact, implements)
 from robot_team.config import ConfigError
 from robot_team.directory import StaffDirectory
 from robot_team.errors import ToolError
@@ -22,7 +20,7 @@ from robot_team.msg import BadgeScan
 from robot_team.names import team_name
 from robot_team.rostime import now_s, stamp_to_s
 from robot_team.rosutil import wait_ros_time, watch_ros_time
-from robot_team.tools.base import Toolbox
+from robot_team.tools.base import DirectoryTools
 
 
 def scan_qos():
@@ -43,23 +41,12 @@ def open_directory(path: str):
         raise ToolError(f'staff directory unavailable: {exc}') from exc
 
 
-class InfoCollectionTools:
-    """The info-collection robot's tools.
-
-    Parameters
-    ----------
-    node
-        The info-collection robot's node.
-    staff_db
-        Path of the staff directory (SQLite). Opened on each use, so a directory that cannot
-        be opened is a task failure with an issue, not a crash at start-up.
-    """
+class InfoCollectionTools(DirectoryTools):
+    """The info-collection robot's tools (:class:`~robot_team.tools.base.DirectoryTools`: ``node``, ``staff_db``)."""
 
     def __init__(self, node, staff_db: str, callback_group=None):
-        self._node = node
-        self._staff_db = staff_db
+        super().__init__(node, staff_db)
         self._scans: dict[str, list[dict]] = {}
-        self._lock = threading.Lock()
         node.create_subscription(BadgeScan, team_name(node, names.BADGE_SCANS), self._scan_callback, scan_qos(),
                                  callback_group=callback_group)
 
@@ -69,21 +56,6 @@ class InfoCollectionTools:
                 'frame_id': msg.header.frame_id}
         with self._lock:
             self._scans.setdefault(msg.room, []).append(scan)
-
-    @classmethod
-    def from_node(cls, node, callback_group=None) -> 'InfoCollectionTools':
-        """Build the tools for ``node`` from its ``staff_db`` parameter (SQLite file)."""
-        return cls(node, node.get_parameter('staff_db').value, callback_group)
-
-    started_data: dict = {}
-    """What the robot's ``node_started`` event records about these tools (nothing)."""
-
-    def cancel(self) -> None:
-        """Stop the work in flight: there is none to stop, the tools waiting in ROS time and returning."""
-
-    def register(self, toolbox: Toolbox) -> None:
-        """Register every info-collection tool in ``toolbox``."""
-        register_tools(toolbox, self)
 
     def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
         """Return what the staff directory shows of ``fact`` (:attr:`WorldFact.CHECKED_IN`) for ``task``.
