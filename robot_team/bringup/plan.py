@@ -159,6 +159,20 @@ def flag(name: str, value: str) -> bool:
     return choice(name, value, BOOL_CHOICES) == 'true'
 
 
+def namespace(name: str, value: str) -> str:
+    """Return the ROS namespace launch argument ``name`` gives (:func:`robot_team.names.validate_namespace`).
+
+    Raises
+    ------
+    PlanError
+        If ``value`` is not a valid namespace; the message names the argument.
+    """
+    try:
+        return names.validate_namespace(value, f'launch argument {name}')
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
+
+
 def existing(path: str | Path, what: str) -> Path:
     """Return ``path`` if it is a file; else raise PlanError naming ``what`` and the path."""
     path = Path(path)
@@ -562,10 +576,7 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
                         f' or a fleet robot <role>_<n>')
     brain = choice('brain', brain, BRAIN_CHOICES)
     pose_source = choice('pose_source', pose_source, POSE_SOURCES)
-    try:
-        team_ns = names.validate_namespace(team_namespace, 'launch argument team_namespace')
-    except ValueError as exc:
-        raise PlanError(str(exc)) from exc
+    team_ns = namespace('team_namespace', team_namespace)
     share = Path(share) if share else share_dir()
     loaded = _floor(floor, (*MOBILE_ROBOTS, robot))
     params = {'brain': brain, 'floor': str(loaded.path), 'use_sim_time': flag('use_sim_time', use_sim_time),
@@ -619,10 +630,7 @@ def plan_team(*, scenario: str = 'onboarding', brain: str = 'protocol', kb: str 
     """
     brain = choice('brain', brain, BRAIN_CHOICES)
     operator = choice('operator', operator, OPERATOR_CHOICES)
-    try:
-        team_ns = names.validate_namespace(team_namespace, 'launch argument team_namespace')
-    except ValueError as exc:
-        raise PlanError(str(exc)) from exc
+    team_ns = namespace('team_namespace', team_namespace)
     sim_time = flag('use_sim_time', use_sim_time)
     loaded = run_scenario(scenario, floor, staff, fleet)
     out = Path(out_dir).expanduser().resolve()
