@@ -61,6 +61,7 @@ def _all_plans(tmp_path):
                                                  end_with_episode='false')
     yield "team scenario:=''", plans.plan_team(scenario='', out_dir=str(tmp_path / 'd'), fhir_port='8080')
     yield "ed_floor scenario:=''", plans.plan_floor(scenario='', out_dir=str(tmp_path / 'f'))
+    yield "ed_floor sim:=gazebo scenario:=''", plans.plan_floor(sim='gazebo', scenario='', out_dir=str(tmp_path / 'h'))
 
 
 def _strings(value):
