@@ -49,6 +49,9 @@ FHIR_PORT_HELP = ('Also serve FHIR Encounter notifications (R5 subscription-noti
                   'end them (docs/deployment.md). 0: off.')
 FHIR_HOST_HELP = (f'Address the FHIR gateway binds (loopback by default; elsewhere the bearer token in {TOKEN_ENV} '
                   'is required).')
+FOXGLOVE_HELP = ('Serve the live scene (SceneUpdate on /team/scene) and events (Log on /team/log) to Foxglove '
+                 'over WebSocket on this port (ws://FOXGLOVE_HOST:PORT; 0: any free port, in report.json); layout: '
+                 'config/foxglove/robot_team.json.')
 FLEET_HELP = ("Robots per role beyond one, e.g. 'navigation_robot=2,display_robot=1' (named <role>_1, "
               "<role>_2..., each its own node in its own namespace, docked at its own dock). Default: the "
               "scenario's or shift file's (one per role).")
@@ -107,6 +110,9 @@ def run(
     fleet: Annotated[str, typer.Option(help=FLEET_HELP)] = '',
     fhir_port: Annotated[int, typer.Option(min=0, max=65535, help=FHIR_PORT_HELP)] = 0,
     fhir_host: Annotated[str, typer.Option(help=FHIR_HOST_HELP)] = '127.0.0.1',
+    foxglove: Annotated[Optional[int], typer.Option(min=0, max=65535, help=FOXGLOVE_HELP)] = None,
+    foxglove_host: Annotated[str, typer.Option(help='Address the Foxglove server binds (loopback by default; '
+                                                    'anything else shows the floor to the network).')] = '127.0.0.1',
 ) -> None:
     """Run one ED episode on the embedded simulator and write DIR/report.json.
 
@@ -134,12 +140,14 @@ def run(
         options = {'kb': kb}
         if llm_clock == 'realtime' and clock == 'wall':
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
+    if foxglove:
+        console.print(f'Foxglove: open ws://{foxglove_host}:{foxglove} (layout config/foxglove/robot_team.json)')
     try:
         if fhir_port:   # off loopback only with a bearer token (refused before anything starts)
             check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
                                     log_level, namespace, llm_clock, model, clock, max_restarts, seed,
-                                    fhir_port, fhir_host)
+                                    fhir_port, fhir_host, (foxglove, foxglove_host))
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -235,13 +243,15 @@ def shift(
 
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
                        log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow',
-                       max_restarts=DEFAULT_MAX_RESTARTS, seed=None, fhir_port=0, fhir_host='127.0.0.1'):
+                       max_restarts=DEFAULT_MAX_RESTARTS, seed=None, fhir_port=0, fhir_host='127.0.0.1',
+                       foxglove=(None, '127.0.0.1')):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
                                   namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
-                                  max_restarts=max_restarts, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host)
+                                  max_restarts=max_restarts, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host,
+                                  foxglove_port=foxglove[0], foxglove_host=foxglove[1])
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -260,7 +270,8 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
                                   local_model=model, clock=clock, max_restarts=max_restarts, seed=seed,
-                                  fhir_port=fhir_port, fhir_host=fhir_host)
+                                  fhir_port=fhir_port, fhir_host=fhir_host, foxglove_port=foxglove[0],
+                                  foxglove_host=foxglove[1])
 
 
 def print_summary(report: dict) -> None:

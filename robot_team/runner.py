@@ -77,6 +77,8 @@ from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, R
 from robot_team.rosevents import EventEmitter
 from robot_team.rosexec import TeamExecutor
 from robot_team.rostime import now_s
+from robot_team.scene import SceneState
+from robot_team.scene_foxglove import FoxgloveServer
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 
@@ -128,8 +130,11 @@ class Episode:
                  log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
                  local_model: str | None = None, clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
                  restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None, fhir_port: int = 0,
-                 fhir_host: str = '127.0.0.1'):
+                 fhir_host: str = '127.0.0.1', foxglove_port: int | None = None, foxglove_host: str = '127.0.0.1'):
         self.scenario = scenario
+        # The live scene for Foxglove (robot_team.scene_foxglove.FoxgloveServer); None: no server, 0: any free port
+        self.foxglove_port, self.foxglove_host = foxglove_port, foxglove_host
+        self.foxglove: FoxgloveServer | None = None
         # FHIR Encounter notifications in (robot_team.agents.fhir_gateway_node); 0: no gateway
         self.fhir_port, self.fhir_host = int(fhir_port), fhir_host
         # --brain random: the chance endpoint's seed (checked by run(): a bad one is recorded as bad input)
@@ -184,13 +189,18 @@ class Episode:
         except ConfigError as exc:
             self._record_input_error(exc, time.monotonic() - wall_start)
             raise
+        if self.foxglove_port is not None:   # before the team: a port in use stops the run here (RuntimeError)
+            self.foxglove = FoxgloveServer(SceneState(), self.foxglove_port, self.foxglove_host,
+                                           prefix=self.namespace.rstrip('/') + '/')
         threads_before = set(threading.enumerate())
         context = rclpy.Context()
         rclpy.init(args=['--ros-args', '--log-level', self.log_level, *self._namespace_args()], context=context,
                    domain_id=self.domain_id)
         executor = TeamExecutor(num_threads=8, context=context)
         sim_time = [Parameter('use_sim_time', value=True)]
-        recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self.on_event)
+        recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self._on_event)
+        if self.foxglove is not None:
+            self.foxglove.live.scene = recorder.scene
         self.events = EventEmitter(recorder, 'runner')
         nodes = self.nodes = [recorder]
         executor.add_node(recorder)
@@ -206,6 +216,8 @@ class Episode:
                                  reason=str(exc), outcome='start_error')
             finally:
                 events, teardown = self._teardown(executor, spin, recorder, nodes, context, threads_before)
+                if self.foxglove is not None:
+                    self.foxglove.stop()
         wall_time = time.monotonic() - wall_start
         files = write_record(events, self.out_dir, join(self.namespace, 'team/events'), recorder.samples())
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,
@@ -213,6 +225,8 @@ class Episode:
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files,
                               case_expected=self.scenario.expected_outcomes)
         report['namespace'] = self.namespace
+        if self.foxglove is not None:
+            report['foxglove'] = {'host': self.foxglove_host, 'port': self.foxglove.port}
         report['domain_id'] = self.domain_id
         report['teardown'] = teardown
         if self.processes:
@@ -228,6 +242,13 @@ class Episode:
         if start_error is not None:
             raise start_error
         return RunResult(report=report, out_dir=self.out_dir, events=events)
+
+    def _on_event(self, event: TeamEventModel) -> None:
+        """Pass one recorded event to the live Foxglove server (if any) and to the caller's ``on_event``."""
+        if self.foxglove is not None:
+            self.foxglove.log_event(event)
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _run_team(self, context, paths: dict, executor, recorder: TeamRecorder, nodes: list,
                   interrupt: Interrupt) -> None:
@@ -663,7 +684,8 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 llm_clock: str = 'realtime', local_llm=None, local_model: str | None = None,
                 clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None, fhir_port: int = 0,
-                fhir_host: str = '127.0.0.1') -> RunResult:
+                fhir_host: str = '127.0.0.1', foxglove_port: int | None = None,
+                foxglove_host: str = '127.0.0.1') -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -684,6 +706,9 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     on ``fhir_host`` (default 127.0.0.1; elsewhere the bearer token in ``ROBOT_TEAM_FHIR_TOKEN`` is
     required): the hospital's emergency Encounters open cases beside the scenario's patients, and
     one finished or cancelled ends its case.
+    ``foxglove_port`` (None: none; 0: any free port) serves the live scene and events to Foxglove
+    (:class:`robot_team.scene_foxglove.FoxgloveServer`, WebSocket) on ``foxglove_host`` (default
+    loopback) for the run's duration; a port in use raises RuntimeError before the team starts.
     ``clock`` 'follow' (default) advances sim time as fast as every node of the team keeps up
     (:mod:`robot_team.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
     scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap).
@@ -711,4 +736,5 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                    real_time_factor=real_time_factor, on_event=on_event, brain_options=brain_options,
                    log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
                    local_model=local_model, clock=clock, max_restarts=max_restarts,
-                   restart_delay_s=restart_delay_s, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host).run()
+                   restart_delay_s=restart_delay_s, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host,
+                   foxglove_port=foxglove_port, foxglove_host=foxglove_host).run()

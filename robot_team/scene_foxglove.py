@@ -20,15 +20,19 @@ Entities (``SceneEntity.id``), each with metadata (``KeyValuePair``) a panel or 
 :func:`write_foxglove` writes a finished run's scene over time and its events as ``Log``
 messages through an MCAP writer of ``foxglove.open_mcap`` (the recorder adds its
 ``/team/events`` channel to the same file); :class:`LiveScene` logs the live scene on
-channels a ``foxglove.start_server`` WebSocket server serves.
+channels a ``foxglove.start_server`` WebSocket server serves, and :class:`FoxgloveServer`
+(``robot-team run --foxglove PORT``) runs that server, on loopback unless told otherwise.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from typing import Iterable, Sequence
 
 import foxglove
+import foxglove.layouts as fl
 import numpy as np
 from foxglove.channels import LogChannel, SceneUpdateChannel
 from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPrimitive, KeyValuePair, Log, LogLevel,
@@ -45,6 +49,17 @@ SCENE_TOPIC = 'team/scene'
 """The Foxglove ``SceneUpdate`` channel (in the team's namespace: ``/team/scene``)."""
 LOG_TOPIC = 'team/log'
 """The Foxglove ``Log`` channel of the team's events (``/team/log``)."""
+CASES_TOPIC = 'team/cases'
+"""The patients' cases as a table (JSON, :data:`CASES_SCHEMA`; Foxglove's Table panel shows ``/team/cases.cases``)."""
+CASES_SCHEMA = {
+    'type': 'object', 'title': 'robot_team.Cases',
+    'properties': {'cases': {'type': 'array', 'items': {'type': 'object', 'properties': {
+        'case_id': {'type': 'string'}, 'patient_id': {'type': 'string'}, 'room': {'type': 'string'},
+        'esi_level': {'type': 'integer'}, 'state': {'type': 'string'}, 'tasks': {'type': 'string'},
+        'open_escalations': {'type': 'string'}}}}}}
+"""The JSON schema of a ``team/cases`` message."""
+LAYOUT_FILE = 'config/foxglove/robot_team.json'
+"""The Foxglove layout in the repository and the share folder (:func:`layout`; ``scripts/gen_foxglove_layout.py``)."""
 ROBOT_Z = 0.3      # m: height of a robot's disc and arrow
 HCW_Z = 0.9        # m: height of an HCW's sphere
 
@@ -206,6 +221,36 @@ def scene_update(scene: Scene, floor: Floor | None, *, with_floor: bool = False,
     return SceneUpdate(entities=entities, deletions=deletions)
 
 
+def cases_message(scene: Scene) -> dict:
+    """Return the scene's cases as a ``team/cases`` message (:data:`CASES_SCHEMA`), in the order they came."""
+    rows = []
+    for c in scene.cases.values():
+        tasks = [f'{t.task_id} {t.status}' for t in scene.tasks.values() if t.case_id == c.case_id]
+        open_escalations = [e.escalation_id for e in scene.open_escalations()
+                            if e.case_id == c.case_id or (e.room and e.room == c.room)]
+        rows.append({'case_id': c.case_id, 'patient_id': c.patient_id, 'room': c.room, 'esi_level': c.esi_level,
+                     'state': c.state, 'tasks': ', '.join(tasks), 'open_escalations': ', '.join(open_escalations)})
+    return {'cases': rows}
+
+
+def layout():
+    """Return the repository's Foxglove layout: the 3D scene, the events' log and the table of cases.
+
+    Built with ``foxglove.layouts``: a 3D panel on ``/team/scene`` in the ``map`` frame, beside a
+    Log panel on ``/team/log`` above a Table panel on ``/team/cases.cases``. For a team in a
+    namespace, change the topics in Foxglove's panel settings.
+    """
+    three_d = fl.ThreeDeePanel(title='ED floor', config=fl.ThreeDeeConfig(
+        fixed_frame=MAP_FRAME, follow_tf=MAP_FRAME, follow_mode='follow-none',
+        topics={'/' + SCENE_TOPIC: fl.BaseRendererSceneUpdateTopicSettings(visible=True)}))
+    log = fl.LogPanel(title='Team events', config=fl.LogConfig(topic_to_render='/' + LOG_TOPIC, show_name=True))
+    table = fl.TablePanel(title='Cases', config=fl.TableConfig(topic_path='/' + CASES_TOPIC + '.cases'))
+    return fl.Layout(content=fl.SplitContainer(direction='row', items=[
+        fl.SplitItem(proportion=2, content=three_d),
+        fl.SplitItem(proportion=1, content=fl.SplitContainer(direction='column', items=[
+            fl.SplitItem(proportion=2, content=log), fl.SplitItem(proportion=1, content=table)]))]))
+
+
 def log_message(event: TeamEventModel) -> Log:
     """Return a team event as a Foxglove ``Log``: stamped in ROS time, named after its actor, level by kind."""
     level = (LogLevel.Error if event.kind in ERROR_KINDS else LogLevel.Warning if event.kind in WARNING_KINDS
@@ -238,15 +283,17 @@ _SCENE_KINDS = {EventKind.CASE_OPENED.value, EventKind.CASE_WAITING.value, Event
 
 def write_foxglove(context: foxglove.Context, events: Sequence[TeamEventModel], samples: Sequence[Sample],
                    floor: Floor | None, prefix: str = '/') -> int:
-    """Log a finished run's scene (``SceneUpdate``) and events (``Log``) on ``context``'s channels; return the count.
+    """Log a finished run's scene (``SceneUpdate``), events (``Log``) and cases on ``context``'s channels.
 
     The caller has opened a sink on ``context`` (``foxglove.open_mcap(path, context=context)``).
-    Channels: ``<prefix>team/scene`` and ``<prefix>team/log``. The floor comes first; then each
-    sample updates its robot or HCW at its time, and each event that changes a case, a task or an
-    escalation updates the robots, cases and escalations.
+    Channels: ``<prefix>team/scene``, ``<prefix>team/log`` and ``<prefix>team/cases``. The floor
+    comes first; then each sample updates its robot or HCW at its time, and each event that
+    changes a case, a task or an escalation updates the robots, cases and escalations (and the
+    table of cases). Returns how many scene and log messages were logged.
     """
     scene_channel = SceneUpdateChannel(prefix + SCENE_TOPIC, context=context)
     log_channel = LogChannel(prefix + LOG_TOPIC, context=context)
+    cases_channel = foxglove.Channel(prefix + CASES_TOPIC, schema=CASES_SCHEMA, context=context)
     wall = sim_to_wall(events)
     state = SceneState(floor)
     items = sorted([(s.t, 0, i, s) for i, s in enumerate(samples)]
@@ -268,9 +315,17 @@ def write_foxglove(context: foxglove.Context, events: Sequence[TeamEventModel], 
                 written += 1
                 continue
             state.apply(item)
-            scene_channel.log(scene_update(state.snapshot(), floor, hcws=()), log_time=wall(t))
+            snapshot = state.snapshot()
+            scene_channel.log(scene_update(snapshot, floor, hcws=()), log_time=wall(t))
+            cases_channel.log(cases_message(snapshot), log_time=wall(t))
         written += 1
     return written
+
+
+LIVE_RATE_HZ = 10.0
+"""How often the live server checks the scene for changes, per wall second."""
+REPEAT_S = 1.0
+"""The live scene is sent again at least this often (wall s), changed or not."""
 
 
 class LiveScene:
@@ -290,17 +345,74 @@ class LiveScene:
         self.scene = scene
         self.scene_channel = SceneUpdateChannel(prefix + SCENE_TOPIC, context=context)
         self.log_channel = LogChannel(prefix + LOG_TOPIC, context=context)
+        self.cases_channel = foxglove.Channel(prefix + CASES_TOPIC, schema=CASES_SCHEMA, context=context)
         self._version = -1
+        self._published_at = -math.inf
 
-    def publish(self) -> bool:
-        """Log the whole scene (the floor included) if it changed since the last call; return whether it did."""
+    def publish(self, every_s: float = REPEAT_S) -> bool:
+        """Log the whole scene (the floor included) if it changed, or ``every_s`` wall s passed; return whether it did.
+
+        The repeat lets a client that connects later (a WebSocket server keeps no history) see
+        the floor even while nothing moves.
+        """
         version = self.scene.version
-        if version == self._version:
+        if version == self._version and time.monotonic() - self._published_at < every_s:
             return False
-        self._version = version
-        self.scene_channel.log(scene_update(self.scene.snapshot(), self.scene.floor, with_floor=True))
+        self._version, self._published_at = version, time.monotonic()
+        snapshot = self.scene.snapshot()
+        self.scene_channel.log(scene_update(snapshot, self.scene.floor, with_floor=True))
+        self.cases_channel.log(cases_message(snapshot))
         return True
 
     def log_event(self, event: TeamEventModel) -> None:
         """Log one team event on the ``Log`` channel."""
         self.log_channel.log(log_message(event))
+
+
+class FoxgloveServer:
+    """The live scene and events over Foxglove's WebSocket protocol (``foxglove.start_server``).
+
+    Foxglove (the app, ``ws://HOST:PORT``) sees ``<prefix>team/scene`` (``SceneUpdate``, the whole
+    scene at most :data:`LIVE_RATE_HZ` times a wall second while it changes, else every
+    :data:`REPEAT_S`) and ``<prefix>team/log`` (each event as a ``Log``, via :meth:`log_event`).
+
+    Parameters
+    ----------
+    scene
+        The live scene (the recorder's).
+    port
+        TCP port (0: any free one, see :attr:`port`).
+    host
+        Address to bind: loopback by default; anything else serves the floor to the network.
+    prefix
+        The team's namespace, ending in ``/``.
+
+    Raises
+    ------
+    RuntimeError
+        If the server cannot start (the port is taken).
+    """
+
+    def __init__(self, scene: SceneState, port: int, host: str = '127.0.0.1', prefix: str = '/'):
+        self.context = foxglove.Context()
+        self.live = LiveScene(scene, self.context, prefix)
+        self.server = foxglove.start_server(name='robot_team', host=host, port=int(port), context=self.context)
+        self.port = int(self.server.port)
+        """The port the server listens on."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name='foxglove-live', daemon=True)
+        self._thread.start()
+
+    def log_event(self, event: TeamEventModel) -> None:
+        """Send one team event as a ``Log`` (any thread)."""
+        self.live.log_event(event)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0 / LIVE_RATE_HZ):
+            self.live.publish()
+
+    def stop(self) -> None:
+        """Stop sending and close the server."""
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self.server.stop()

@@ -52,7 +52,7 @@ def test_two_teams_share_one_domain(domain_id, tmp_path):
         from mcap.reader import make_reader
         with open(tmp_path / ns / 'events.mcap', 'rb') as f:
             topics = {c.topic for c in make_reader(f).get_summary().channels.values()}
-        assert topics == {f'/{ns}/team/events', f'/{ns}/team/scene', f'/{ns}/team/log'}   # + Foxglove's
+        assert topics == {f'/{ns}/team/{t}' for t in ('events', 'scene', 'log', 'cases')}   # + Foxglove's
 
 
 @pytest.mark.multiprocess
