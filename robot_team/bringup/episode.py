@@ -237,7 +237,7 @@ class EpisodeRecorder(TeamRecorder):
                                down_s=round(time.monotonic() - lost, 3) if lost is not None else None)
 
     def finish(self) -> dict:
-        """Write ``events.jsonl``, ``events.mcap`` and ``report.json`` into ``out_dir`` (once); return the report."""
+        """Write the record (``events.jsonl``, ``scene.jsonl``, ``events.mcap``) and ``report.json`` once; return it."""
         with self._done:
             if self.report is not None:
                 return self.report
@@ -247,7 +247,7 @@ class EpisodeRecorder(TeamRecorder):
                 self._journal.close()
                 self._journal = None
             events = self.events()
-            files = write_record(events, out_dir, self.resolve_topic_name(names.TEAM_EVENTS))
+            files = write_record(events, out_dir, self.resolve_topic_name(names.TEAM_EVENTS), self.samples())
             report = build_report(events, scenario=self._scenario.name, brain=str(self.get_parameter('brain').value),
                                   mode='launch', expected_outcome=self._scenario.expected_outcome,
                                   wall_time_s=time.monotonic() - self._wall_start, files=files,
