@@ -339,16 +339,16 @@ class Toolbox:
 class DirectoryTools:
     """What the staff directory's tool sets share (the info-collection and display robots').
 
+    Subclasses add their subscriptions and their tools (``@implements``); each call is one short
+    look-up or service call, so :meth:`cancel` has nothing to stop.
+
     Parameters
     ----------
     node
         The robot's node (rclpy).
     staff_db
-        Path of the staff directory (SQLite), opened on each use: a directory that cannot be
-        opened is a task failure with an issue, not a crash at start-up.
-
-    Subclasses add their subscriptions and their tools (``@implements``); each call is one short
-    look-up or service call, so :meth:`cancel` has nothing to stop.
+        Path of the staff directory (SQLite), opened on each use (a directory that cannot be
+        opened is a task failure with an issue, not a crash at start-up).
     """
 
     started_data: dict = {}
