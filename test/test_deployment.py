@@ -116,7 +116,7 @@ def test_a_deployment_serves_an_encounter_reports_its_case_as_it_closes_and_reco
     port = _free_port()
     out = tmp_path / 'run'
     plan = plan_floor(scenario='', staff=str(hospital_db), out_dir=str(out), fhir_port=str(port),
-                      real_time_factor='40')
+                      clock='follow')   # sim time follows the team: the same decisions on a loaded machine
     assert plan.paths['staff_db'] == str(hospital_db)          # the hospital's directory, used in place
     assert json.loads(Path(plan.paths['scenario']).read_text())['patient'] is None
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
