@@ -261,10 +261,10 @@ class ManagerPolicy(BaseModel):
 class Scenario(BaseModel):
     """One ED episode: the floor, the patient, who is available, what goes wrong.
 
-    Loaded from ``config/scenarios/<name>.yaml`` by :func:`load_scenario`. A scenario with no
-    ``patient`` and no ``arrivals`` is open-ended (:attr:`open_ended`): a deployment, whose
-    patients arrive from the hospital's systems (the FHIR gateway, ``ed/patient_arrivals``) and
-    which runs until stopped (:func:`deployment_scenario`).
+    Loaded from ``config/scenarios/<name>.yaml`` by :func:`load_scenario`. An ``open_ended``
+    scenario is a deployment's (:func:`deployment_scenario`): its patients arrive from the
+    hospital's systems (the FHIR gateway, ``ed/patient_arrivals``), beside any it schedules, and
+    it runs until stopped. Any other scenario schedules at least one patient.
     """
 
     model_config = ConfigDict(extra='forbid')
@@ -278,7 +278,9 @@ class Scenario(BaseModel):
     time_limit_s: float = Field(1200.0, gt=0, description='Sim seconds before the episode is stopped (not an '
                                 'open-ended one: it runs until stopped).')
     patient: PatientSpec | None = Field(
-        None, description="The first patient (None with no arrivals either: open-ended, a deployment's).")
+        None, description='The first patient (required unless the scenario is open_ended).')
+    open_ended: bool = Field(False, description="A deployment's: patients arrive from the hospital's systems; "
+                                                'no episode end, it runs until stopped.')
     arrivals: list[PatientSpec] = Field(
         default_factory=list, description='More patients arriving during the run, each opening its own case '
                                           '(a shift); the four published scenarios have none.')
@@ -321,6 +323,16 @@ class Scenario(BaseModel):
         return [r for role in names.OPERATIONAL_ROLES for r in names.fleet_robots(role, self.fleet.get(role, 1))]
 
     @model_validator(mode='after')
+    def _patients_or_open_ended(self) -> 'Scenario':
+        if self.patient is None and self.arrivals:
+            raise ValueError('arrivals without a patient: expected the first patient in patient, the later ones '
+                             'in arrivals')
+        if self.patient is None and not self.open_ended:
+            raise ValueError('patient: missing: expected the patient whose arrival opens the first case (or '
+                             'open_ended: true for a deployment, whose patients come from the hospital\'s systems)')
+        return self
+
+    @model_validator(mode='after')
     def _one_case_per_patient(self) -> 'Scenario':
         ids = [p.patient_id for p in self.cases]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
@@ -350,11 +362,6 @@ class Scenario(BaseModel):
         """Every patient of the run (``patient`` and ``arrivals``), by arrival time, then patient ID."""
         scheduled = [self.patient, *self.arrivals] if self.patient is not None else list(self.arrivals)
         return sorted(scheduled, key=lambda p: (p.arrival_time_s, p.patient_id))
-
-    @property
-    def open_ended(self) -> bool:
-        """True when no patient is scheduled: cases come from the hospital's systems, the run goes on until stopped."""
-        return not self.cases
 
     @property
     def expected_outcomes(self) -> dict[str, str | None]:
@@ -410,6 +417,7 @@ def deployment_scenario(floor: str = 'ed_floor.yaml', staff: str = 'staff.yaml',
     """
     data = {'name': 'deployment', 'description': 'Open-ended: patients arrive from the hospital\'s systems.',
             'floor': floor or 'ed_floor.yaml', 'staff_directory': staff or 'staff.yaml', 'cases_at_once': 0,
+            'open_ended': True,
             **fields}
     try:
         return Scenario.model_validate(data)

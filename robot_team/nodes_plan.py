@@ -106,7 +106,8 @@ def node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
         return params
     if name == Robot.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
-                      cases=len(scenario.cases), cases_at_once=scenario.cases_at_once, robots=scenario.robots)
+                      cases=0 if scenario.open_ended else len(scenario.cases),   # 0: serve until stopped
+                      cases_at_once=scenario.cases_at_once, robots=scenario.robots)
     else:
         params.update(brain=brain, floor=paths['floor'], staff_db=paths['staff_db'])
     params.update(brain_options or {})

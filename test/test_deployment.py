@@ -29,6 +29,7 @@ from fhir_samples import encounter, notification
 from robot_team.bringup.plan import NodeSpec, plan_floor
 from robot_team.config import StaffMember, StaffSeed
 from robot_team.directory import StaffDirectory
+from robot_team.evaluation.truth import audit, load_truth
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,3 +155,6 @@ def test_a_deployment_serves_an_encounter_reports_its_case_as_it_closes_and_reco
     assert report['outcome'] == 'interrupted' and report['scenario'] == 'deployment'
     assert report['files']['cases'] == {'P-9100': str(case_file)}
     assert [c['patient_id'] for c in report['cases']] == ['P-9100'] and report['events']['complete']
+    found = audit(out)   # the world audit reads a deployment's record too (the hospital's directory in place)
+    assert found.false_successes == [] and not found.unanswered_tool_calls and not found.unanswered_requests
+    assert load_truth(out).patient.patient_id == 'P-9100'

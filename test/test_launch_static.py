@@ -398,3 +398,13 @@ def test_without_a_scenario_a_deployment_runs_until_stopped_with_the_hospitals_d
     broken.write_text('not a database')
     with pytest.raises(ConfigError, match='broken.sqlite'):
         plans.plan_team(scenario='', staff=str(broken), out_dir=str(tmp_path / 'z'))
+
+
+def test_a_scenario_without_a_patient_is_refused_unless_it_is_open_ended(tmp_path):
+    from robot_team.config import Scenario, deployment_scenario
+    with pytest.raises(ValueError, match='patient: missing.*open_ended: true'):
+        Scenario.model_validate({'name': 'forgot'})
+    with pytest.raises(ValueError, match='arrivals without a patient'):
+        Scenario.model_validate({'name': 'x', 'open_ended': True,
+                                 'arrivals': [{'room': 'ER-1', 'assigned_hcw_id': '80'}]})
+    assert deployment_scenario().open_ended and deployment_scenario().cases == []

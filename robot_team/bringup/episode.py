@@ -16,8 +16,8 @@ same from the ROS graph alone, so that it works with the nodes on any host:
   itself again (launch respawned it) as ``node_restarted``. A lost manager ends the episode once
   it has not come back within ``restart_grace_s``. Interrupted (Ctrl-C), it writes what it has.
 
-  With an open-ended scenario (a deployment: no patient scheduled,
-  :attr:`robot_team.config.Scenario.open_ended`) there is no episode end and no time limit: it
+  With an open-ended scenario (a deployment's, ``open_ended`` in :class:`robot_team.config.Scenario`)
+  there is no episode end and no time limit: it
   records until stopped, appending each event to ``events.jsonl`` as it arrives (a killed
   recorder loses nothing written), and writes ``cases/<case>.json``
   (:func:`robot_team.report.case_report`) as each case closes (the manager's ``case_closed``);

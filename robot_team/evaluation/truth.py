@@ -57,10 +57,10 @@ from typing import Iterable, Literal, Sequence
 from pydantic import BaseModel, Field, ValidationError
 
 from robot_team.catalog import TASK_OWNER, Tool, same_care_team
-from robot_team.config import ConfigError, Scenario, StaffSeed, load_staff_seed
-from robot_team.directory import DirectoryError, StaffDirectory
+from robot_team.config import ConfigError, PatientSpec, Scenario, StaffSeed
+from robot_team.directory import DirectoryError, StaffDirectory, load_staff
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import Robot
+from robot_team.names import SUPERVISOR, Robot
 from robot_team.recorder import read_jsonl
 from robot_team.reports import TaskType
 
@@ -572,11 +572,11 @@ def ground_truth(events: Sequence[TeamEventModel], directory: StaffDirectory, sc
     """
     if seed is None:
         try:
-            seed = load_staff_seed(scenario.staff_path)
+            seed = load_staff(scenario.staff_path)
         except ConfigError as exc:
             raise TruthInputError(f'{where}: the staff availability comes from the staff seed the scenario names, '
                                   f'which cannot be read: {exc}') from exc
-    p = scenario.patient
+    p = scenario.patient or _first_arrival(events, where)
     patient = Patient(patient_id=p.patient_id, room=p.room, required_specialty=p.required_specialty,
                       assigned_hcw_id=p.assigned_hcw_id)
     rec = _Reader(events, where)
@@ -607,6 +607,28 @@ def ground_truth(events: Sequence[TeamEventModel], directory: StaffDirectory, sc
                     episode=_episode(rec, directory, patient, rec.human))
 
 
+def _first_arrival(events: Sequence[TeamEventModel], where: str) -> PatientSpec:
+    """Return the first case the supervisor opened or queued (an open-ended run's first patient).
+
+    Raises
+    ------
+    TruthInputError
+        If the record has no case (a deployment that served no patient has nothing to audit).
+    """
+    for event in events:
+        if event.actor == SUPERVISOR and event.kind in (EventKind.CASE_OPENED.value, EventKind.CASE_WAITING.value):
+            d = event.data
+            try:
+                return PatientSpec(patient_id=str(d.get('case_id', '')), room=str(d.get('room', '')),
+                                   assigned_hcw_id=str(d.get('assigned_hcw_id', '')),
+                                   required_specialty=str(d.get('required_specialty') or 'Physician'))
+            except ValidationError as exc:
+                raise TruthInputError(f'{where}: the first case ({event.kind} at {event.stamp_s:.1f} s) lacks its '
+                                      f'room or HCW: {exc}') from exc
+    raise TruthInputError(f'{where}: no patient to audit: the scenario schedules none (open-ended) and the record '
+                          'has no case (no case_opened or case_waiting)')
+
+
 def load_truth(run_dir: str | Path) -> RunTruth:
     """Read a run folder (``events.jsonl``, ``staff.sqlite``, ``scenario.json``) and return its ground truth.
 
@@ -629,7 +651,8 @@ def load_run(run_dir: str | Path) -> tuple[list[TeamEventModel], RunTruth]:
     run_dir = Path(run_dir)
     events = _read_events(run_dir / EVENTS_FILE)
     scenario = _read_scenario(run_dir / SCENARIO_FILE)
-    staff_db = run_dir / STAFF_FILE
+    # a deployment's staff directory is the hospital's, used in place (robot_team.nodes_plan.prepare)
+    staff_db = scenario.staff_path if scenario.staff_database else run_dir / STAFF_FILE
     try:
         directory = StaffDirectory(staff_db)
     except DirectoryError as exc:
