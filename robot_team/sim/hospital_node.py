@@ -63,7 +63,6 @@ import os
 import sys
 import threading
 from pathlib import Path
-from contextlib import contextmanager
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
@@ -101,7 +100,7 @@ from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
-from robot_team.sim.node_common import SimRecord, pose2d, pose_msg
+from robot_team.sim.node_common import InFlight, SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
 from robot_team.tools.localization import RobotPose, amcl_pose_qos
@@ -141,8 +140,7 @@ class HospitalSystemsNode(Node):
                          **node_kwargs)
         self._lock = threading.Lock()
         self._stopping = False
-        self._in_flight = 0          # page callbacks running (destroy_node waits for them)
-        self._idle_cv = threading.Condition()
+        self._in_flight = InFlight()   # page callbacks running (destroy_node waits for them)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
         self._timer = self._jump = None
         self._update_group = MutuallyExclusiveCallbackGroup()
@@ -370,18 +368,6 @@ class HospitalSystemsNode(Node):
                 self._display_pub.publish(msg)
         self._record.sim_events(events)
 
-    @contextmanager
-    def _in_callback(self):
-        """Count a blocking callback as in flight, so that destroy_node can wait for it."""
-        with self._idle_cv:
-            self._in_flight += 1
-        try:
-            yield
-        finally:
-            with self._idle_cv:
-                self._in_flight -= 1
-                self._idle_cv.notify_all()
-
     # --- services --------------------------------------------------------------------------------
 
     def locate_staff_callback(self, request, response):
@@ -402,7 +388,7 @@ class HospitalSystemsNode(Node):
         ``response_time_s`` is the time from the page to the acknowledgement, or the time
         waited when there was none.
         """
-        with self._in_callback():
+        with self._in_flight():
             return self._page(request, response)
 
     def _page(self, request, response):
@@ -461,8 +447,7 @@ class HospitalSystemsNode(Node):
     def destroy_node(self) -> None:
         """Release waiting pages, then destroy the node."""
         self.stop()
-        with self._idle_cv:
-            self._idle_cv.wait_for(lambda: self._in_flight == 0, timeout=2.0)
+        self._in_flight.wait_idle()
         super().destroy_node()
 
     def stop(self) -> None:

@@ -99,7 +99,6 @@ import math
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
@@ -137,7 +136,7 @@ from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import densify
 from robot_team.rosliveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
-from robot_team.sim.node_common import SimRecord, pose2d, pose_msg, yaw_of
+from robot_team.sim.node_common import InFlight, SimRecord, pose2d, pose_msg, yaw_of
 from robot_team.sim.world import Pose2D, load_world
 
 FEEDBACK_PERIOD_S = 0.5     # sim s between feedback messages of the driving actions
@@ -352,8 +351,7 @@ class MotionSimNode(Node):
         self._lock = threading.Lock()
         self._tick_cv = threading.Condition()
         self._stopping = False
-        self._in_flight = 0          # goal callbacks running (destroy_node waits for them)
-        self._idle_cv = threading.Condition()
+        self._in_flight = InFlight()   # goal callbacks running (destroy_node waits for them)
         self._timer = None
         name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
         try:
@@ -663,18 +661,6 @@ class MotionSimNode(Node):
     def _input_error(self, summary: str, target: str = '', **data) -> None:
         self._record.input_error(summary, target, **data)
 
-    @contextmanager
-    def _in_callback(self):
-        """Count a blocking callback as in flight, so that destroy_node can wait for it."""
-        with self._idle_cv:
-            self._in_flight += 1
-        try:
-            yield
-        finally:
-            with self._idle_cv:
-                self._in_flight -= 1
-                self._idle_cv.notify_all()
-
     def _wait_tick(self) -> None:
         with self._tick_cv:
             self._tick_cv.wait(timeout=0.1)
@@ -719,17 +705,17 @@ class MotionSimNode(Node):
 
     def execute_callback(self, robot: str, goal_handle):
         """Drive the robot to the goal pose, publishing feedback every 0.5 s sim."""
-        with self._in_callback():
+        with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[NAVIGATE_TO_POSE])
 
     def navigate_through_poses_callback(self, robot: str, goal_handle):
         """Drive the robot through the goal poses in order, publishing feedback every 0.5 s sim."""
-        with self._in_callback():
+        with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[NAVIGATE_THROUGH_POSES])
 
     def follow_path_callback(self, robot: str, goal_handle):
         """Drive the robot along the given path, publishing feedback every 0.5 s sim."""
-        with self._in_callback():
+        with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[FOLLOW_PATH])
 
     def _drive(self, robot: str, goal_handle, spec: '_DriveAction'):
@@ -789,7 +775,7 @@ class MotionSimNode(Node):
 
     def compute_path_callback(self, robot: str, goal_handle):
         """Plan a path on the grid from the start (or the robot's pose) to the goal; never moves the robot."""
-        with self._in_callback():
+        with self._in_flight():
             return self._compute_path(robot, goal_handle)
 
     def _compute_path(self, robot: str, goal_handle):
@@ -839,8 +825,7 @@ class MotionSimNode(Node):
     def destroy_node(self) -> None:
         """Release waiting goals, then destroy the node."""
         self.stop()
-        with self._idle_cv:
-            self._idle_cv.wait_for(lambda: self._in_flight == 0, timeout=2.0)
+        self._in_flight.wait_idle()
         super().destroy_node()
 
     def stop(self) -> None:

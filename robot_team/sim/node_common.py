@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import rclpy.time
 from geometry_msgs.msg import PoseStamped
@@ -84,3 +86,33 @@ class SimRecord:
     def input_error(self, summary: str, target: str = '', **data) -> None:
         """Record a request the node could not act on (``EventKind.INPUT_ERROR``)."""
         self.emitter.emit(EventKind.INPUT_ERROR, summary, target=target, **data)
+
+
+class InFlight:
+    """The blocking callbacks a simulator node is running (pages, goals), so that its shutdown waits for them.
+
+    ``with in_flight():`` around a callback counts it; :meth:`wait_idle` (from ``destroy_node``,
+    after the node released its waiters) waits until none runs, at most ``timeout_s`` wall seconds.
+    Thread-safe.
+    """
+
+    def __init__(self):
+        self._count = 0
+        self._idle = threading.Condition()
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        """Count the enclosed callback as in flight."""
+        with self._idle:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._count -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout_s: float = 2.0) -> bool:
+        """Wait until no callback is in flight (at most ``timeout_s`` wall s); return whether none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout=timeout_s)
