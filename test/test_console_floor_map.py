@@ -69,12 +69,17 @@ def test_the_map_draws_robots_the_escorted_hcw_and_the_patient_where_the_record_
     out = tmp_path / 'run'
     result = {}
     runner = threading.Thread(target=lambda: result.update(run=run_episode('unknown_badge', out, domain_id=domain_id)))
-    moments = {}
+    moments, lags, stale_since = {}, [], None
     try:
         runner.start()
-        started = time.monotonic()
         while runner.is_alive():
             app.processEvents()
+            now = time.monotonic()       # how long a change of the scene waits for the map to show it
+            if floor_map.state.version != floor_map.shown_version:
+                stale_since = stale_since or now
+            elif stale_since is not None:
+                lags.append(now - stale_since)
+                stale_since = None
             shown = floor_map.shown
             if shown is not None and 'escort' not in moments and any(
                     h.following and 'corridor' in h.area for h in shown.hcws.values()):   # on the way
@@ -85,7 +90,6 @@ def test_the_map_draws_robots_the_escorted_hcw_and_the_patient_where_the_record_
                 moments['escalation'] = capture(floor_map, 'escalation')
                 moments['escalation']['details'] = floor_map.details_label.text()
             time.sleep(0.005)
-        elapsed = time.monotonic() - started
         redraws = floor_map.redraws
     finally:
         runner.join(timeout=120)
@@ -95,7 +99,9 @@ def test_the_map_draws_robots_the_escorted_hcw_and_the_patient_where_the_record_
         node.destroy_node()
         context.try_shutdown()
     assert result['run'].report['outcome'] == 'escalated'
-    assert redraws / elapsed >= 5.0, f'{redraws} redraws in {elapsed:.1f} s'     # live: >= 5 updates a second
+    # live: a change is on the map within 0.2 s (at least 5 updates a second) nine times in ten
+    lags.sort()
+    assert redraws >= 20 and lags[int(0.9 * len(lags))] <= 0.2, (redraws, lags[-10:])
     assert set(moments) == {'escort', 'escalation'}
 
     floor = load_floor(load_scenario('unknown_badge').floor_path)

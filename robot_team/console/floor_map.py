@@ -126,9 +126,10 @@ class FloorMapWidget(QtWidgets.QWidget):
         """The scene last drawn (a snapshot)."""
         self.redraws = 0
         """How many times the map was redrawn."""
+        self.shown_version = -1
+        """The scene's ``version`` last drawn (behind it while a change waits for the next redraw)."""
         self._items: dict[str, QtWidgets.QGraphicsItem] = {}
         self._floor = None
-        self._shown_version = -1
         self._timer = QtCore.QTimer(self)
         self._timer.timeout.connect(self.refresh)
         self._timer.start(REFRESH_MS)
@@ -140,7 +141,7 @@ class FloorMapWidget(QtWidgets.QWidget):
     def set_scene(self, scene: SceneState) -> None:
         """Show ``scene`` from now on (replay moves through time this way); redraw now."""
         self.state = scene
-        self._shown_version = -1
+        self.shown_version = -1
         self.refresh()
 
     # --- reading what is drawn ----------------------------------------------------------------
@@ -170,9 +171,9 @@ class FloorMapWidget(QtWidgets.QWidget):
         """Redraw if the scene changed (the timer calls it on the GUI thread)."""
         version = self.state.version
         floor = self.state.floor
-        if version == self._shown_version and floor is self._floor:
+        if version == self.shown_version and floor is self._floor:
             return
-        self._shown_version = version
+        self.shown_version = version
         if floor is not self._floor:
             self._draw_floor(floor)
         scene = self.shown = self.state.snapshot()
