@@ -19,7 +19,7 @@ from rich.table import Table
 from robot_team.bench import bench_episodes, bench_teams
 from robot_team.bench_llm import main as bench_main
 from robot_team.clock_sync import check_clock_mode
-from robot_team.config import ConfigError, load_scenario, scenario_names
+from robot_team.config import ConfigError, deployment_scenario, load_scenario, scenario_names
 from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
 from robot_team.evaluation.cli import eval_command
 from robot_team.evaluation.shift import generate_shift, write_shift
@@ -64,7 +64,10 @@ STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'he
 
 @app.command()
 def run(
-    scenario: Annotated[str, typer.Option(help='Scenario name (see `robot-team scenarios`) or YAML path.')]
+    scenario: Annotated[str, typer.Option(help="Scenario name (see `robot-team scenarios`) or YAML path; '': none, "
+                                               'a deployment on the shipped floor and staff (patients from '
+                                               '--fhir-port or ed/patient_arrivals, until Ctrl-C, a report per '
+                                               'case in DIR/cases/).')]
     = 'onboarding',
     brain: Annotated[str, typer.Option(help="Brain of every robot: 'protocol', 'openai' (any OpenAI-compatible "
                                             "endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, config/llm.yaml), "
@@ -122,7 +125,7 @@ def run(
     report and the record so far are written).
     """
     try:
-        loaded = load_scenario(scenario)
+        loaded = load_scenario(scenario) if scenario.strip() else deployment_scenario()
         if fleet:
             loaded = loaded.model_copy(update={'fleet': parse_fleet(fleet, '--fleet')})
         check_brain(brain, '--brain')

@@ -28,7 +28,9 @@ scan and directory record for info collection, the display service reply for dis
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
 from robot_team.decisions import count_decisions, count_takeovers
@@ -187,6 +189,29 @@ def case_report(events: list[TeamEventModel], case_id: str, *, scenario: str, br
             'case': entry, **{key: whole[key] for key in ('tasks', 'escalations', 'reflection', 'guards', 'decisions',
                                                           'takeovers', 'safe_defaults', 'llm')},
             'events': {'count': len(own), 'sequence_gaps': gaps, 'complete': not gaps}}
+
+
+def case_report_path(out_dir: Path, case_id: str) -> Path:
+    """Return where a run in ``out_dir`` keeps case ``case_id``'s report: ``cases/<case>.json`` (a safe file name)."""
+    safe = ''.join(c if c.isalnum() or c in '._-' else '_' for c in case_id) or '_'
+    return Path(out_dir) / 'cases' / f'{safe}.json'
+
+
+def write_case_report(events: list[TeamEventModel], case_id: str, out_dir: Path, **fields) -> Path:
+    """Write :func:`case_report` of ``case_id`` (``fields``: its keyword arguments) to :func:`case_report_path`.
+
+    Raises
+    ------
+    KeyError
+        If ``events`` record no case ``case_id`` (as :func:`case_report`).
+    OSError
+        If the file cannot be written.
+    """
+    report = case_report(events, case_id, **fields)
+    path = case_report_path(out_dir, case_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str))
+    return path
 
 
 def case_of(event: TeamEventModel, task_case: dict[str, str]) -> str:

@@ -158,3 +158,31 @@ def test_a_deployment_serves_an_encounter_reports_its_case_as_it_closes_and_reco
     found = audit(out)   # the world audit reads a deployment's record too (the hospital's directory in place)
     assert found.false_successes == [] and not found.unanswered_tool_calls and not found.unanswered_requests
     assert load_truth(out).patient.patient_id == 'P-9100'
+
+
+def test_robot_team_run_without_a_scenario_serves_until_interrupted(tmp_path, domain_id):
+    """``robot-team run --scenario ''`` (no launch needed): the same deployment in one process, ended by SIGINT."""
+    port, out = _free_port(), tmp_path / 'run'
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+               PYTHONPATH=str(ROOT))
+    run = subprocess.Popen([sys.executable, '-m', 'robot_team.cli', 'run', '--scenario', '', '--fhir-port', str(port),
+                            '--out', str(out), '--domain-id', str(domain_id), '--quiet'],
+                           env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for(lambda: _listening(port) or run.poll() is not None, 90, 'the FHIR gateway listening')
+        body = notification(encounter('enc-cli-1', patient='P-9200', room='ER-2', hcw='41', esi=4))
+        request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
+                                         headers={'Content-Type': 'application/fhir+json'})
+        with urllib.request.urlopen(request, timeout=15) as reply:
+            assert reply.status == 200
+        case_file = out / 'cases' / 'P-9200.json'
+        _wait_for(case_file.exists, 180, "the case's report")
+        assert json.loads(case_file.read_text())['outcome'] == 'success'
+        assert run.poll() is None      # no episode end: it serves until stopped
+    finally:
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=60)
+    assert run.returncode == 130, output[-3000:]
+    report = json.loads((out / 'report.json').read_text())
+    assert report['outcome'] == 'interrupted' and report['files']['cases'] == {'P-9200': str(case_file)}
+    assert [c['patient_id'] for c in report['cases']] == ['P-9200'] and report['events']['complete']

@@ -43,7 +43,7 @@ from robot_team.msg import TeamEvent
 from robot_team.names import team_name
 from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.report import build_report, case_report, time_limit_outcome
+from robot_team.report import build_report, time_limit_outcome, write_case_report
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s
@@ -137,17 +137,13 @@ class EpisodeRecorder(TeamRecorder):
         events = self.events()
         for case_id in pending:
             try:
-                report = case_report(events, case_id, scenario=self._scenario.name,
-                                     brain=str(self.get_parameter('brain').value), mode='launch',
-                                     expected=self._scenario.expected_outcomes)
-            except KeyError as exc:   # recorded, not dropped: the record says what was missing
+                path = write_case_report(events, case_id, self.out_dir, scenario=self._scenario.name,
+                                         brain=str(self.get_parameter('brain').value), mode='launch',
+                                         expected=self._scenario.expected_outcomes)
+            except (KeyError, OSError) as exc:   # recorded, not dropped: the record says what was missing
                 self._emitter.emit(EventKind.INPUT_ERROR, f'no report for case {case_id}', target=case_id,
-                                   reason=str(exc.args[0]), case_id=case_id)
+                                   reason=str(exc), case_id=case_id)
                 continue
-            safe = ''.join(c if c.isalnum() or c in '._-' else '_' for c in case_id)
-            path = self.out_dir / 'cases' / f'{safe}.json'
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(report, indent=2, default=str))
             self.case_reports[case_id] = str(path)
             written.append(str(path))
         return written
