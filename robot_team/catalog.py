@@ -9,7 +9,7 @@ For every tool of the team this module declares, once:
 - **what its output proves** (:class:`Proof`): what a success claim of its task needs from it
   (the false-completion guard, ``robot_team.grounding``), bound to the task (:class:`TaskFacts`:
   its room and HCW; a call with empty or unrelated arguments proves nothing), and how the run
-  report keeps it as evidence (``robot_team.report``);
+  report keeps it as evidence (``robot_team.run_report``);
 - **what its output can show against its task** (``negative``: a negative finding, e.g. an HCW
   the RTLS does not know): with a failed call, what grounds a failure report
   (``robot_team.grounding.failure_grounds``);

@@ -31,7 +31,7 @@ from robot_team.llm.cli import llm_app
 from robot_team.llm.factory import LLM_BRAINS
 from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
-from robot_team.report import truth_text
+from robot_team.run_report import truth_text
 from robot_team import runner
 from robot_team.names import parse_fleet
 from robot_team.recorder import read_jsonl

@@ -72,7 +72,7 @@ from robot_team.names import (
 )
 from robot_team.nodes_plan import SIM_NODES, node_parameters, prepare, team_nodes
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.report import build_report, time_limit_outcome, write_case_report
+from robot_team.run_report import build_report, time_limit_outcome, write_case_report
 from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
 from robot_team.rosevents import EventEmitter
 from robot_team.rosexec import TeamExecutor

@@ -215,7 +215,7 @@ def test_the_manager_accepts_a_success_only_when_the_attached_world_shows_it():
 def test_a_time_limit_on_a_team_held_for_a_person_is_its_own_outcome():
     """Held on an escalation people were asked about and did not answer: ``held_for_human``, not ``timeout``."""
     from robot_team.events import TeamEventModel
-    from robot_team.report import HELD_FOR_HUMAN, time_limit_outcome
+    from robot_team.run_report import HELD_FOR_HUMAN, time_limit_outcome
 
     def ev(kind, esc, reason=''):
         return TeamEventModel(seq=1, stamp_s=0.0, wall_time=0.0, actor='supervisor', kind=kind, reason=reason,

@@ -80,7 +80,7 @@ def test_one_declaration_of_the_tools_drives_ownership_schemas_evidence_and_rubr
     from robot_team.evaluation.rubric import KEY_TOOLS as RUBRIC_KEYS
     from team_harness import World, build_toolbox
     from robot_team.llm.toolschema import MANAGER_TOOL_MODELS, robot_tools
-    from robot_team.report import EVIDENCE_TOOLS as REPORT_EVIDENCE
+    from robot_team.run_report import EVIDENCE_TOOLS as REPORT_EVIDENCE
     from robot_team.catalog import (
         EVIDENCE_TOOLS, KEY_TOOLS, MANAGER_TOOLS, TOOL_OWNERS, TOOLS, tools_of)
     assert list(MANAGER_TOOL_MODELS) == list(MANAGER_TOOLS)

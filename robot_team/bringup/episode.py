@@ -10,7 +10,7 @@ same from the ROS graph alone, so that it works with the nodes on any host:
 - ``episode_recorder`` (:class:`EpisodeRecorder`, the team recorder) records ``team/events``;
   at ``episode_finished``, at the scenario's time limit (sim time; it then records the timeout
   as ``robot-team run`` does) or when the manager's node is gone, it writes ``events.jsonl``,
-  ``events.mcap`` and ``report.json`` (:func:`robot_team.report.build_report`, mode ``launch``)
+  ``events.mcap`` and ``report.json`` (:func:`robot_team.run_report.build_report`, mode ``launch``)
   into ``out_dir`` and exits; the launch file then shuts everything down. A team node that
   announced itself and later leaves the graph is recorded as ``node_crashed``; one that announces
   itself again (launch respawned it) as ``node_restarted``. A lost manager ends the episode once
@@ -20,7 +20,7 @@ same from the ROS graph alone, so that it works with the nodes on any host:
   there is no episode end and no time limit: it
   records until stopped, appending each event to ``events.jsonl`` as it arrives (a killed
   recorder loses nothing written), and writes ``cases/<case>.json``
-  (:func:`robot_team.report.case_report`) as each case closes (the manager's ``case_closed``);
+  (:func:`robot_team.run_report.case_report`) as each case closes (the manager's ``case_closed``);
   a lost manager is recorded and waited for (launch respawns it), never the end of the record.
   Stopped, its ``report.json`` has outcome ``interrupted``.
 """
@@ -43,7 +43,7 @@ from robot_team.msg import TeamEvent
 from robot_team.names import team_name
 from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.report import build_report, time_limit_outcome, write_case_report
+from robot_team.run_report import build_report, time_limit_outcome, write_case_report
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s

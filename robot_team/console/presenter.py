@@ -20,7 +20,7 @@ from typing import Callable, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from robot_team.report import evidence_of, truth_text
+from robot_team.run_report import evidence_of, truth_text
 from robot_team.scene import SceneState
 
 Done = Callable[[bool, str], None]

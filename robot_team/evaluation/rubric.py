@@ -61,7 +61,7 @@ from robot_team.evaluation.truth import FalseSuccess, RunTruth, false_successes,
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.grounding import contradictions
 from robot_team.names import Robot, role_name
-from robot_team.report import GUARD_KINDS
+from robot_team.run_report import GUARD_KINDS
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType
 from robot_team.tools.base import ToolResult
 from robot_team.workflow import TaskOutline, delegation_refusal

@@ -26,7 +26,7 @@ from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_su
 from robot_team.evaluation.truth import TruthInputError, false_successes
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.names import Robot, role_name
-from robot_team.report import case_events
+from robot_team.run_report import case_events
 from robot_team.runner import run_episode
 
 
@@ -108,7 +108,7 @@ def _longest_gap(spans: list[tuple[float, float, str]], start: float, end: float
 def case_rubric(events: list[TeamEventModel], case_id: str) -> dict:
     """Return the published rubric of one case: ``attempted`` and ``floor`` points of ``rubric_max``.
 
-    Scores the case's own events (:func:`robot_team.report.case_events`) with
+    Scores the case's own events (:func:`robot_team.run_report.case_events`) with
     :func:`robot_team.evaluation.rubric.score_run`, as one onboarding of the published evaluation.
     """
     score = score_run(case_events(events, case_id))
