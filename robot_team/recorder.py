@@ -10,6 +10,9 @@ and ``events.mcap``, written with ``foxglove-sdk``'s MCAP writer:
   escalations over time) and ``/team/log``: the events as Foxglove ``Log``
   (:mod:`robot_team.scene_foxglove`).
 
+Live, it also publishes the scene as rviz2 markers (``visualization_msgs/MarkerArray``) on
+``team/floor_markers`` while anyone subscribes (:mod:`robot_team.rosmarkers`).
+
 In a namespaced team every topic is under its namespace. Per-actor sequence numbers let
 :func:`robot_team.events.sequence_gaps` prove the record is complete.
 """
@@ -25,13 +28,16 @@ import foxglove
 import rclpy
 from mcap.reader import make_reader
 from rclpy.executors import ExternalShutdownException
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 
 from robot_team import names
 from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
+from visualization_msgs.msg import MarkerArray
 from robot_team.rosliveness import announce_alive
+from robot_team.rosmarkers import FLOOR_MARKERS, floor_markers
 from robot_team.rosmsgs import event_from_msg, event_to_msg, events_qos
 from robot_team.rosscene import SceneFeed
 from robot_team.scene import SCENE_FILE, Sample, SceneState, floor_of, write_samples
@@ -52,6 +58,10 @@ int32 sec
 uint32 nanosec
 """
 """Full message definition of robot_team/msg/TeamEvent for MCAP's ros2msg schema encoding."""
+
+
+MARKERS_PERIOD_S = 0.2
+"""Wall seconds between two ``team/floor_markers`` arrays (5 a second, the console's pace)."""
 
 
 class TeamRecorder(Node):
@@ -80,7 +90,16 @@ class TeamRecorder(Node):
         self.scene = SceneState(keep_samples=True)
         self._feed = SceneFeed(self, self.scene, self.get_namespace())
         self.create_subscription(TeamEvent, names.TEAM_EVENTS, self.event_callback, events_qos())
+        # rviz2's view of the scene, 5 times a wall second while someone subscribes (nothing otherwise)
+        self._markers = self.create_publisher(MarkerArray, FLOOR_MARKERS, 1)
+        self.create_timer(MARKERS_PERIOD_S, self._publish_markers, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+
+    def _publish_markers(self) -> None:
+        """Publish the scene as rviz2 markers on ``team/floor_markers``, if anyone listens (rviz2)."""
+        if self._markers.get_subscription_count() == 0:
+            return
+        self._markers.publish(floor_markers(self.scene.snapshot(), self.scene.floor, self.get_clock().now().to_msg()))
 
     def event_callback(self, msg) -> None:
         """Store one event (and pass it to ``on_event``)."""

@@ -34,7 +34,7 @@ from typing import Iterable, Literal, Sequence
 from robot_team.config import ConfigError, load_scenario
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.floor import DEFAULT_FLOOR, Floor, floor_path, load_floor
-from robot_team.names import HOSPITAL_SYSTEMS, role_name
+from robot_team.names import HOSPITAL_SYSTEMS, Robot, role_name
 
 SAMPLE_PERIOD_S = 0.1
 """Least ROS time between two kept samples of one robot or HCW that moves, s (10 Hz)."""
@@ -433,6 +433,22 @@ class Shape:
     yaw: float = 0.0
 
 
+# How every view of the scene draws it (Foxglove, rviz2 markers): heights, m; colours r, g, b(, a) in 0..1.
+ROBOT_Z = 0.3      # m: height of a robot's disc and arrow
+HCW_Z = 0.9        # m: height of an HCW's sphere
+KIND_COLOURS = {'wall': (0.45, 0.45, 0.5, 1.0), 'room': (0.85, 0.88, 0.95, 0.6),
+                'corridor': (0.95, 0.95, 0.9, 0.4), 'door': (0.2, 0.7, 0.3, 0.9),
+                'reader': (0.2, 0.4, 0.9, 0.25), 'dock': (0.3, 0.3, 0.3, 0.8)}
+"""Colour of each kind of floor shape (r, g, b, a in 0..1), shared by every view of the scene."""
+KIND_HEIGHTS = {'wall': 2.5, 'room': 0.02, 'corridor': 0.01, 'door': 0.05, 'reader': 0.03, 'dock': 0.05}
+"""Drawn height of each kind of floor shape, m (walls: the floor's own ``wall_height``)."""
+ROLE_COLOURS = {Robot.NAVIGATION.value: (0.1, 0.45, 0.85), Robot.INFO_COLLECTION.value: (0.55, 0.3, 0.75),
+                Robot.DISPLAY.value: (0.0, 0.6, 0.6)}
+"""Each robot role's colour (r, g, b in 0..1); other roles are orange."""
+AVAILABILITY_COLOURS = {'available': (0.2, 0.7, 0.3), 'busy': (0.95, 0.6, 0.1), 'off_shift': (0.5, 0.5, 0.5)}
+ESI_COLOURS = {1: (0.8, 0.1, 0.1), 2: (0.95, 0.45, 0.1), 3: (0.95, 0.8, 0.15), 4: (0.3, 0.7, 0.3),
+               5: (0.3, 0.5, 0.9)}
+"""Colours of ESI levels 1 (resuscitation) .. 5 (non-urgent)."""
 DOOR_DEPTH_M = 0.3
 """Drawn depth of a door gap across the wall line, m."""
 

@@ -41,9 +41,10 @@ from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPri
 
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.floor import Floor
-from robot_team.names import MAP_FRAME, Robot
+from robot_team.names import MAP_FRAME
 from robot_team.rostime import s_to_time
-from robot_team.scene import Sample, Scene, SceneState, floor_geometry
+from robot_team.scene import (AVAILABILITY_COLOURS, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z,
+                              ROLE_COLOURS, Sample, Scene, SceneState, floor_geometry)
 
 SCENE_TOPIC = 'team/scene'
 """The Foxglove ``SceneUpdate`` channel (in the team's namespace: ``/team/scene``)."""
@@ -60,20 +61,6 @@ CASES_SCHEMA = {
 """The JSON schema of a ``team/cases`` message."""
 LAYOUT_FILE = 'config/foxglove/robot_team.json'
 """The Foxglove layout in the repository and the share folder (:func:`layout`; ``scripts/gen_foxglove_layout.py``)."""
-ROBOT_Z = 0.3      # m: height of a robot's disc and arrow
-HCW_Z = 0.9        # m: height of an HCW's sphere
-
-_KIND_COLOURS = {'wall': (0.45, 0.45, 0.5, 1.0), 'room': (0.85, 0.88, 0.95, 0.6),
-                 'corridor': (0.95, 0.95, 0.9, 0.4), 'door': (0.2, 0.7, 0.3, 0.9),
-                 'reader': (0.2, 0.4, 0.9, 0.25), 'dock': (0.3, 0.3, 0.3, 0.8)}
-_KIND_HEIGHTS = {'wall': 2.5, 'room': 0.02, 'corridor': 0.01, 'door': 0.05, 'reader': 0.03, 'dock': 0.05}
-ROLE_COLOURS = {Robot.NAVIGATION.value: (0.1, 0.45, 0.85), Robot.INFO_COLLECTION.value: (0.55, 0.3, 0.75),
-                Robot.DISPLAY.value: (0.0, 0.6, 0.6)}
-"""Each robot role's colour (r, g, b in 0..1); other roles are orange."""
-AVAILABILITY_COLOURS = {'available': (0.2, 0.7, 0.3), 'busy': (0.95, 0.6, 0.1), 'off_shift': (0.5, 0.5, 0.5)}
-ESI_COLOURS = {1: (0.8, 0.1, 0.1), 2: (0.95, 0.45, 0.1), 3: (0.95, 0.8, 0.15), 4: (0.3, 0.7, 0.3),
-               5: (0.3, 0.5, 0.9)}
-"""Colours of ESI levels 1 (resuscitation) .. 5 (non-urgent)."""
 ERROR_KINDS = {EventKind.NODE_CRASHED.value, EventKind.FALSE_COMPLETION.value, EventKind.WORKFLOW_VIOLATION.value,
                EventKind.INPUT_ERROR.value, EventKind.BRAIN_ERROR.value, EventKind.LLM_ERROR.value,
                EventKind.REPORT_REJECTED.value, EventKind.TOOL_REFUSED.value, EventKind.INVALID_CALL.value}
@@ -110,8 +97,8 @@ def floor_entity(floor: Floor, t: float = 0.0) -> SceneEntity:
     """Return the floor's static geometry (:func:`robot_team.scene.floor_geometry`) as the ``floor`` entity."""
     cubes, cylinders, texts = [], [], []
     for s in floor_geometry(floor):
-        height = _KIND_HEIGHTS[s.kind] if s.kind != 'wall' else floor.wall_height
-        colour = _colour(_KIND_COLOURS[s.kind])
+        height = KIND_HEIGHTS[s.kind] if s.kind != 'wall' else floor.wall_height
+        colour = _colour(KIND_COLOURS[s.kind])
         if s.kind == 'reader':
             cylinders.append(CylinderPrimitive(pose=_pose(s.x, s.y, height / 2), size=Vector3(x=s.sx, y=s.sy, z=height),
                                                bottom_scale=1.0, top_scale=1.0, color=colour))
