@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 
 from robot_team.console.presenter import ConsolePresenter
 from robot_team.console.qt import QtCore, QtWidgets, exec_app
@@ -64,7 +64,7 @@ def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_
     node = rclpy.create_node('supervisor_console', context=context)
     presenter = ConsolePresenter(port=None, operator_id=operator_id)
     client = ConsoleClient(node, presenter, namespace)
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor = SingleThreadedExecutor(context=context)   # callbacks never block (services: call_async)
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name='console-ros', daemon=True)
     spinner.start()
