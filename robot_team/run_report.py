@@ -29,8 +29,10 @@ scan and directory record for info collection, the display service reply for dis
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
 from robot_team.decisions import count_decisions, count_takeovers
@@ -212,6 +214,71 @@ def write_case_report(events: list[TeamEventModel], case_id: str, out_dir: Path,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, default=str))
     return path
+
+
+class OpenRecord:
+    """An open-ended run's record as it goes (a deployment's): the journal and each case's report.
+
+    Every event :meth:`add` takes is appended to ``out_dir/events.jsonl`` at once (a run that is
+    killed loses nothing written; the finished run's whole record, in order, replaces it), and
+    each case the manager closes (``case_closed``) gets its report from :meth:`write_reports`
+    (:func:`write_case_report`, ``fields`` its keyword arguments: ``scenario``, ``brain``,
+    ``mode``, ``expected``). The runner (``robot-team run``) and the launch recorder
+    (:class:`robot_team.bringup.episode.EpisodeRecorder`) both keep one.
+
+    Thread-safe: :meth:`add` runs in the executor's thread, :meth:`write_reports` in another.
+
+    Raises
+    ------
+    OSError
+        If ``events.jsonl`` cannot be created in ``out_dir``.
+    """
+
+    def __init__(self, out_dir: Path, **fields):
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._fields = fields
+        self._lock = threading.Lock()
+        self._journal = open(self.out_dir / 'events.jsonl', 'w', encoding='utf-8')   # a new record
+        self._closed: list[str] = []      # cases closed whose report is not written yet
+        self.reports: dict[str, str] = {}
+        """Each case's report written so far: case -> path."""
+
+    def add(self, event: TeamEventModel) -> None:
+        """Journal ``event``; note the case it closes (the manager's ``case_closed``)."""
+        with self._lock:
+            if self._journal is not None:
+                self._journal.write(event.model_dump_json() + '\n')
+                self._journal.flush()
+            if event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
+                self._closed.append(str(event.data.get('case_id', '')))
+
+    def write_reports(self, events: Callable[[], list[TeamEventModel]], emit: Callable[..., object]) -> None:
+        """Write the report of each case closed since the last call, from the record ``events()`` returns.
+
+        A report that cannot be written (no such case in the record, a file error) is recorded
+        through ``emit`` (an :class:`~robot_team.rosevents.EventEmitter`'s ``emit``) as ``input_error``.
+        """
+        with self._lock:
+            pending, self._closed = self._closed, []
+        if not pending:
+            return
+        record = events()
+        for case_id in pending:
+            try:
+                path = write_case_report(record, case_id, self.out_dir, **self._fields)
+            except (KeyError, OSError) as exc:   # recorded, not dropped: the record says what was missing
+                emit(EventKind.INPUT_ERROR, f'no report for case {case_id}', target=case_id, reason=str(exc),
+                     case_id=case_id)
+                continue
+            self.reports[case_id] = str(path)
+
+    def close(self) -> None:
+        """Close the journal (the run's whole record is written next)."""
+        with self._lock:
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
 
 
 def case_of(event: TeamEventModel, task_case: dict[str, str]) -> str:

@@ -72,7 +72,7 @@ from robot_team.names import (
 )
 from robot_team.nodes_plan import SIM_NODES, node_parameters, prepare, team_nodes
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.run_report import build_report, time_limit_outcome, write_case_report
+from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
 from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
 from robot_team.rosevents import EventEmitter
 from robot_team.rosexec import TeamExecutor
@@ -176,9 +176,8 @@ class Episode:
         """The Fast DDS profile the node processes got (processes mode; see :func:`dds_environment`)."""
         self.nodes: list = []
         """The nodes this process ran (in-process mode; kept after the run for inspection)."""
-        self._journal = None                       # open-ended: events.jsonl, appended as events arrive
-        self._closed_cases: list[str] = []         # open-ended: cases closed whose report is not written yet
-        self.case_reports: dict[str, str] = {}     # open-ended: case -> its report's path
+        self.open_record: OpenRecord | None = None
+        """An open-ended run's record as it goes: the journal and each case's report (:class:`OpenRecord`)."""
 
     def run(self) -> RunResult:
         """Run the episode to its end (or time limit) and write the record and report."""
@@ -196,7 +195,9 @@ class Episode:
             self.foxglove = FoxgloveServer(SceneState(), self.foxglove_port, self.foxglove_host,
                                            prefix=self.namespace.rstrip('/') + '/')
         if self.scenario.open_ended:   # a new record, written as it arrives (a crash loses nothing written)
-            self._journal = open(self.out_dir / 'events.jsonl', 'w', encoding='utf-8')
+            self.open_record = OpenRecord(self.out_dir, scenario=self.scenario.name, brain=self.brain,
+                                          mode='processes' if self.processes else 'in-process',
+                                          expected=self.scenario.expected_outcomes)
         threads_before = set(threading.enumerate())
         context = rclpy.Context()
         rclpy.init(args=['--ros-args', '--log-level', self.log_level, *self._namespace_args()], context=context,
@@ -224,9 +225,8 @@ class Episode:
                 if self.foxglove is not None:
                     self.foxglove.stop()
         wall_time = time.monotonic() - wall_start
-        if self._journal is not None:   # the whole record, in order, replaces the journal
-            self._journal.close()
-            self._journal = None
+        if self.open_record is not None:   # the whole record, in order, replaces the journal
+            self.open_record.close()
         files = write_record(events, self.out_dir, join(self.namespace, 'team/events'), recorder.samples())
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,
                               mode='processes' if self.processes else 'in-process',
@@ -246,8 +246,8 @@ class Episode:
             report['interrupted_by'] = interrupt.signal_name
         report['files'] = {'report': str(self.out_dir / 'report.json'), **files,
                            'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
-        if self.scenario.open_ended:
-            report['files']['cases'] = dict(self.case_reports)
+        if self.open_record is not None:
+            report['files']['cases'] = dict(self.open_record.reports)
         (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
         if start_error is not None:
             raise start_error
@@ -256,14 +256,11 @@ class Episode:
     def _on_event(self, event: TeamEventModel) -> None:
         """Pass one recorded event to the live Foxglove server (if any) and to the caller's ``on_event``.
 
-        Open-ended (a deployment's scenario): the event is also appended to ``events.jsonl`` at
-        once, and a case the manager closed is queued for its report (:meth:`_write_case_reports`).
+        Open-ended (a deployment's scenario): the event also goes to :attr:`open_record` (the journal,
+        the cases it closes).
         """
-        if self._journal is not None:
-            self._journal.write(event.model_dump_json() + '\n')
-            self._journal.flush()
-            if event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
-                self._closed_cases.append(str(event.data.get('case_id', '')))
+        if self.open_record is not None:
+            self.open_record.add(event)
         if self.foxglove is not None:
             self.foxglove.log_event(event)
         if self.on_event is not None:
@@ -679,32 +676,19 @@ class Episode:
             e.actor for e in recorder.events() if e.kind == EventKind.NODE_STARTED.value}
         raise RuntimeError(f"team node(s) {', '.join(sorted(missing))} did not start within {timeout_s:.0f} s")
 
-    def _write_case_reports(self, recorder: TeamRecorder) -> None:
-        """Write ``cases/<case>.json`` for each case closed since the last call (an open-ended run's)."""
-        pending, self._closed_cases = self._closed_cases, []
-        events = recorder.events() if pending else []
-        for case_id in pending:
-            try:
-                path = write_case_report(events, case_id, self.out_dir, scenario=self.scenario.name, brain=self.brain,
-                                         mode='processes' if self.processes else 'in-process',
-                                         expected=self.scenario.expected_outcomes)
-            except (KeyError, OSError) as exc:   # recorded, not dropped
-                self.events.emit(EventKind.INPUT_ERROR, f'no report for case {case_id}', target=case_id,
-                                 reason=str(exc), case_id=case_id)
-                continue
-            self.case_reports[case_id] = str(path)
-
     def _wait_finished(self, recorder: TeamRecorder, interrupt: Interrupt) -> TeamEventModel | None:
-        if self.scenario.open_ended:   # a deployment's: until stopped (SIGINT/SIGTERM), a report per case
-            while not interrupt.is_set():
-                recorder.wait_for(lambda e: False, 0.2)
-                self._write_case_reports(recorder)
-                self._check_children()
-                self._restart_due()
-                if Robot.MANAGER.value in self._down:   # nobody serves the patients any more
-                    return None
-            self._write_case_reports(recorder)
-            return None
+        if self.open_record is not None:   # a deployment's: until stopped (SIGINT/SIGTERM), a report per case
+            try:
+                while not interrupt.is_set():
+                    recorder.wait_for(lambda e: False, 0.2)
+                    self.open_record.write_reports(recorder.events, self.events.emit)
+                    self._check_children()
+                    self._restart_due()
+                    if Robot.MANAGER.value in self._down:   # nobody serves the patients any more
+                        return None
+                return None
+            finally:
+                self.open_record.write_reports(recorder.events, self.events.emit)
         limit = self.scenario.time_limit_s
         # lockstep: sim time stands still while brains wait on their LLM, so wall time is not bounded
         # by the sim limit; each hold is (max_hold_s), and this bounds the whole episode.

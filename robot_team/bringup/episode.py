@@ -43,7 +43,7 @@ from robot_team.msg import TeamEvent
 from robot_team.names import team_name
 from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.run_report import build_report, time_limit_outcome, write_case_report
+from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
 from robot_team.rosevents import EventEmitter
 from robot_team.rosmsgs import event_from_msg, events_qos
 from robot_team.rostime import now_s
@@ -87,6 +87,7 @@ class EpisodeRecorder(TeamRecorder):
 
     def __init__(self, **kwargs):
         chained = kwargs.pop('on_event', None)
+        self.open_record: OpenRecord | None = None   # set below for an open-ended scenario
         super().__init__(on_event=lambda event: self._recorded(event, chained), **kwargs)
         self.declare_parameter('scenario', 'onboarding')
         self.declare_parameter('brain', 'protocol')
@@ -112,41 +113,18 @@ class EpisodeRecorder(TeamRecorder):
         self.report: dict | None = None
         self.open_ended = self._scenario.open_ended
         self.out_dir = Path(self.get_parameter('out_dir').value or '.')
-        self._closed_cases: list[str] = []         # cases closed whose report is not written yet
-        self.case_reports: dict[str, str] = {}     # case -> its report's path
-        self._journal = None
-        if self.open_ended:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._journal = open(self.out_dir / 'events.jsonl', 'w', encoding='utf-8')   # a new record
+        # a deployment's record as it goes: the journal, each case's report (robot_team.run_report.OpenRecord)
+        self.open_record = OpenRecord(self.out_dir, scenario=self._scenario.name,
+                                      brain=str(self.get_parameter('brain').value), mode='launch',
+                                      expected=self._scenario.expected_outcomes) if self.open_ended else None
         self._timer = self.create_timer(0.5, self.check_callback)
 
     def _recorded(self, event, chained) -> None:
-        """Journal ``event`` (open-ended), note a closed case, pass it on to ``chained``."""
-        if self._journal is not None:
-            self._journal.write(event.model_dump_json() + '\n')
-            self._journal.flush()
-        if event.kind == EventKind.CASE_CLOSED.value and event.actor == names.Robot.MANAGER.value:
-            self._closed_cases.append(str(event.data.get('case_id', '')))
+        """Add ``event`` to the open-ended record (if any), then pass it on to ``chained``."""
+        if self.open_record is not None:
+            self.open_record.add(event)
         if chained is not None:
             chained(event)
-
-    def write_case_reports(self) -> list[str]:
-        """Write ``cases/<case>.json`` for each case closed since the last call; return their paths."""
-        pending, self._closed_cases = self._closed_cases, []
-        written = []
-        events = self.events()
-        for case_id in pending:
-            try:
-                path = write_case_report(events, case_id, self.out_dir, scenario=self._scenario.name,
-                                         brain=str(self.get_parameter('brain').value), mode='launch',
-                                         expected=self._scenario.expected_outcomes)
-            except (KeyError, OSError) as exc:   # recorded, not dropped: the record says what was missing
-                self._emitter.emit(EventKind.INPUT_ERROR, f'no report for case {case_id}', target=case_id,
-                                   reason=str(exc), case_id=case_id)
-                continue
-            self.case_reports[case_id] = str(path)
-            written.append(str(path))
-        return written
 
     @staticmethod
     def _load_scenario(text: str):
@@ -159,8 +137,8 @@ class EpisodeRecorder(TeamRecorder):
         """Finish at the episode's end, its time limit or the manager's loss; record vanished nodes."""
         if self.ending.is_set():
             return
-        if self._closed_cases:
-            self.write_case_reports()
+        if self.open_record is not None:
+            self.open_record.write_reports(self.events, self._emitter.emit)
         events = self.events()
         if any(e.kind == EventKind.EPISODE_FINISHED.value for e in events):
             self.ending.set()
@@ -238,10 +216,9 @@ class EpisodeRecorder(TeamRecorder):
             if self.report is not None:
                 return self.report
             out_dir = self.out_dir
-            self.write_case_reports()
-            if self._journal is not None:   # the whole record, in order, replaces the journal
-                self._journal.close()
-                self._journal = None
+            if self.open_record is not None:   # the last cases' reports; the whole record replaces the journal
+                self.open_record.write_reports(self.events, self._emitter.emit)
+                self.open_record.close()
             events = self.events()
             files = write_record(events, out_dir, self.resolve_topic_name(names.TEAM_EVENTS), self.samples())
             report = build_report(events, scenario=self._scenario.name, brain=str(self.get_parameter('brain').value),
@@ -249,7 +226,8 @@ class EpisodeRecorder(TeamRecorder):
                                   wall_time_s=time.monotonic() - self._wall_start, files=files,
                                   case_expected=self._scenario.expected_outcomes)
             report['namespace'] = self.get_namespace()
-            report['files'] = {'report': str(out_dir / 'report.json'), **files, 'cases': dict(self.case_reports)}
+            report['files'] = {'report': str(out_dir / 'report.json'), **files,
+                               'cases': dict(self.open_record.reports) if self.open_record is not None else {}}
             if self.open_ended and report['outcome'] == 'timeout':   # no episode end: stopped by a person
                 report['outcome'] = 'interrupted'
             (out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
