@@ -117,3 +117,8 @@ def reliable_qos(depth: int = 100) -> QoSProfile:
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def amcl_pose_qos() -> QoSProfile:
+    """Return AMCL's ``amcl_pose`` QoS: reliable, transient local, depth 1 (what BasicNavigator subscribes with)."""
+    return reliable_qos(depth=1)

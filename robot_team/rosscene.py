@@ -20,25 +20,19 @@ import threading
 from typing import Sequence
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_team import names
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.geometry import quaternion_to_yaw
 from robot_team.msg import StaffLocation, TeamEvent
-from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.rosmsgs import amcl_pose_qos, event_from_msg, events_qos
 from robot_team.rostime import stamp_to_s
 from robot_team.config import ConfigError
 from robot_team.scene import SceneState, floor_of
 
 ROBOT_LISTERS = (names.HOSPITAL_SYSTEMS, names.MOTION_SIM)
 """Nodes whose ``node_started`` event lists the team's robots (``data.robots``)."""
-
-
-def _amcl_qos() -> QoSProfile:
-    """Return the QoS AMCL publishes ``amcl_pose`` with: reliable, transient local, the latest pose only."""
-    return QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class SceneFeed:
@@ -93,7 +87,7 @@ class SceneFeed:
                 if robot and robot not in self._poses:
                     topic = names.join(self.namespace, names.robot_name(robot, names.AMCL_POSE))
                     self._poses[robot] = self.node.create_subscription(
-                        PoseWithCovarianceStamped, topic, lambda msg, r=robot: self._pose(r, msg), _amcl_qos())
+                        PoseWithCovarianceStamped, topic, lambda msg, r=robot: self._pose(r, msg), amcl_pose_qos())
 
     def on_event(self, event: TeamEventModel) -> None:
         """Apply a team event to the scene.

@@ -26,7 +26,7 @@ from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff
-from robot_team.tools.localization import amcl_pose_qos
+from robot_team.rosmsgs import amcl_pose_qos
 from ros_helpers import wait_for
 
 NAV = 'navigation_robot'

@@ -34,7 +34,7 @@ from robot_team.sim.grid import PlanningError
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
-from robot_team.tools.localization import amcl_pose_qos
+from robot_team.rosmsgs import amcl_pose_qos
 from ros_helpers import wait_for
 
 NAV = 'navigation_robot'

@@ -95,6 +95,7 @@ from robot_team.names import (
     robot_name,
 )
 from robot_team.rosclock import follow_clock
+from robot_team.rosmsgs import amcl_pose_qos
 from robot_team.rosliveness import announce_alive
 from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
@@ -103,7 +104,7 @@ from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.node_common import InFlight, SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
-from robot_team.tools.localization import RobotPose, amcl_pose_qos
+from robot_team.tools.localization import RobotPose
 
 POSE_SOURCES = ('amcl_pose', 'odom', 'tf')
 MAX_PAGE_WAIT_S = 3600.0    # s: cap on PageStaff.timeout_s

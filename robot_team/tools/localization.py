@@ -12,21 +12,15 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 
 from robot_team import names
 from robot_team.errors import ToolError
 from robot_team.geometry import quaternion_to_yaw
+from robot_team.rosmsgs import amcl_pose_qos
 
 POSE_SOURCES = ('auto', 'tf', 'amcl_pose')
 """``auto``: TF when ``tf2_ros`` is importable, else ``amcl_pose``."""
-
-
-def amcl_pose_qos():
-    """Return AMCL's ``amcl_pose`` QoS: reliable, transient local, depth 1 (what BasicNavigator subscribes with)."""
-    return QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class RobotPose:
