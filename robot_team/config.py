@@ -388,7 +388,7 @@ class Scenario(BaseModel):
     @property
     def staff_database(self) -> bool:
         """True when the staff directory is a SQLite database used in place (not a seed to build one from)."""
-        return self.staff_path.suffix.lower() in STAFF_DATABASE_SUFFIXES
+        return is_staff_database(self.staff_path)
 
     @property
     def staff_path(self) -> Path:
@@ -399,6 +399,11 @@ class Scenario(BaseModel):
 STAFF_DATABASE_SUFFIXES = ('.sqlite', '.sqlite3', '.db')
 """A staff directory file with one of these suffixes is a SQLite directory used in place
 (:class:`robot_team.directory.StaffDirectory`); any other is a YAML seed (:class:`StaffSeed`)."""
+
+
+def is_staff_database(path: str | os.PathLike) -> bool:
+    """True when ``path`` names a SQLite staff directory (:data:`STAFF_DATABASE_SUFFIXES`), not a YAML seed."""
+    return Path(path).suffix.lower() in STAFF_DATABASE_SUFFIXES
 
 
 def deployment_scenario(floor: str = 'ed_floor.yaml', staff: str = 'staff.yaml', **fields) -> Scenario:

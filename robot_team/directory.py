@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.config import STAFF_DATABASE_SUFFIXES, ConfigError, StaffSeed, load_staff_seed
+from robot_team.config import ConfigError, StaffSeed, is_staff_database, load_staff_seed
 
 BUSY_TIMEOUT_S = 5.0
 """How long a query waits for another process's write lock before failing, s."""
@@ -364,11 +364,6 @@ def _text(value) -> str:
     return '' if value is None else str(value)
 
 
-def is_database(path: str | os.PathLike) -> bool:
-    """True when ``path`` names a SQLite staff directory (:data:`robot_team.config.STAFF_DATABASE_SUFFIXES`)."""
-    return Path(path).suffix.lower() in STAFF_DATABASE_SUFFIXES
-
-
 def load_staff(path: str | os.PathLike) -> StaffSeed:
     """Return the staff of ``path``: a YAML seed (:func:`robot_team.config.load_staff_seed`) or a SQLite directory.
 
@@ -377,7 +372,7 @@ def load_staff(path: str | os.PathLike) -> StaffSeed:
     ConfigError
         If the file cannot be used (:class:`DirectoryError` for a database); the message names it.
     """
-    if is_database(path):
+    if is_staff_database(path):
         with StaffDirectory(path) as directory:
             return directory.seed()
     return load_staff_seed(Path(path))

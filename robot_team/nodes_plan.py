@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_team.config import ConfigError, Scenario
-from robot_team.directory import StaffDirectory, load_staff
+from robot_team.config import ConfigError, Scenario, load_staff_seed
+from robot_team.directory import StaffDirectory
 from robot_team.floor import load_floor
 from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot
 
@@ -59,12 +59,13 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     for room in [*(case.room for case in scenario.cases), *scenario.blocked_doors,
                  *(change.room for change in scenario.door_changes)]:
         floor.room(room)
+    seed = None
     if scenario.staff_database:   # the hospital's directory, used in place
         with StaffDirectory(scenario.staff_path) as directory:
             known = {s.hcw_id for s in directory.staff()}
         staff_db = scenario.staff_path.resolve()
     else:
-        seed = load_staff(scenario.staff_path)
+        seed = load_staff_seed(scenario.staff_path)
         known = {s.hcw_id for s in seed.staff}
         staff_db = out_dir / 'staff.sqlite'
     first = [scenario.patient.assigned_hcw_id] if scenario.patient is not None else []
@@ -72,8 +73,7 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
         if hcw not in known:
             raise ConfigError(f"scenario '{scenario.name}': HCW #{hcw} is not in the staff directory "
                               f'{scenario.staff_path}')
-    if not scenario.staff_database:
-        staff_db.unlink(missing_ok=True)
+    if seed is not None:   # a fresh directory for the run (one left by a previous run is replaced)
         StaffDirectory.create(staff_db, seed)
     escalation_db = out_dir / 'escalations.sqlite'   # a new run starts a new escalation record
     manager_db = out_dir / 'manager.sqlite'          # and a new manager record (a restart takes it up)
