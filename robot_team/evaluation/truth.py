@@ -618,10 +618,10 @@ def _first_arrival(events: Sequence[TeamEventModel], where: str) -> PatientSpec:
     for event in events:
         if event.actor == SUPERVISOR and event.kind in (EventKind.CASE_OPENED.value, EventKind.CASE_WAITING.value):
             d = event.data
-            try:
+            needs = {'required_specialty': str(d['required_specialty'])} if d.get('required_specialty') else {}
+            try:   # (no specialty recorded: PatientSpec's own default)
                 return PatientSpec(patient_id=str(d.get('case_id', '')), room=str(d.get('room', '')),
-                                   assigned_hcw_id=str(d.get('assigned_hcw_id', '')),
-                                   required_specialty=str(d.get('required_specialty') or 'Physician'))
+                                   assigned_hcw_id=str(d.get('assigned_hcw_id', '')), **needs)
             except ValidationError as exc:
                 raise TruthInputError(f'{where}: the first case ({event.kind} at {event.stamp_s:.1f} s) lacks its '
                                       f'room or HCW: {exc}') from exc
