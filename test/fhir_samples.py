@@ -1,10 +1,15 @@
-"""FHIR test resources built and serialized with ``fhir.resources`` (R5, and R4B for the backport)."""
+"""FHIR test resources built with ``fhir.resources`` (R5, and R4B for the backport), and a gateway client."""
 
 from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
 
 from fhir.resources.bundle import Bundle
 from fhir.resources.encounter import Encounter
 from fhir.resources.R4B.bundle import Bundle as BundleR4B
+from fhir.resources.operationoutcome import OperationOutcome
 
 ACT_CODE = 'http://terminology.hl7.org/CodeSystem/v3-ActCode'
 PARTICIPATION = 'http://terminology.hl7.org/CodeSystem/v3-ParticipationType'
@@ -94,3 +99,28 @@ def r4b_encounter(enc_id: str = 'enc-r4', *, status: str = 'triaged', room: str 
             'participant': [{'type': [{'coding': [{'system': PARTICIPATION, 'code': 'ATND'}]}],
                              'individual': {'identifier': {'system': HCW_SYSTEM, 'value': hcw}}}],
             'location': [{'location': {'display': room}, 'status': 'active'}]}
+
+
+def free_port() -> int:
+    """Return a TCP port free on loopback now (for a gateway to bind)."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts connections on loopback ``port`` (the gateway is up)."""
+    with socket.socket() as sock:
+        return sock.connect_ex(('127.0.0.1', port)) == 0
+
+
+def post(port: int, body: bytes, timeout_s: float = 10.0) -> tuple[int, dict]:
+    """POST ``body`` as FHIR JSON to the gateway on ``port``; return the status and the OperationOutcome's issue."""
+    request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
+                                     headers={'Content-Type': 'application/fhir+json'})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+            status, raw = reply.status, reply.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    return status, OperationOutcome.model_validate_json(raw).issue[0].model_dump(mode='json')

@@ -16,16 +16,14 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import yaml
 
-from fhir_samples import encounter, notification
+from fhir_samples import encounter, free_port, listening, notification, post
 from robot_team.bringup.plan import NodeSpec, plan_floor
 from robot_team.config import StaffMember, StaffSeed
 from robot_team.directory import StaffDirectory
@@ -46,17 +44,6 @@ def _targets() -> dict[str, str]:
     block = re.search(r'set\(_nodes(.*?)\)', (ROOT / 'CMakeLists.txt').read_text(), re.S).group(1)
     return {name: target if ':' in target else f'{target}:main'
             for name, target in re.findall(r'"([a-z_]+)=([^"]+)"', block)}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(('127.0.0.1', port)) == 0
 
 
 class PlanProcesses:
@@ -114,7 +101,7 @@ def test_a_deployment_serves_an_encounter_reports_its_case_as_it_closes_and_reco
     hospital_db = tmp_path / 'hospital' / 'staff.sqlite'
     hospital_db.parent.mkdir()
     StaffDirectory.create(hospital_db, STAFF).close()
-    port = _free_port()
+    port = free_port()
     out = tmp_path / 'run'
     plan = plan_floor(scenario='', staff=str(hospital_db), out_dir=str(out), fhir_port=str(port),
                       clock='follow')   # sim time follows the team: the same decisions on a loaded machine
@@ -130,12 +117,9 @@ def test_a_deployment_serves_an_encounter_reports_its_case_as_it_closes_and_reco
         assert nodes.start(plan.team_ready).wait(timeout=120) == 0, nodes.log('team_ready')
         for spec in plan.after_team:
             nodes.start(spec)
+        _wait_for(lambda: listening(port), 30, 'the FHIR gateway listening')
         body = notification(encounter('enc-dep-1', patient='P-9100', room='ER-9', hcw='314', esi=3))
-        request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
-                                         headers={'Content-Type': 'application/fhir+json'})
-        _wait_for(lambda: _listening(port), 30, 'the FHIR gateway listening')
-        with urllib.request.urlopen(request, timeout=15) as reply:
-            assert reply.status == 200
+        assert post(port, body, timeout_s=15)[0] == 200
         case_file = out / 'cases' / 'P-9100.json'
         _wait_for(case_file.exists, 180, "the case's report")
         case = json.loads(case_file.read_text())
@@ -162,19 +146,16 @@ def test_a_deployment_serves_an_encounter_reports_its_case_as_it_closes_and_reco
 
 def test_robot_team_run_without_a_scenario_serves_until_interrupted(tmp_path, domain_id):
     """``robot-team run --scenario ''`` (no launch needed): the same deployment in one process, ended by SIGINT."""
-    port, out = _free_port(), tmp_path / 'run'
+    port, out = free_port(), tmp_path / 'run'
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                PYTHONPATH=str(ROOT))
     run = subprocess.Popen([sys.executable, '-m', 'robot_team.cli', 'run', '--scenario', '', '--fhir-port', str(port),
                             '--out', str(out), '--domain-id', str(domain_id), '--quiet'],
                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_for(lambda: _listening(port) or run.poll() is not None, 90, 'the FHIR gateway listening')
+        _wait_for(lambda: listening(port) or run.poll() is not None, 90, 'the FHIR gateway listening')
         body = notification(encounter('enc-cli-1', patient='P-9200', room='ER-2', hcw='41', esi=4))
-        request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
-                                         headers={'Content-Type': 'application/fhir+json'})
-        with urllib.request.urlopen(request, timeout=15) as reply:
-            assert reply.status == 200
+        assert post(port, body, timeout_s=15)[0] == 200
         case_file = out / 'cases' / 'P-9200.json'
         _wait_for(case_file.exists, 180, "the case's report")
         assert json.loads(case_file.read_text())['outcome'] == 'success'

@@ -10,35 +10,13 @@ second one, cancelled, is closed through the workflow's rules (an escalation rai
 episode ends once the two FHIR cases are closed.
 """
 
-import socket
 import threading
-import urllib.error
-import urllib.request
 
 import pytest
-from fhir.resources.operationoutcome import OperationOutcome
 
-from fhir_samples import encounter, notification
+from fhir_samples import encounter, free_port, notification, post
 from robot_team.config import load_scenario
 from robot_team.runner import run_episode
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def post(port: int, body: bytes) -> tuple[int, dict]:
-    """POST ``body`` as FHIR JSON; return the status and the OperationOutcome's issue (read by fhir.resources)."""
-    request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
-                                     headers={'Content-Type': 'application/fhir+json'})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            status, raw = reply.status, reply.read()
-    except urllib.error.HTTPError as exc:
-        status, raw = exc.code, exc.read()
-    return status, OperationOutcome.model_validate_json(raw).issue[0].model_dump(mode='json')
 
 
 def test_encounters_open_serve_repeat_and_cancel_cases_in_a_running_team(tmp_path, domain_id):

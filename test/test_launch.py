@@ -171,29 +171,19 @@ def test_ed_floor_embedded_completes_onboarding_and_ends_by_itself(tmp_path, dom
 @pytest.mark.timeout(300)
 def test_ed_floor_without_a_scenario_serves_an_encounter_and_records_until_stopped(tmp_path, domain_id):
     import signal
-    import socket
     import time
-    import urllib.request
-    from fhir_samples import encounter, notification
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
+    from fhir_samples import encounter, free_port, listening, notification, post
+    port = free_port()
     out = tmp_path / 'run'
     launch = subprocess.Popen([sys.executable, '-c', RUNNER, str(LAUNCH / 'ed_floor.launch.py'), 'scenario:=',
                                f'fhir_port:={port}', f'out_dir:={out}'], env=_env(domain_id), cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(('127.0.0.1', port)) == 0:
-                    break
+        while not listening(port) and time.monotonic() < deadline:
             time.sleep(0.5)
         body = notification(encounter('enc-l', patient='P-6200', room='ER-10', hcw='80', esi=2))
-        request = urllib.request.Request(f'http://127.0.0.1:{port}/fhir', body, method='POST',
-                                         headers={'Content-Type': 'application/fhir+json'})
-        with urllib.request.urlopen(request, timeout=15) as reply:
-            assert reply.status == 200
+        assert post(port, body, timeout_s=15)[0] == 200
         case_file = out / 'cases' / 'P-6200.json'
         deadline = time.monotonic() + 150
         while not case_file.exists() and time.monotonic() < deadline:
