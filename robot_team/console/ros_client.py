@@ -145,14 +145,12 @@ class ConsoleClient:
         self.presenter.on_liveness(msg.node, msg.state, msg.restarted, msg.task_id, msg.noticed_by)
 
     def _event(self, msg) -> None:
-        self.feed.on_event(event_from_msg(msg))
+        event = event_from_msg(msg)   # its data parsed once, for the floor map and the task board
+        self.feed.on_event(event)
         wanted = (EventKind.DELEGATION_AUTHORIZED.value, EventKind.DEADLINE_MISSED.value)
-        if msg.actor != names.SUPERVISOR or msg.kind not in wanted:
+        if msg.actor != names.SUPERVISOR or msg.kind not in wanted or 'parse_error' in event.data:
             return
-        try:
-            data = json.loads(msg.data_json or '{}')
-        except json.JSONDecodeError:
-            return
+        data = event.data
         if msg.kind == EventKind.DELEGATION_AUTHORIZED.value:
             self.presenter.on_task_authorized(data.get('task_id', ''), data.get('task_type', ''),
                                               data.get('robot', ''))
