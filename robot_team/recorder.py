@@ -27,15 +27,15 @@ from pathlib import Path
 import foxglove
 import rclpy
 from mcap.reader import make_reader
-from rclpy.executors import ExternalShutdownException
 from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
+from visualization_msgs.msg import MarkerArray
 
 from robot_team import names
 from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
-from visualization_msgs.msg import MarkerArray
 from robot_team.rosliveness import announce_alive
 from robot_team.rosmarkers import FLOOR_MARKERS, floor_markers
 from robot_team.rosmsgs import event_from_msg, event_to_msg, events_qos
