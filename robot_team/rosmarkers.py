@@ -27,8 +27,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from robot_team.floor import Floor
 from robot_team.names import MAP_FRAME
-from robot_team.scene import (AVAILABILITY_COLOURS, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z,
-                              ROLE_COLOURS, Scene, floor_geometry)
+from robot_team.scene import (AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS,
+                              ROBOT_Z, ROLE_COLOURS, Scene, case_tile, escalation_rings, floor_geometry)
 
 FLOOR_MARKERS = 'team/floor_markers'
 """The topic (relative: in the team's namespace) of the scene's ``MarkerArray``."""
@@ -86,31 +86,23 @@ def floor_markers(scene: Scene, floor: Floor | None, stamp: Time) -> MarkerArray
             continue
         colour = _colour(ROLE_COLOURS.get(r.role, (0.95, 0.5, 0.1)))
         out.add('robots', Marker.ARROW, _pose(r.x, r.y, ROBOT_Z, r.yaw), (0.8, 0.3, 0.3), colour)
-        label = name if not r.task_id else f'{name}\n{r.task_id} {r.task_status} ({r.case_id or "-"})'
-        out.text('robot_labels', r.x, r.y, ROBOT_Z + 0.6, label)
+        out.text('robot_labels', r.x, r.y, ROBOT_Z + 0.6, r.label)
     for hcw_id, h in sorted(scene.hcws.items()):
         if math.isnan(h.x) or math.isnan(h.y):
             continue
         out.add('hcws', Marker.SPHERE, _pose(h.x, h.y, HCW_Z), (0.45, 0.45, 0.45),
                 _colour(AVAILABILITY_COLOURS.get(h.availability, (0.4, 0.4, 0.4))))
-        out.text('hcw_labels', h.x, h.y, HCW_Z + 0.5, f'#{hcw_id}' + (f' -> {h.following}' if h.following else ''),
-                 0.3)
-    rooms = floor.rooms if floor is not None else {}
-    for case_id, c in sorted(scene.cases.items()):
-        room = rooms.get(c.room)
-        if room is None:
+        out.text('hcw_labels', h.x, h.y, HCW_Z + 0.5, h.label, 0.3)
+    for _, c in sorted(scene.cases.items()):
+        tile = case_tile(floor, c)
+        if tile is None:
             continue
-        (x, y), (sx, sy) = room.center, room.size
-        alpha = 0.25 if c.state == 'closed' else 0.7
-        out.add('cases', Marker.CUBE, _pose(x, y, 0.04), (sx * 0.8, sy * 0.8, 0.04),
+        x, y, sx, sy, alpha = tile
+        out.add('cases', Marker.CUBE, _pose(x, y, 0.04), (sx, sy, 0.04),
                 _colour(ESI_COLOURS.get(c.esi_level, (0.6, 0.6, 0.6)), alpha))
-        out.text('cases', x, y, 0.3, f'{c.patient_id or case_id} ESI {c.esi_level or "?"}: {c.state}')
-    red = _colour((0.85, 0.1, 0.1), 0.8)
+        out.text('cases', x, y, 0.3, c.label())
+    red = _colour(ESCALATION_COLOUR)
     for e in scene.open_escalations():
-        room = rooms.get(e.room)
-        if room is not None:
-            out.add('escalations', Marker.CYLINDER, _pose(*room.center, 0.1), (3.0, 3.0, 0.05), red)
-        robot = scene.robots.get(e.robot)
-        if robot is not None and robot.placed:
-            out.add('escalations', Marker.CYLINDER, _pose(robot.x, robot.y, 0.05), (1.6, 1.6, 0.05), red)
+        for x, y, z, d in escalation_rings(scene, floor, e):
+            out.add('escalations', Marker.CYLINDER, _pose(x, y, z), (d, d, 0.05), red)
     return out.array

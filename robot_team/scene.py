@@ -73,6 +73,13 @@ class RobotView:
         """The robot's role: ``navigation_robot`` for ``navigation_robot_2`` too."""
         return role_name(self.name)
 
+    @property
+    def label(self) -> str:
+        """What every view writes beside the robot: its name, then its task, status and case."""
+        if not self.task_id:
+            return self.name
+        return f'{self.name}\n{self.task_id} {self.task_status} ({self.case_id or "-"})'
+
 
 @dataclass
 class HcwView:
@@ -95,6 +102,11 @@ class HcwView:
         """The robot this HCW follows now ('' none)."""
         return self.robot if self.state == 'following' else ''
 
+    @property
+    def label(self) -> str:
+        """What every view writes beside the HCW: ``#<id>``, and ``-> <robot>`` while following one."""
+        return f'#{self.hcw_id}' + (f' -> {self.following}' if self.following else '')
+
 
 @dataclass
 class CaseView:
@@ -108,6 +120,10 @@ class CaseView:
     assigned_hcw_id: str = ''
     opened_s: float = math.nan
     closed_s: float = math.nan
+
+    def label(self, sep: str = ' ') -> str:
+        """What every view writes on the case's room: patient (else case ID), ``sep``, ESI level and state."""
+        return f'{self.patient_id or self.case_id}{sep}ESI {self.esi_level or "?"}: {self.state}'
 
 
 @dataclass
@@ -449,6 +465,38 @@ AVAILABILITY_COLOURS = {'available': (0.2, 0.7, 0.3), 'busy': (0.95, 0.6, 0.1), 
 ESI_COLOURS = {1: (0.8, 0.1, 0.1), 2: (0.95, 0.45, 0.1), 3: (0.95, 0.8, 0.15), 4: (0.3, 0.7, 0.3),
                5: (0.3, 0.5, 0.9)}
 """Colours of ESI levels 1 (resuscitation) .. 5 (non-urgent)."""
+ESCALATION_COLOUR = (0.85, 0.1, 0.1, 0.8)
+"""The rings of an open escalation (r, g, b, a)."""
+
+
+def case_tile(floor: Floor | None, case: CaseView) -> tuple[float, float, float, float, float] | None:
+    """Return a case's tile on its room as ``(x, y, size_x, size_y, alpha)`` (m; None: its room is not on ``floor``).
+
+    The tile covers 0.8 of the room's width and depth; a closed case's is faint (alpha 0.25, else 0.7).
+    """
+    room = floor.rooms.get(case.room) if floor is not None else None
+    if room is None:
+        return None
+    (x, y), (sx, sy) = room.center, room.size
+    return x, y, sx * 0.8, sy * 0.8, 0.25 if case.state == 'closed' else 0.7
+
+
+def escalation_rings(scene: Scene, floor: Floor | None,
+                     escalation: EscalationView) -> list[tuple[float, float, float, float]]:
+    """Return the rings marking an open escalation as ``(x, y, z, diameter)`` (m): on its room, around its robot.
+
+    A room not on ``floor`` (or no floor known) or a robot with no pose yet gets none.
+    """
+    rings = []
+    room = floor.rooms.get(escalation.room) if floor is not None else None
+    if room is not None:
+        rings.append((*room.center, 0.1, 3.0))
+    robot = scene.robots.get(escalation.robot)
+    if robot is not None and robot.placed:
+        rings.append((robot.x, robot.y, 0.05, 1.6))
+    return rings
+
+
 DOOR_DEPTH_M = 0.3
 """Drawn depth of a door gap across the wall line, m."""
 

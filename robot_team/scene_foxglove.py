@@ -43,8 +43,9 @@ from robot_team.events import EventKind, TeamEventModel
 from robot_team.floor import Floor
 from robot_team.names import MAP_FRAME
 from robot_team.rostime import s_to_time
-from robot_team.scene import (AVAILABILITY_COLOURS, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z,
-                              ROLE_COLOURS, Sample, Scene, SceneState, floor_geometry)
+from robot_team.scene import (AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS,
+                              ROBOT_Z, ROLE_COLOURS, Sample, Scene, SceneState, case_tile, escalation_rings,
+                              floor_geometry)
 
 SCENE_TOPIC = 'team/scene'
 """The Foxglove ``SceneUpdate`` channel (in the team's namespace: ``/team/scene``)."""
@@ -115,14 +116,13 @@ def robot_entity(scene: Scene, name: str) -> SceneEntity:
     """Return robot ``name`` of ``scene`` as its ``robot/<name>`` entity (it must have a pose)."""
     r = scene.robots[name]
     colour = _colour(ROLE_COLOURS.get(r.role, (0.95, 0.5, 0.1)))
-    label = r.name if not r.task_id else f'{r.name}\n{r.task_id} {r.task_status} ({r.case_id or "-"})'
     return SceneEntity(
         timestamp=stamp(r.stamp_s), frame_id=MAP_FRAME, id=f'robot/{name}',
         cylinders=[CylinderPrimitive(pose=_pose(r.x, r.y, ROBOT_Z / 2), size=Vector3(x=0.6, y=0.6, z=ROBOT_Z),
                                      bottom_scale=1.0, top_scale=1.0, color=colour)],
         arrows=[ArrowPrimitive(pose=_pose(r.x, r.y, ROBOT_Z + 0.05, r.yaw), shaft_length=0.5, shaft_diameter=0.08,
                                head_length=0.25, head_diameter=0.2, color=colour)],
-        texts=[_text(r.x, r.y, ROBOT_Z + 0.6, label)],
+        texts=[_text(r.x, r.y, ROBOT_Z + 0.6, r.label)],
         metadata=_meta(role=r.role, x=r.x, y=r.y, yaw=r.yaw, task_id=r.task_id, task_type=r.task_type,
                        task_status=r.task_status, case_id=r.case_id, room=r.room))
 
@@ -130,12 +130,11 @@ def robot_entity(scene: Scene, name: str) -> SceneEntity:
 def hcw_entity(scene: Scene, hcw_id: str) -> SceneEntity:
     """Return HCW ``hcw_id`` of ``scene`` as its ``hcw/<id>`` entity."""
     h = scene.hcws[hcw_id]
-    label = f'#{h.hcw_id}' + (f' -> {h.following}' if h.following else '')
     return SceneEntity(
         timestamp=stamp(h.stamp_s), frame_id=MAP_FRAME, id=f'hcw/{hcw_id}',
         spheres=[SpherePrimitive(pose=_pose(h.x, h.y, HCW_Z), size=Vector3(x=0.45, y=0.45, z=0.45),
                                  color=_colour(AVAILABILITY_COLOURS.get(h.availability, (0.4, 0.4, 0.4))))],
-        texts=[_text(h.x, h.y, HCW_Z + 0.5, label, 10.0)],
+        texts=[_text(h.x, h.y, HCW_Z + 0.5, h.label, 10.0)],
         metadata=_meta(x=h.x, y=h.y, area=h.area, specialty=h.specialty, availability=h.availability,
                        state=h.state, robot=h.robot, following=h.following))
 
@@ -143,33 +142,24 @@ def hcw_entity(scene: Scene, hcw_id: str) -> SceneEntity:
 def case_entity(scene: Scene, floor: Floor, case_id: str) -> SceneEntity | None:
     """Return a case as its ``case/<id>`` entity on its room (None if the room is not on ``floor``)."""
     c = scene.cases[case_id]
-    room = floor.rooms.get(c.room)
-    if room is None:
+    tile = case_tile(floor, c)
+    if tile is None:
         return None
-    alpha = 0.25 if c.state == 'closed' else 0.7
-    (x, y), (sx, sy) = room.center, room.size
+    x, y, sx, sy, alpha = tile
     return SceneEntity(
         timestamp=stamp(scene.t_s), frame_id=MAP_FRAME, id=f'case/{case_id}',
-        cubes=[CubePrimitive(pose=_pose(x, y, 0.04), size=Vector3(x=sx * 0.8, y=sy * 0.8, z=0.04),
+        cubes=[CubePrimitive(pose=_pose(x, y, 0.04), size=Vector3(x=sx, y=sy, z=0.04),
                              color=_colour(ESI_COLOURS.get(c.esi_level, (0.6, 0.6, 0.6)), alpha))],
-        texts=[_text(x, y, 0.3, f'{c.patient_id or c.case_id} ESI {c.esi_level or "?"}: {c.state}')],
+        texts=[_text(x, y, 0.3, c.label())],
         metadata=_meta(room=c.room, patient_id=c.patient_id, esi_level=c.esi_level, state=c.state))
 
 
 def escalation_entity(scene: Scene, floor: Floor, escalation_id: str) -> SceneEntity | None:
     """Return an open escalation as red rings on its room and robot (None if it points at neither)."""
     e = scene.escalations[escalation_id]
-    ring = Vector3(x=1.6, y=1.6, z=0.05)
-    red = _colour((0.85, 0.1, 0.1), 0.8)
-    cylinders = []
-    room = floor.rooms.get(e.room)
-    if room is not None:
-        cylinders.append(CylinderPrimitive(pose=_pose(*room.center, 0.1), size=Vector3(x=3.0, y=3.0, z=0.05),
-                                           bottom_scale=1.0, top_scale=1.0, color=red))
-    robot = scene.robots.get(e.robot)
-    if robot is not None and robot.placed:
-        cylinders.append(CylinderPrimitive(pose=_pose(robot.x, robot.y, 0.05), size=ring, bottom_scale=1.0,
-                                           top_scale=1.0, color=red))
+    red = _colour(ESCALATION_COLOUR[:3], ESCALATION_COLOUR[3])
+    cylinders = [CylinderPrimitive(pose=_pose(x, y, z), size=Vector3(x=d, y=d, z=0.05), bottom_scale=1.0,
+                                   top_scale=1.0, color=red) for x, y, z, d in escalation_rings(scene, floor, e)]
     if not cylinders:
         return None
     return SceneEntity(timestamp=stamp(scene.t_s), frame_id=MAP_FRAME, id=f'escalation/{escalation_id}',

@@ -250,8 +250,7 @@ class FloorMapWidget(QtWidgets.QWidget):
                                          QtGui.QPen(QtCore.Qt.PenStyle.NoPen),
                                          _brush(ESI_COLOURS.get(case.esi_level, '#9e9e9e'), alpha))
             item.setPos(room.center[0], -room.center[1])
-            self._label(item, f'{case.patient_id or case_id}\nESI {case.esi_level or "?"}: {case.state}',
-                        -sx * 0.35, 0.0, 8, True)
+            self._label(item, case.label('\n'), -sx * 0.35, 0.0, 8, True)
             self._keep(f'case/{case_id}', item, 5)
 
     def _draw_escalations(self, scene: Scene) -> None:
@@ -287,8 +286,7 @@ class FloorMapWidget(QtWidgets.QWidget):
         tip = (2.2 * r * math.cos(robot.yaw), -2.2 * r * math.sin(robot.yaw))
         heading = QtWidgets.QGraphicsLineItem(0.0, 0.0, *tip, item)
         heading.setPen(_pen('#212121', 0.12))
-        text = name if not robot.task_id else f'{name}\n{robot.task_id} {robot.task_status} ({robot.case_id or "-"})'
-        self._label(item, text, r, r, 8)
+        self._label(item, robot.label, r, r, 8)
         item.setPos(robot.x, -robot.y)
         self.graphics.addItem(item)
         self._keep(f'robot/{name}', item, 10)
@@ -298,8 +296,7 @@ class FloorMapWidget(QtWidgets.QWidget):
         item = QtWidgets.QGraphicsEllipseItem(-r, -r, 2 * r, 2 * r)
         item.setPen(_pen('#212121'))
         item.setBrush(_brush(AVAILABILITY_COLOURS.get(hcw.availability, '#9e9e9e')))
-        text = f'#{hcw_id}' + (f' -> {hcw.following}' if hcw.following else '')
-        self._label(item, text, r, -r, 7, bool(hcw.following))
+        self._label(item, hcw.label, r, -r, 7, bool(hcw.following))
         item.setPos(hcw.x, -hcw.y)
         self.graphics.addItem(item)
         self._keep(f'hcw/{hcw_id}', item, 11)
