@@ -406,14 +406,15 @@ def is_staff_database(path: str | os.PathLike) -> bool:
     return Path(path).suffix.lower() in STAFF_DATABASE_SUFFIXES
 
 
-def deployment_scenario(floor: str = 'ed_floor.yaml', staff: str = 'staff.yaml', **fields) -> Scenario:
+def deployment_scenario(floor: str = '', staff: str = '', **fields) -> Scenario:
     """Return an open-ended scenario for a deployment: no patient scheduled; it runs until stopped.
 
     ``floor``: floor description (name in ``config/floors`` or a path); ``staff``: the staff
     directory, a YAML seed (name in ``config`` or a path) or a SQLite directory used in place
-    (:data:`STAFF_DATABASE_SUFFIXES`); ``fields``: other :class:`Scenario` fields (``deadlines``,
-    ``fleet``, ``cases_at_once``...). Cases are served as they arrive, with no limit on how many
-    are open at once (``cases_at_once`` 0; a robot still runs one task at a time) unless given.
+    (:data:`STAFF_DATABASE_SUFFIXES`); '' for either: the :class:`Scenario` default; ``fields``:
+    other :class:`Scenario` fields (``deadlines``, ``fleet``, ``cases_at_once``...). Cases are
+    served as they arrive, with no limit on how many are open at once (``cases_at_once`` 0; a
+    robot still runs one task at a time) unless given.
 
     Raises
     ------
@@ -421,9 +422,8 @@ def deployment_scenario(floor: str = 'ed_floor.yaml', staff: str = 'staff.yaml',
         If a field does not validate (the message names it).
     """
     data = {'name': 'deployment', 'description': 'Open-ended: patients arrive from the hospital\'s systems.',
-            'floor': floor or 'ed_floor.yaml', 'staff_directory': staff or 'staff.yaml', 'cases_at_once': 0,
-            'open_ended': True,
-            **fields}
+            'cases_at_once': 0, 'open_ended': True, **({'floor': floor} if floor else {}),
+            **({'staff_directory': staff} if staff else {}), **fields}
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
