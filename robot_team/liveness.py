@@ -171,6 +171,20 @@ class LivenessTracker:
                 return [self._lose(node, life, NOTICED_BY_LIVELINESS, wall_s)]
             return self._try_back(node, life, writers, wall_s)
 
+    def graph_seen(self, node: str, writers: Iterable[str], wall_s: float) -> list[LivenessChange]:
+        """Look again at a lost ``node`` with the ``writers`` of its announcement the graph shows now.
+
+        The graph drops a dead process's writer on its own schedule: the liveliness change that
+        counts the dead writer gone (``not_alive_count`` back to 0) may come while the graph still
+        shows it, and then no other change follows. The watch calls this on a wall-clock tick while
+        a node is lost, so that such a node is still ``back`` once the graph shows one writer.
+        """
+        with self._lock:
+            life = self._lives.get(node)
+            if life is None:
+                return []
+            return self._try_back(node, life, set(writers), wall_s)
+
     def _try_back(self, node: str, life: _Life, writers: set[str], wall_s: float) -> list[LivenessChange]:
         """Back once one writer is matched and alive, and the graph shows which (lock held)."""
         if life.state != 'lost' or life.alive_count == 0 or not life.one_writer or len(writers) != 1:

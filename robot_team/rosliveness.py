@@ -18,6 +18,7 @@ import time
 import uuid
 from typing import Callable, Iterable
 
+from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
@@ -25,6 +26,10 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProf
 from robot_team.liveness import LIVELINESS_LEASE_S, LivenessChange, LivenessTracker
 from robot_team.msg import Heartbeat
 from robot_team.names import HEARTBEAT, team_name
+
+GRAPH_RECHECK_PERIOD_S = 0.5
+"""Wall s between two looks at the graph's writers of each lost node's announcement
+(:meth:`~robot_team.liveness.LivenessTracker.graph_seen`)."""
 
 
 def heartbeat_qos() -> QoSProfile:
@@ -61,7 +66,8 @@ class LivenessWatch:
     Parameters
     ----------
     node
-        The watching node (the supervisor): its subscriptions and its wall-clock tick.
+        The watching node (the supervisor): its subscriptions and its wall-clock tick, which looks
+        again at each lost node's writers every :data:`GRAPH_RECHECK_PERIOD_S`.
     nodes
         Names of the nodes to watch (each announces on ``team/heartbeat/<name>``).
     on_change
@@ -82,6 +88,13 @@ class LivenessWatch:
             self._subscriptions.append(node.create_subscription(
                 Heartbeat, heartbeat_topic(name), lambda msg, name=name: self._announced(name, msg), heartbeat_qos(),
                 callback_group=callback_group, event_callbacks=events))
+        # wall time (steady): liveness is about processes, and a held sim clock must not hold a return
+        self._tick = node.create_timer(GRAPH_RECHECK_PERIOD_S, self._recheck, callback_group=callback_group,
+                                       clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _recheck(self) -> None:
+        for name in self.tracker.lost():
+            self._report(self.tracker.graph_seen(name, self._writers(name), time.monotonic()))
 
     def _writers(self, name: str) -> list[str]:
         """Return the GIDs (hex) of the writers of ``name``'s announcement the graph shows now."""

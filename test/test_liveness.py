@@ -86,6 +86,21 @@ def test_a_restart_faster_than_the_lease_is_a_loss_at_once_and_a_return_once_the
     assert (back.state, back.restarted, back.instance_id) == ('back', True, 'a2')
 
 
+def test_a_dead_writer_the_graph_drops_after_its_last_liveliness_change_is_still_followed_by_a_return():
+    # measured in CI: the change that counts the dead writer gone came while the graph still showed it
+    tracker = LivenessTracker([NODE])
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.0)
+    assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 2.5) == []
+    assert tracker.announced(NODE, 'a2', [OLD, NEW], 2.6) == []
+    assert tracker.liveliness(NODE, 1, 0, -1, [OLD, NEW], 20.0) == []   # the graph lags: no change follows
+    assert tracker.graph_seen(NODE, [OLD, NEW], 20.5) == [] and tracker.lost() == [NODE]
+    (back,) = tracker.graph_seen(NODE, [NEW], 21.0)
+    assert (back.state, back.restarted, back.instance_id) == ('back', True, 'a2')
+    assert tracker.graph_seen(NODE, [NEW], 21.5) == [] and tracker.state(NODE) == 'alive'
+    assert tracker.graph_seen('someone_else', [NEW], 22.0) == []
+
+
 def test_unwatched_nodes_and_bad_announcements():
     tracker = LivenessTracker([NODE])
     assert tracker.announced('someone_else', 'x', [OLD], 0.0) == []
