@@ -49,6 +49,9 @@ FHIR_PORT_HELP = ('Also serve FHIR Encounter notifications (R5 subscription-noti
                   'end them (docs/deployment.md). 0: off.')
 FHIR_HOST_HELP = (f'Address the FHIR gateway binds (loopback by default; elsewhere the bearer token in {TOKEN_ENV} '
                   'is required).')
+JUMP_AHEAD_HELP = ('Follow clock without a speed cap: jump sim time across quiet time (every node waiting for '
+                   'a scheduled event, no robot driving) to the step before the next event: the same decisions, '
+                   'sooner (robot_team.clock_sync). --no-jump-ahead: step through it.')
 FOXGLOVE_HELP = ('Serve the live scene (SceneUpdate on /team/scene) and events (Log on /team/log) to Foxglove '
                  'over WebSocket on this port (ws://FOXGLOVE_HOST:PORT; 0: any free port, in report.json); layout: '
                  'config/foxglove/robot_team.json.')
@@ -86,6 +89,7 @@ def run(
                                                 "brain waits on its LLM) or 'lockstep' (sim time holds, as a paused "
                                                 'Gazebo).')]
     = 'realtime',
+    jump_ahead: Annotated[bool, typer.Option('--jump-ahead/--no-jump-ahead', help=JUMP_AHEAD_HELP)] = True,
     kb: Annotated[bool, typer.Option('--kb/--no-kb', help='LLM brains: give each robot its knowledge-base '
                                                           'sections (config/kb).')] = True,
     model: Annotated[Optional[str], typer.Option(help=MODEL_HELP)] = None,
@@ -150,7 +154,7 @@ def run(
             check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
                                     log_level, namespace, llm_clock, model, clock, max_restarts, seed,
-                                    fhir_port, fhir_host, (foxglove, foxglove_host))
+                                    fhir_port, fhir_host, (foxglove, foxglove_host), jump_ahead)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -180,6 +184,7 @@ def shift(
         '--lessons/--no-lessons', help="Give each case the lessons of the shift's earlier reflections (with "
                                        "the KB); --no-lessons: the condition without them.")] = True,
     clock: Annotated[str, typer.Option(help="'follow' (as fast as the team keeps up) or 'wall'.")] = 'follow',
+    jump_ahead: Annotated[bool, typer.Option('--jump-ahead/--no-jump-ahead', help=JUMP_AHEAD_HELP)] = True,
     out: Annotated[Path, typer.Option(help='Folder for shift.json, summary.md/png, report.json, the record.')]
     = Path('runs/shift'),
     domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID for the graph (default: env or 0).')]
@@ -229,7 +234,7 @@ def shift(
             check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
                             brain_options=options or None, fhir_port=fhir_port, fhir_host=fhir_host,
-                            processes=processes)
+                            processes=processes, jump_ahead=jump_ahead)
     except (ConfigError, ValueError) as exc:
         console.print(f'[red]error:[/red] {exc}')
         raise typer.Exit(EXIT_BAD_INPUT) from exc
@@ -247,14 +252,14 @@ def shift(
 def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_factor, quiet, options=None,
                        log_level='warn', namespace='/', llm_clock='realtime', model=None, clock='follow',
                        max_restarts=DEFAULT_MAX_RESTARTS, seed=None, fhir_port=0, fhir_host='127.0.0.1',
-                       foxglove=(None, '127.0.0.1')):
+                       foxglove=(None, '127.0.0.1'), jump_ahead=True):
 
     if quiet:
         return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
                                   namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
                                   max_restarts=max_restarts, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host,
-                                  foxglove_port=foxglove[0], foxglove_host=foxglove[1])
+                                  foxglove_port=foxglove[0], foxglove_host=foxglove[1], jump_ahead=jump_ahead)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -274,7 +279,7 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
                                   local_model=model, clock=clock, max_restarts=max_restarts, seed=seed,
                                   fhir_port=fhir_port, fhir_host=fhir_host, foxglove_port=foxglove[0],
-                                  foxglove_host=foxglove[1])
+                                  foxglove_host=foxglove[1], jump_ahead=jump_ahead)
 
 
 def print_summary(report: dict) -> None:

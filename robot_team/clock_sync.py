@@ -17,6 +17,21 @@ Two clock modes (:data:`CLOCK_MODES`) for the simulator's clock source (``motion
     (:mod:`robot_team.llm.lockstep`) is one more condition of the step: sim time stands while a
     brain waits on its LLM.
 
+**Jump ahead.** While nothing but scheduled work is pending, the follow clock jumps to the step
+before the next scheduled event instead of stepping through the quiet time one step at a time (a
+shift's quiet hours then cost almost nothing). Each follower tells, with every acknowledgement,
+when its next scheduled work is (``ClockAck.next_event_s``: 0 while it has work now, ``inf`` when
+nothing is scheduled); the clock source adds its own (robots in motion: work now; a door change
+due). The clock jumps only when every counting follower said "nothing now" in its last **two**
+acknowledgements, so that a message sent in one step (an arrival, a closed case) has a whole step
+to reach its receiver and make it busy before anyone may jump; a follower that published events
+since its previous acknowledgement says "work now" itself (the hospital's arrivals). A jump keeps
+the grid of steps (it lands on the last step before the event, which then comes with a normal
+step), so every node sees the events at the same sim times as without it: the same decisions.
+It is bounded by :data:`JUMP_AHEAD_MAX_S`, and never made while a follower is lost, a brain holds
+the clock or a speed cap is set, nor when nothing is scheduled anywhere (what comes next comes
+from outside, e.g. a deployment's FHIR Encounters: sim time then runs on step by step).
+
 A follower that stops acknowledging (a node that died or hangs) cannot freeze the team: after
 ``follower_timeout_s`` wall seconds behind, it no longer counts (:meth:`FollowGate.ready` reports
 it as lost, the node records it); its next acknowledgement makes it count again. While one is
@@ -28,6 +43,7 @@ lost, sim time runs at most at real time for a while (:data:`LOST_FOLLOWER_RATE`
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -60,6 +76,29 @@ follower away longer is taken for gone (a node that died and is not restarted: t
 episode must not run at real time); a cut that long meets the supervisor's deadlines in sim time
 as it would in the world's, only sooner in wall time."""
 
+JUMP_AHEAD_MAX_S = 60.0
+"""Sim seconds one jump of the follow clock covers at most (:meth:`FollowGate.jump_target`): a long
+quiet time is crossed in a few jumps, and the nodes' periodic timers (checkpoints, the RTLS
+stream's refresh) still run at least this often in sim time."""
+
+BUSY = 0.0
+"""``ClockAck.next_event_s`` of a follower that has work now (the clock steps as usual)."""
+
+NOTHING_SCHEDULED = float('inf')
+"""``ClockAck.next_event_s`` of a follower with nothing to do and nothing scheduled."""
+
+
+def unscheduled(at_rest: bool) -> float:
+    """Return the ``next_event_s`` of a follower whose work only ever comes in messages, never on a schedule.
+
+    :data:`NOTHING_SCHEDULED` when it is ``at_rest`` (nothing to do now), else :data:`BUSY`.
+    """
+    return NOTHING_SCHEDULED if at_rest else BUSY
+
+
+QUIET_ACKS_TO_JUMP = 2
+"""Consecutive acknowledgements with nothing to do each follower must have sent before a jump."""
+
 DEFAULT_FOLLOWER_TIMEOUT_S = 10.0
 """Wall seconds a follower may hold the clock back before it no longer counts (a node that died).
 Longer than a loaded host's scheduling delays (twenty teams on two cores: under a second)."""
@@ -82,6 +121,8 @@ class _Follower:
     wall: float          # when that acknowledgement arrived (monotonic wall s)
     lost: bool = False
     lost_wall: float = 0.0   # when it stopped counting (monotonic wall s)
+    next_event_s: float = BUSY   # its next scheduled work, as of its latest acknowledgement (sim s)
+    quiet_acks: int = 0          # its consecutive acknowledgements with nothing to do
 
 
 class FollowGate:
@@ -113,18 +154,58 @@ class FollowGate:
         self._returned: list[str] = []
         self._asked: tuple[float, float] | None = None   # (sim time awaited, when it was first awaited: wall s)
 
-    def ack(self, follower: str, t: float) -> None:
-        """Record that ``follower`` (a node's fully qualified name) processed sim time ``t`` (s)."""
+    def ack(self, follower: str, t: float, next_event_s: float = BUSY) -> None:
+        """Record that ``follower`` (a node's fully qualified name) processed sim time ``t`` (s).
+
+        ``next_event_s``: the sim time of its next scheduled work, later than ``t`` when it has
+        nothing to do now (:data:`NOTHING_SCHEDULED` for none); :data:`BUSY` (or any time not
+        after ``t``) when it has work now.
+        """
+        quiet = next_event_s > t + 1e-9
         with self._lock:
             entry = self._followers.get(follower)
             if entry is None:
-                self._followers[follower] = _Follower(float(t), self._wall())
+                self._followers[follower] = _Follower(float(t), self._wall(), next_event_s=float(next_event_s),
+                                                      quiet_acks=int(quiet))
                 return
             if t >= entry.acked_s:
-                entry.acked_s, entry.wall = float(t), self._wall()
+                forward = t > entry.acked_s + 1e-9
+                entry.acked_s, entry.wall, entry.next_event_s = float(t), self._wall(), float(next_event_s)
+                # the same time again (a resend) counts no further, but work now resets the count
+                entry.quiet_acks = (entry.quiet_acks + forward) if quiet else 0
                 if entry.lost:
                     entry.lost = False
                     self._returned.append(follower)
+
+    def jump_target(self, t: float, step: float, own_next_event_s: float = NOTHING_SCHEDULED,
+                    max_jump_s: float = JUMP_AHEAD_MAX_S) -> float | None:
+        """Return the sim time the clock may jump to from ``t`` (s) instead of one ``step``; None to step.
+
+        The target is ``t`` plus a whole number of steps (at least two), the last step before the
+        earliest next event of every follower and of the clock source itself
+        (``own_next_event_s``), and at most ``max_jump_s`` ahead. None when nothing is scheduled
+        anywhere (what comes next comes from outside, e.g. a deployment's FHIR Encounters: sim
+        time then runs as usual, not in jumps), and unless every follower
+        counts, acknowledged ``t`` and said "nothing now" in its last :data:`QUIET_ACKS_TO_JUMP`
+        acknowledgements (see the module). The caller checks the rest (holds, caps, lost followers).
+
+        Raises
+        ------
+        ValueError
+            If ``step`` is not positive.
+        """
+        if not step > 0:
+            raise ValueError(f'step must be positive, got {step}')
+        with self._lock:
+            entries = list(self._followers.values())
+            if not entries or any(e.lost or e.acked_s < t - 1e-9 or e.quiet_acks < QUIET_ACKS_TO_JUMP
+                                  for e in entries):
+                return None
+            wake = min([own_next_event_s, *(e.next_event_s for e in entries)])
+        if math.isinf(wake):   # nothing scheduled anywhere: what comes next comes from outside (a deployment)
+            return None
+        steps = min(math.ceil((wake - t) / step - 1e-9) - 1, math.floor(max_jump_s / step + 1e-9))
+        return round(t + steps * step, 9) if steps >= 2 else None
 
     def ready(self, t: float) -> tuple[bool, list[tuple[str, float]]]:
         """Return whether every counting follower acknowledged sim time ``t`` (s), and who was lost now.

@@ -8,14 +8,21 @@ value) on ``team/clock_acks``. The time source's callback belongs to the node's 
 group: an acknowledgement waits for the work the node had queued there, so a node that falls
 behind holds the clock back. The clock source's rules are in :mod:`robot_team.clock_sync`; a
 source in ``wall`` mode (or Gazebo) ignores the acknowledgements.
+
+With each acknowledgement a node tells when its next scheduled work is (``next_event_s``, from the
+``next_event`` it passes to :func:`follow_clock`; a node that passes none always has work now), so
+that the clock may jump across quiet time (:mod:`robot_team.clock_sync`).
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from robot_team.clock_sync import BUSY
 from robot_team.msg import ClockAck
 from robot_team.names import CLOCK_ACKS, team_name
 
@@ -38,10 +45,16 @@ class ClockFollower:
     ----------
     node
         An rclpy node on sim time. Robot nodes must have their ``team_namespace`` attribute set.
+    next_event
+        Returns the sim time (s, ROS time) of the node's next scheduled work while it has nothing
+        to do now, :data:`~robot_team.clock_sync.NOTHING_SCHEDULED` when nothing is scheduled,
+        :data:`~robot_team.clock_sync.BUSY` while it has work; called in the time source's
+        ``/clock`` callback, so it must be quick and never wait. None: always busy.
     """
 
-    def __init__(self, node):
+    def __init__(self, node, next_event: Callable[[], float] | None = None):
         self.node_name = node.get_fully_qualified_name()
+        self._next_event = next_event
         self._clock = node.get_clock()
         self._pub = node.create_publisher(ClockAck, team_name(node, CLOCK_ACKS), clock_acks_qos())
         self._jump = self._clock.create_jump_callback(
@@ -54,11 +67,15 @@ class ClockFollower:
 
     def ack(self) -> None:
         """Publish the node's current ROS time as processed (at start, then at each forward jump)."""
-        self._pub.publish(ClockAck(node=self.node_name, clock=self._clock.now().to_msg()))
+        next_event = BUSY if self._next_event is None else float(self._next_event())
+        self._pub.publish(ClockAck(node=self.node_name, clock=self._clock.now().to_msg(), next_event_s=next_event))
 
 
-def follow_clock(node) -> ClockFollower | None:
-    """Make ``node`` follow its team's clock when it runs on sim time; return the follower (None otherwise)."""
+def follow_clock(node, next_event: Callable[[], float] | None = None) -> ClockFollower | None:
+    """Make ``node`` follow its team's clock when it runs on sim time; return the follower (None otherwise).
+
+    ``next_event``: see :class:`ClockFollower`.
+    """
     if not node.get_parameter('use_sim_time').value:
         return None
-    return ClockFollower(node)
+    return ClockFollower(node, next_event)

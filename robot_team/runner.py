@@ -130,8 +130,10 @@ class Episode:
                  log_level: str = 'info', namespace: str = '/', llm_clock: str = 'realtime', local_llm=None,
                  local_model: str | None = None, clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
                  restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None, fhir_port: int = 0,
-                 fhir_host: str = '127.0.0.1', foxglove_port: int | None = None, foxglove_host: str = '127.0.0.1'):
+                 fhir_host: str = '127.0.0.1', foxglove_port: int | None = None, foxglove_host: str = '127.0.0.1',
+                 jump_ahead: bool = True):
         self.scenario = scenario
+        self.jump_ahead = bool(jump_ahead)   # the follow clock jumps across quiet time (robot_team.clock_sync)
         # The live scene for Foxglove (robot_team.scene_foxglove.FoxgloveServer); None: no server, 0: any free port
         self.foxglove_port, self.foxglove_host = foxglove_port, foxglove_host
         self.foxglove: FoxgloveServer | None = None
@@ -383,7 +385,9 @@ class Episode:
                      'clock': {'mode': self.clock, 'real_time_factor': self.real_time_factor,
                                'followers_lost': sorted({e.data.get('follower', '') for e in lost})}}
         if self.clock == 'follow':
-            out['clock']['max_step_size'] = DEFAULT_MAX_STEP_SIZE_S
+            jumps = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_jump']
+            out['clock'].update(max_step_size=DEFAULT_MAX_STEP_SIZE_S, jump_ahead=self.jump_ahead, jumps=len(jumps),
+                                jumped_s=round(sum(e.data['to_s'] - e.data['from_s'] for e in jumps), 3))
         if self.llm_clock == 'lockstep':
             out['llm_clock']['step_s'] = LLMSettings().lockstep_step_s   # as the clock source read it
         if self.local_llm is not None:
@@ -478,7 +482,7 @@ class Episode:
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
                 'robots': self.scenario.robots,
                 'min_clock_subscribers': len(team_nodes(self.scenario)) + 2, 'llm_clock': self.llm_clock,
-                'clock_mode': self.clock}
+                'clock_mode': self.clock, 'jump_ahead': self.jump_ahead}
 
     def _clock_resumer(self, recorder) -> Callable[[], object]:
         """Return a function that unpauses ``motion_sim`` (sets its ``paused`` parameter false): sim time starts.
@@ -717,7 +721,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                 clock: str = 'follow', max_restarts: int = DEFAULT_MAX_RESTARTS,
                 restart_delay_s: float = DEFAULT_RESTART_DELAY_S, seed: int | None = None, fhir_port: int = 0,
                 fhir_host: str = '127.0.0.1', foxglove_port: int | None = None,
-                foxglove_host: str = '127.0.0.1') -> RunResult:
+                foxglove_host: str = '127.0.0.1', jump_ahead: bool = True) -> RunResult:
     """Run one episode of ``scenario`` (a :class:`Scenario`, name or path) and write its record.
 
     Writes ``out_dir/report.json``, ``events.jsonl``, ``events.mcap``, ``staff.sqlite``,
@@ -743,7 +747,9 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     loopback) for the run's duration; a port in use raises RuntimeError before the team starts.
     ``clock`` 'follow' (default) advances sim time as fast as every node of the team keeps up
     (:mod:`robot_team.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
-    scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap).
+    scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap), and
+    ``jump_ahead`` (default true; not with a cap) lets it jump across time where the team only waits
+    for a scheduled event (``clock_jump`` events; ``report.json``'s ``clock.jumps``, ``jumped_s``).
     ``llm_clock`` 'lockstep' holds sim time while a brain waits on its LLM
     (:mod:`robot_team.llm.lockstep`); 'realtime' (default) does not (the follow clock always holds).
     With ``processes=True`` a node process that exits after the team started is started again
@@ -769,4 +775,4 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
                    log_level=log_level, namespace=namespace, llm_clock=llm_clock, local_llm=local_llm,
                    local_model=local_model, clock=clock, max_restarts=max_restarts,
                    restart_delay_s=restart_delay_s, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host,
-                   foxglove_port=foxglove_port, foxglove_host=foxglove_host).run()
+                   foxglove_port=foxglove_port, foxglove_host=foxglove_host, jump_ahead=jump_ahead).run()

@@ -1,11 +1,15 @@
 """The follow clock: its rules without ROS, then a real graph where a node that falls behind holds sim time."""
 
+import math
 import threading
 import time
 
 import pytest
 
-from robot_team.clock_sync import FollowGate, RateCap, check_clock_mode
+from hypothesis import given, settings, strategies as st
+
+from robot_team.clock_sync import (BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, FollowGate, RateCap,
+                                   check_clock_mode)
 from ros_helpers import FakeWall, wait_for
 
 
@@ -62,6 +66,60 @@ def test_a_follower_that_waited_with_everyone_on_a_lost_one_is_not_counted_behin
     assert gate.lost_within(2.0) and not gate.lost_within(0.5)   # lost 1 wall s ago
     gate.ack('/navigation_robot', 3.0)                # the link is back
     assert not gate.lost_within(60.0) and gate.returned() == ['/navigation_robot']
+
+
+def test_the_clock_jumps_to_the_step_before_the_next_event_once_everyone_was_quiet_twice():
+    gate = FollowGate(follower_timeout_s=2.0, wall=FakeWall())
+    assert gate.jump_target(0.0, 1.0) is None                 # nobody follows: nobody said they are quiet
+    gate.ack('/manager', 10.0, NOTHING_SCHEDULED)
+    gate.ack('/hospital_systems', 10.0, 3600.0)
+    assert gate.jump_target(10.0, 1.0) is None                # one quiet acknowledgement each: not yet
+    gate.ack('/manager', 10.0, NOTHING_SCHEDULED)              # the same time again counts no further
+    gate.ack('/hospital_systems', 10.0, 3600.0)
+    assert gate.jump_target(10.0, 1.0) is None
+    for name, wake in (('/manager', NOTHING_SCHEDULED), ('/hospital_systems', 3600.0)):
+        gate.ack(name, 11.0, wake)
+    assert gate.jump_target(11.0, 1.0) == 11.0 + JUMP_AHEAD_MAX_S   # far: at most the cap
+    assert gate.jump_target(11.0, 1.0, own_next_event_s=NOTHING_SCHEDULED) == 11.0 + JUMP_AHEAD_MAX_S
+    assert gate.jump_target(11.0, 1.0, max_jump_s=1e6) == 3599.0    # the last step before it
+    assert gate.jump_target(11.0, 1.0, own_next_event_s=40.5, max_jump_s=1e6) == 40.0   # the source's own
+    assert gate.jump_target(11.0, 1.0, own_next_event_s=13.0) is None   # one step: a step, not a jump
+    assert gate.jump_target(12.0, 1.0) is None                # someone has not acknowledged 12.0 yet
+    gate.ack('/manager', 12.0, BUSY)                           # work now: the count starts again
+    gate.ack('/hospital_systems', 12.0, 3600.0)
+    assert gate.jump_target(12.0, 1.0) is None
+    gate.ack('/manager', 13.0, 20.0)
+    gate.ack('/hospital_systems', 13.0, 3600.0)
+    assert gate.jump_target(13.0, 1.0) is None                # the manager was busy one acknowledgement ago
+    gate.ack('/manager', 14.0, 20.0)
+    gate.ack('/hospital_systems', 14.0, 3600.0)
+    assert gate.jump_target(14.0, 1.0) == 19.0
+    for t in (15.0, 16.0):   # nothing scheduled anywhere (a deployment waits for the hospital): no jump
+        gate.ack('/manager', t, NOTHING_SCHEDULED)
+        gate.ack('/hospital_systems', t, NOTHING_SCHEDULED)
+    assert gate.jump_target(16.0, 1.0) is None
+    with pytest.raises(ValueError, match='step must be positive'):
+        gate.jump_target(14.0, 0.0)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(wakes=st.lists(st.one_of(st.just(NOTHING_SCHEDULED), st.floats(0.0, 500.0)), min_size=1, max_size=5),
+       t=st.integers(0, 300), step=st.sampled_from([0.25, 0.5, 1.0]))
+def test_a_jump_never_passes_an_event_and_lands_on_the_grid_of_steps(wakes, t, step):
+    gate = FollowGate(follower_timeout_s=2.0, wall=FakeWall())
+    t = t * step
+    for k in (2, 1, 0):
+        for i, wake in enumerate(wakes):
+            gate.ack(f'/n{i}', t - k * step, wake)
+    target = gate.jump_target(t, step)
+    earliest = min(wakes)
+    if target is None:   # quiet twice, or not: none can jump past an event, and a jump is two steps at least
+        assert earliest <= t + 2 * step + 1e-9 or any(w <= t - step + 1e-9 for w in wakes) or earliest == math.inf
+        return
+    assert target - t >= 2 * step - 1e-9 and target - t <= JUMP_AHEAD_MAX_S + 1e-9
+    assert target < earliest - 1e-9                            # it lands before the earliest event ...
+    assert earliest <= target + step + 1e-9 or target - t >= JUMP_AHEAD_MAX_S - step   # ... one step before
+    assert abs((target - t) / step - round((target - t) / step)) < 1e-6   # on the grid
 
 
 def test_the_rate_cap_allows_steps_as_wall_time_passes_and_no_burst():
@@ -180,3 +238,30 @@ def test_a_follower_that_stops_answering_no_longer_holds_the_team_and_is_recorde
         assert graph.sim_events('clock_follower_back')[0].data['follower'] == '/slow_robot'
     finally:
         graph.close()
+
+
+def test_the_clock_jumps_across_the_wait_for_a_late_patient_and_the_team_decides_as_without(domain_id, tmp_path):
+    """A whole episode: only it shows that every node's "nothing now" holds while the clock jumps."""
+    from robot_team.bench import decision_sequence
+    from robot_team.config import load_scenario
+    from robot_team.runner import run_episode
+    base = load_scenario('onboarding')
+    arrival = base.patient.arrival_time_s + 180.5
+    late = base.model_copy(update={'name': 'late-patient',
+                                   'patient': base.patient.model_copy(update={'arrival_time_s': arrival})})
+    jumped = run_episode(late, tmp_path / 'late', domain_id=domain_id, log_level='warn')
+    jumps = [(e.data['from_s'], e.data['to_s']) for e in jumped.events
+             if e.kind == 'sim' and e.data.get('what') == 'clock_jump']
+    assert jumped.report['clock']['jumps'] == len(jumps) >= 3
+    assert sum(to - start for start, to in jumps) >= 150 and max(to for _, to in jumps) < arrival
+    engines = [e for e in jumped.events if e.actor in ('hospital_systems', 'motion_sim') and e.kind == 'sim'
+               and e.data.get('what') != 'clock_jump']
+    happened = [(e.data.get('sim_time_s', e.stamp_s), e.summary) for e in engines]   # the engines' own times
+    assert not [(t, text) for t, text in happened for start, to in jumps if start < t < to]
+    [arrived] = [e.data['sim_time_s'] for e in engines if e.data.get('what') == 'patient_arrival']
+    assert arrived == pytest.approx(arrival)
+    # the same decisions as the patient who arrives at once, where the clock had nothing to jump
+    alone = run_episode(base, tmp_path / 'base', domain_id=domain_id, log_level='warn')
+    assert alone.report['clock']['jumps'] == 0
+    assert decision_sequence(jumped.events) == decision_sequence(alone.events)
+    assert jumped.report['outcome'] == alone.report['outcome'] == 'success'

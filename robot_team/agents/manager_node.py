@@ -57,6 +57,7 @@ from robot_team.msg import (
 from robot_team.names import Robot
 from robot_team.reports import (
     OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
+from robot_team.clock_sync import unscheduled
 from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
@@ -225,7 +226,8 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
-        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while it is at rest (rosclock)
+        self._clock_follower = follow_clock(self, lambda: unscheduled(self.core.at_rest))
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(self.core.brain).__name__}'
                          + (' (restarted: its record taken up)' if self.core.restored else ''),

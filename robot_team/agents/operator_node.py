@@ -20,6 +20,7 @@ from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenar
 from robot_team.escalation_model import EscalationKind
 from robot_team.events import EventKind
 from robot_team.msg import Escalation
+from robot_team.clock_sync import unscheduled
 from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
@@ -94,7 +95,8 @@ class ScriptedOperatorNode(Node):
                                  callback_group=self._group)
         # On the node's clock: ROS time, i.e. sim time under use_sim_time.
         self._timer = self.create_timer(POLL_PERIOD_S, self.answer_callback, callback_group=self._group)
-        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while no answer is due (rosclock)
+        self._clock_follower = follow_clock(self, lambda: unscheduled(not self._pending))
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self.events.emit(EventKind.NODE_STARTED, f'scripted operator ready with {len(self.script)} answer(s)',
                          script=[a.model_dump() for a in self.script])

@@ -37,6 +37,7 @@ from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
 from robot_team.names import Robot, team_name
 from robot_team.reports import TaskReportModel
+from robot_team.clock_sync import unscheduled
 from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import announce_alive
 from robot_team.rosevents import EventEmitter
@@ -154,7 +155,8 @@ class RobotNode(Node):
             self, ExecuteTask, names.EXECUTE_TASK,
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
-        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while it runs no task (rosclock)
+        self._clock_follower = follow_clock(self, lambda: unscheduled(not self._busy.locked()))
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self.events.emit(EventKind.NODE_STARTED, f'{self.robot} ready with tools {", ".join(self.toolbox.names())}',
                          tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)

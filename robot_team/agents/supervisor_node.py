@@ -81,6 +81,7 @@ from robot_team.msg import (
 )
 from robot_team.reports import TaskReportModel
 from robot_team.liveness import LivenessChange, watched
+from robot_team.clock_sync import unscheduled
 from robot_team.rosclock import follow_clock
 from robot_team.rosliveness import LivenessWatch, announce_alive
 from robot_team.rosevents import EventEmitter
@@ -243,7 +244,8 @@ class SupervisorNode(Node):
         self._liveness_pub = self.create_publisher(NodeLiveness, names.LIVENESS, reliable_qos())
         self.liveness = LivenessWatch(self, watched(robots), self.liveness_callback,
                                       callback_group=self._group)
-        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while it is at rest (rosclock)
+        self._clock_follower = follow_clock(self, lambda: unscheduled(self.desk.at_rest))
         self._heartbeat = announce_alive(self)
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',

@@ -256,6 +256,16 @@ class ManagerCore:
         with self._lock:
             return list(self._lanes)
 
+    @property
+    def at_rest(self) -> bool:
+        """Whether the manager has nothing to do until a patient or a message comes.
+
+        No case open, none waiting, no hold, no task a restarted manager took up still running.
+        Read without the lock (a quick look from the clock's callback, which must never wait on a
+        brain: :mod:`robot_team.clock_sync`'s jump ahead needs two such looks in a row).
+        """
+        return not (self._lanes or self._waiting or self._held_on or self._restored_running)
+
     # -- cases and their observations --
 
     def _current_case(self) -> str:

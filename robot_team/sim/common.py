@@ -71,6 +71,11 @@ class Timeline:
         """Return the timeline of ``changes`` (any order; stable by ``at_s``)."""
         return cls(sorted(changes, key=lambda change: change.at_s))
 
+    @property
+    def next_at(self) -> float:
+        """The sim time (s) of the next change not handed out yet (``inf``: none left)."""
+        return self.changes[self.applied].at_s if self.applied < len(self.changes) else math.inf
+
     def due(self, t: float) -> list:
         """Return the changes due by sim time ``t`` (s) not handed out yet, in order, and count them handed out."""
         done = []

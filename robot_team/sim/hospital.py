@@ -607,6 +607,18 @@ class HospitalEngine:
             self._substep(h)
         return self.drain_events()
 
+    def next_event_s(self) -> float:
+        """Return when the engine next changes by itself, in sim s (the follow clock's jump ahead).
+
+        Its time now while an HCW walks, follows or waits for a robot; else the earliest of the next
+        staff change, door change, patient arrival and page answer (``inf``: none scheduled).
+        """
+        if any(hcw.state not in ('idle', 'arrived') for hcw in self._hcws.values()):
+            return self.t
+        arrivals = [p.arrival_time_s for p in self.scenario.cases if p.patient_id not in self._arrived]
+        answers = [self._pages[page_id].sent_at + self.page_response_delay_s for page_id in self._pending_acks]
+        return min([self._staff_changes.next_at, self._doors.next_at, *arrivals, *answers])
+
     def advance_to(self, t: float) -> list[SimEvent]:
         """Advance sim time to ``t`` (s; nothing happens if ``t`` is not later); return the events."""
         return self.step(float(t) - self.t) if t > self.t else self.drain_events()

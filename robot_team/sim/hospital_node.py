@@ -75,6 +75,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
+from robot_team.clock_sync import BUSY
 from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.directory import load_staff
 from robot_team.events import EventKind
@@ -202,6 +203,7 @@ class HospitalSystemsNode(Node):
                                  QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
                                  callback_group=self._services_group)
         self._last_update = -math.inf
+        self._produced = False   # the engine produced events since the last clock acknowledgement
         if sim_time:
             # Update as each /clock message sets the time (in the node's clock subscription, no
             # extra callback per tick: a timer would wake the executor once more every tick).
@@ -212,7 +214,7 @@ class HospitalSystemsNode(Node):
             self._timer = self.create_timer(self.update_period_s, self.update_callback,
                                             callback_group=self._update_group)
         self.restored = self._restore()   # publishers up: a patient who had arrived is announced again
-        self._clock_follower = follow_clock(self)   # the follow clock waits for this node (rosclock)
+        self._clock_follower = follow_clock(self, self._next_event)   # the follow clock waits for this node
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
@@ -351,8 +353,22 @@ class HospitalSystemsNode(Node):
         msg.header.stamp, msg.header.frame_id = s_to_stamp(self._origin + t), MAP_FRAME
         self._arrival_pub.publish(msg)
 
+    def _next_event(self) -> float:
+        """Return the ROS time (s) of the floor's next scheduled change, for the follow clock's jump ahead.
+
+        Busy (:data:`~robot_team.clock_sync.BUSY`) while a page is awaited, and at the first
+        acknowledgement after the engine produced events (their messages, an arrival, must reach
+        the team before the clock may jump: :mod:`robot_team.clock_sync`).
+        """
+        with self._lock:
+            produced, self._produced = self._produced, False
+            if produced or self._page_waiters:
+                return BUSY
+            return self._origin + self.engine.next_event_s()
+
     def _process(self, events: list[SimEvent]) -> None:
         """Publish what the events mean on the ED topics and record each as a SIM team event (lock held)."""
+        self._produced = self._produced or bool(events)
         for event in events:
             d = event.data
             if event.kind == 'patient_arrival':

@@ -506,6 +506,15 @@ class MotionEngine:
                 self._move_robot(r, h)
         return self.drain_events()
 
+    def next_event_s(self) -> float:
+        """Return when the engine next changes by itself, in sim s (the follow clock's jump ahead).
+
+        Its time now while a robot has a goal under way, else the next door change's time (``inf``: none).
+        """
+        if any(r.goal is not None and r.goal.state == ACTIVE for r in self._robots.values()):
+            return self.t
+        return self._doors.next_at
+
     @property
     def closed_doors(self) -> list[str]:
         """The rooms whose door is closed now, sorted."""

@@ -72,6 +72,10 @@ Parameters
     Sim seconds per wall second; in ``follow`` an upper bound (0: none).
 ``max_step_size`` (float, sim s, default 0.25)
     The follow clock's step.
+``jump_ahead`` (bool, default true)
+    ``follow`` without a speed cap: while every follower has nothing to do but wait for a scheduled
+    event (and no robot drives), sim time jumps to the step before it (:mod:`robot_team.clock_sync`;
+    ``sim`` event ``clock_jump``). The same decisions, sooner.
 ``tick_hz`` (float, default 100)
     Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement).
 ``paused`` (bool, default false; may be set while running)
@@ -381,6 +385,7 @@ class MotionSimNode(Node):
                                   f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
                                   'must be positive')
             self._paused = bool(self.declare_parameter('paused', False).value)
+            self.jump_ahead = follow and bool(self.declare_parameter('jump_ahead', True).value)
             self.robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors,
                                        door_changes=scenario.door_changes)
@@ -546,7 +551,7 @@ class MotionSimNode(Node):
 
     def _ack_callback(self, msg: ClockAck) -> None:
         """Record a follower's acknowledgement; step the follow clock if it was the last one awaited."""
-        self._gate.ack(msg.node, stamp_to_s(msg.clock))
+        self._gate.ack(msg.node, stamp_to_s(msg.clock), msg.next_event_s)
         self._follow_step()
 
     def _follow_step(self) -> bool:
@@ -570,14 +575,33 @@ class MotionSimNode(Node):
                                           what='clock_follower_back', follower=name)
             if not ready or not self._clock_runs():    # (paused, or waiting for the subscribers)
                 return False
-            step = self.max_step_size + (self._holds.take_step() if self._holds is not None else 0.0)
+            held_for = self._holds.take_step() if self._holds is not None else 0.0
+            step = self.max_step_size + held_for
             lost = self._gate.lost_within(LOST_FOLLOWER_WINDOW_S)   # sim time not ahead of a cut-off host
             if not self._cap.allows(self.engine.t, step, LOST_FOLLOWER_RATE if lost else None):
                 return False
+            if self.jump_ahead and not lost and not held_for and self.real_time_factor <= 0:
+                step = self._jump_step(step)
             self._advance_locked(step)
         with self._tick_cv:
             self._tick_cv.notify_all()
         return True
+
+    def _jump_step(self, step: float) -> float:
+        """Return the step to take now: a jump across quiet time where the gate allows one, else ``step`` (lock held).
+
+        The engine's own next change counts (a robot driving: none; a door change due), and a
+        goal accepted but not yet driving holds the jump too.
+        """
+        if any(handle.is_active for handle in self._goal_handles.values()):
+            return step
+        t = self.engine.t
+        target = self._gate.jump_target(t, self.max_step_size, self.engine.next_event_s())
+        if target is None:
+            return step
+        self._record.emitter.emit(EventKind.SIM, f'sim time jumps from {t:g} s to {target:g} s: nothing to do '
+                                  'before then', what='clock_jump', from_s=t, to_s=target)
+        return target - t
 
     def _advance(self, step: float) -> None:
         """Advance sim time by ``step`` s (none while the clock may not run); publish; wake the goals."""

@@ -128,6 +128,18 @@ class EscalationDesk:
             return [r.model_copy(deep=True) for r in sorted(self._records.values(),
                                                             key=lambda r: id_number(r.escalation_id))]
 
+    @property
+    def at_rest(self) -> bool:
+        """Whether the supervisor has nothing to do until a message or a new case comes.
+
+        No case kept (open, or closed with an escalation open), no patient waiting for a place,
+        no escalation open, the team not held. Read without the records' lock (a quick look from
+        the clock's callback, :mod:`robot_team.clock_sync`'s jump ahead, which needs two such looks
+        in a row before it jumps).
+        """
+        return not (self.core.cases_kept or self.core.waiting or self.hold.active
+                    or any(record.is_open for record in list(self._records.values())))
+
     def record(self, escalation_id: str) -> EscalationRecord | None:
         """Return a copy of one escalation's record, if any."""
         with self._records_lock:
