@@ -19,8 +19,9 @@ from robot_team.agents.robot_node import RobotNode
 from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.liveness import OPERATIONAL_ROBOTS
-from robot_team.names import NAVIGATE_TO_POSE, robot_name
+from robot_team.names import NAVIGATE_TO_POSE, SUBMIT_REPORT, robot_name
 from robot_team.rosmsgs import report_from_msg
+from robot_team.srv import SubmitReport
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for
@@ -44,6 +45,15 @@ def graph(ros_context, executor, tmp_path):
                MotionSimNode(scenario, context=ros_context,
                              parameter_overrides=[Parameter('real_time_factor', value=50.0)])]
         client_node = rclpy.create_node('test_manager', context=ros_context)
+        # the test is the supervisor too: it takes every report a robot submits (as the real one, on
+        # team/supervisor/submit_report), so a robot never waits out its timeouts for a supervisor
+        client_node.submitted = []
+
+        def take_report(request, response):
+            client_node.submitted.append(report_from_msg(request.report))
+            response.accepted, response.explanation = True, 'recorded by the test'
+            return response
+        client_node.create_service(SubmitReport, SUBMIT_REPORT, take_report)
         # every action client before the node spins: one made while an executor thread iterates the
         # node's waitables can be seen half-built (rclpy: 'ActionClient' object has no attribute '_lock')
         client_node.execute_clients = {role: ActionClient(client_node, ExecuteTask, robot_name(role, 'execute_task'))
@@ -97,7 +107,11 @@ def send_task(node, robot, task_type, room='ER-12', hcw_id='', cancel_when=None,
                             context_json=json.dumps({'patient_id': 'P-T'}))
     client.send_goal_async(goal, feedback_callback=on_feedback).add_done_callback(on_goal)
     assert done.wait(timeout), f'no result from {robot} within {timeout} s'
-    return outcome.get('accepted'), outcome.get('status'), outcome.get('report'), stages
+    report = outcome.get('report')
+    if report is not None:   # submitted to the supervisor before the manager got it, the same report
+        assert [(r.task_id, r.status, r.issue) for r in node.submitted][-1:] == [(report.task_id, report.status,
+                                                                                 report.issue)]
+    return outcome.get('accepted'), outcome.get('status'), report, stages
 
 
 def test_navigation_escorts_available_hcw_with_nav2_evidence(graph):
