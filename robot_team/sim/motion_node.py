@@ -385,7 +385,7 @@ class MotionSimNode(Node):
                                   f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
                                   'must be positive')
             self._paused = bool(self.declare_parameter('paused', False).value)
-            self.jump_ahead = follow and bool(self.declare_parameter('jump_ahead', True).value)
+            self.jump_ahead = bool(self.declare_parameter('jump_ahead', True).value) and follow
             self.robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors,
                                        door_changes=scenario.door_changes)
