@@ -11,13 +11,13 @@ from __future__ import annotations
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import (
-    OBSERVE_WAIT_S, BadgeInput, CheckInInput, ReadBadgeScanInput, TaskFacts, Tool, WorldFact, implements)
+from robot_team.catalog import OBSERVE_WAIT_S, TaskFacts, Tool, WorldFact, implements
 from robot_team.config import ConfigError
 from robot_team.directory import StaffDirectory
 from robot_team.errors import ToolError
 from robot_team.msg import BadgeScan
 from robot_team.names import team_name
+from robot_team.roles.info_collection.decl import BadgeInput, CheckInInput, ReadBadgeScanInput
 from robot_team.rostime import now_s, stamp_to_s
 from robot_team.rosutil import wait_ros_time, watch_ros_time
 from robot_team.tools.base import DirectoryTools

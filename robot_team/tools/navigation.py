@@ -29,25 +29,13 @@ from nav2_msgs.action import ComputePathToPose, NavigateToPose
 from rclpy.action import ActionClient
 
 from robot_team import names
-from robot_team.catalog import (
-    OBSERVE_WAIT_S,
-    ClosedSet,
-    LocateStaffInput,
-    NavigateInput,
-    PageStaffInput,
-    PlanPathInput,
-    RoomInput,
-    TaskFacts,
-    Tool,
-    WorldFact,
-    implements,
-    register_tools,
-)
+from robot_team.catalog import OBSERVE_WAIT_S, ClosedSet, TaskFacts, Tool, WorldFact, implements, register_tools
 from robot_team.config import ConfigError
 from robot_team.errors import ToolError
 from robot_team.floor import load_floor
 from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.names import team_name
+from robot_team.roles.navigation.decl import LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.rostime import now_s
 from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
