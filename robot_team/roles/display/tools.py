@@ -1,5 +1,7 @@
 """The display robot's tools: the care-team composition and the room's shared screen.
 
+Declared in :mod:`robot_team.roles.display.decl`:
+
 - ``Tool.FETCH_CARE_TEAM`` -> the staff directory (SQLite)
 - ``Tool.SHOW_DISPLAY`` -> ``/ed/display/show`` (robot_team/srv/ShowDisplay)
 
@@ -8,7 +10,6 @@ display system's own announcement: the success of a display task is checked agai
 """
 
 from __future__ import annotations
-
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -21,8 +22,7 @@ from robot_team.roles.display.decl import FetchCareTeamInput, ShowDisplayInput
 from robot_team.rostime import stamp_to_s
 from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import ShowDisplay
-from robot_team.tools.base import DirectoryTools
-from robot_team.tools.info import open_directory
+from robot_team.tools.base import DirectoryTools, open_directory
 
 
 class DisplayTools(DirectoryTools):
