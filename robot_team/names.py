@@ -33,6 +33,26 @@ class Robot(str, Enum):
     DISPLAY = 'display_robot'
 
 
+class Tool(str, Enum):
+    """The operational robots' tools (the value is the name the LLM and the record use).
+
+    Declared here, with the roles, so that every module below the catalog (each role's
+    declaration, ``robot_team.roles``) names a tool through it; what a tool means is in its
+    role's declaration, gathered by ``robot_team.catalog``.
+    """
+
+    LOCATE_STAFF = 'locate_staff'
+    PAGE_STAFF = 'page_staff'
+    ROOM_DOOR_POSE = 'room_door_pose'
+    PLAN_PATH = 'plan_path'
+    NAVIGATE_TO_POSE = 'navigate_to_pose'
+    READ_BADGE_SCAN = 'read_badge_scan'
+    LOOKUP_STAFF_BY_BADGE = 'lookup_staff_by_badge'
+    RECORD_CHECK_IN = 'record_check_in'
+    FETCH_CARE_TEAM = 'fetch_care_team'
+    SHOW_DISPLAY = 'show_display'
+
+
 SUPERVISOR = 'supervisor'
 MOTION_SIM = 'motion_sim'              # embedded stand-in for Gazebo + Nav2 (robot motion, /clock)
 HOSPITAL_SYSTEMS = 'hospital_systems'  # embedded stand-in for the hospital's systems (HCWs, RTLS, paging...)

@@ -32,7 +32,7 @@ from robot_team.tools.base import Toolbox
 from robot_team.catalog import TaskFacts, Tool, WorldFact, register_tools
 from robot_team.errors import ToolError
 from robot_team.names import Robot
-from robot_team.tools.navigation import page_result
+from robot_team.roles.navigation.tools import page_result
 from robot_team.workflow import Authorization, StaffFacts, WorkflowPolicy
 
 STAFF = {

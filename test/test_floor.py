@@ -241,7 +241,7 @@ def test_prepare_checks_the_scenarios_rooms_against_the_floor(tmp_path):
 
 def test_robot_side_does_not_import_the_simulator():
     hits = []
-    for folder in ('agents', 'tools', 'brains', 'llm'):
+    for folder in ('agents', 'tools', 'roles', 'brains', 'llm'):
         for path in sorted((ROOT / 'robot_team' / folder).rglob('*.py')):
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if re.search(r'robot_team\.sim\b|from robot_team import sim\b', line):

@@ -50,6 +50,15 @@ class BrainReport(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+def failure_report(issue: str, summary: str = '', **data) -> BrainReport:
+    """Return a failure report (the protocol brains' way to end a task that cannot succeed).
+
+    ``data`` holds ``failed_tool`` (the catalog name of the call that failed), which the protocol
+    manager's rules read (never the issue's text).
+    """
+    return BrainReport(status=TaskStatus.FAILURE, issue=issue, summary=summary or issue, data=data)
+
+
 class RobotBrain(ABC):
     """Decision-making of one operational robot."""
 

@@ -7,43 +7,34 @@ alternative HCW or escalates) and writes the reflection.
 Workflow (Bai, Ding, Taylor, ED onboarding case): navigation (locate, page and escort the HCW
 to the room) -> info collection (badge scan -> ID, name, specialty) -> display (care team
 layout on the room screen) -> reflection.
+
+Each operational robot's brain lives in its role's package (``robot_team.roles.<role>.protocol``:
+:class:`~robot_team.roles.navigation.protocol.NavigationProtocolBrain`,
+:class:`~robot_team.roles.info_collection.protocol.InfoCollectionProtocolBrain`,
+:class:`~robot_team.roles.display.protocol.DisplayProtocolBrain`, importable from here too);
+:func:`protocol_robot_brain` returns the one of a robot. The manager's is here.
 """
 
 from __future__ import annotations
 
-import math
-
 from robot_team.brains.base import (
-    BrainReport,
     Delegate,
     Escalate,
     Finish,
     ManagerAction,
     ManagerBrain,
     ManagerObservation,
-    ProgressFn,
     Reflect,
     RobotBrain,
     TaskRecord,
-    TaskSpec,
 )
-from robot_team.catalog import TASK_OWNER, Tool, negative_finding
+from robot_team.catalog import TASK_OWNER, Tool
 from robot_team.escalation_model import closing_abort
 from robot_team.names import Robot, role_robots
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
-from robot_team.tools.base import Toolbox
-
-PAGE_TIMEOUT_S = 30.0
-"""How long the navigation robot waits for a page acknowledgement, sim s."""
-
-
-def _failure(issue: str, summary: str = '', **data) -> BrainReport:
-    """Return a failure report.
-
-    ``data`` holds ``failed_tool`` (the catalog name of the call that failed), which the protocol
-    manager's rules read (never the issue's text).
-    """
-    return BrainReport(status=TaskStatus.FAILURE, issue=issue, summary=summary or issue, data=data)
+from robot_team.roles.display.protocol import DisplayProtocolBrain
+from robot_team.roles.info_collection.protocol import InfoCollectionProtocolBrain
+from robot_team.roles.navigation.protocol import NavigationProtocolBrain
 
 
 def _steps(step: ManagerAction | None) -> list[ManagerAction]:
@@ -61,150 +52,6 @@ def _unavailable(task: TaskRecord) -> bool:
     """
     return task.state == 'failure' and task.task_type is TaskType.NAVIGATION \
         and bool(task.data.get('alternatives')) and task.data.get('page_delivered') is not False
-
-
-class NavigationProtocolBrain(RobotBrain):
-    """Locate the HCW, plan, page; escort them to the room door through navigate_to_pose goals."""
-
-    def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
-        """Find HCW ``task.hcw_id`` and escort them to ``task.room``; report failure on any issue."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
-        hcw, room = task.hcw_id, task.room
-        progress('locating', f'locating HCW #{hcw}', 0.05)
-        found = call(Tool.LOCATE_STAFF.value, hcw_ids=[hcw])
-        if not found.ok:
-            return _failure(f'cannot locate HCW #{hcw}: {found.error}', failed_tool=Tool.LOCATE_STAFF.value)
-        unknown = negative_finding(Tool.LOCATE_STAFF.value, found.args, found.output, hcw)
-        if unknown:
-            return _failure(unknown, failed_tool=Tool.LOCATE_STAFF.value)
-        where = next(s for s in found.output['staff'] if s['hcw_id'] == hcw)
-        location = {k: where[k] for k in ('area', 'x', 'y')}
-        door = call(Tool.ROOM_DOOR_POSE.value, room=room)
-        if not door.ok:
-            return _failure(f'cannot navigate to {room}: {door.error}', failed_tool=Tool.ROOM_DOOR_POSE.value,
-                            hcw_location=location)
-        progress('planning', f'planning a path to #{hcw} in {where["area"]}', 0.1)
-        to_hcw = call(Tool.PLAN_PATH.value, goal_x=where['x'], goal_y=where['y'])
-        escort = call(Tool.PLAN_PATH.value, start_x=where['x'], start_y=where['y'],
-                      goal_x=door.output['x'], goal_y=door.output['y'])
-        path = {'to_hcw': to_hcw.output if to_hcw.ok else to_hcw.error,
-                'escort': escort.output if escort.ok else escort.error}
-        if not (to_hcw.ok and escort.ok):
-            return _failure(f'no path on the map: {to_hcw.error or escort.error}', failed_tool=Tool.PLAN_PATH.value,
-                            hcw_location=location, path=path)
-
-        progress('paging', f'paging #{hcw} ({where["availability"]})', 0.2)
-        page = call(Tool.PAGE_STAFF.value, hcw_id=hcw, timeout_s=PAGE_TIMEOUT_S,
-                    message=f'Patient in {room} needs you; a robot will escort you.')
-        if not page.ok:   # not acknowledged (or not delivered): the HCW cannot come
-            detail = where['detail'] or where['availability']
-            alternatives = self._alternatives(call, where, hcw)
-            issue = (f'HCW #{hcw} unavailable: {detail}; paged, no response within {PAGE_TIMEOUT_S:.0f} s'
-                     if page.output.get('delivered') else f'cannot page HCW #{hcw}: {page.error}')
-            return _failure(issue, summary=f'Located #{hcw} in {where["area"]} and planned a '
-                            f'{path["to_hcw"]["length_m"]} m path, but #{hcw} did not respond.',
-                            hcw_location=location, path=path, availability=where['availability'],
-                            alternatives=alternatives, failed_tool=Tool.PAGE_STAFF.value,
-                            page_delivered=bool(page.output.get('delivered')))
-
-        progress('approaching', f'driving to #{hcw} in {where["area"]}', 0.35)
-        reach = call(Tool.NAVIGATE_TO_POSE.value, x=where['x'], y=where['y'], yaw=0.0)
-        if not reach.ok:
-            return _failure(f'could not reach HCW #{hcw}: {reach.error}', failed_tool=Tool.NAVIGATE_TO_POSE.value,
-                            hcw_location=location, path=path,
-                            nav_result=reach.output)
-        progress('escorting', f'escorting #{hcw} to {room}', 0.6)
-        arrive = call(Tool.NAVIGATE_TO_POSE.value, x=door.output['x'], y=door.output['y'], yaw=door.output['yaw'])
-        if not arrive.ok:
-            return _failure(f'no path to {room}: {arrive.error}', failed_tool=Tool.NAVIGATE_TO_POSE.value,
-                            hcw_location=location, path=path,
-                            nav_result=arrive.output)
-        progress('arrived', f'#{hcw} escorted to {room}', 1.0)
-        return BrainReport(
-            status=TaskStatus.SUCCESS,
-            summary=(f'Escorted HCW #{hcw} from {where["area"]} to {room} '
-                     f'({path["escort"]["length_m"]} m escort).'),
-            data={'hcw_id': hcw, 'hcw_location': location, 'path': path, 'room': room,
-                  'arrived_at': door.output, 'page_reply': page.output['reply']})
-
-    @staticmethod
-    def _alternatives(call, where: dict, exclude: str) -> list[dict]:
-        """Return available HCWs of the same specialty, nearest first (local reasoning)."""
-        same = call(Tool.LOCATE_STAFF.value, specialty=where['specialty'])
-        if not same.ok:
-            return []
-        options = [s for s in same.output['staff'] if s['hcw_id'] != exclude and s['availability'] == 'available']
-        options.sort(key=lambda s: math.hypot(s['x'] - where['x'], s['y'] - where['y']))
-        return [{'hcw_id': s['hcw_id'], 'area': s['area'], 'specialty': s['specialty']} for s in options]
-
-
-class InfoCollectionProtocolBrain(RobotBrain):
-    """Read the badge scan at the room door and fetch the HCW's ID, name and specialty."""
-
-    def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
-        """Identify who scanned at ``task.room``; a badge unknown to the directory is a failure."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
-        progress('reading', f'reading the badge scan at {task.room}', 0.1)
-        scan = call(Tool.READ_BADGE_SCAN.value, room=task.room)
-        if not scan.ok:
-            return _failure(scan.error, failed_tool=Tool.READ_BADGE_SCAN.value)
-        badge = scan.output['badge_id']
-        progress('looking up', f'looking up badge {badge}', 0.5)
-        record = call(Tool.LOOKUP_STAFF_BY_BADGE.value, badge_id=badge)
-        if not record.ok:
-            return _failure(record.error, failed_tool=Tool.LOOKUP_STAFF_BY_BADGE.value, badge_scan=scan.output)
-        info = record.output
-        another = negative_finding(Tool.LOOKUP_STAFF_BY_BADGE.value, record.args, info, task.hcw_id)
-        if another:
-            return _failure(another, badge_scan=scan.output, hcw=info)
-        check_in = call(Tool.RECORD_CHECK_IN.value, room=task.room, hcw_id=info['hcw_id'], badge_id=badge)
-        if not check_in.ok:
-            return _failure(f'could not record the check-in: {check_in.error}', failed_tool=Tool.RECORD_CHECK_IN.value,
-                            badge_scan=scan.output, hcw=info)
-        progress('done', f"#{info['hcw_id']} {info['name']} identified", 1.0)
-        return BrainReport(
-            status=TaskStatus.SUCCESS,
-            summary=f"Badge {badge} at {task.room}: HCW #{info['hcw_id']} {info['name']}, {info['specialty']}.",
-            data={'hcw_id': info['hcw_id'], 'name': info['name'], 'specialty': info['specialty'],
-                  'role': info.get('role', ''), 'badge_id': badge, 'room': task.room})
-
-
-ROLE_ORDER = ('physician', 'nurse', 'technician', 'therapist')
-
-
-class DisplayProtocolBrain(RobotBrain):
-    """Fetch the room's care team, plan a layout, show it through the display service."""
-
-    def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
-        """Show ``task.room``'s care team; an empty team or a refused display is a failure."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
-        progress('fetching', f'fetching the care team of {task.room}', 0.2)
-        team = call(Tool.FETCH_CARE_TEAM.value, room=task.room)
-        if not team.ok:
-            return _failure(team.error, failed_tool=Tool.FETCH_CARE_TEAM.value)
-        members = team.output['members']
-        empty = negative_finding(Tool.FETCH_CARE_TEAM.value, team.args, team.output, task.hcw_id)
-        if empty:
-            return _failure(empty, failed_tool=Tool.FETCH_CARE_TEAM.value)
-
-        def rank(member):
-            text = f"{member['role']} {member['specialty']}".lower()
-            return next((i for i, key in enumerate(ROLE_ORDER) if key in text), len(ROLE_ORDER))
-        ordered = sorted(members, key=rank)
-        layout = 'one row per member, by role: ' + ', '.join(f"{m['role']} ({m['name']})" for m in ordered)
-        title = f'{task.room} care team'
-        if task.context.get('patient_id'):
-            title += f" - patient {task.context['patient_id']}"
-        progress('showing', f'showing {len(ordered)} members on the {task.room} screen', 0.6)
-        shown = call(Tool.SHOW_DISPLAY.value, room=task.room, title=title, layout=layout,
-                     entries=[{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')} for m in ordered])
-        if not shown.ok:
-            return _failure(shown.error, failed_tool=Tool.SHOW_DISPLAY.value, members=ordered, layout=layout)
-        progress('done', 'care team displayed', 1.0)
-        return BrainReport(
-            status=TaskStatus.SUCCESS,
-            summary=f'Displayed {len(ordered)} care-team members on the {task.room} screen.',
-            data={'room': task.room, 'members': ordered, 'layout': layout, 'title': title})
 
 
 class ManagerProtocolBrain(ManagerBrain):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 
-from robot_team.brains.protocol import ROLE_ORDER
 from robot_team.catalog import REPORT_TOOL, TASK_OWNER, ManagerTool, Tool
 from robot_team.llm.fakeserver import text, tool_calls
 from robot_team.names import Robot
 from robot_team.reports import OPERATIONAL_TASKS, TaskType
+from robot_team.roles.display.protocol import ROLE_ORDER
 
 
 def results(body: dict) -> list[tuple[str, dict, dict]]:

@@ -21,7 +21,9 @@ from pydantic import BaseModel, ValidationError
 from robot_team.catalog import (
     TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, register_tools, result_closes,
     task_closes)
+from robot_team.config import ConfigError
 from robot_team.decisions import DecisionSource
+from robot_team.directory import StaffDirectory
 from robot_team.errors import ToolAccessError, ToolError
 from robot_team.events import EventKind, category_of, invalid_call
 from robot_team.reports import explain_validation_error
@@ -334,6 +336,14 @@ class Toolbox:
             if self.decision_source is not None:
                 data['source'] = self.decision_source()
             self._events.emit(kind, summary, target=target, reason=reason, **data)
+
+
+def open_directory(path: str) -> StaffDirectory:
+    """Open the staff directory at ``path``, turning a failure into a :class:`ToolError`."""
+    try:
+        return StaffDirectory(path)
+    except ConfigError as exc:
+        raise ToolError(f'staff directory unavailable: {exc}') from exc
 
 
 class DirectoryTools:

@@ -1,23 +1,19 @@
-"""The navigation robot's tools: RTLS lookup, paging, route planning and Nav2 navigation.
+"""Nav2's action clients, as every Nav2 robot has them: navigate_to_pose and compute_path_to_pose.
 
-Each tool wraps a real ROS interface (or the robot's own map) and is registered in the
-navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot can call it:
+- :class:`NavigateToPoseClient` (or nav2_simple_commander's ``BasicNavigator`` behind
+  :class:`BasicNavigatorClient`, chosen by :func:`make_navigator`): a blocking facade over Nav2's
+  ``<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose), with feedback and cancel; the
+  result is a :class:`NavResult`;
+- :class:`ComputePathClient`: a blocking facade over ``<robot>/compute_path_to_pose``
+  (nav2_msgs/action/ComputePathToPose, Nav2's planner server on the map server's map).
 
-- ``Tool.LOCATE_STAFF`` -> the RTLS service ``names.LOCATE_STAFF`` (robot_team/srv/LocateStaff)
-- ``Tool.PAGE_STAFF`` -> the paging service ``names.PAGE_STAFF`` (robot_team/srv/PageStaff)
-- ``Tool.ROOM_DOOR_POSE`` -> the floor description (:mod:`robot_team.floor`): rooms and doors in ``map``
-- ``Tool.PLAN_PATH`` -> ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, Nav2's
-  planner server on the map server's map; the real floor may differ: a closed door), from the
-  robot's pose (:class:`~robot_team.tools.localization.RobotPose`: TF or ``amcl_pose``)
-- ``Tool.NAVIGATE_TO_POSE`` -> Nav2's ``<robot>/navigate_to_pose`` (nav2_msgs/action/NavigateToPose),
-  with feedback and cancel, through :class:`NavigateToPoseClient`
-
-Only interfaces every Nav2 robot has: nothing here knows the embedded simulator.
+The navigation role's tools (:mod:`robot_team.roles.navigation.tools`) drive and plan through them;
+the manager estimates routes with :class:`ComputePathClient`. Only interfaces every Nav2 robot has:
+nothing here knows the embedded simulator.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, field
 from enum import Enum
@@ -29,35 +25,11 @@ from nav2_msgs.action import ComputePathToPose, NavigateToPose
 from rclpy.action import ActionClient
 
 from robot_team import names
-from robot_team.catalog import (
-    OBSERVE_WAIT_S,
-    ClosedSet,
-    LocateStaffInput,
-    NavigateInput,
-    PageStaffInput,
-    PlanPathInput,
-    RoomInput,
-    TaskFacts,
-    Tool,
-    WorldFact,
-    implements,
-    register_tools,
-)
-from robot_team.config import ConfigError
 from robot_team.errors import ToolError
-from robot_team.floor import load_floor
 from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
-from robot_team.names import team_name
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.rostime import now_s
-from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
-from robot_team.srv import LocateStaff, PageStaff
-from robot_team.tools.base import Toolbox, task_value
-from robot_team.tools.localization import RobotPose
-
-#: Wall seconds route planning waits for the robot's first pose (a node that has just started), like
-#: the timeout of a TF lookup; past it the tool fails.
-POSE_WAIT_S = 5.0
+from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future
 
 #: Wall seconds a cancelled navigate_to_pose goal waits for its result; then it ends as ``CANCELED``
 #: without one (a server on a host cut off the network never answers).
@@ -348,233 +320,3 @@ class ComputePathClient:
                             output={'error_code': int(result.error_code), 'error_name': name,
                                     'error_msg': result.error_msg, 'goal': list(goal)})
         return [(p.pose.position.x, p.pose.position.y) for p in result.path.poses]
-
-
-def page_result(output: dict) -> dict:
-    """Return a page's ``output`` if the HCW acknowledged it; raise otherwise.
-
-    ``output`` has ``hcw_id``, ``delivered``, ``acknowledged``, ``reply`` and
-    ``response_time_s`` (sim s waited), and after no acknowledgement ``available``: the HCWs of the
-    same specialty the RTLS finds available (named in the error, so the failure can be acted on:
-    another HCW). A page is the tool's way to get the HCW's answer, so no
-    acknowledgement is a failed call (later calls of the same plan, such as driving to the
-    HCW, do not run); the output stays in the journal as evidence.
-
-    Raises
-    ------
-    ToolError
-        If the page was not delivered or not acknowledged in time.
-    """
-    if not output.get('delivered'):
-        raise ToolError(f"page to HCW #{output.get('hcw_id')} not delivered", output=output)
-    if not output.get('acknowledged'):
-        available = output.get('available') or []
-        alternatives = ('; available of the same specialty (RTLS): '
-                        + ', '.join(f"#{a['hcw_id']} ({a.get('area') or '?'})" for a in available)) if available \
-            else ''
-        raise ToolError(f"HCW #{output.get('hcw_id')} did not acknowledge the page within "
-                        f"{output.get('response_time_s', 0):g} s{alternatives}", output=output)
-    return output
-
-
-class NavigationTools:
-    """The navigation robot's tools, bound to its node and static map.
-
-    Parameters
-    ----------
-    node
-        The navigation robot's node (namespace ``/navigation_robot``).
-    world
-        The :class:`~robot_team.floor.Floor` (the robot's semantic map: rooms, doors, areas).
-    callback_group
-        Group for the clients' callbacks (reentrant, so worker threads can wait on them).
-    """
-
-    def __init__(self, node, world, callback_group=None, *, pose_source: str = 'auto',
-                 pose_topic: str = names.AMCL_POSE, base_frame: str = names.BASE_FRAME, navigator: str = 'auto'):
-        self._node = node
-        self._world = world
-        self.pose = RobotPose(node, source=pose_source, topic=pose_topic, base_frame=base_frame,
-                              callback_group=callback_group)
-        self.planner = ComputePathClient(node, names.COMPUTE_PATH_TO_POSE, callback_group)
-        self._locate = node.create_client(LocateStaff, team_name(node, names.LOCATE_STAFF),
-                                          callback_group=callback_group)
-        self._page = node.create_client(PageStaff, team_name(node, names.PAGE_STAFF), callback_group=callback_group)
-        self.nav = make_navigator(node, navigator, callback_group)
-
-    @classmethod
-    def from_node(cls, node, callback_group=None) -> 'NavigationTools':
-        """Build the tools for ``node`` from its parameters.
-
-        Declares and reads ``pose_source`` (``auto``|``tf``|``amcl_pose``), ``pose_topic``,
-        ``base_frame`` and ``navigator`` (``auto``|``basic_navigator``|``builtin``); reads ``floor``.
-
-        Raises
-        ------
-        ValueError
-            If a parameter is out of its set.
-        ConfigError
-            If the floor description cannot be loaded.
-        """
-        # Nav2's interfaces only: the pose from TF (where tf2_ros is installed) or amcl_pose.
-        pose = {key: node.declare_parameter(key, default).value for key, default in (
-            ('pose_source', 'auto'), ('pose_topic', names.AMCL_POSE), ('base_frame', names.BASE_FRAME),
-            ('navigator', 'auto'))}
-        return cls(node, load_floor(node.get_parameter('floor').value), callback_group, **pose)
-
-    @property
-    def started_data(self) -> dict:
-        """What the robot's ``node_started`` event records about these tools (navigator, pose source)."""
-        return {'navigator': type(self.nav).__name__, 'pose_source': self.pose.source}
-
-    def cancel(self) -> None:
-        """Cancel the Nav2 goal in flight, if any (the robot's task was stopped)."""
-        self.nav.cancel()
-
-    def register(self, toolbox: Toolbox) -> None:
-        """Register every navigation tool in ``toolbox``."""
-        register_tools(toolbox, self)
-
-    @implements(Tool.LOCATE_STAFF)
-    def locate(self, args: LocateStaffInput) -> dict:
-        """Query the RTLS; return ``{'staff': [...], 'unknown_ids': [...]}`` (poses in 'map', m)."""
-        wait_for_server(self._locate, SERVER_WAIT_S, f'service {names.LOCATE_STAFF}')
-        response = wait_future(self._locate.call_async(
-            LocateStaff.Request(hcw_ids=list(args.hcw_ids), specialty=args.specialty)), SERVER_WAIT_S,
-            f'response of {names.LOCATE_STAFF}')
-        staff = []
-        for s in response.staff:
-            p = s.pose.pose.position
-            staff.append({'hcw_id': s.hcw_id, 'specialty': s.specialty, 'area': s.area,
-                          'x': round(p.x, 2), 'y': round(p.y, 2), 'availability': s.availability,
-                          'detail': s.detail})
-        return {'staff': staff, 'unknown_ids': list(response.unknown_ids)}
-
-    @implements(Tool.PAGE_STAFF)
-    def page(self, args: PageStaffInput) -> dict:
-        """Page an HCW; return delivered/acknowledged/reply/response_time_s (sim s).
-
-        The page names the task's room (the patient's), as a hospital's paging system carries the
-        location, whatever the message says.
-        """
-        wait_for_server(self._page, SERVER_WAIT_S, f'service {names.PAGE_STAFF}')
-        request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message, robot=self._node.get_name(),
-                                    room=task_value(ClosedSet.TASK_ROOM), timeout_s=args.timeout_s)
-        response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
-        output = {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
-                  'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
-        if not response.acknowledged:
-            output['available'] = self._available_like(args.hcw_id)
-        else:
-            output['meet_at'] = self._where(args.hcw_id)
-        return page_result(output)
-
-    def _rtls_entry(self, hcw_id: str) -> dict | None:
-        """Return the RTLS's entry for ``hcw_id`` (as :meth:`locate` gives it); None if it cannot say."""
-        try:
-            staff = self.locate(LocateStaffInput(hcw_ids=[hcw_id]))['staff']
-        except ToolError:
-            return None
-        return next((s for s in staff if s['hcw_id'] == hcw_id), None)
-
-    def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
-        """Return what the RTLS shows of ``fact`` (:attr:`WorldFact.HCW_AT_ROOM`) for ``task``.
-
-        ``{hcw_id, room, located: {area, x, y} | None, door: {x, y}, entry: {x, y}}``: where the RTLS
-        sees the task's HCW, and the room's door (corridor approach) and entry pose from the floor
-        description (``map``, m); asked again as ROS time passes until ``until`` holds of it, at
-        most :data:`~robot_team.catalog.OBSERVE_WAIT_S` (the HCW steps in behind the robot).
-
-        Raises
-        ------
-        ValueError
-            If ``fact`` is not one this role observes.
-        ConfigError
-            If the task's room is not on the floor.
-        """
-        if fact is not WorldFact.HCW_AT_ROOM:
-            raise ValueError(f'the navigation robot observes {WorldFact.HCW_AT_ROOM.value}, not {fact.value}')
-        room = self._world.room(task.room)
-        place = {'hcw_id': task.hcw_id, 'room': task.room, 'door': {'x': room.door.x, 'y': room.door.y},
-                 'entry': {'x': room.entry.x, 'y': room.entry.y}}
-        return watch_ros_time(self._node, lambda: {**place, 'located': self._where(task.hcw_id) or None},
-                              until, OBSERVE_WAIT_S)
-
-    def _where(self, hcw_id: str) -> dict:
-        """Return where the RTLS sees ``hcw_id`` now (``area``, ``x``, ``y`` in ``map``, m); {} if it cannot say."""
-        entry = self._rtls_entry(hcw_id)
-        return {k: entry[k] for k in ('area', 'x', 'y')} if entry is not None else {}
-
-    def _available_like(self, hcw_id: str) -> list[dict]:
-        """Return the HCWs of ``hcw_id``'s specialty the RTLS finds available (``hcw_id``, ``area``); [] if none."""
-        specialty = (self._rtls_entry(hcw_id) or {}).get('specialty', '')
-        if not specialty:
-            return []
-        try:
-            others = self.locate(LocateStaffInput(specialty=specialty))['staff']
-        except ToolError:
-            return []
-        return [{'hcw_id': s['hcw_id'], 'area': s['area']} for s in others
-                if s['hcw_id'] != hcw_id and s['availability'] == 'available']
-
-    @implements(Tool.ROOM_DOOR_POSE)
-    def door_pose(self, args: RoomInput) -> dict:
-        """Return the pose just inside ``room``'s door (x, y, yaw) and the corridor approach ('door'); m, rad, 'map'."""
-        try:
-            room = self._world.room(args.room)
-        except ConfigError as exc:
-            raise ToolError(str(exc)) from exc
-        d, e = room.door, room.entry
-        return {'room': room.name, 'x': round(e.x, 3), 'y': round(e.y, 3), 'yaw': round(e.yaw, 4),
-                'door': {'x': round(d.x, 3), 'y': round(d.y, 3), 'yaw': round(d.yaw, 4)}}
-
-    @implements(Tool.PLAN_PATH)
-    def plan(self, args: PlanPathInput) -> dict:
-        """Plan with Nav2's planner server; return length_m, a few waypoints and the areas crossed (m, 'map')."""
-        if args.start_x is None or args.start_y is None:
-            # A node that just started may not have its first pose yet: wait like a TF lookup with a timeout.
-            start = self.pose.get(POSE_WAIT_S)[:2]
-            path = self.planner.plan((args.goal_x, args.goal_y))
-        else:
-            start = (args.start_x, args.start_y)
-            path = self.planner.plan((args.goal_x, args.goal_y), start)
-        step = max(1, len(path) // 8)
-        waypoints = [[round(float(x), 2), round(float(y), 2)] for x, y in path[::step]]
-        waypoints.append([round(float(path[-1][0]), 2), round(float(path[-1][1]), 2)])
-        areas: list[str] = []
-        for x, y in path[::max(1, len(path) // 40)]:
-            area = self._world.room_at(float(x), float(y))
-            if area and (not areas or areas[-1] != area):
-                areas.append(area)
-        length = sum(math.dist(a, b) for a, b in zip(path, path[1:]))
-        return {'start': [round(start[0], 2), round(start[1], 2)], 'goal': [args.goal_x, args.goal_y],
-                'length_m': round(float(length), 2), 'waypoints': waypoints, 'areas': areas}
-
-    @implements(Tool.NAVIGATE_TO_POSE)
-    def navigate(self, args: NavigateInput) -> dict:
-        """Drive there through navigate_to_pose; return the Nav2 goal result (evidence).
-
-        A goal that aborts or is cancelled is a tool failure whose message names the Nav2
-        error code; the full result is still in the journal as the tool's output.
-        """
-        result = self.nav.go_to(args.x, args.y, args.yaw, timeout_s=args.timeout_s)
-        evidence = result.as_dict()
-        if result.outcome is not NavOutcome.SUCCEEDED:
-            raise NavigationFailed(evidence)
-        return evidence
-
-    def distance_to(self, x: float, y: float) -> float | None:
-        """Return the straight-line distance (m) from the robot to (x, y), if its pose is known."""
-        pose = self.pose.latest()
-        if pose is None:
-            return None
-        return math.hypot(pose[0] - x, pose[1] - y)
-
-
-class NavigationFailed(ToolError):
-    """A navigate_to_pose goal that did not succeed; ``evidence`` holds the Nav2 result."""
-
-    def __init__(self, evidence: dict):
-        super().__init__(
-            f"{names.NAVIGATE_TO_POSE} {evidence['outcome']}: error {evidence['error_code']} "
-            f"({evidence['error_name']}) {evidence['error_msg']}".strip(), output=evidence)

@@ -1,7 +1,8 @@
 """Each operational role's tools class: the catalog's roles bound to their implementations.
 
-:data:`robot_team.catalog.ROLES` declares the roles and :mod:`robot_team.tools.navigation`,
-:mod:`~robot_team.tools.info` and :mod:`~robot_team.tools.display` implement their tools, each
+:data:`robot_team.catalog.ROLES` gathers the roles' declarations and each role's package
+implements its tools (:mod:`robot_team.roles.navigation.tools`,
+:mod:`~robot_team.roles.info_collection.tools`, :mod:`~robot_team.roles.display.tools`), each
 importing the catalog. This module sits above both and joins them with plain imports, so the
 edge from a role to its class is one the import contracts see (``test/test_layers.py``).
 ``robot_team.agents.robot_node`` binds the class to its node.
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 from robot_team.catalog import RoleDecl
 from robot_team.names import Robot
-from robot_team.tools.display import DisplayTools
-from robot_team.tools.info import InfoCollectionTools
-from robot_team.tools.navigation import NavigationTools
+from robot_team.roles.display.tools import DisplayTools
+from robot_team.roles.info_collection.tools import InfoCollectionTools
+from robot_team.roles.navigation.tools import NavigationTools
 
 IMPLEMENTATIONS: dict[Robot, type] = {
     Robot.NAVIGATION: NavigationTools,

@@ -1,5 +1,7 @@
 """The info-collection robot's tools: the door badge readers and the staff directory.
 
+Declared in :mod:`robot_team.roles.info_collection.decl`:
+
 - ``Tool.READ_BADGE_SCAN`` -> ``/ed/badge_scans`` (robot_team/msg/BadgeScan), buffered per room
 - ``Tool.LOOKUP_STAFF_BY_BADGE`` -> the staff directory (SQLite)
 - ``Tool.RECORD_CHECK_IN`` -> the staff directory (the HCW joins the room's care team)
@@ -7,20 +9,17 @@
 
 from __future__ import annotations
 
-
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import (
-    OBSERVE_WAIT_S, BadgeInput, CheckInInput, ReadBadgeScanInput, TaskFacts, Tool, WorldFact, implements)
-from robot_team.config import ConfigError
-from robot_team.directory import StaffDirectory
+from robot_team.catalog import OBSERVE_WAIT_S, TaskFacts, Tool, WorldFact, implements
 from robot_team.errors import ToolError
 from robot_team.msg import BadgeScan
 from robot_team.names import team_name
+from robot_team.roles.info_collection.decl import BadgeInput, CheckInInput, ReadBadgeScanInput
 from robot_team.rostime import now_s, stamp_to_s
 from robot_team.rosutil import wait_ros_time, watch_ros_time
-from robot_team.tools.base import DirectoryTools
+from robot_team.tools.base import DirectoryTools, open_directory
 
 
 def scan_qos():
@@ -31,14 +30,6 @@ def scan_qos():
     badge system that does not (rclpy's ``BEST_AVAILABLE`` matches either, since ROS 2 Iron).
     """
     return QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.BEST_AVAILABLE)
-
-
-def open_directory(path: str):
-    """Open the staff directory at ``path``, turning a failure into a :class:`ToolError`."""
-    try:
-        return StaffDirectory(path)
-    except ConfigError as exc:
-        raise ToolError(f'staff directory unavailable: {exc}') from exc
 
 
 class InfoCollectionTools(DirectoryTools):

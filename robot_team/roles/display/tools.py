@@ -1,5 +1,7 @@
 """The display robot's tools: the care-team composition and the room's shared screen.
 
+Declared in :mod:`robot_team.roles.display.decl`:
+
 - ``Tool.FETCH_CARE_TEAM`` -> the staff directory (SQLite)
 - ``Tool.SHOW_DISPLAY`` -> ``/ed/display/show`` (robot_team/srv/ShowDisplay)
 
@@ -9,20 +11,18 @@ display system's own announcement: the success of a display task is checked agai
 
 from __future__ import annotations
 
-
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import (
-    OBSERVE_WAIT_S, FetchCareTeamInput, ShowDisplayInput, TaskFacts, Tool, WorldFact, implements)
+from robot_team.catalog import OBSERVE_WAIT_S, TaskFacts, Tool, WorldFact, implements
 from robot_team.errors import ToolError
 from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.names import team_name
+from robot_team.roles.display.decl import FetchCareTeamInput, ShowDisplayInput
 from robot_team.rostime import stamp_to_s
 from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import ShowDisplay
-from robot_team.tools.base import DirectoryTools
-from robot_team.tools.info import open_directory
+from robot_team.tools.base import DirectoryTools, open_directory
 
 
 class DisplayTools(DirectoryTools):
