@@ -1,7 +1,7 @@
 """``robot-team eval``: run the published evaluation (scenarios x conditions x trials), score it, write the tables.
 
-Thin: parse options, call :func:`robot_team.evaluation.trials.run_trials` and
-:func:`~robot_team.evaluation.trials.write_outputs`, show progress and the summary.
+Thin: parse options, call :func:`robot_team.evaluation.trials.run.run_trials` and
+:func:`~robot_team.evaluation.trials.outputs.write_outputs`, show progress and the summary.
 """
 
 from __future__ import annotations

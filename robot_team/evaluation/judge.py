@@ -37,7 +37,7 @@ class JudgeVerdict(BaseModel):
 
 
 class LLMReflectionJudge:
-    """Grade reflections with an LLM; callable as a :data:`~robot_team.evaluation.rubric.ReflectionJudge`.
+    """Grade reflections with an LLM; callable as a :data:`~robot_team.evaluation.rubric.scores.ReflectionJudge`.
 
     Parameters
     ----------

@@ -109,7 +109,7 @@ def case_rubric(events: list[TeamEventModel], case_id: str) -> dict:
     """Return the published rubric of one case: ``attempted`` and ``floor`` points of ``rubric_max``.
 
     Scores the case's own events (:func:`robot_team.run_report.case_events`) with
-    :func:`robot_team.evaluation.rubric.score_run`, as one onboarding of the published evaluation.
+    :func:`robot_team.evaluation.rubric.run.score_run`, as one onboarding of the published evaluation.
     """
     score = score_run(case_events(events, case_id))
     return {'attempted': score.attempted.points, 'floor': score.floor.points,
