@@ -386,7 +386,10 @@ class Episode:
                                'followers_lost': sorted({e.data.get('follower', '') for e in lost})}}
         if self.clock == 'follow':
             jumps = [e for e in events if e.kind == EventKind.SIM.value and e.data.get('what') == 'clock_jump']
-            out['clock'].update(max_step_size=DEFAULT_MAX_STEP_SIZE_S, jump_ahead=self.jump_ahead, jumps=len(jumps),
+            # as the clock source took it (a speed cap turns it off)
+            jump_ahead = next((bool(e.data.get('jump_ahead')) for e in events if e.actor == MOTION_SIM
+                               and e.kind == EventKind.NODE_STARTED.value), self.jump_ahead)
+            out['clock'].update(max_step_size=DEFAULT_MAX_STEP_SIZE_S, jump_ahead=jump_ahead, jumps=len(jumps),
                                 jumped_s=round(sum(e.data['to_s'] - e.data['from_s'] for e in jumps), 3))
         if self.llm_clock == 'lockstep':
             out['llm_clock']['step_s'] = LLMSettings().lockstep_step_s   # as the clock source read it

@@ -385,7 +385,9 @@ class MotionSimNode(Node):
                                   f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
                                   'must be positive')
             self._paused = bool(self.declare_parameter('paused', False).value)
-            self.jump_ahead = bool(self.declare_parameter('jump_ahead', True).value) and follow
+            # the follow clock without a speed cap only (a cap paces every step, a jump is many)
+            self.jump_ahead = (bool(self.declare_parameter('jump_ahead', True).value) and follow
+                               and self.real_time_factor <= 0)
             self.robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors,
                                        door_changes=scenario.door_changes)
@@ -463,7 +465,7 @@ class MotionSimNode(Node):
             f"robots {', '.join(self.robots)}, {self.clock_description()}" + (', paused' if self._paused else ''),
             scenario=scenario.name, world=str(world.path), robots=list(self.robots),
             real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, paused=self._paused,
-            clock_mode=self.clock_mode, max_step_size=self.max_step_size,
+            clock_mode=self.clock_mode, max_step_size=self.max_step_size, jump_ahead=self.jump_ahead,
             min_clock_subscribers=self.min_clock_subscribers, llm_clock=self.llm_clock,
             blocked_doors=list(scenario.blocked_doors),
             door_changes=[change.model_dump() for change in scenario.door_schedule])
@@ -580,7 +582,7 @@ class MotionSimNode(Node):
             lost = self._gate.lost_within(LOST_FOLLOWER_WINDOW_S)   # sim time not ahead of a cut-off host
             if not self._cap.allows(self.engine.t, step, LOST_FOLLOWER_RATE if lost else None):
                 return False
-            if self.jump_ahead and not lost and not held_for and self.real_time_factor <= 0:
+            if self.jump_ahead and not lost and not held_for:
                 step = self._jump_step(step)
             self._advance_locked(step)
         with self._tick_cv:
