@@ -45,7 +45,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
 
-from robot_team.names import Robot, Tool, role_name
+from robot_team.names import Role, Tool, role_name
 from robot_team.reports import TaskType
 from robot_team.roles.base import (  # noqa: F401 - the declarations' types, importable from the catalog
     AT_DOOR_M,
@@ -83,27 +83,27 @@ TOOLS: tuple[ToolDecl, ...] = NAVIGATION_TOOLS + INFO_COLLECTION_TOOLS + DISPLAY
 ROLES: tuple[RoleDecl, ...] = (NAVIGATION_ROLE, INFO_COLLECTION_ROLE, DISPLAY_ROLE)
 """The operational robots, in workflow order."""
 
-ROLES_BY_ROBOT: dict[str, RoleDecl] = {r.robot.value: r for r in ROLES}
+ROLES_BY_NAME: dict[str, RoleDecl] = {r.role.value: r for r in ROLES}
 """Robot role (value) -> its declaration."""
 
-ROLE_TASK: dict[str, TaskType] = {r.robot.value: r.task_type for r in ROLES}
+ROLE_TASK: dict[str, TaskType] = {r.role.value: r.task_type for r in ROLES}
 """Operational robot role (value) -> the one task type it executes."""
 
-OPERATIONAL_ROBOTS: tuple[str, ...] = tuple(r.robot.value for r in ROLES)
+OPERATIONAL_ROBOTS: tuple[str, ...] = tuple(r.role.value for r in ROLES)
 """The operational robots' names, in workflow order (the robots a manager delegates to)."""
 
 TOOLS_BY_NAME: dict[str, ToolDecl] = {t.name: t for t in TOOLS}
 """Tool name -> its declaration."""
 
 TOOL_OWNERS: dict[str, str] = {**{t.name: t.owner.value for t in TOOLS},
-                               **{tool.value: Robot.MANAGER.value for tool in ManagerTool}}
+                               **{tool.value: Role.MANAGER.value for tool in ManagerTool}}
 """Every tool of the team and the only role that owns it."""
 
 MANAGER_TOOLS: tuple[str, ...] = tuple(tool.value for tool in ManagerTool)
 """The manager's only tools."""
 
-TASK_OWNER: dict[TaskType, str] = {**{r.task_type: r.robot.value for r in ROLES},
-                                   TaskType.REFLECTION: Robot.MANAGER.value}
+TASK_OWNER: dict[TaskType, str] = {**{r.task_type: r.role.value for r in ROLES},
+                                   TaskType.REFLECTION: Role.MANAGER.value}
 """The only robot allowed to execute each task (role alignment); the manager writes the reflection."""
 
 EVIDENCE_TOOLS: dict[str, tuple[str, ...]] = {
@@ -193,9 +193,9 @@ def outside_task(tool: str, args: Mapping[str, Any], task: Mapping[ClosedSet, st
     return problems
 
 
-def tools_of(owner: 'Robot | str') -> list[ToolDecl]:
+def tools_of(owner: 'Role | str') -> list[ToolDecl]:
     """Return the tools ``owner`` (a role or its name) owns, in declaration order (empty for an unknown owner)."""
-    value = owner.value if isinstance(owner, Robot) else owner
+    value = owner.value if isinstance(owner, Role) else owner
     return [t for t in TOOLS if t.owner.value == value]
 
 
@@ -218,7 +218,7 @@ def rubric_tool(use: RubricUse) -> str:
     raise KeyError(f'no tool declared for rubric use {use.value!r}')
 
 
-def role_of(robot: 'Robot | str') -> RoleDecl:
+def role_of(robot: 'Role | str') -> RoleDecl:
     """Return the declaration of operational robot ``robot``'s role (a role's name, or ``<role>_<n>`` of a fleet).
 
     Raises
@@ -226,9 +226,9 @@ def role_of(robot: 'Robot | str') -> RoleDecl:
     KeyError
         If ``robot`` is not an operational robot (e.g. the manager).
     """
-    value = robot.value if isinstance(robot, Robot) else robot
+    value = robot.value if isinstance(robot, Role) else robot
     try:
-        return ROLES_BY_ROBOT[role_name(value)]
+        return ROLES_BY_NAME[role_name(value)]
     except KeyError:
         raise KeyError(f'{value!r} is not an operational robot (expected one of {", ".join(OPERATIONAL_ROBOTS)})') \
             from None

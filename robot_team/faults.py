@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from robot_team.catalog import Tool
 from robot_team.config import Scenario, load_scenario
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import HOSPITAL_SYSTEMS, SUPERVISOR, Robot
+from robot_team.names import HOSPITAL_SYSTEMS, SUPERVISOR, Role
 from robot_team.recorder import read_jsonl, read_mcap_events
 from robot_team.runner import Episode
 
@@ -48,8 +48,8 @@ class Fault(BaseModel):
                 and (not self.target or event.target == self.target))
 
 
-NAV, INFO, DISPLAY, MANAGER = (Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
-                               Robot.MANAGER.value)
+NAV, INFO, DISPLAY, MANAGER = (Role.NAVIGATION.value, Role.INFO_COLLECTION.value, Role.DISPLAY.value,
+                               Role.MANAGER.value)
 
 ESCORT = dict(kind=EventKind.TOOL_CALL.value, actor=NAV, target=Tool.NAVIGATE_TO_POSE.value, nth=2)
 """The navigation robot's second Nav2 goal of a task that went its whole way: the escort (HCW following)."""

@@ -32,14 +32,14 @@ import time
 from typing import Iterable
 
 from robot_team.catalog import OPERATIONAL_ROBOTS
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, Robot, role_name
+from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, Role, role_name
 
 EXIT_AS_EXPECTED = 0
 EXIT_UNEXPECTED_OUTCOME = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_STARTED = 3
 
-STOP_ORDER = (Robot.MANAGER.value, MOTION_SIM, HOSPITAL_SYSTEMS, *OPERATIONAL_ROBOTS)
+STOP_ORDER = (Role.MANAGER.value, MOTION_SIM, HOSPITAL_SYSTEMS, *OPERATIONAL_ROBOTS)
 """Nodes stopped first, in this order: no new decision; the floor's clock stopped and its waiting
 goals released; the hospital's waiting pages released (a robot's tool may be blocked in a page the
 simulator holds); then the robots' tasks, waited for (a fleet's robots as their role's)."""

@@ -29,7 +29,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, Robot
+from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, Role
 
 LIVELINESS_LEASE_S = 2.0
 """DDS liveliness lease of each node's announcement, wall s: a lost node is noticed within it.
@@ -43,8 +43,8 @@ NOTICED_BY_LIVELINESS = 'liveliness'
 NOTICED_BY_HEARTBEAT = 'heartbeat'
 """A new incarnation announced itself while the old one was still thought alive."""
 
-WATCHED: tuple[str, ...] = (Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
-                            Robot.MANAGER.value, HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER)
+WATCHED: tuple[str, ...] = (Role.NAVIGATION.value, Role.INFO_COLLECTION.value, Role.DISPLAY.value,
+                            Role.MANAGER.value, HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER)
 """The nodes the supervisor watches: the team but itself, the recorder and the simulator's nodes."""
 
 
@@ -54,7 +54,7 @@ def watched(robots: Iterable[str]) -> list[str]:
 
 
 OPERATIONAL_ROBOTS: frozenset[str] = frozenset(
-    {Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value})
+    {Role.NAVIGATION.value, Role.INFO_COLLECTION.value, Role.DISPLAY.value})
 """The watched nodes that hold delegated tasks (a task held by a lost one is recovered by the workflow)."""
 
 

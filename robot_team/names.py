@@ -24,8 +24,8 @@ import re
 from enum import Enum
 
 
-class Robot(str, Enum):
-    """Robot roles of the ED team; the value is the node name (and, for robots, their namespace)."""
+class Role(str, Enum):
+    """The roles (kinds of robot) of the ED team; the value is the node name of its first robot (and its namespace)."""
 
     MANAGER = 'manager'
     NAVIGATION = 'navigation_robot'
@@ -117,11 +117,11 @@ BASE_FRAME = 'base_link'  # REP-105
 
 _NAME_PART = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
 _FLEET_INDEX = re.compile(r'^(?P<role>.+)_(?P<index>[1-9][0-9]*)$')
-OPERATIONAL_ROLES: tuple[str, ...] = tuple(r.value for r in Robot if r is not Robot.MANAGER)
-"""The roles of the robots that run tasks (every :class:`Robot` but the manager), in workflow order."""
+OPERATIONAL_ROLES: tuple[str, ...] = tuple(r.value for r in Role if r is not Role.MANAGER)
+"""The roles of the robots that run tasks (every :class:`Role` but the manager), in workflow order."""
 
 
-def fleet_robots(role: 'Robot | str', count: int = 1) -> list[str]:
+def fleet_robots(role: 'Role | str', count: int = 1) -> list[str]:
     """Return the names of ``count`` robots of ``role``: the role's own name for one robot.
 
     Several robots of a role are ``<role>_1``, ``<role>_2``... (nav2_bringup's multi-robot
@@ -133,7 +133,7 @@ def fleet_robots(role: 'Robot | str', count: int = 1) -> list[str]:
     ValueError
         If ``count`` is below 1.
     """
-    name = role.value if isinstance(role, Robot) else str(role)
+    name = role.value if isinstance(role, Role) else str(role)
     if int(count) < 1:
         raise ValueError(f'a fleet has at least one robot per role; got {count} for {name}')
     return [name] if int(count) == 1 else [f'{name}_{i}' for i in range(1, int(count) + 1)]
@@ -210,13 +210,13 @@ def parse_fleet(text: str, what: str = 'fleet') -> dict[str, int]:
     return fleet
 
 
-def robot_name(robot: 'Robot | str', relative: str) -> str:
+def robot_name(robot: 'Role | str', relative: str) -> str:
     """Return ``relative`` in ``robot``'s namespace, relative to the team namespace.
 
     E.g. ``robot_name('display_robot', 'execute_task') == 'display_robot/execute_task'``, which a
     node in the team namespace ``/floor2`` resolves to ``/floor2/display_robot/execute_task``.
     """
-    name = robot.value if isinstance(robot, Robot) else str(robot)
+    name = robot.value if isinstance(robot, Role) else str(robot)
     return f'{name}/{relative}'
 
 

@@ -19,17 +19,17 @@ from pathlib import Path
 from robot_team.config import ConfigError, Scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.floor import load_floor
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Robot
+from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role
 
-TEAM = [SUPERVISOR, OPERATOR, Robot.NAVIGATION.value, Robot.INFO_COLLECTION.value, Robot.DISPLAY.value,
-        Robot.MANAGER.value]
+TEAM = [SUPERVISOR, OPERATOR, Role.NAVIGATION.value, Role.INFO_COLLECTION.value, Role.DISPLAY.value,
+        Role.MANAGER.value]
 """The team's nodes with one robot per role (their ``node_started`` events, with the simulator's, gate the
 start of sim time); :func:`team_nodes` gives a fleet's."""
 
 
 def team_nodes(scenario: Scenario) -> list[str]:
     """Return the team's nodes for ``scenario``: supervisor, operator, every robot of its fleet, manager."""
-    return [SUPERVISOR, OPERATOR, *scenario.robots, Robot.MANAGER.value]
+    return [SUPERVISOR, OPERATOR, *scenario.robots, Role.MANAGER.value]
 
 
 SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
@@ -104,7 +104,7 @@ def node_parameters(name: str, scenario: Scenario, paths: dict, brain: str,
         if name == SUPERVISOR:   # escalations persist beside the run's record; reassigns checked against staff
             params.update(escalation_db=paths['escalation_db'], staff_db=paths['staff_db'])
         return params
-    if name == Robot.MANAGER.value:
+    if name == Role.MANAGER.value:
         params.update(brain=brain, issue_handling=scenario.manager.issue_handling, state_db=paths['manager_db'],
                       cases=0 if scenario.open_ended else len(scenario.cases),   # 0: serve until stopped
                       cases_at_once=scenario.cases_at_once, robots=scenario.robots)

@@ -37,7 +37,7 @@ from typing import Callable
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
 from robot_team.decisions import count_decisions, count_takeovers
 from robot_team.events import EventKind, TeamEventModel, sequence_gaps
-from robot_team.names import SUPERVISOR, Robot
+from robot_team.names import SUPERVISOR, Role
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
@@ -250,7 +250,7 @@ class OpenRecord:
             if self._journal is not None:
                 self._journal.write(event.model_dump_json() + '\n')
                 self._journal.flush()
-            if event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
+            if event.kind == EventKind.CASE_CLOSED.value and event.actor == Role.MANAGER.value:
                 self._closed.append(str(event.data.get('case_id', '')))
 
     def write_reports(self, events: Callable[[], list[TeamEventModel]], emit: Callable[..., object]) -> None:
@@ -331,7 +331,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     robot_waits: dict[str, float] = {}      # case -> time it waited for busy robots, s
     for event in events:
         d = event.data
-        if event.actor == Robot.MANAGER.value and d.get('case_id'):
+        if event.actor == Role.MANAGER.value and d.get('case_id'):
             if event.kind == EventKind.OBSERVATION.value and d.get('cue') == 'waiting_for_robot':
                 parked.setdefault(str(d['case_id']), event.stamp_s)
             elif event.kind == EventKind.DELEGATION.value and str(d['case_id']) in parked:
@@ -355,7 +355,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
         elif event.kind == EventKind.CASE_ENDED_BY_RECORD.value and d.get('result') in ('closed',
                                                                                         'closes_when_opened'):
             ended_by_record[str(d.get('case_id', ''))] = d.get('status')
-        elif event.kind == EventKind.CASE_CLOSED.value and event.actor == Robot.MANAGER.value:
+        elif event.kind == EventKind.CASE_CLOSED.value and event.actor == Role.MANAGER.value:
             entry = cases.get(str(d.get('case_id', '')))
             if entry is not None:
                 entry.update(closed_s=round(event.stamp_s, 3), outcome=d.get('outcome'))

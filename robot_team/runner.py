@@ -64,7 +64,7 @@ from robot_team.names import (
     MOTION_SIM,
     OPERATOR,
     SUPERVISOR,
-    Robot,
+    Role,
     clock_remap,
     join,
     role_name,
@@ -453,7 +453,7 @@ class Episode:
         for robot in self.scenario.robots:
             nodes.append(RobotNode(role_name(robot), robot=robot, context=context,
                                    parameter_overrides=overrides(robot)))
-        nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Robot.MANAGER.value)))
+        nodes.append(ManagerNode(context=context, parameter_overrides=overrides(Role.MANAGER.value)))
         if self.fhir_port:
             nodes.append(FhirGatewayNode(context=context, parameter_overrides=[
                 Parameter(k, value=v) for k, v in self._gateway_parameters(paths).items()]))
@@ -525,7 +525,7 @@ class Episode:
         """
         self._dds_env, self.dds_profile = dds_environment(os.environ)
         modules = {SUPERVISOR: ['robot_team.agents.supervisor_node'], OPERATOR: ['robot_team.agents.operator_node'],
-                   Robot.MANAGER.value: ['robot_team.agents.manager_node']}
+                   Role.MANAGER.value: ['robot_team.agents.manager_node']}
         for name in team_nodes(self.scenario):
             argv = modules.get(name, ['robot_team.agents.robot_node', role_name(name)])
             self._start_process(name, [sys.executable, '-m', *argv],
@@ -691,7 +691,7 @@ class Episode:
                     self.open_record.write_reports(recorder.events, self.events.emit)
                     self._check_children()
                     self._restart_due()
-                    if Robot.MANAGER.value in self._down:   # nobody serves the patients any more
+                    if Role.MANAGER.value in self._down:   # nobody serves the patients any more
                         return None
                 return None
             finally:
@@ -711,7 +711,7 @@ class Episode:
                 return None
             self._check_children()
             self._restart_due()
-            if Robot.MANAGER.value in self._down:   # the manager is gone for good: nobody can end the episode
+            if Role.MANAGER.value in self._down:   # the manager is gone for good: nobody can end the episode
                 return None
         return None
 

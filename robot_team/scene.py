@@ -34,7 +34,7 @@ from typing import Iterable, Literal, Sequence
 from robot_team.config import ConfigError, load_scenario
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.floor import DEFAULT_FLOOR, Floor, floor_path, load_floor
-from robot_team.names import HOSPITAL_SYSTEMS, Robot, role_name
+from robot_team.names import HOSPITAL_SYSTEMS, Role, role_name
 
 SAMPLE_PERIOD_S = 0.1
 """Least ROS time between two kept samples of one robot or HCW that moves, s (10 Hz)."""
@@ -458,8 +458,8 @@ KIND_COLOURS = {'wall': (0.45, 0.45, 0.5, 1.0), 'room': (0.85, 0.88, 0.95, 0.6),
 """Colour of each kind of floor shape (r, g, b, a in 0..1), shared by every view of the scene."""
 KIND_HEIGHTS = {'wall': 2.5, 'room': 0.02, 'corridor': 0.01, 'door': 0.05, 'reader': 0.03, 'dock': 0.05}
 """Drawn height of each kind of floor shape, m (walls: the floor's own ``wall_height``)."""
-ROLE_COLOURS = {Robot.NAVIGATION.value: (0.1, 0.45, 0.85), Robot.INFO_COLLECTION.value: (0.55, 0.3, 0.75),
-                Robot.DISPLAY.value: (0.0, 0.6, 0.6)}
+ROLE_COLOURS = {Role.NAVIGATION.value: (0.1, 0.45, 0.85), Role.INFO_COLLECTION.value: (0.55, 0.3, 0.75),
+                Role.DISPLAY.value: (0.0, 0.6, 0.6)}
 """Each robot role's colour (r, g, b in 0..1); other roles are orange."""
 AVAILABILITY_COLOURS = {'available': (0.2, 0.7, 0.3), 'busy': (0.95, 0.6, 0.1), 'off_shift': (0.5, 0.5, 0.5)}
 ESI_COLOURS = {1: (0.8, 0.1, 0.1), 2: (0.95, 0.45, 0.1), 3: (0.95, 0.8, 0.15), 4: (0.3, 0.7, 0.3),

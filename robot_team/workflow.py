@@ -20,11 +20,11 @@ from pydantic import BaseModel, Field
 
 from robot_team.config import Deadlines
 from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
-from robot_team.names import Robot, role_name
+from robot_team.names import Role, role_name
 from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, IssueCode, TaskReportModel, TaskStatus, TaskType
 from robot_team.catalog import TASK_OWNER
 
-MANAGER = Robot.MANAGER.value
+MANAGER = Role.MANAGER.value
 
 TASK_ID_PREFIX: dict[TaskType, str] = {
     TaskType.NAVIGATION: 'nav',
@@ -731,7 +731,7 @@ class WorkflowPolicy:
 
 
 def _text(value) -> str:
-    """Return an argument as text: an enum member's value (``TaskType``, ``Robot``), '' for None."""
+    """Return an argument as text: an enum member's value (``TaskType``, ``Role``), '' for None."""
     if value is None:
         return ''
     return str(value.value) if isinstance(value, Enum) else str(value)

@@ -31,7 +31,7 @@ from robot_team.reports import TaskReportModel
 from robot_team.tools.base import Toolbox
 from robot_team.catalog import TaskFacts, Tool, WorldFact, register_tools
 from robot_team.errors import ToolError
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.roles.navigation.tools import page_result
 from robot_team.workflow import Authorization, StaffFacts, WorkflowPolicy
 
@@ -176,7 +176,7 @@ def _display_stubs(world: World) -> dict:
     return {Tool.FETCH_CARE_TEAM: fetch, Tool.SHOW_DISPLAY: show}
 
 
-STUBS = {Robot.NAVIGATION: _navigation_stubs, Robot.INFO_COLLECTION: _info_stubs, Robot.DISPLAY: _display_stubs}
+STUBS = {Role.NAVIGATION: _navigation_stubs, Role.INFO_COLLECTION: _info_stubs, Role.DISPLAY: _display_stubs}
 """Each operational role's stub tools (every role of ``robot_team.catalog.ROLES``)."""
 
 
@@ -207,7 +207,7 @@ def observer(world: World):
 def build_toolbox(role: str, world: World, emit=None) -> Toolbox:
     """Return ``role``'s toolbox: the catalog's names, descriptions and input models; stub outputs from ``world``."""
     box = Toolbox(role, _EmitAdapter(emit) if emit else None)
-    register_tools(box, STUBS[Robot(role)](world))
+    register_tools(box, STUBS[Role(role)](world))
     return box
 
 

@@ -21,7 +21,7 @@ from robot_team.core.manager import ManagerCore
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.escalation_model import EscalationRecord
-from robot_team.names import OPERATIONAL_ROLES, Robot, fleet_robots, role_name
+from robot_team.names import OPERATIONAL_ROLES, Role, fleet_robots, role_name
 from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskType
 from robot_team.workflow import WorkflowPolicy, engaged_hcws
 from team_harness import Recorder, World, build_toolbox, observer
@@ -207,7 +207,7 @@ def test_a_case_waiting_for_a_robot_is_recorded_and_its_decision_deadline_waits_
 
 def test_a_fleet_serves_overlapping_cases_on_idle_robots_of_the_role_and_the_gate_knows_its_robots():
     record = Recorder()
-    fleet = [*fleet_robots(Robot.NAVIGATION, 2), *ROBOTS[1:]]
+    fleet = [*fleet_robots(Role.NAVIGATION, 2), *ROBOTS[1:]]
     floor = SharedFloor(0, record, fleet)
     floor.distances = {'navigation_robot_1': 40.0, 'navigation_robot_2': 12.5}
     first, second, third = _patients(random.Random(3), 3)
@@ -266,7 +266,7 @@ def test_the_next_case_starts_with_the_earlier_lessons_unless_the_condition_leav
 
 def test_an_hcw_is_with_one_case_at_a_time_the_next_takes_a_stand_in_or_waits_for_them():
     record = Recorder()
-    floor = SharedFloor(0, record, [*fleet_robots(Robot.NAVIGATION, 2), *ROBOTS[1:]])
+    floor = SharedFloor(0, record, [*fleet_robots(Role.NAVIGATION, 2), *ROBOTS[1:]])
     first, second = (p.model_copy(update={'assigned_hcw_id': '90', 'required_specialty': 'Physician'})
                      for p in _patients(random.Random(4), 2))
     floor.arrive(first)

@@ -27,7 +27,7 @@ from robot_team.llm.chance import (
     harvest, sample_value)
 from robot_team.llm.decoding import manager_offer, robot_offer
 from robot_team.llm.jsonschema_calls import response_format, response_schema
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import TaskType
 
 STAFF = ['80', '90', '41']
@@ -71,7 +71,7 @@ def real_offers() -> tuple[tuple[str, tuple], ...]:
                 offer = manager_offer(obs, STAFF, decoding=decoding, variants=variants)
                 offers.append((f'manager {name} {decoding} variants={variants}', tuple(offer.tools)))
     world = World()
-    box = build_toolbox(Robot.NAVIGATION.value, world)
+    box = build_toolbox(Role.NAVIGATION.value, world)
     task = TaskSpec(task_id='nav-1', task_type=nav, room='ER-12', hcw_id='90')
     offers.append(('navigation start one call', tuple(robot_offer(box, task, one_call=True).tools)))
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
@@ -81,13 +81,13 @@ def real_offers() -> tuple[tuple[str, tuple], ...]:
         offers.append((f'navigation located variants={variants}', tuple(offer.tools)))
     offers.append(('navigation last', tuple(robot_offer(box, task, last=True).tools)))
     offers.append(('navigation free', tuple(robot_offer(box, task, decoding='free').tools)))
-    ibox = build_toolbox(Robot.INFO_COLLECTION.value, world)
+    ibox = build_toolbox(Role.INFO_COLLECTION.value, world)
     itask = TaskSpec(task_id='info-1', task_type=info, room='ER-12', hcw_id='90')
     scan = ibox.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     assert ibox.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
     assert not ibox.call(Tool.RECORD_CHECK_IN.value, task_id='info-1').ok
     offers.append(('info success or failure', tuple(robot_offer(ibox, itask).tools)))
-    dbox = build_toolbox(Robot.DISPLAY.value, world)
+    dbox = build_toolbox(Role.DISPLAY.value, world)
     dtask = TaskSpec(task_id='display-1', task_type=display, room='ER-12', hcw_id='90')
     offers.append(('display start', tuple(robot_offer(dbox, dtask).tools)))
     return tuple(offers)

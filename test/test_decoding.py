@@ -19,7 +19,7 @@ from robot_team.llm.decoding import (
     manager_offer, next_step, refused_hcws, robot_offer)
 from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import IssueCode, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import WorkflowPolicy
 
@@ -29,7 +29,7 @@ def nav_task(hcw='90'):
 
 
 def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_enums():
-    box = build_toolbox(Robot.NAVIGATION.value, World())
+    box = build_toolbox(Role.NAVIGATION.value, World())
     task = nav_task()
     first = robot_offer(box, task, one_call=True)
     # no page before the HCW was located, no Nav2 goal before the page was acknowledged (catalog requires)
@@ -65,7 +65,7 @@ def test_a_robot_is_offered_what_its_task_still_lacks_and_closed_arguments_as_en
 
 def test_a_failure_report_is_offered_only_with_grounds_a_failed_call_or_a_negative_finding():
     world = World()
-    box = build_toolbox(Robot.NAVIGATION.value, world)
+    box = build_toolbox(Role.NAVIGATION.value, world)
     task = nav_task()
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     assert 'submit_report' not in robot_offer(box, task, one_call=True).names   # #90 located: nothing wrong
@@ -87,7 +87,7 @@ def test_a_failure_report_is_offered_only_with_grounds_a_failed_call_or_a_negati
 
 
 def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of_the_procedure():
-    box = build_toolbox(Robot.NAVIGATION.value, World())
+    box = build_toolbox(Role.NAVIGATION.value, World())
     task = nav_task()
 
     def now():
@@ -116,19 +116,19 @@ def test_where_a_task_stands_names_what_success_still_needs_and_the_next_step_of
 
 
 def test_the_next_step_may_be_a_prerequisite_of_the_tool_a_proof_needs():
-    box = build_toolbox(Robot.NAVIGATION.value, World())
+    box = build_toolbox(Role.NAVIGATION.value, World())
     task = nav_task()
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     step = next_step(box, task, robot_offer(box, task, one_call=True))   # the pickup goal needs the page
     assert step == f'Next step: call {Tool.PAGE_STAFF.value} (then {Tool.NAVIGATE_TO_POSE.value}).'
-    display = build_toolbox(Robot.DISPLAY.value, World())
+    display = build_toolbox(Role.DISPLAY.value, World())
     shown = TaskSpec(task_id='display-1', task_type=TaskType.DISPLAY, room='ER-12', hcw_id='90')
     assert next_step(display, shown, robot_offer(display, shown, one_call=True)) == \
         f'Next step: call {Tool.FETCH_CARE_TEAM.value}.'   # the care team is a proof of its own
 
 
 def test_a_navigation_success_needs_the_door_pose_looked_up():
-    box = build_toolbox(Robot.NAVIGATION.value, World())
+    box = build_toolbox(Role.NAVIGATION.value, World())
     assert box.call(Tool.LOCATE_STAFF.value, task_id='nav-1', hcw_ids=['90']).ok
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=22.0, y=3.0).ok   # to the HCW, and no further
@@ -143,7 +143,7 @@ def test_the_same_successful_call_is_not_run_again_by_the_toolbox():
     class Events:
         def emit(self, kind, summary, **data):
             events.append((getattr(kind, 'value', kind), data))
-    box = build_toolbox(Robot.INFO_COLLECTION.value, World())
+    box = build_toolbox(Role.INFO_COLLECTION.value, World())
     box._events = Events()
     first = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     again = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12', timeout_s=120.0)
@@ -159,7 +159,7 @@ def test_the_badge_looked_up_is_the_scanned_one_and_an_unknown_badge_is_looked_u
     class Events:
         def emit(self, kind, summary, **data):
             events.append((getattr(kind, 'value', kind), data))
-    box = build_toolbox(Robot.INFO_COLLECTION.value, World(scan_badge='ED-9999'))
+    box = build_toolbox(Role.INFO_COLLECTION.value, World(scan_badge='ED-9999'))
     box._events = Events()
     lookup = box._tools[Tool.LOOKUP_STAFF_BY_BADGE.value]
     box._tools[lookup.name] = type(lookup)(**{**vars(lookup), 'func': lambda a: looked_up.append(a) or lookup.func(a)})
@@ -190,7 +190,7 @@ def test_a_tool_whose_prerequisites_did_not_succeed_is_not_run_and_is_on_the_rec
         def emit(self, kind, summary, **data):
             events.append((getattr(kind, 'value', kind), data))
     world = World()
-    box = build_toolbox(Robot.NAVIGATION.value, world)
+    box = build_toolbox(Role.NAVIGATION.value, world)
     box._events = Events()
     early = box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=1.0, y=2.0)
     assert not early.ok and Tool.PAGE_STAFF.value in early.error
@@ -202,16 +202,16 @@ def test_a_tool_whose_prerequisites_did_not_succeed_is_not_run_and_is_on_the_rec
     assert box.call(Tool.PAGE_STAFF.value, task_id='nav-1', hcw_id='90', message='come').ok
     assert box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-1', x=1.0, y=2.0).ok
     assert not box.call(Tool.NAVIGATE_TO_POSE.value, task_id='nav-2', x=1.0, y=2.0).ok   # per task
-    info = build_toolbox(Robot.INFO_COLLECTION.value, world)
+    info = build_toolbox(Role.INFO_COLLECTION.value, world)
     assert not info.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-0090').ok
-    display = build_toolbox(Robot.DISPLAY.value, world)
+    display = build_toolbox(Role.DISPLAY.value, world)
     shown = display.call(Tool.SHOW_DISPLAY.value, task_id='display-1', room='ER-12', title='t', layout='l',
                          entries=[{'role': 'physician', 'hcw_id': '90', 'name': 'n'}])
     assert not shown.ok and Tool.FETCH_CARE_TEAM.value in shown.error
 
 
 def test_a_success_report_fixes_the_values_the_proofs_compare():
-    box = build_toolbox(Robot.INFO_COLLECTION.value, World())
+    box = build_toolbox(Role.INFO_COLLECTION.value, World())
     task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
     scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
@@ -268,9 +268,9 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     start = manager_offer(observation(), ['80', '90', '41'])
     params = delegate_params(start)
     assert params['properties']['task_type']['enum'] == ['navigation']
-    assert params['properties']['robot']['enum'] == [Robot.NAVIGATION.value]
+    assert params['properties']['robot']['enum'] == [Role.NAVIGATION.value]
     assert params['properties']['hcw_id']['enum'] == ['80', '90', '41']
-    failed = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value,
+    failed = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Role.NAVIGATION.value,
                         hcw_id='80', state='failure', issue='HCW #80 unavailable')
     after = delegate_params(manager_offer(observation(failed), ['80', '90', '41']))
     assert after['properties']['hcw_id']['enum'] == ['90', '41']         # not #80 again after its failure
@@ -283,7 +283,7 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     moves_on = delegate_params(manager_offer(observation(done), ['80', '90', '41']))
     assert moves_on['properties']['task_type']['enum'] == ['info_collection']   # the workflow moves on
     assert moves_on['properties']['hcw_id']['enum'] == ['90']    # about the HCW navigation escorted
-    info_failed = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+    info_failed = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Role.INFO_COLLECTION.value,
                              hcw_id='90', state='failure', issue='no badge scan')
     both = delegate_params(manager_offer(observation(done, info_failed), ['80', '90', '41']))
     # both stay open, the failure that waits for handling first
@@ -294,9 +294,9 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
     assert left.names == [ManagerTool.ESCALATE_TO_SUPERVISOR.value]   # every HCW refused: escalate
     escalate = next(t for t in left.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
     assert escalate['function']['parameters']['properties']['task_id']['enum'] == ['', 'nav-3', 'nav-2', 'nav-1']
-    done = TaskRecord(task_id='nav-4', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='90',
+    done = TaskRecord(task_id='nav-4', task_type=TaskType.NAVIGATION, robot=Role.NAVIGATION.value, hcw_id='90',
                       state='success')
-    info = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+    info = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Role.INFO_COLLECTION.value,
                       hcw_id='90', state='failure', issue='badge unknown')
     after = manager_offer(observation(*everyone_failed, done, info), ['80', '90', '41'])
     escalate = next(t for t in after.tools if t['function']['name'] == ManagerTool.ESCALATE_TO_SUPERVISOR.value)
@@ -315,7 +315,7 @@ def test_the_manager_is_offered_the_task_types_the_gate_accepts_and_the_hcws_the
 
 
 def test_the_llm_manager_refuses_what_its_hcw_rules_do_not_offer():
-    escorted = TaskRecord(task_id='nav-2', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value,
+    escorted = TaskRecord(task_id='nav-2', task_type=TaskType.NAVIGATION, robot=Role.NAVIGATION.value,
                           hcw_id='90', state='success')
     obs = observation(escorted)
     assert hcw_refusal('info_collection', '90', obs) is None
@@ -329,7 +329,7 @@ def test_the_llm_manager_refuses_what_its_hcw_rules_do_not_offer():
 
 def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
     staff = ['80', '90', '41', '55']
-    first = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='80',
+    first = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Role.NAVIGATION.value, hcw_id='80',
                        state='failure', issue='no valid path to ER-12')
     second = first.model_copy(update={'task_id': 'nav-2', 'hcw_id': '90'})
     assert ManagerTool.DELEGATE_TASK.value in manager_offer(observation(first), staff).names   # one alternative
@@ -345,7 +345,7 @@ def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
     assert failed_in_a_row('navigation', decided) == []
     assert delegate_params(manager_offer(decided, staff))['properties']['hcw_id']['enum'] == ['41', '55']
     success = first.model_copy(update={'task_id': 'nav-3', 'hcw_id': '41', 'state': 'success'})
-    info = [TaskRecord(task_id=f'info-{n}', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+    info = [TaskRecord(task_id=f'info-{n}', task_type=TaskType.INFO_COLLECTION, robot=Role.INFO_COLLECTION.value,
                        hcw_id='41', state='failure', issue='badge unknown') for n in (1, 2)]
     after = observation(first, second, success, *info)    # navigation's failures ended with its success
     assert failed_in_a_row('navigation', after) == []
@@ -361,7 +361,7 @@ def test_after_two_failures_of_a_task_type_in_a_row_the_llm_manager_escalates():
 
 def test_a_failure_a_final_answer_grounds_is_a_persons_call_at_once():
     """catalog.final_failure reads the report's evidence; the attempts rule acts on it for any HCW."""
-    box = build_toolbox(Robot.INFO_COLLECTION.value, World(scan_badge='ED-9999'))
+    box = build_toolbox(Role.INFO_COLLECTION.value, World(scan_badge='ED-9999'))
     box.begin_task('info-1', room='ER-12', hcw_id='90')
     box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id='ED-9999')
@@ -369,9 +369,9 @@ def test_a_failure_a_final_answer_grounds_is_a_persons_call_at_once():
     crashed = [{**r.as_dict(), 'answered': False} for r in box.journal('info-1')]   # the tool crashed: no answer
     assert final_failure(crashed) == '' and final_failure(['not an entry', {'tool': 'x'}]) == ''
     staff = ['80', '90', '41']
-    nav = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='90',
+    nav = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Role.NAVIGATION.value, hcw_id='90',
                      state='success')
-    info = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Robot.INFO_COLLECTION.value,
+    info = TaskRecord(task_id='info-1', task_type=TaskType.INFO_COLLECTION, robot=Role.INFO_COLLECTION.value,
                       hcw_id='90', state='failure', issue='badge unknown')
     assert ManagerTool.DELEGATE_TASK.value in manager_offer(observation(nav, info), staff).names   # one retry left
     final = info.model_copy(update={'final_failure': Tool.LOOKUP_STAFF_BY_BADGE.value})
@@ -389,7 +389,7 @@ def test_a_failure_a_final_answer_grounds_is_a_persons_call_at_once():
 def test_the_managers_next_step_names_the_ways_left_to_handle_a_waiting_failure():
     staff = ['80', '90', '41']
     assert manager_next_step(observation(), manager_offer(observation(), staff)) == ''   # nothing waits
-    first = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Robot.NAVIGATION.value, hcw_id='80',
+    first = TaskRecord(task_id='nav-1', task_type=TaskType.NAVIGATION, robot=Role.NAVIGATION.value, hcw_id='80',
                        state='failure', issue='HCW #80 did not answer')
     obs = observation(first)
     assert manager_next_step(obs, manager_offer(obs, staff)) == \
@@ -414,12 +414,12 @@ def test_the_offered_task_types_are_what_the_supervisors_gate_authorises():
         for probe in ('navigation', 'info_collection', 'display'):
             approved = WorkflowPolicy()
             for t in tasks:
-                auth = approved.authorize(t.task_type.value, t.robot, 'replay', Robot.MANAGER.value, 0.0,
+                auth = approved.authorize(t.task_type.value, t.robot, 'replay', Role.MANAGER.value, 0.0,
                                           hcw_id='90' if t.task_type is TaskType.NAVIGATION else '')
                 approved.record_report(TaskReportModel(task_id=auth.task_id, task_type=t.task_type, robot=t.robot,
                                                        status=t.state, issue='x' if t.state == 'failure' else ''),
                                        1.0)
-            decision = approved.authorize(probe, TASK_OWNER[TaskType(probe)], 'next', Robot.MANAGER.value, 2.0,
+            decision = approved.authorize(probe, TASK_OWNER[TaskType(probe)], 'next', Role.MANAGER.value, 2.0,
                                           hcw_id='90' if probe == 'navigation' else '')
             assert decision.approved == (probe in offered), (probe, tasks)
         assert kind in offered
@@ -453,12 +453,12 @@ def test_a_report_schema_describes_what_the_role_reports_under_keys_the_rubric_r
     from robot_team.llm.toolschema import report_schema
     read = {key for aliases in ALIASES.values() for key in aliases}
     for role in ROLES:
-        data = report_schema(role.robot.value)['function']['parameters']['properties']['data']
+        data = report_schema(role.role.value)['function']['parameters']['properties']['data']
         assert list(data['properties']) == [key for key, _ in role.report_data]
         assert data['additionalProperties'] is False   # a looping model cannot add key after key until max_tokens
         assert not data.get('required')                         # optional: no guard refuses a report without them
-        assert set(data['properties']) <= read, role.robot      # the local-reasoning items, as the rubric reads them
-    box = build_toolbox(Robot.INFO_COLLECTION.value, World())
+        assert set(data['properties']) <= read, role.role      # the local-reasoning items, as the rubric reads them
+    box = build_toolbox(Role.INFO_COLLECTION.value, World())
     task = TaskSpec(task_id='info-1', task_type=TaskType.INFO_COLLECTION, room='ER-12', hcw_id='90')
     scan = box.call(Tool.READ_BADGE_SCAN.value, task_id='info-1', room='ER-12')
     assert box.call(Tool.LOOKUP_STAFF_BY_BADGE.value, task_id='info-1', badge_id=scan.output['badge_id']).ok
@@ -490,10 +490,10 @@ def test_a_described_report_item_is_bounded_in_a_json_schema_reply():
     from robot_team.catalog import ROLES
     from robot_team.llm.toolschema import REPORT_ITEM_TEXT_MAX_CHARS, report_schema
     for role in ROLES:
-        schema = response_schema([report_schema(role.robot.value)])
+        schema = response_schema([report_schema(role.role.value)])
         data = schema['properties']['tool_calls']['items']['properties']['arguments']['properties']['data']
         # a model that loops inside a waypoint list, or adds key after key, is stopped by the schema
-        assert _bounded(data), role.robot
-    nav = response_schema([report_schema(Robot.NAVIGATION.value)])['properties']['tool_calls']['items']
+        assert _bounded(data), role.role
+    nav = response_schema([report_schema(Role.NAVIGATION.value)])['properties']['tool_calls']['items']
     path = nav['properties']['arguments']['properties']['data']['properties']['path']
     assert path['anyOf'][0] == {'type': 'string', 'maxLength': REPORT_ITEM_TEXT_MAX_CHARS}

@@ -72,12 +72,12 @@ class Team(Node):
             self.goal_cancelled.set()
             goal_handle.canceled()
             return ExecuteTask.Result()
-        self.robot = ActionServer(self, ExecuteTask, names.robot_name(names.Robot.NAVIGATION, names.EXECUTE_TASK),
+        self.robot = ActionServer(self, ExecuteTask, names.robot_name(names.Role.NAVIGATION, names.EXECUTE_TASK),
                                   execute_callback=execute, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                                   callback_group=group)
         from rclpy.action import ActionClient
         self.robot_client = ActionClient(self, ExecuteTask,
-                                         names.robot_name(names.Robot.NAVIGATION, names.EXECUTE_TASK),
+                                         names.robot_name(names.Role.NAVIGATION, names.EXECUTE_TASK),
                                          callback_group=group)
 
     def call(self, name, **fields):

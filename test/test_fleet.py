@@ -33,7 +33,7 @@ def test_a_fleets_robots_are_named_after_their_role_and_parse_back(fleet):
     robots = [r for role, n in fleet.items() for r in fleet_robots(role, n)]
     assert validate_robots(robots) == robots and len(set(robots)) == sum(fleet.values())
     assert {r: role_name(r) for r in robots} == {r: role for role, n in fleet.items() for r in fleet_robots(role, n)}
-    assert all(role_of(r).robot.value == role_name(r) for r in robots)
+    assert all(role_of(r).role.value == role_name(r) for r in robots)
     assert parse_fleet(','.join(f'{role}={n}' for role, n in fleet.items())) == fleet
     assert fleet_robots('display_robot', 1) == ['display_robot']   # one robot: the role's own name
 

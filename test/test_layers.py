@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from robot_team.catalog import REPORT_TOOL, ROLES, TOOLS, ManagerTool, register_tools
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.tools.roles import implementation_class
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +251,7 @@ def _string_literals(tree: ast.Module):
 
 
 def test_tool_and_role_names_are_declared_once():
-    declared = {t.name for t in TOOLS} | {t.value for t in ManagerTool} | {r.value for r in Robot} | {REPORT_TOOL}
+    declared = {t.name for t in TOOLS} | {t.value for t in ManagerTool} | {r.value for r in Role} | {REPORT_TOOL}
     written = [f'{module}:{node.lineno}: {node.value!r}' for module, tree in _sources()
                if module not in ('robot_team.catalog', 'robot_team.names')
                for node in _string_literals(tree) if node.value in declared]
@@ -264,7 +264,7 @@ def test_every_role_has_its_implementation_class_with_every_declared_tool():
         assert callable(getattr(cls, 'from_node')) and hasattr(cls, 'started_data') and callable(cls.cancel)
 
         class Box:
-            owner = role.robot.value
+            owner = role.role.value
 
             def __init__(self):
                 self.registered: list[str] = []
@@ -273,7 +273,7 @@ def test_every_role_has_its_implementation_class_with_every_declared_tool():
                 self.registered.append(name)
         box = Box()
         register_tools(box, cls.__new__(cls))    # every declared tool has its method
-        assert box.registered == [t.name for t in TOOLS if t.owner is role.robot]
+        assert box.registered == [t.name for t in TOOLS if t.owner is role.role]
 
 
 def test_no_hand_written_stamp_conversion():

@@ -197,19 +197,19 @@ def test_every_failure_a_protocol_brain_reports_is_grounded_by_the_rule_the_llm_
     """
     from team_harness import STAFF as FLOOR, World, build_toolbox
     from robot_team.grounding import failure_grounds
-    from robot_team.names import Robot
+    from robot_team.names import Role
     busy = {h: {**s, 'availability': 'busy'} for h, s in FLOOR.items()}
     cases = [   # (role, brain, task HCW, world): each one a failure
-        (Robot.NAVIGATION, NavigationProtocolBrain(), '77', World()),                     # unknown to the RTLS
-        (Robot.NAVIGATION, NavigationProtocolBrain(), '90', World(staff=busy)),           # page not answered
-        (Robot.NAVIGATION, NavigationProtocolBrain(), '90', World(nav_error='NO_VALID_PATH')),
-        (Robot.INFO_COLLECTION, InfoCollectionProtocolBrain(), '90', World(scan_badge='ED-9')),     # unknown badge
-        (Robot.INFO_COLLECTION, InfoCollectionProtocolBrain(), '90', World(scan_badge='ED-0041')),  # another HCW's
-        (Robot.DISPLAY, DisplayProtocolBrain(), '90', World(care_team=[])),                # no care team
-        (Robot.DISPLAY, DisplayProtocolBrain(), '90', World(display_ok=False)),            # screen offline
+        (Role.NAVIGATION, NavigationProtocolBrain(), '77', World()),                     # unknown to the RTLS
+        (Role.NAVIGATION, NavigationProtocolBrain(), '90', World(staff=busy)),           # page not answered
+        (Role.NAVIGATION, NavigationProtocolBrain(), '90', World(nav_error='NO_VALID_PATH')),
+        (Role.INFO_COLLECTION, InfoCollectionProtocolBrain(), '90', World(scan_badge='ED-9')),     # unknown badge
+        (Role.INFO_COLLECTION, InfoCollectionProtocolBrain(), '90', World(scan_badge='ED-0041')),  # another HCW's
+        (Role.DISPLAY, DisplayProtocolBrain(), '90', World(care_team=[])),                # no care team
+        (Role.DISPLAY, DisplayProtocolBrain(), '90', World(display_ok=False)),            # screen offline
     ]
-    task_types = {Robot.NAVIGATION: TaskType.NAVIGATION, Robot.INFO_COLLECTION: TaskType.INFO_COLLECTION,
-                  Robot.DISPLAY: TaskType.DISPLAY}
+    task_types = {Role.NAVIGATION: TaskType.NAVIGATION, Role.INFO_COLLECTION: TaskType.INFO_COLLECTION,
+                  Role.DISPLAY: TaskType.DISPLAY}
     for role, brain, hcw, world in cases:
         box = build_toolbox(role.value, world)
         task = TaskSpec(task_id='t-1', task_type=task_types[role], room='ER-12', hcw_id=hcw)

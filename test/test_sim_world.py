@@ -6,7 +6,7 @@ import pytest
 
 from robot_team.config import ConfigError, load_staff_seed, share_dir
 from robot_team.floor import Floor
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.sim.world import OUTSIDE, WorldError, load_world
 
 WORLD = 'ed_floor.yaml'
@@ -28,7 +28,7 @@ def test_required_rooms_readers_and_docks(world):
         assert reader is not None, f'no badge reader at ER-{i}'
         door = world.room(f'ER-{i}').door
         assert math.hypot(reader.x - door.x, reader.y - door.y) < 3.0   # beside the door
-    assert {r.value for r in Robot} <= set(world.docks)
+    assert {r.value for r in Role} <= set(world.docks)
     assert world.dock('navigation_robot').pose.y == pytest.approx(13.9)
 
 

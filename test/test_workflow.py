@@ -3,7 +3,7 @@
 import pytest
 
 from robot_team.config import Deadlines
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import TaskReportModel, TaskType
 from robot_team.workflow import WorkflowPolicy
 
@@ -49,9 +49,9 @@ def test_happy_path_in_order_with_ids_per_type(policy):
 
 
 def test_enum_arguments_are_their_values(policy):
-    auth = policy.authorize(TaskType.NAVIGATION, Robot.NAVIGATION, '', Robot.MANAGER, 0.0, hcw_id='90')
+    auth = policy.authorize(TaskType.NAVIGATION, Role.NAVIGATION, '', Role.MANAGER, 0.0, hcw_id='90')
     assert auth.approved and auth.task_id == 'nav-1' and auth.robot == 'navigation_robot'
-    assert policy.open_escalation('nav-1', Robot.MANAGER, 'stuck') == 'esc-1'
+    assert policy.open_escalation('nav-1', Role.MANAGER, 'stuck') == 'esc-1'
     assert policy.snapshot().escalation('esc-1').raised_by == 'manager'
 
 

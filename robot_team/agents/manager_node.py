@@ -54,7 +54,7 @@ from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
 from robot_team.msg import (
     Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
     TeamHold)
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import (
     OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
 from robot_team.clock_sync import unscheduled
@@ -142,7 +142,7 @@ class ManagerNode(Node):
     """
 
     def __init__(self, brain: ManagerBrain | None = None, *, context=None, parameter_overrides=None):
-        super().__init__(Robot.MANAGER.value, context=context, parameter_overrides=parameter_overrides or [])
+        super().__init__(Role.MANAGER.value, context=context, parameter_overrides=parameter_overrides or [])
         self.declare_parameter('brain', 'protocol')
         self.declare_parameter('issue_handling', 'propose_alternative')
         self.declare_parameter('service_timeout_s', 15.0)
@@ -150,7 +150,7 @@ class ManagerNode(Node):
         self.declare_parameter('cases', 1)
         self.declare_parameter('cases_at_once', 1)
         self.declare_parameter('lessons', True)
-        self.events = EventEmitter(self, Robot.MANAGER.value)
+        self.events = EventEmitter(self, Role.MANAGER.value)
         make_brain = None   # one brain per open case (cases_at_once)
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
@@ -158,7 +158,7 @@ class ManagerNode(Node):
                            base_url=self.declare_parameter('llm_base_url', '').value,
                            model=self.declare_parameter('llm_model', '').value,
                            decoding=self.declare_parameter('llm_decoding', '').value,
-                           hold=clock_hold(self, Robot.MANAGER.value, llm_clock))
+                           hold=clock_hold(self, Role.MANAGER.value, llm_clock))
 
             make_brain = functools.partial(make_manager_brain, self.get_parameter('brain').value,
                                            self.get_parameter('issue_handling').value, **options)
@@ -187,7 +187,7 @@ class ManagerNode(Node):
         self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
         self._planners = {robot: ComputePathClient(self, names.robot_name(robot, names.COMPUTE_PATH_TO_POSE),
                                                    self._group)
-                          for robot in robots if names.role_name(robot) == Robot.NAVIGATION.value}
+                          for robot in robots if names.role_name(robot) == Role.NAVIGATION.value}
         issue_handling = self.get_parameter('issue_handling').value
 
         def protocol_brain() -> ManagerBrain:   # the brain that takes over on a supervisor's directive
@@ -331,7 +331,7 @@ class ManagerNode(Node):
 
     def directive_callback(self, msg) -> None:
         """Carry out the supervisor's safe default for the manager: a takeover or a hold."""
-        if msg.target != Robot.MANAGER.value:
+        if msg.target != Role.MANAGER.value:
             return
         if msg.directive == msg.TAKEOVER:
             self.core.take_over(msg.escalation_id, msg.reason)
@@ -384,7 +384,7 @@ class ManagerNode(Node):
         """
         wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
         response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
-            task_type=task_type, robot=robot, reason=reason, requested_by=Robot.MANAGER.value, hcw_id=hcw_id,
+            task_type=task_type, robot=robot, reason=reason, requested_by=Role.MANAGER.value, hcw_id=hcw_id,
             case_id=case_id)),
             self._timeout,
             f'response of {names.AUTHORIZE_TASK}')
@@ -503,7 +503,7 @@ def main(args=None) -> int:
     """Run the manager (``ros2 run robot_team manager``)."""
     # Multi-threaded: report results, escalations and human decisions arrive while the brain
     # thread waits on service futures.
-    return spin_node(Robot.MANAGER.value, ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
+    return spin_node(Role.MANAGER.value, ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 if __name__ == '__main__':

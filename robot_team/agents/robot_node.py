@@ -35,7 +35,7 @@ from robot_team.errors import ToolError
 from robot_team.events import EventKind
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
-from robot_team.names import Robot, team_name
+from robot_team.names import Role, team_name
 from robot_team.reports import TaskReportModel
 from robot_team.clock_sync import unscheduled
 from robot_team.rosclock import follow_clock
@@ -321,17 +321,17 @@ def _main(role: str, args=None) -> int:
 
 def main_navigation(args=None) -> int:
     """Run the navigation robot (``ros2 run robot_team navigation_robot``)."""
-    return _main(Robot.NAVIGATION.value, args)
+    return _main(Role.NAVIGATION.value, args)
 
 
 def main_info_collection(args=None) -> int:
     """Run the info-collection robot (``ros2 run robot_team info_collection_robot``)."""
-    return _main(Robot.INFO_COLLECTION.value, args)
+    return _main(Role.INFO_COLLECTION.value, args)
 
 
 def main_display(args=None) -> int:
     """Run the display robot (``ros2 run robot_team display_robot``)."""
-    return _main(Robot.DISPLAY.value, args)
+    return _main(Role.DISPLAY.value, args)
 
 
 def main(args=None) -> int:

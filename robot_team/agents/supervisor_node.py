@@ -122,7 +122,7 @@ NAV2_GOALS = (names.NAVIGATE_TO_POSE, names.NAVIGATE_THROUGH_POSES, names.FOLLOW
 def hold_cancels(robots) -> tuple[str, ...]:
     """Return the actions whose goals a team hold cancels: each robot's tasks, each navigation robot's Nav2 goals."""
     return tuple(names.robot_name(r, names.EXECUTE_TASK) for r in robots) + tuple(
-        names.robot_name(r, a) for r in robots if names.role_name(r) == names.Robot.NAVIGATION.value
+        names.robot_name(r, a) for r in robots if names.role_name(r) == names.Role.NAVIGATION.value
         for a in NAV2_GOALS)
 
 

@@ -30,7 +30,7 @@ from robot_team.brains.base import (
 )
 from robot_team.catalog import TASK_OWNER, Tool
 from robot_team.escalation_model import closing_abort
-from robot_team.names import Robot, role_robots
+from robot_team.names import Role, role_robots
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.roles.display.protocol import DisplayProtocolBrain
 from robot_team.roles.info_collection.protocol import InfoCollectionProtocolBrain
@@ -219,8 +219,8 @@ def protocol_robot_brain(role: str) -> RobotBrain:
     ValueError
         If ``role`` is not an operational robot.
     """
-    brains = {Robot.NAVIGATION.value: NavigationProtocolBrain,
-              Robot.INFO_COLLECTION.value: InfoCollectionProtocolBrain, Robot.DISPLAY.value: DisplayProtocolBrain}
+    brains = {Role.NAVIGATION.value: NavigationProtocolBrain,
+              Role.INFO_COLLECTION.value: InfoCollectionProtocolBrain, Role.DISPLAY.value: DisplayProtocolBrain}
     if role not in brains:
         raise ValueError(f"no protocol brain for robot '{role}': expected one of {', '.join(brains)}")
     return brains[role]()

@@ -189,7 +189,7 @@ class EpisodeRecorder(TeamRecorder):
                     self._emitter.emit(EventKind.NODE_CRASHED, f'node {node} left the graph', target=node,
                                        reason='its node disappeared from the graph before the episode ended '
                                               '(it exited, or its host was cut off the network)')
-        manager = names.Robot.MANAGER.value
+        manager = names.Role.MANAGER.value
         if (not self.open_ended and manager in self._crashed
                 and time.monotonic() - self._lost_at[manager] >= self.restart_grace_s):
             self.ending.set()   # nobody can end the episode any more

@@ -330,7 +330,7 @@ def _brain_options(brain: str, kb: bool) -> dict:
 def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, pose_source, operator=True,
                 robots=True, manager_side=True):
     nodes = []
-    team_side = ([names.SUPERVISOR] + ([names.OPERATOR] if operator else []) + [names.Robot.MANAGER.value]
+    team_side = ([names.SUPERVISOR] + ([names.OPERATOR] if operator else []) + [names.Role.MANAGER.value]
                  if manager_side else [])
     for name in team_side:
         params = node_parameters(name, scenario, paths, brain, brain_options)
@@ -339,7 +339,7 @@ def _team_nodes(scenario, paths, brain, brain_options, team_ns, use_sim_time, po
     for robot in (scenario.robots if robots else ()):   # a fleet's robot: its role's executable, its own name
         params = node_parameters(robot, scenario, paths, brain, brain_options)
         params['use_sim_time'] = use_sim_time
-        if names.role_name(robot) == names.Robot.NAVIGATION.value:
+        if names.role_name(robot) == names.Role.NAVIGATION.value:
             params['pose_source'] = pose_source
         nodes.append(respawning(NodeSpec(PACKAGE, names.role_name(robot), robot, names.join(team_ns, robot),
                                          (params,), TF_REMAPS)))
@@ -581,7 +581,7 @@ def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol'
     loaded = _floor(floor, (*MOBILE_ROBOTS, robot))
     params = {'brain': brain, 'floor': str(loaded.path), 'use_sim_time': flag('use_sim_time', use_sim_time),
               'team_namespace': team_ns, **_brain_options(brain, flag('kb', kb))}
-    if names.role_name(robot) != names.Robot.NAVIGATION.value:
+    if names.role_name(robot) != names.Role.NAVIGATION.value:
         params['staff_db'] = staff_db
     else:
         params['pose_source'] = pose_source

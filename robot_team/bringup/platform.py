@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robot_team.names import Robot
+from robot_team.names import Role
 
-MOBILE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Robot if r is not Robot.MANAGER)
+MOBILE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Role if r is not Role.MANAGER)
 """The robots with a base (a Gazebo model, a Nav2 stack, a dock): every robot but the manager,
 which runs on the team's server."""
 
-DISPLAY_ROBOT = Robot.DISPLAY.value
+DISPLAY_ROBOT = Role.DISPLAY.value
 """The robot that carries a screen."""
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from robot_team.console.qt import QtCore, QtGui, QtWidgets
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.scene import Scene, SceneState, floor_geometry
 
 REFRESH_MS = 100
@@ -37,8 +37,8 @@ HCW_RADIUS_M = 0.25
 ID_ROLE = 0
 """Item data key holding an entity's ID."""
 
-ROLE_COLOURS = {Robot.NAVIGATION.value: '#1565c0', Robot.INFO_COLLECTION.value: '#6a1b9a',
-                Robot.DISPLAY.value: '#00838f'}
+ROLE_COLOURS = {Role.NAVIGATION.value: '#1565c0', Role.INFO_COLLECTION.value: '#6a1b9a',
+                Role.DISPLAY.value: '#00838f'}
 AVAILABILITY_COLOURS = {'available': '#2e7d32', 'busy': '#ef6c00', 'off_shift': '#757575'}
 ESI_COLOURS = {1: '#d32f2f', 2: '#f57c00', 3: '#fbc02d', 4: '#43a047', 5: '#1e88e5'}
 KIND_COLOURS = {'patient_room': '#dfe6f2', 'corridor': '#f7f5ee'}

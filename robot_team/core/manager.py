@@ -58,7 +58,7 @@ from robot_team.events import EventKind, case_emitter
 from robot_team.guards import (
     all_lost_refusal, lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions,
     strip_prefetched)
-from robot_team.names import Robot, role_name, role_robots
+from robot_team.names import Role, role_name, role_robots
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
 from robot_team.workflow import Authorization, WorkflowRule, engaged_hcws
 
@@ -821,8 +821,8 @@ class ManagerCore:
         for brain in olds:
             brain.cancel()
         self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(old).__name__} for the rest of '
-                   f'the episode', target=Robot.MANAGER.value, reason=reason, escalation_id=escalation_id,
-                   role=Robot.MANAGER.value, previous=type(old).__name__, brain=type(self.brain).__name__,
+                   f'the episode', target=Role.MANAGER.value, reason=reason, escalation_id=escalation_id,
+                   role=Role.MANAGER.value, previous=type(old).__name__, brain=type(self.brain).__name__,
                    source=DecisionSource.FALLBACK.value)
         self._persist()
         self._update(None, f"The supervisor handed the manager's role to the protocol brain "
@@ -937,7 +937,7 @@ class ManagerCore:
         if found:   # role misalignment: the manager did (part of) the robot's work
             self._emit(EventKind.WORKFLOW_VIOLATION, f'manager put results into a {act.task_type.value} '
                        f'delegation to {act.robot}', target=act.robot, reason='role misalignment',
-                       who=Robot.MANAGER.value, found=found, delegation=act.model_dump(mode='json'), source=source)
+                       who=Role.MANAGER.value, found=found, delegation=act.model_dump(mode='json'), source=source)
             act = strip_prefetched(act)
             self._feedback(lane, FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried '
                            'results (' + '; '.join(found) + '); they were removed: the robot does its own work.')
@@ -1057,7 +1057,7 @@ class ManagerCore:
             obs.handled_failures.append(act.task_id)
             if not any(e.escalation_id == answer.escalation_id for e in obs.escalations):
                 obs.escalations.append(EscalationRecord(escalation_id=answer.escalation_id, task_id=act.task_id,
-                                                        raised_by=Robot.MANAGER.value, reason=act.reason))
+                                                        raised_by=Role.MANAGER.value, reason=act.reason))
         with self._lock:
             self._announced.add(answer.escalation_id)
         self._update(lane, '', change)
@@ -1079,7 +1079,7 @@ class ManagerCore:
             self._feedback(lane, FeedbackKind.REFLECTION_CONTRADICTS,
                            'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
             return
-        auth = self.ports.authorize(TaskType.REFLECTION.value, Robot.MANAGER.value, 'all workflow steps are done',
+        auth = self.ports.authorize(TaskType.REFLECTION.value, Role.MANAGER.value, 'all workflow steps are done',
                                     case_id=lane.case_id)
         if not auth.approved:
             self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
@@ -1090,7 +1090,7 @@ class ManagerCore:
         self._emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id, task_id=auth.task_id,
                    source=source, **act.reflection.model_dump(mode='json'))
         # Close the reflection step at the supervisor like any other task.
-        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot=Robot.MANAGER.value,
+        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot=Role.MANAGER.value,
                                  status=TaskStatus.SUCCESS, summary='reflection written', stamp_s=self.ports.now(),
                                  data=act.reflection.model_dump(mode='json'))
         answer = self.ports.submit_report(report)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from robot_team.cases import WaitingCase, later_case_prefix, next_case
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind, case_emitter
-from robot_team.names import OPERATIONAL_ROLES, SUPERVISOR, Robot, role_name
+from robot_team.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
 from robot_team.liveness import LivenessChange
 from robot_team.catalog import TASK_OWNER
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus, TaskType
@@ -493,8 +493,8 @@ class SupervisorCore:
         """:meth:`authorize` for ``policy``'s case (None: ``case_id`` is not open here)."""
         owns = task_type in {t.value for t in TaskType} and role_name(robot) == TASK_OWNER[TaskType(task_type)]
         busy = (self._busy_elsewhere(robot, policy)   # a robot not of the role: rule role
-                if policy is not None and owns and robot != Robot.MANAGER.value else '')
-        if robot not in (*self.robots, Robot.MANAGER.value) and requested_by == Robot.MANAGER.value:
+                if policy is not None and owns and robot != Role.MANAGER.value else '')
+        if robot not in (*self.robots, Role.MANAGER.value) and requested_by == Role.MANAGER.value:
             mates = [r for r in self.robots if role_name(r) == role_name(robot)]
             auth = Authorization(approved=False, rule=WorkflowRule.ROLE, task_type=task_type, robot=robot,
                                  case_id=case_id, explanation=f"no robot '{robot}' in the team: "
@@ -621,7 +621,7 @@ class SupervisorCore:
         return report
 
     def request_escalation(self, task_id: str, reason: str, options: list[str], now_s: float,
-                           raised_by: str = Robot.MANAGER.value, *, case_id: str = '') -> tuple[bool, str, str]:
+                           raised_by: str = Role.MANAGER.value, *, case_id: str = '') -> tuple[bool, str, str]:
         """Open an escalation and publish it; return ``(accepted, escalation_id, message)``.
 
         It belongs to the case of ``task_id`` ('' : the case ``case_id`` when it is kept here, else
@@ -805,7 +805,7 @@ class SupervisorCore:
             policy = 'escalate'   # the protocol brain already has the role; the human is paged
         if policy == 'escalate':
             self._emit(EventKind.SAFE_DEFAULT, f'{deadline.kind} deadline missed: escalation {escalation_id} only',
-                       target=Robot.MANAGER.value, reason=reason, directive='escalate', escalation_id=escalation_id,
+                       target=Role.MANAGER.value, reason=reason, directive='escalate', escalation_id=escalation_id,
                        **deadline_data(deadline))
             return
         if policy == HOLD:
@@ -814,7 +814,7 @@ class SupervisorCore:
         self._took_over = True
         if self.on_takeover is not None:
             self.on_takeover(escalation_id)
-        self._direct(TAKEOVER, Robot.MANAGER.value, escalation_id, deadline, reason)
+        self._direct(TAKEOVER, Role.MANAGER.value, escalation_id, deadline, reason)
 
     def hold_team(self, escalation_id: str, reason: str, deadline: Deadline | None = None) -> Directive:
         """Hold the team until a human decides on ``escalation_id``: the safe default ``hold``.
@@ -826,7 +826,7 @@ class SupervisorCore:
         """
         if self.on_hold_team is not None:
             self.on_hold_team(escalation_id, reason)
-        return self._direct(HOLD, Robot.MANAGER.value, escalation_id, deadline, reason)
+        return self._direct(HOLD, Role.MANAGER.value, escalation_id, deadline, reason)
 
     def _direct(self, directive: str, target: str, escalation_id: str, deadline: Deadline | None,
                 reason: str) -> Directive:

@@ -25,7 +25,7 @@ from robot_team.evaluation.rubric import score_run
 from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_summary_md
 from robot_team.evaluation.truth import TruthInputError, false_successes
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import Robot, role_name
+from robot_team.names import Role, role_name
 from robot_team.run_report import case_events
 from robot_team.runner import run_episode
 
@@ -42,11 +42,11 @@ def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, flo
     end = events[-1].stamp_s if events else 0.0
     for event in events:
         task_id = str(event.data.get('task_id', ''))
-        if event.kind == EventKind.DELEGATION.value and event.actor == Robot.MANAGER.value and task_id not in started:
+        if event.kind == EventKind.DELEGATION.value and event.actor == Role.MANAGER.value and task_id not in started:
             started[task_id] = (str(event.data.get('robot', '')), event.stamp_s, str(event.data.get('case_id', '')))
         elif event.kind == EventKind.TASK_REPORT.value and task_id in started:
             reported.setdefault(task_id, event.stamp_s)
-        elif event.kind == EventKind.JUDGMENT.value and event.actor == Robot.MANAGER.value and task_id in started:
+        elif event.kind == EventKind.JUDGMENT.value and event.actor == Role.MANAGER.value and task_id in started:
             robot, start, case = started.pop(task_id)
             spans.setdefault(robot, []).append((start, event.stamp_s, case))
     for task_id, (robot, start, case) in started.items():

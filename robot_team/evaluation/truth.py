@@ -60,7 +60,7 @@ from robot_team.catalog import TASK_OWNER, Tool, same_care_team
 from robot_team.config import ConfigError, PatientSpec, Scenario, StaffSeed
 from robot_team.directory import DirectoryError, StaffDirectory, load_staff
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import SUPERVISOR, Robot
+from robot_team.names import SUPERVISOR, Role
 from robot_team.recorder import read_jsonl
 from robot_team.reports import TaskType
 
@@ -721,7 +721,7 @@ def _observed_refusal(event: TeamEventModel) -> bool:
 
 
 def _unanswered_requests(events: Sequence[TeamEventModel]) -> list[str]:
-    manager = Robot.MANAGER.value
+    manager = Role.MANAGER.value
     requests = [i for i, e in enumerate(events)
                 if e.kind == EventKind.DELEGATION_REQUESTED.value and e.actor == manager]
     missing = []

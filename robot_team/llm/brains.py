@@ -81,7 +81,7 @@ from robot_team.llm.toolschema import (
     SubmitReflectionArgs,
     SubmitReport,
 )
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
 
@@ -118,9 +118,9 @@ def compact(value: Any, limit: int = 700) -> str:
     return text if len(text) <= limit else text[:limit] + '...(cut)'
 
 
-UNUSED_CONTEXT = {Robot.NAVIGATION.value: {'patient_id', 'presentation'},
-                  Robot.INFO_COLLECTION.value: {'patient_id', 'presentation', 'required_specialty'},
-                  Robot.DISPLAY.value: {'patient_id', 'presentation', 'required_specialty'}}
+UNUSED_CONTEXT = {Role.NAVIGATION.value: {'patient_id', 'presentation'},
+                  Role.INFO_COLLECTION.value: {'patient_id', 'presentation', 'required_specialty'},
+                  Role.DISPLAY.value: {'patient_id', 'presentation', 'required_specialty'}}
 """Task context keys a robot's decisions never use (its tools take the room and the HCW, not the
 patient; only the navigation robot looks for alternatives of the required specialty): not sent."""
 
@@ -410,7 +410,7 @@ class LLMManagerBrain(ManagerBrain):
                  client: ChatClient | None = None, fallback_brain: Callable[[], ManagerBrain] | None = None):
         self.settings = settings or LLMSettings()
         self._emit = emit or _noop
-        self.client = client or ChatClient(self.settings, Robot.MANAGER.value, emit)
+        self.client = client or ChatClient(self.settings, Role.MANAGER.value, emit)
         self.kb = kb
         self.messages: list[dict] = []
         self._turn_starts: list[int] = []
@@ -448,9 +448,9 @@ class LLMManagerBrain(ManagerBrain):
 
     def system_prompt(self, with_kb: bool = True) -> str:
         """Return the system prompt (profile, workflow rules, KB sections if enabled and ``with_kb``)."""
-        text = f"{load_profiles()[Robot.MANAGER.value].prompt()}\n{MANAGER_RULES}"
+        text = f"{load_profiles()[Role.MANAGER.value].prompt()}\n{MANAGER_RULES}"
         if self.kb and with_kb:
-            text += '\nKnowledge base:\n' + kb_for(Robot.MANAGER.value)
+            text += '\nKnowledge base:\n' + kb_for(Role.MANAGER.value)
         return text
 
     # -- observation -> words --
@@ -589,13 +589,13 @@ class LLMManagerBrain(ManagerBrain):
         """
         self._unusable_decisions += 1
         self._emit(EventKind.BRAIN_ERROR, 'manager: no usable decision while only the manager could act',
-                   target=Robot.MANAGER.value, reason=why, error=why, attempt=self._unusable_decisions)
+                   target=Role.MANAGER.value, reason=why, error=why, attempt=self._unusable_decisions)
         after = self.settings.manager_takeover_after
         if not after or self._unusable_decisions < after:
             return []
         self._fallback = self._new_fallback()
         self._emit(EventKind.TAKEOVER, f'the protocol brain takes over from {type(self).__name__} for the rest of '
-                   'the episode', target=Robot.MANAGER.value, role=Robot.MANAGER.value, previous=type(self).__name__,
+                   'the episode', target=Role.MANAGER.value, role=Role.MANAGER.value, previous=type(self).__name__,
                    brain=type(self._fallback).__name__, source=DecisionSource.FALLBACK.value,
                    reason=f'{self._unusable_decisions} decision(s) with nothing usable while the team waited on '
                           f'the manager (manager_takeover_after: {after}): {why}')
@@ -631,7 +631,7 @@ class LLMManagerBrain(ManagerBrain):
             why = (f"the manager does not own '{name}'" + (f' (owned by {owner})' if owner else ' (no such tool)')
                    + f'; the manager delegates and never operates: use {ManagerTool.DELEGATE_TASK.value}')
             self._emit(EventKind.TOOL_REFUSED, f'refused manager calling {name}', target=name, reason=why,
-                       caller=Robot.MANAGER.value, owner=owner, args=raw[:500], tool=name)
+                       caller=Role.MANAGER.value, owner=owner, args=raw[:500], tool=name)
             return None, f'refused: {why}'
         try:
             args = MANAGER_TOOL_MODELS[name].model_validate_json(raw)
@@ -642,7 +642,7 @@ class LLMManagerBrain(ManagerBrain):
                 self._emit(EventKind.REFLECTION_REJECTED, 'manager sent a reflection that does not validate',
                            target=name, reason=why, raw=raw[:500], attempt=self._bad_reflections)
             else:
-                invalid_call(self._emit, Robot.MANAGER.value, name, category_of(exc), why, raw)
+                invalid_call(self._emit, Role.MANAGER.value, name, category_of(exc), why, raw)
             return None, f'invalid arguments: {why}'
         try:
             if isinstance(args, DelegateTaskArgs):

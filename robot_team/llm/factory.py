@@ -21,7 +21,7 @@ from robot_team.llm.decoding import DECODINGS
 from robot_team.llm.local import local_settings
 from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.settings import LLMSettings
-from robot_team.names import Robot
+from robot_team.names import Role
 
 LLM_BRAINS = ('openai', 'local', 'random')
 """Brain kinds backed by an LLM endpoint (``random``: the chance endpoint, a random chooser)."""
@@ -40,7 +40,7 @@ class NoEndpointError(ValueError):
 
 def check_endpoint(settings: LLMSettings) -> None:
     """Raise :class:`NoEndpointError` unless every robot has an endpoint (a base URL, or a key for api.openai.com)."""
-    missing = [robot for robot in (Robot.MANAGER.value, *OPERATIONAL_ROBOTS)
+    missing = [robot for robot in (Role.MANAGER.value, *OPERATIONAL_ROBOTS)
                if not (settings.for_robot(robot).base_url or settings.for_robot(robot).api_key)]
     if missing:
         raise NoEndpointError(
@@ -117,5 +117,5 @@ def llm_manager_brain(kind: str, *, emit=None, kb: bool = True, base_url: str = 
                       model: str = '', decoding: str = ''):
     """Return the manager's LLM brain of ``kind`` (as :func:`llm_robot_brain`)."""
     settings = brain_settings(kind, base_url, model, decoding)
-    return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, Robot.MANAGER.value, emit, hold=hold),
+    return LLMManagerBrain(settings, emit, kb=kb, client=ChatClient(settings, Role.MANAGER.value, emit, hold=hold),
                            fallback_brain=fallback_brain)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from robot_team.catalog import REPORT_TOOL, ROLES_BY_ROBOT, TASK_OWNER, ManagerTool, tools_of
+from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TASK_OWNER, ManagerTool, tools_of
 from robot_team.config import ConfigError, load_yaml, share_dir
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import OPERATIONAL_TASKS
 
 _FOR = re.compile(r'^<!--\s*for:\s*(.*?)\s*-->\s*$')
@@ -91,7 +91,7 @@ def worked_example(robot: str) -> str:
     with what a success report needs (the catalog's proofs). The manager: the workflow's task
     types in order with their owners, what to do after a failure, then the reflection.
     """
-    if robot == Robot.MANAGER.value:
+    if robot == Role.MANAGER.value:
         steps = [f'{ManagerTool.DELEGATE_TASK.value} {{task_type: {kind.value}, robot: {TASK_OWNER[kind]}, '
                  f'hcw_id: {"the assigned HCW" if kind is OPERATIONAL_TASKS[0] else "the escorted HCW"}}}, '
                  f'then wait for its report' for kind in OPERATIONAL_TASKS]
@@ -99,7 +99,7 @@ def worked_example(robot: str) -> str:
                      f'available HCW (handles_task_id: the failed task) or {ManagerTool.ESCALATE_TO_SUPERVISOR.value}')
         steps.append(f'when every task succeeded (or a human decided): {ManagerTool.SUBMIT_REFLECTION.value} with '
                      f'one outcome per task type, as the record says')
-    elif robot in ROLES_BY_ROBOT:
+    elif robot in ROLES_BY_NAME:
         decls = tools_of(robot)
         steps = [f'{d.name}: {d.usage or d.text}' for d in decls]
         proofs = '; '.join(d.proof.text for d in decls if d.proof is not None)

@@ -14,7 +14,7 @@ import re
 
 from robot_team.catalog import REPORT_TOOL, TASK_OWNER, ManagerTool, Tool
 from robot_team.llm.fakeserver import text, tool_calls
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import OPERATIONAL_TASKS, TaskType
 from robot_team.roles.display.protocol import ROLE_ORDER
 
@@ -240,5 +240,5 @@ class IdealManager:
 
 def ideal_policies() -> dict:
     """Return fresh robot -> policy functions for the well-behaved team."""
-    return {Robot.MANAGER.value: IdealManager(), Robot.NAVIGATION.value: navigation,
-            Robot.INFO_COLLECTION.value: info_collection, Robot.DISPLAY.value: display}
+    return {Role.MANAGER.value: IdealManager(), Role.NAVIGATION.value: navigation,
+            Role.INFO_COLLECTION.value: info_collection, Role.DISPLAY.value: display}

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
-from robot_team.catalog import REPORT_TOOL, ROLES_BY_ROBOT, TOOLS, ManagerTool
+from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TOOLS, ManagerTool
 from robot_team.escalation_model import closing_abort
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
@@ -188,7 +188,7 @@ def report_schema(robot: str) -> dict:
     Other findings go into the summary. A robot without a role declaration gets the bare schema.
     """
     tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
-    role = ROLES_BY_ROBOT.get(robot)
+    role = ROLES_BY_NAME.get(robot)
     if role is not None and role.report_data:
         tool['function']['parameters']['properties']['data'] = {
             'type': 'object', 'additionalProperties': False,

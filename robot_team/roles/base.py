@@ -3,7 +3,7 @@
 Each operational role declares its tools and itself in its own package (``robot_team.roles.<role>.decl``)
 with these types; :mod:`robot_team.catalog` gathers them (:data:`~robot_team.catalog.TOOLS`,
 :data:`~robot_team.catalog.ROLES`) and derives the rest. The names of the tools and the roles are
-:class:`~robot_team.names.Tool` and :class:`~robot_team.names.Robot`.
+:class:`~robot_team.names.Tool` and :class:`~robot_team.names.Role`.
 
 This module sits at the bottom layer (contracts), below the roles' declarations and the catalog: it
 imports only :mod:`robot_team.names`, :mod:`robot_team.reports`, pydantic and the standard library.
@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from robot_team.names import Robot, Tool
+from robot_team.names import Role, Tool
 from robot_team.reports import TaskType
 
 
@@ -193,7 +193,7 @@ class ToolDecl:
     tool
         Its name (:class:`~robot_team.names.Tool`).
     owner
-        The only robot that may call it (:class:`~robot_team.names.Robot`).
+        The only robot that may call it (:class:`~robot_team.names.Role`).
     task_type
         The task type it serves.
     input_model, output_model
@@ -243,7 +243,7 @@ class ToolDecl:
     """
 
     tool: Tool
-    owner: Robot
+    owner: Role
     task_type: TaskType
     input_model: type[BaseModel]
     output_model: type[BaseModel]
@@ -284,8 +284,8 @@ class RoleDecl:
 
     Attributes
     ----------
-    robot
-        The role (its node name and namespace).
+    role
+        The role (the node name and namespace of its first robot).
     task_type
         The only task type it executes (role alignment). The class implementing its tools
         (:func:`robot_team.tools.roles.implementation_class`) has a ``from_node(node,
@@ -306,7 +306,7 @@ class RoleDecl:
         Its task is about one HCW: a success needs the task to name one (:attr:`TaskFacts.hcw_id`).
     """
 
-    robot: Robot
+    role: Role
     task_type: TaskType
     truth: Callable[[Mapping[str, Any]], str] = field(default=lambda _evidence: '')
     report_data: tuple[tuple[str, str], ...] = ()

@@ -14,19 +14,19 @@ and its tools as methods marked with :func:`robot_team.catalog.implements`.
 from __future__ import annotations
 
 from robot_team.catalog import RoleDecl
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.roles.display.tools import DisplayTools
 from robot_team.roles.info_collection.tools import InfoCollectionTools
 from robot_team.roles.navigation.tools import NavigationTools
 
-IMPLEMENTATIONS: dict[Robot, type] = {
-    Robot.NAVIGATION: NavigationTools,
-    Robot.INFO_COLLECTION: InfoCollectionTools,
-    Robot.DISPLAY: DisplayTools,
+IMPLEMENTATIONS: dict[Role, type] = {
+    Role.NAVIGATION: NavigationTools,
+    Role.INFO_COLLECTION: InfoCollectionTools,
+    Role.DISPLAY: DisplayTools,
 }
 """Operational role -> the class that implements its tools (one per role of :data:`robot_team.catalog.ROLES`)."""
 
 
 def implementation_class(role: RoleDecl) -> type:
     """Return the class that implements the tools of ``role`` (see :data:`IMPLEMENTATIONS`)."""
-    return IMPLEMENTATIONS[role.robot]
+    return IMPLEMENTATIONS[role.role]

@@ -23,7 +23,7 @@ from robot_team.core.supervisor import SupervisorState
 from robot_team.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
 from robot_team.events import EventKind
-from robot_team.names import SUPERVISOR, Robot
+from robot_team.names import SUPERVISOR, Role
 from robot_team.reports import OPERATIONAL_TASKS
 from robot_team.workflow import Authorization, WorkflowRule
 
@@ -160,11 +160,11 @@ class EscalationDesk:
         raised_by = esc.raised_by
         if 'kind' in opening:
             kind, severity = opening['kind'], opening['severity']
-        elif raised_by == Robot.MANAGER.value:
+        elif raised_by == Role.MANAGER.value:
             kind, severity = EscalationKind.ISSUE, self.policy.severity.manager
         else:
             kind, severity = EscalationKind.ISSUE, self.policy.severity.supervisor
-        proposal = opening.get('proposal', esc.options[0] if raised_by == Robot.MANAGER.value and esc.options
+        proposal = opening.get('proposal', esc.options[0] if raised_by == Role.MANAGER.value and esc.options
                                else '')
         holds = kind is EscalationKind.HOLD
         record = EscalationRecord(

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from robot_team.catalog import TASK_OWNER
 from robot_team.decisions import without_fallback
 from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import Robot
+from robot_team.names import Role
 from robot_team.reports import TaskType
 
-MANAGER = Robot.MANAGER.value
+MANAGER = Role.MANAGER.value
 TASK_PREFIX = {'nav': TaskType.NAVIGATION, 'info': TaskType.INFO_COLLECTION, 'display': TaskType.DISPLAY,
                'reflection': TaskType.REFLECTION}
 

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import Robot, Tool
+from robot_team.names import Role, Tool
 from robot_team.reports import TaskType
 from robot_team.roles.base import ClosedSet, Proof, RoleDecl, RubricUse, ToolDecl, ToolOutput, WorldFact
 
@@ -84,12 +84,12 @@ def _no_care_team(args: Mapping[str, Any], output: Mapping[str, Any], hcw_id: st
 
 
 DISPLAY_TOOLS: tuple[ToolDecl, ...] = (
-    ToolDecl(Tool.FETCH_CARE_TEAM, Robot.DISPLAY, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
+    ToolDecl(Tool.FETCH_CARE_TEAM, Role.DISPLAY, TaskType.DISPLAY, FetchCareTeamInput, CareTeamOutput,
              evidence=True, key=True, rubric=RubricUse.CARE_TEAM, closed=(('room', ClosedSet.TASK_ROOM),),
              negative=_no_care_team,
              proof=Proof("the room's care team, as the directory gives it", required=True,
                          missing='the care team was never fetched')),
-    ToolDecl(Tool.SHOW_DISPLAY, Robot.DISPLAY, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput,
+    ToolDecl(Tool.SHOW_DISPLAY, Role.DISPLAY, TaskType.DISPLAY, ShowDisplayInput, DisplayReplyOutput,
              evidence=True, closed=(('room', ClosedSet.TASK_ROOM),), requires=(Tool.FETCH_CARE_TEAM,),
              proof=Proof('the room screen shows the care team', missing='the display service never accepted a layout',
                          flag='success', shows=(Tool.FETCH_CARE_TEAM, 'members'))),
@@ -105,7 +105,7 @@ def _truth(evidence: Mapping[str, Any]) -> str:
 
 
 DISPLAY_ROLE = RoleDecl(
-    Robot.DISPLAY, TaskType.DISPLAY, _truth,
+    Role.DISPLAY, TaskType.DISPLAY, _truth,
     (('members', f'the care team {Tool.FETCH_CARE_TEAM.value} returned, as shown'),
      ('layout', 'the layout plan shown, naming each member')),
     world=(WorldFact.SCREEN_SHOWS_CARE_TEAM,))

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import Robot, Tool
+from robot_team.names import Role, Tool
 from robot_team.reports import TaskType
 from robot_team.roles.base import ClosedSet, Proof, RoleDecl, RubricUse, ToolDecl, ToolOutput, WorldFact
 
@@ -87,18 +87,18 @@ def _badge_of_another_hcw(args: Mapping[str, Any], output: Mapping[str, Any], hc
 
 
 INFO_COLLECTION_TOOLS: tuple[ToolDecl, ...] = (
-    ToolDecl(Tool.READ_BADGE_SCAN, Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, ReadBadgeScanInput,
+    ToolDecl(Tool.READ_BADGE_SCAN, Role.INFO_COLLECTION, TaskType.INFO_COLLECTION, ReadBadgeScanInput,
              BadgeScanOutput, evidence=True, key=True, closed=(('room', ClosedSet.TASK_ROOM),),
              closes=((ClosedSet.SCANNED_BADGE, 'badge_id'),),
              proof=Proof('the HCW badged in at the door', required=True, missing='no badge scan was read')),
-    ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, BadgeInput,
+    ToolDecl(Tool.LOOKUP_STAFF_BY_BADGE, Role.INFO_COLLECTION, TaskType.INFO_COLLECTION, BadgeInput,
              StaffRecordOutput, evidence=True, rubric=RubricUse.IDENTITY, requires=(Tool.READ_BADGE_SCAN,),
              final=True, closed=(('badge_id', ClosedSet.SCANNED_BADGE),),
              negative=_badge_of_another_hcw,
              proof=Proof("the scanned badge is the escorted HCW's", required=True,
                          missing='no badge was found in the staff directory', task_hcw_key='hcw_id',
                          claim_keys=('hcw_id', 'name', 'specialty'))),
-    ToolDecl(Tool.RECORD_CHECK_IN, Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput,
+    ToolDecl(Tool.RECORD_CHECK_IN, Role.INFO_COLLECTION, TaskType.INFO_COLLECTION, CheckInInput, CheckInOutput,
              evidence=True,
              closed=(('room', ClosedSet.TASK_ROOM), ('hcw_id', ClosedSet.TASK_HCW),
                      ('badge_id', ClosedSet.SCANNED_BADGE)),
@@ -120,7 +120,7 @@ def _truth(evidence: Mapping[str, Any]) -> str:
 
 
 INFO_COLLECTION_ROLE = RoleDecl(
-    Robot.INFO_COLLECTION, TaskType.INFO_COLLECTION, _truth,
+    Role.INFO_COLLECTION, TaskType.INFO_COLLECTION, _truth,
     tuple((key, f'from {Tool.LOOKUP_STAFF_BY_BADGE.value}') for key in ('hcw_id', 'name', 'specialty')),
     world=(WorldFact.CHECKED_IN,), needs_hcw=True)
 """The info-collection robot's role: identify the HCW who badged in at the room and check them in."""

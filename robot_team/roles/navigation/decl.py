@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import Robot, Tool
+from robot_team.names import Role, Tool
 from robot_team.reports import TaskType
 from robot_team.roles.base import ClosedSet, Proof, RoleDecl, RubricUse, ToolDecl, ToolOutput, WorldFact
 
@@ -147,7 +147,7 @@ def _hcw_not_located(args: Mapping[str, Any], output: Mapping[str, Any], hcw_id:
 
 
 _NAVIGATE = ToolDecl(
-    Tool.NAVIGATE_TO_POSE, Robot.NAVIGATION, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
+    Tool.NAVIGATE_TO_POSE, Role.NAVIGATION, TaskType.NAVIGATION, NavigateInput, NavGoalOutput, evidence=True,
     report_key='nav2_goals', many=True, once=False, requires=(Tool.PAGE_STAFF,),
     usage="drive to the HCW (x, y of meet_at from page_staff), then escort them to the room (x, y, yaw "
           "from room_door_pose)",
@@ -156,21 +156,21 @@ _NAVIGATE = ToolDecl(
                 not_last='the last navigate_to_pose goal did not succeed'))
 
 NAVIGATION_TOOLS: tuple[ToolDecl, ...] = (
-    ToolDecl(Tool.LOCATE_STAFF, Robot.NAVIGATION, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
+    ToolDecl(Tool.LOCATE_STAFF, Role.NAVIGATION, TaskType.NAVIGATION, LocateStaffInput, LocateStaffOutput,
              evidence=True, key=True, rubric=RubricUse.LOCATION, negative=_hcw_not_located,
              proof=Proof('where the HCW is, to pick them up', required=True, lists_task_hcw=True,
                          missing="the RTLS was never asked where the task's HCW is",
                          visited_by=Tool.NAVIGATE_TO_POSE)),
-    ToolDecl(Tool.PAGE_STAFF, Robot.NAVIGATION, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
+    ToolDecl(Tool.PAGE_STAFF, Role.NAVIGATION, TaskType.NAVIGATION, PageStaffInput, PageOutput, evidence=True,
              closed=(('hcw_id', ClosedSet.TASK_HCW),), requires=(Tool.LOCATE_STAFF,),
              proof=Proof('the HCW answered the page', missing='the HCW never acknowledged a page',
                          flag='acknowledged')),
-    ToolDecl(Tool.ROOM_DOOR_POSE, Robot.NAVIGATION, TaskType.NAVIGATION, RoomInput, DoorPoseOutput,
+    ToolDecl(Tool.ROOM_DOOR_POSE, Role.NAVIGATION, TaskType.NAVIGATION, RoomInput, DoorPoseOutput,
              "Map pose inside a room's door (escort the HCW there) and its corridor approach ('door').",
              closed=(('room', ClosedSet.TASK_ROOM),),
              proof=Proof("where the escort ends: the room's door", required=True,
                          missing="the room's door pose was never looked up", goal_of=Tool.NAVIGATE_TO_POSE)),
-    ToolDecl(Tool.PLAN_PATH, Robot.NAVIGATION, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
+    ToolDecl(Tool.PLAN_PATH, Role.NAVIGATION, TaskType.NAVIGATION, PlanPathInput, PathOutput, evidence=True),
     _NAVIGATE,
 )
 """The navigation robot's tools, in the order they are offered."""
@@ -190,7 +190,7 @@ def _truth(evidence: Mapping[str, Any]) -> str:
 
 
 NAVIGATION_ROLE = RoleDecl(
-    Robot.NAVIGATION, TaskType.NAVIGATION, _truth,
+    Role.NAVIGATION, TaskType.NAVIGATION, _truth,
     (('hcw_location', f'where {Tool.LOCATE_STAFF.value} found the HCW: area, x, y'),
      ('path', f'the route {Tool.PLAN_PATH.value} planned: length_m, waypoints')),
     world=(WorldFact.HCW_AT_ROOM,), needs_hcw=True)
