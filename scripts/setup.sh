@@ -95,9 +95,10 @@ cmake_package() {  # cmake_package NAME SOURCE_DIR [CMAKE_ARGS...]
   if [ -f "$cache" ] && ! grep -qx "CMAKE_GENERATOR:INTERNAL=${GENERATOR[1]:-Unix Makefiles}" "$cache"; then
     rm -rf "${BUILD:?}/$name"
   fi
-  # Only the C and Python code rclpy uses (cmake/rosidl_languages.cmake): no C++ typesupports.
+  # Only the C and Python code rclpy uses (cmake/rosidl_languages.cmake): no C++ typesupports; their
+  # per-interface sources compiled in batches (cmake/rosidl_unity.cmake).
   cmake -S "$src" -B "$BUILD/$name" "${GENERATOR[@]}" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DBUILD_TESTING=OFF \
-    -DROBOT_TEAM_SKIP_CPP_INTERFACES=ON \
+    -DROBOT_TEAM_SKIP_CPP_INTERFACES=ON -DROBOT_TEAM_UNITY_BUILD=ON \
     -DPython3_EXECUTABLE="$PREFIX/bin/python" -DPython3_FIND_VIRTUALENV=ONLY "$@" >"$BUILD.$name.log" 2>&1 \
     && cmake --build "$BUILD/$name" -j "$(nproc)" >>"$BUILD.$name.log" 2>&1 \
     && cmake --install "$BUILD/$name" >>"$BUILD.$name.log" 2>&1 \
