@@ -20,14 +20,15 @@ from robot_team.bench import bench_episodes, bench_teams
 from robot_team.bench_llm import main as bench_main
 from robot_team.clock_sync import check_clock_mode
 from robot_team.config import ConfigError, deployment_scenario, load_scenario, scenario_names
-from robot_team.console.cli import OperatorId, console_command, escalations_app, instruct_command, resolve_command
-from robot_team.evaluation.cli import eval_command
+from robot_team.console.operator_commands import (OperatorId, console_command, escalations_app, instruct_command,
+                                                  resolve_command)
+from robot_team.evaluation.eval_command import eval_command
 from robot_team.evaluation.shift import generate_shift, write_shift
 from robot_team.evaluation.shift_run import run_shift
 from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
 from robot_team.fhir.gateway import TOKEN_ENV, check_binding
 from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
-from robot_team.llm.cli import llm_app
+from robot_team.llm.llm_command import llm_app
 from robot_team.llm.factory import LLM_BRAINS
 from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
