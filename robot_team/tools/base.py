@@ -19,8 +19,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from robot_team.catalog import (
-    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, register_tools, result_closes,
-    task_closes)
+    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, result_closes, task_closes)
 from robot_team.config import ConfigError
 from robot_team.decisions import DecisionSource
 from robot_team.directory import StaffDirectory
@@ -344,39 +343,3 @@ def open_directory(path: str) -> StaffDirectory:
         return StaffDirectory(path)
     except ConfigError as exc:
         raise ToolError(f'staff directory unavailable: {exc}') from exc
-
-
-class DirectoryTools:
-    """What the staff directory's tool sets share (the info-collection and display robots').
-
-    Subclasses add their subscriptions and their tools (``@implements``); each call is one short
-    look-up or service call, so :meth:`cancel` has nothing to stop.
-
-    Parameters
-    ----------
-    node
-        The robot's node (rclpy).
-    staff_db
-        Path of the staff directory (SQLite), opened on each use (a directory that cannot be
-        opened is a task failure with an issue, not a crash at start-up).
-    """
-
-    started_data: dict = {}
-    """What the robot's ``node_started`` event records about these tools (nothing)."""
-
-    def __init__(self, node, staff_db: str):
-        self._node = node
-        self._staff_db = staff_db
-        self._lock = threading.Lock()
-
-    @classmethod
-    def from_node(cls, node, callback_group=None):
-        """Build the tools for ``node`` from its ``staff_db`` parameter (SQLite file)."""
-        return cls(node, node.get_parameter('staff_db').value, callback_group)
-
-    def cancel(self) -> None:
-        """Stop the work in flight: none (each call is short and waits in ROS time)."""
-
-    def register(self, toolbox: Toolbox) -> None:
-        """Register every tool of this set in ``toolbox`` (:func:`robot_team.catalog.register_tools`)."""
-        register_tools(toolbox, self)

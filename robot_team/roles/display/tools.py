@@ -14,19 +14,20 @@ from __future__ import annotations
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import OBSERVE_WAIT_S, TaskFacts, Tool, WorldFact, implements
+from robot_team.catalog import TaskFacts, Tool, implements
 from robot_team.errors import ToolError
 from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.names import team_name
-from robot_team.roles.display.decl import FetchCareTeamInput, ShowDisplayInput
+from robot_team.roles.display.decl import DISPLAY_ROLE, FetchCareTeamInput, ShowDisplayInput
 from robot_team.rostime import stamp_to_s
-from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
+from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future
 from robot_team.srv import ShowDisplay
-from robot_team.tools.base import DirectoryTools, open_directory
+from robot_team.tools.base import open_directory
+from robot_team.tools.directory_tools import DirectoryTools
 
 
 class DisplayTools(DirectoryTools):
-    """The display robot's tools (:class:`~robot_team.tools.base.DirectoryTools`: ``node``, ``staff_db``)."""
+    """The display robot's tools (:class:`~robot_team.tools.directory_tools.DirectoryTools`: ``node``, ``staff_db``)."""
 
     def __init__(self, node, staff_db: str, callback_group=None):
         super().__init__(node, staff_db)
@@ -56,30 +57,24 @@ class DisplayTools(DirectoryTools):
             team = directory.care_team(room)
         return [{k: str(getattr(entry, k) or '') for k in ('hcw_id', 'name', 'specialty', 'role')} for entry in team]
 
-    def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
-        """Return what the room's screen and the directory show of ``fact`` (:attr:`WorldFact.SCREEN_SHOWS_CARE_TEAM`).
+    decl = DISPLAY_ROLE
+
+    def _look(self, task: TaskFacts) -> dict:
+        """Return what the room's screen and the directory show now (:attr:`WorldFact.SCREEN_SHOWS_CARE_TEAM`).
 
         ``{room, screen: {entries, lines, stamp_s} | None, care_team: [members]}``: the screen as the
         display system last announced it (stamp: ROS time, s) and the room's care team as the
-        directory gives it now; looked at again as ROS time passes until ``until`` holds of it, at
-        most :data:`~robot_team.catalog.OBSERVE_WAIT_S` (the announcement follows the service's reply).
+        directory gives it now.
 
         Raises
         ------
-        ValueError
-            If ``fact`` is not one this role observes.
         ToolError
             If the directory cannot be opened.
         """
-        if fact is not WorldFact.SCREEN_SHOWS_CARE_TEAM:
-            raise ValueError(f'the display robot observes {WorldFact.SCREEN_SHOWS_CARE_TEAM.value}, not {fact.value}')
-
-        def look() -> dict:
-            with self._lock:
-                screen = self._screens.get(task.room)
-            return {'room': task.room, 'screen': dict(screen) if screen else None,
-                    'care_team': self._members(task.room)}
-        return watch_ros_time(self._node, look, until, OBSERVE_WAIT_S)
+        with self._lock:
+            screen = self._screens.get(task.room)
+        return {'room': task.room, 'screen': dict(screen) if screen else None,
+                'care_team': self._members(task.room)}
 
     @implements(Tool.SHOW_DISPLAY)
     def show(self, args: ShowDisplayInput) -> dict:

@@ -12,14 +12,15 @@ from __future__ import annotations
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team import names
-from robot_team.catalog import OBSERVE_WAIT_S, TaskFacts, Tool, WorldFact, implements
+from robot_team.catalog import TaskFacts, Tool, implements
 from robot_team.errors import ToolError
 from robot_team.msg import BadgeScan
 from robot_team.names import team_name
-from robot_team.roles.info_collection.decl import BadgeInput, CheckInInput, ReadBadgeScanInput
+from robot_team.roles.info_collection.decl import INFO_COLLECTION_ROLE, BadgeInput, CheckInInput, ReadBadgeScanInput
 from robot_team.rostime import now_s, stamp_to_s
-from robot_team.rosutil import wait_ros_time, watch_ros_time
-from robot_team.tools.base import DirectoryTools, open_directory
+from robot_team.rosutil import wait_ros_time
+from robot_team.tools.base import open_directory
+from robot_team.tools.directory_tools import DirectoryTools
 
 
 def scan_qos():
@@ -33,7 +34,10 @@ def scan_qos():
 
 
 class InfoCollectionTools(DirectoryTools):
-    """The info-collection robot's tools (:class:`~robot_team.tools.base.DirectoryTools`: ``node``, ``staff_db``)."""
+    """The info-collection robot's tools (:class:`~robot_team.tools.directory_tools.DirectoryTools`).
+
+    Parameters: ``node``, ``staff_db`` (as :class:`~robot_team.tools.directory_tools.DirectoryTools`).
+    """
 
     def __init__(self, node, staff_db: str, callback_group=None):
         super().__init__(node, staff_db)
@@ -48,30 +52,24 @@ class InfoCollectionTools(DirectoryTools):
         with self._lock:
             self._scans.setdefault(msg.room, []).append(scan)
 
-    def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
-        """Return what the staff directory shows of ``fact`` (:attr:`WorldFact.CHECKED_IN`) for ``task``.
+    decl = INFO_COLLECTION_ROLE
+
+    def _look(self, task: TaskFacts) -> dict:
+        """Return what the staff directory shows now of :attr:`WorldFact.CHECKED_IN` for ``task``.
 
         ``{room, check_ins: [{hcw_id, badge_id, stamp_s}]}``: the latest check-in (ROS time, s) of
-        each HCW on the room's care team who checked in there; read again as ROS time passes until
-        ``until`` holds of it, at most :data:`~robot_team.catalog.OBSERVE_WAIT_S`.
+        each HCW on the room's care team who checked in there.
 
         Raises
         ------
-        ValueError
-            If ``fact`` is not one this role observes.
         ToolError
             If the directory cannot be opened.
         """
-        if fact is not WorldFact.CHECKED_IN:
-            raise ValueError(f'the info-collection robot observes {WorldFact.CHECKED_IN.value}, not {fact.value}')
-
-        def look() -> dict:
-            with open_directory(self._staff_db) as directory:
-                team = directory.care_team(task.room)
-            return {'room': task.room, 'check_ins': [
-                {'hcw_id': m.hcw_id, 'badge_id': m.badge_id, 'stamp_s': m.checked_in_s}
-                for m in team if m.checked_in_s is not None]}
-        return watch_ros_time(self._node, look, until, OBSERVE_WAIT_S)
+        with open_directory(self._staff_db) as directory:
+            team = directory.care_team(task.room)
+        return {'room': task.room, 'check_ins': [
+            {'hcw_id': m.hcw_id, 'badge_id': m.badge_id, 'stamp_s': m.checked_in_s}
+            for m in team if m.checked_in_s is not None]}
 
     def _latest(self, room: str, max_age_s: float) -> dict | None:
         now = now_s(self._node)
