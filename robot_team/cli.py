@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -64,6 +65,28 @@ FLEET_HELP = ("Robots per role beyond one, e.g. 'navigation_robot=2,display_robo
 
 STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'held_for_human': 'yellow',
                 'timeout': 'red', 'interrupted': 'red', 'start_error': 'red'}
+
+
+@contextmanager
+def _exit_on_refusal(*, start: bool = False):
+    """Print why a command was refused and exit with the code scripts test for (:mod:`robot_team.lifecycle`).
+
+    A :class:`~robot_team.config.ConfigError` or ``ValueError`` (bad input) exits with
+    ``EXIT_BAD_INPUT``; with ``start``, a ``RuntimeError`` (the team did not start) exits with
+    ``EXIT_NOT_STARTED``. Other errors pass through.
+    """
+    try:
+        yield
+    except typer.Exit:   # click's Exit is a RuntimeError: an exit already decided passes through
+        raise
+    except (ConfigError, ValueError) as exc:
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    except RuntimeError as exc:
+        if not start:
+            raise
+        console.print(f'[red]error:[/red] {exc}')
+        raise typer.Exit(EXIT_NOT_STARTED) from exc
 
 
 @app.command()
@@ -129,7 +152,7 @@ def run(
     bad input, 3 if the team did not start, 130/143 if interrupted by SIGINT/SIGTERM (the
     report and the record so far are written).
     """
-    try:
+    with _exit_on_refusal():
         loaded = load_scenario(scenario) if scenario.strip() else deployment_scenario()
         if fleet:
             loaded = loaded.model_copy(update={'fleet': parse_fleet(fleet, '--fleet')})
@@ -139,9 +162,6 @@ def run(
             raise ConfigError(f"--model is the built-in endpoint's model: use it with --brain local (not '{brain}')")
         if seed is not None and brain != 'random':
             raise ConfigError(f"--seed is the random chooser's seed: use it with --brain random (not '{brain}')")
-    except (ConfigError, ValueError) as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(EXIT_BAD_INPUT) from exc
     options = {}
     if brain in LLM_BRAINS:
         # Realtime: sim time keeps running while a brain waits on the LLM, so run slower than protocol runs.
@@ -150,18 +170,12 @@ def run(
             real_time_factor = real_time_factor or LLMSettings().real_time_factor
     if foxglove:
         console.print(f'Foxglove: open ws://{foxglove_host}:{foxglove} (layout config/foxglove/robot_team.json)')
-    try:
+    with _exit_on_refusal(start=True):
         if fhir_port:   # off loopback only with a bearer token (refused before anything starts)
             check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         result = _run_with_progress(loaded, out, brain, processes, domain_id, real_time_factor, quiet, options,
                                     log_level, namespace, llm_clock, model, clock, max_restarts, seed,
                                     fhir_port, fhir_host, (foxglove, foxglove_host), jump_ahead)
-    except (ConfigError, ValueError) as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(EXIT_BAD_INPUT) from exc
-    except RuntimeError as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(EXIT_NOT_STARTED) from exc
     print_summary(result.report)
     code = exit_code(result.report)
     if code:
@@ -205,7 +219,7 @@ def shift(
     ``--seed``; written to DIR/shift.yaml). Exit code as ``run``: 0 when every case reached its
     expected outcome, 1 otherwise, 2 for bad input, 3 if the team did not start.
     """
-    try:
+    with _exit_on_refusal():
         if (shift_file is None) == (hours is None):
             raise ConfigError('give a shift file (--shift FILE) or the generator options (--hours H '
                               '[--arrivals-per-hour R --seed S]), not both')
@@ -223,25 +237,16 @@ def shift(
         if shift_file is None:
             out.mkdir(parents=True, exist_ok=True)
             write_shift(loaded, out / 'shift.yaml')
-    except (ConfigError, ValueError) as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(EXIT_BAD_INPUT) from exc
     console.print(f'[bold]Shift[/bold] {loaded.name}: {len(loaded.cases)} patient(s) over '
                   f'{max(p.arrival_time_s for p in loaded.cases) / 3600:.2f} h of sim time, '
                   f"{loaded.cases_at_once or 'any number of'} case(s) at once; robots {', '.join(loaded.robots)}")
-    try:
+    with _exit_on_refusal(start=True):
         options = ({'kb': kb} if brain in LLM_BRAINS else {}) | ({} if lessons else {'lessons': False})
         if fhir_port:   # off loopback only with a bearer token (refused before anything starts)
             check_binding(fhir_host, os.environ.get(TOKEN_ENV))
         content = run_shift(loaded, out, brain=brain, domain_id=domain_id, clock=clock, log_level='warn',
                             brain_options=options or None, fhir_port=fhir_port, fhir_host=fhir_host,
                             processes=processes, jump_ahead=jump_ahead)
-    except (ConfigError, ValueError) as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(EXIT_BAD_INPUT) from exc
-    except RuntimeError as exc:
-        console.print(f'[red]error:[/red] {exc}')
-        raise typer.Exit(EXIT_NOT_STARTED) from exc
     summary = content['summary']
     console.print(f"[bold]Cases[/bold] {summary['cases']}, as expected {summary['as_expected']}; wall "
                   f"{content['wall_time_s']} s for {content['sim_time_s']} sim s; see {out / 'summary.md'}")
