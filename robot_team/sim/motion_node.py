@@ -134,7 +134,7 @@ from robot_team.rosliveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
 from robot_team.sim.nav2_messages import (BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg,
                                           map_msg, odometry_msg, path_msg, path_request_problem)
-from robot_team.sim.node_common import InFlight, SimRecord, pose2d
+from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d
 from robot_team.sim.world import load_world
 
 FEEDBACK_PERIOD_S = 0.5     # sim s between feedback messages of the driving actions
@@ -142,7 +142,7 @@ STATE_PERIOD_S = 0.1        # sim s between odom/amcl_pose messages
 GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
 
 
-class MotionSimNode(Node):
+class MotionSimNode(StoppingNode, Node):
     """The robots' motion on the ED floor (``motion_sim``): Nav2's interfaces per robot and ``/clock``.
 
     Parameters
@@ -488,21 +488,15 @@ class MotionSimNode(Node):
             goal_handle.succeed()
         return result
 
-    def destroy_node(self) -> None:
-        """Release waiting goals, then destroy the node."""
-        self.stop()
-        self._in_flight.wait_idle()
-        super().destroy_node()
+    def _halt(self) -> None:
+        """Stop the clock (it neither ticks nor steps any more)."""
+        if self._sim_clock is not None:
+            self._sim_clock.stop()
 
-    def stop(self) -> None:
-        """Stop the clock and release every waiting goal (while the executor may still spin)."""
-        self._stopping = True
-        if self._sim_clock is None:
-            return
-        self._sim_clock.stop()
-        with self._lock:     # a tick in flight finishes first; later ones return at once
-            pass
-        self._sim_clock.wake()
+    def _release_waiters(self) -> None:
+        """Wake every goal waiting for a tick (it sees ``_stopping`` and returns)."""
+        if self._sim_clock is not None:
+            self._sim_clock.wake()
 
 
 def main(args=None) -> int:
