@@ -1,7 +1,7 @@
 """The hospital's systems as a ROS 2 node (``hospital_systems``): HCWs, RTLS, paging, readers, displays.
 
 The embedded stand-in for the hospital's staff and systems, and the source of patient arrivals:
-a thin facade over :class:`~robot_team.sim.hospital.HospitalEngine`. It sees the robots the way
+a thin facade over :class:`~robot_team.sim.hospital.engine.HospitalEngine`. It sees the robots the way
 a hospital's systems on a real floor would: only through the poses every Nav2 robot publishes
 (``amcl_pose``, or ``odom``, or TF where ``tf2_ros`` is installed), never through the motion
 simulator's internals, so it serves the team unchanged whether the robots move in the embedded

@@ -1,8 +1,8 @@
 """The hospital's systems on the ED floor, without ROS: HCWs, RTLS, paging, badge readers, displays.
 
-:class:`HospitalEngine` is pure and deterministic: the same floor, staff seed, scenario and
-sequence of calls and robot observations give the same events. ``sim/hospital_node.py`` wraps it
-in the ``hospital_systems`` node; this package imports no rclpy.
+:class:`~robot_team.sim.hospital.engine.HospitalEngine` is pure and deterministic: the same floor,
+staff seed, scenario and sequence of calls and robot observations give the same events.
+``sim/hospital_node.py`` wraps it in the ``hospital_systems`` node; this package imports no rclpy.
 
 The engine (:mod:`~robot_team.sim.hospital.engine`: time, doors, arrivals, checkpoints) composes
 one module per concern: :mod:`~robot_team.sim.hospital.staff` (the HCWs, the RTLS view),
@@ -12,9 +12,9 @@ following, entering rooms), :mod:`~robot_team.sim.hospital.readers` (badge reade
 :mod:`~robot_team.sim.hospital.displays` (room screens).
 
 The hospital knows the robots only as a real hospital would: from where they are seen
-(:meth:`HospitalEngine.observe_robot`, fed by the node from each robot's ``amcl_pose``, ``odom``
-or TF). It never sees a navigation goal, so whatever moves the robots (the embedded motion
-simulator, Gazebo with Nav2, a real floor) the HCWs behave the same.
+(:meth:`~robot_team.sim.hospital.engine.HospitalEngine.observe_robot`, fed by the node from each
+robot's ``amcl_pose``, ``odom`` or TF). It never sees a navigation goal, so whatever moves the
+robots (the embedded motion simulator, Gazebo with Nav2, a real floor) the HCWs behave the same.
 
 What is simulated
 -----------------
@@ -63,7 +63,8 @@ What is simulated
   and opening at given times (``scenario.door_changes``) do so from then on (``door_changed``;
   the doors are the access control's, so the hospital records them); an HCW kept out of a room
   tries again once a door opened.
-* Room displays: :meth:`HospitalEngine.render_display` renders and keeps each room's screen.
+* Room displays: :meth:`~robot_team.sim.hospital.engine.HospitalEngine.render_display` renders and
+  keeps each room's screen.
 
 Events (:class:`~robot_team.sim.common.SimEvent`, ground truth): ``patient_arrival``,
 ``staff_changed``, ``door_changed``, ``page_delivered``, ``page_acknowledged``, ``hcw_following``,

@@ -1,8 +1,8 @@
 """The robots as the hospital sees them: their last observed poses and whether each one stopped.
 
 The hospital knows the robots only from where they are seen (``amcl_pose``, ``odom`` or TF, as
-:meth:`~robot_team.sim.hospital.HospitalEngine.observe_robot` hands them on) and from their
-odometry's twist (:meth:`~robot_team.sim.hospital.HospitalEngine.observe_motion`).
+:meth:`~robot_team.sim.hospital.engine.HospitalEngine.observe_robot` hands them on) and from their
+odometry's twist (:meth:`~robot_team.sim.hospital.engine.HospitalEngine.observe_motion`).
 :class:`RobotWatch` keeps that and answers whether a robot *stopped*:
 
 * with odometry: once it has reported the robot standing (under :data:`STANDING_SPEED` and
