@@ -139,7 +139,7 @@ def test_the_follow_clock_ticks_slowly_while_held_and_steps_as_soon_as_the_hold_
     """While a brain waits on its LLM nothing steps: the clock source wakes the team every HELD_TICK_S only."""
     from ros_helpers import wait_for
 
-    from robot_team.sim.motion_node import HELD_TICK_S
+    from robot_team.sim.clock_source import HELD_TICK_S
     sim, brain, hold, clocks, events = _graph(ros_context, executor, clock_mode='follow', max_step_size=1.0)
     try:
         assert wait_for(lambda: len(clocks) > 5, 10.0)

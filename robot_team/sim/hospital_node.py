@@ -1,7 +1,7 @@
 """The hospital's systems as a ROS 2 node (``hospital_systems``): HCWs, RTLS, paging, readers, displays.
 
 The embedded stand-in for the hospital's staff and systems, and the source of patient arrivals:
-a thin facade over :class:`~robot_team.sim.hospital.HospitalEngine`. It sees the robots the way
+a thin facade over :class:`~robot_team.sim.hospital.engine.HospitalEngine`. It sees the robots the way
 a hospital's systems on a real floor would: only through the poses every Nav2 robot publishes
 (``amcl_pose``, or ``odom``, or TF where ``tf2_ros`` is installed), never through the motion
 simulator's internals, so it serves the team unchanged whether the robots move in the embedded
@@ -102,7 +102,7 @@ from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
 from robot_team.rosutil import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
-from robot_team.sim.node_common import InFlight, SimRecord, pose2d, pose_msg
+from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
 from robot_team.tools.localization import RobotPose
@@ -113,7 +113,7 @@ LOCATIONS_PERIOD_S = 0.2    # ROS s between two RTLS updates on ed/rtls/location
 LOCATIONS_REFRESH_S = 2.0   # ROS s between two updates carrying every HCW, changed or not
 
 
-class HospitalSystemsNode(Node):
+class HospitalSystemsNode(StoppingNode, Node):
     """The ED's staff and systems (``hospital_systems``): RTLS, paging, badge readers, displays, arrivals.
 
     Parameters
@@ -461,20 +461,16 @@ class HospitalSystemsNode(Node):
         response.success, response.message, response.rendered_lines = success, message, lines
         return response
 
-    def destroy_node(self) -> None:
-        """Release waiting pages, then destroy the node."""
-        self.stop()
-        self._in_flight.wait_idle()
-        super().destroy_node()
-
-    def stop(self) -> None:
-        """Stop updating and release every waiting page (while the executor may still spin)."""
-        self._stopping = True
+    def _halt(self) -> None:
+        """Stop the updates: the timer or the ``/clock`` jump callback."""
         if self._timer is not None:
             self._timer.cancel()
         if self._jump is not None:
             self._jump.unregister()
-        with self._lock:     # an update in flight finishes first; later ones return at once
+
+    def _release_waiters(self) -> None:
+        """Wake every page waiting for its acknowledgement (it sees ``_stopping`` and returns)."""
+        with self._lock:
             waiters = list(self._page_waiters.values())
         for event, _ in waiters:
             event.set()

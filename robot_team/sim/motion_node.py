@@ -1,9 +1,10 @@
 """Robot motion as a ROS 2 node (``motion_sim``): the embedded stand-in for Gazebo and Nav2.
 
 A thin facade over :class:`~robot_team.sim.motion.MotionEngine`. It serves, per robot, what a
-robot running Nav2 in Gazebo has, and it is the clock source: it steps the engine and publishes
-``/clock``, advancing sim time by ``real_time_factor`` x the wall time elapsed, or as fast as the
-team keeps up (parameter ``clock_mode``; :meth:`MotionSimNode.tick_callback`). Other nodes run
+robot running Nav2 in Gazebo has (its messages: :mod:`robot_team.sim.nav2_messages`), and it is
+the clock source: it steps the engine and publishes ``/clock``, advancing sim time by
+``real_time_factor`` x the wall time elapsed, or as fast as the team keeps up (parameter
+``clock_mode``; :class:`~robot_team.sim.clock_source.SimClock`). Other nodes run
 with ``use_sim_time:=true``. It knows nothing of HCWs, pages, badges or displays: those are the hospital's systems
 (``hospital_systems``, :mod:`robot_team.sim.hospital_node`), which see the robots only through
 the poses published here.
@@ -103,223 +104,45 @@ import math
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
 
-from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+from geometry_msgs.msg import PoseWithCovarianceStamped
 from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
-from nav2_msgs.action import ComputePathToPose, FollowPath, NavigateThroughPoses, NavigateToPose
-from nav2_msgs.msg import WaypointStatus
+from nav2_msgs.action import ComputePathToPose
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
-from nav_msgs.msg import Odometry, Path
+from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.clock import Clock, ClockType
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rosgraph_msgs.msg import Clock as ClockMsg
 
-from robot_team.llm import lockstep
 from robot_team.config import ConfigError, Scenario, load_scenario
 from robot_team.events import EventKind
-from robot_team.clock_sync import (DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, LOST_FOLLOWER_RATE,
-                                   LOST_FOLLOWER_WINDOW_S, FollowGate, RateCap, check_clock_mode)
-from robot_team.msg import ClockAck
-from robot_team.names import (AMCL_POSE, BASE_FRAME, CLOCK, CLOCK_ACKS, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP,
-                              MAP_FRAME, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE,
-                              ODOM, ODOM_FRAME, robot_name)
-from robot_team.rosclock import clock_acks_qos
-from robot_team.rostime import s_to_duration, s_to_stamp, stamp_to_s
+from robot_team.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
+from robot_team.llm import lockstep
+from robot_team.names import (AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES,
+                              NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM, robot_name)
+from robot_team.rostime import s_to_duration
 from robot_team.rosutil import spin_node
-from robot_team.sim.common import SimInputError
+from robot_team.sim.clock_source import ClockSettings, SimClock
+from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.grid import PlanningError
-from robot_team.sim.planner import densify
 from robot_team.rosliveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
-from robot_team.sim.node_common import InFlight, SimRecord, pose2d, pose_msg, yaw_of
-from robot_team.sim.world import Pose2D, load_world
+from robot_team.sim.nav2_messages import (BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg,
+                                          map_msg, odometry_msg, path_msg, path_request_problem)
+from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d
+from robot_team.sim.world import load_world
 
 FEEDBACK_PERIOD_S = 0.5     # sim s between feedback messages of the driving actions
 STATE_PERIOD_S = 0.1        # sim s between odom/amcl_pose messages
-PLANNER_ID = 'GridBased'    # the one planner plugin (Nav2's default ID); '' selects it too
-CONTROLLER_ID = 'FollowPath'   # the one controller plugin (Nav2's default ID); '' selects it too
-AMCL_POSITION_VARIANCE = 0.05 ** 2   # m^2: covariance reported on amcl_pose (the sim localizes exactly)
-AMCL_YAW_VARIANCE = 0.02 ** 2        # rad^2
 GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
-MAX_TICK_WALL_S = 0.5       # a stalled tick advances sim time by at most this much wall time
-FOLLOW_RESEND_S = 0.1       # follow clock: wall s without a step after which the current time is sent again
-HELD_TICK_S = 0.5
-"""Wall s between two ticks while a brain holds sim time (lockstep, :mod:`robot_team.llm.lockstep`).
-
-Nothing steps during a hold, so the tick only looks for expired holds and resends ``/clock``;
-at ``tick_hz`` each tick wakes the team's executor, which in one process rebuilt its wait set
-about 100 times a second and took half a core from the LLM it waited on (measured with the
-local endpoint on 2 cores). The last hold's release restores ``tick_hz`` and steps at once."""
 
 
-def _frame_problem(frame_id: str) -> str:
-    """Return why ``frame_id`` cannot be used for a goal ('' if it can: '', 'map' or 'odom')."""
-    frame = frame_id.strip().lstrip('/')
-    if frame in ('', MAP_FRAME, ODOM_FRAME):
-        return ''
-    return f"frame '{frame_id}' is unknown: expected '{MAP_FRAME}' (or '{ODOM_FRAME}')"
-
-
-def _path_msg(points, final_yaw: float, t: float, spacing: float) -> Path:
-    """Return a nav_msgs/Path in ``map`` through ``points`` (shape (N, 2), m), a pose every ``spacing`` m.
-
-    Each pose heads towards the next; the last one has ``final_yaw`` (rad).
-    """
-    dense = densify(points, spacing)
-    msg = Path()
-    msg.header.stamp, msg.header.frame_id = s_to_stamp(t), MAP_FRAME
-    for i, (x, y) in enumerate(dense):
-        if i + 1 < len(dense):
-            yaw = math.atan2(dense[i + 1][1] - y, dense[i + 1][0] - x)
-        else:
-            yaw = final_yaw
-        msg.poses.append(pose_msg(Pose2D(float(x), float(y), yaw), t))
-    return msg
-
-
-class _BadGoal(Exception):
-    """A goal the simulator rejects before planning (unknown frame or plugin ID): ``code``, ``message``."""
-
-    def __init__(self, code: int, message: str, **data):
-        super().__init__(message)
-        self.code, self.message, self.data = int(code), message, data
-
-
-# Planner and controller errors that mean the request itself was bad (recorded as INPUT_ERROR too).
-_BAD_INPUT_CODES = frozenset({
-    PlanningError.START_OUTSIDE_MAP, PlanningError.GOAL_OUTSIDE_MAP, PlanningError.START_OCCUPIED,
-    PlanningError.GOAL_OCCUPIED, FollowPathError.INVALID_PATH, FollowPathError.NO_VALID_CONTROL})
-
-
-@dataclass(frozen=True)
-class _DriveAction:
-    """How one Nav2 driving action maps onto the engine: parse a goal, build feedback and results.
-
-    ``parse(request)`` returns ``start(engine, robot) -> goal_id`` or raises :class:`_BadGoal`;
-    ``feedback(status, t, speed, request)`` and ``result(error_code, message, state, status,
-    request, failed_index)`` build the action's messages (``status`` may be None before the engine
-    has a goal; ``failed_index`` is the pose whose leg could not be planned, if known).
-    """
-
-    name: str
-    type: Any
-    unknown: int
-    parse: Callable
-    feedback: Callable
-    result: Callable
-
-
-def _check_frame(pose: PoseStamped, code: int, what: str = 'goal', default_frame: str = '') -> None:
-    frame = pose.header.frame_id or default_frame
-    problem = _frame_problem(frame)
-    if problem:
-        raise _BadGoal(code, f'{what} {problem}', frame_id=frame)
-
-
-def _parse_to_pose(request):
-    _check_frame(request.pose, NavigateToPose.Result.TF_ERROR)
-    target = pose2d(request.pose.pose)
-    return lambda engine, robot: engine.start_goal(robot, target)
-
-
-def _parse_through_poses(request):
-    goals = list(request.poses.goals)
-    if not goals:
-        raise _BadGoal(NavigateThroughPoses.Result.UNKNOWN, 'no poses given')
-    for i, pose in enumerate(goals):
-        _check_frame(pose, NavigateThroughPoses.Result.TF_ERROR, f'pose {i + 1} of {len(goals)}',
-                     request.poses.header.frame_id)
-    targets = [pose2d(p.pose) for p in goals]
-    return lambda engine, robot: engine.start_through_poses(robot, targets)
-
-
-def _parse_follow_path(request):
-    if request.controller_id not in ('', CONTROLLER_ID):
-        raise _BadGoal(FollowPath.Result.INVALID_CONTROLLER, f"controller_id '{request.controller_id}' is "
-                       f"unknown: expected '' or '{CONTROLLER_ID}'", controller_id=request.controller_id)
-    problem = _frame_problem(request.path.header.frame_id)
-    if problem:
-        raise _BadGoal(FollowPath.Result.TF_ERROR, f'path {problem}', frame_id=request.path.header.frame_id)
-    points = [(p.pose.position.x, p.pose.position.y) for p in request.path.poses]
-    yaw = yaw_of(request.path.poses[-1].pose.orientation) if points else 0.0
-    return lambda engine, robot: engine.start_follow_path(robot, points, yaw)
-
-
-def _nav_feedback(feedback, status: GoalStatus, t: float):
-    feedback.current_pose = pose_msg(status.pose, t)
-    feedback.navigation_time = s_to_duration(status.navigation_time_s)
-    feedback.estimated_time_remaining = s_to_duration(status.eta_s)
-    feedback.number_of_recoveries = 0
-    feedback.distance_remaining = float(status.distance_remaining)
-    return feedback
-
-
-def _waypoint_statuses(request, state: str, status: GoalStatus | None, error_code: int, message: str,
-                       failed_index: int | None = None):
-    """Return WaypointStatus per requested pose: COMPLETED if passed, FAILED where an abort stopped it.
-
-    ``failed_index`` is the pose whose leg could not be planned (nothing was driven then).
-    """
-    goals = list(request.poses.goals)
-    if failed_index is not None:
-        reached, failed = 0, failed_index
-    else:
-        if state == SUCCEEDED:
-            reached = len(goals)
-        else:
-            reached = status.poses_total - status.poses_remaining if status is not None else 0
-        failed = reached if state == ABORTED else None
-    out = []
-    for i, pose in enumerate(goals):
-        w = WaypointStatus(waypoint_index=i, waypoint_pose=pose)
-        if i < reached:
-            w.waypoint_status = WaypointStatus.COMPLETED
-        elif i == failed:
-            w.waypoint_status, w.error_code, w.error_msg = WaypointStatus.FAILED, int(error_code), message
-        else:
-            w.waypoint_status = WaypointStatus.PENDING
-        out.append(w)
-    return out
-
-
-def _through_feedback(status: GoalStatus, t: float, speed: float, request):
-    feedback = _nav_feedback(NavigateThroughPoses.Feedback(), status, t)
-    feedback.number_of_poses_remaining = int(status.poses_remaining)
-    feedback.waypoint_statuses = _waypoint_statuses(request, ACTIVE, status, 0, '')
-    return feedback
-
-
-def _through_result(error_code: int, message: str, state: str, status, request, failed_index=None):
-    return NavigateThroughPoses.Result(error_code=error_code, error_msg=message,
-                                       waypoint_statuses=_waypoint_statuses(request, state, status, error_code,
-                                                                            message, failed_index))
-
-
-def _follow_feedback(status: GoalStatus, t: float, speed: float, request):
-    return FollowPath.Feedback(distance_to_goal=float(status.distance_remaining), speed=float(speed))
-
-
-_DRIVE_ACTIONS = (
-    _DriveAction(NAVIGATE_TO_POSE, NavigateToPose, NavigateToPose.Result.UNKNOWN, _parse_to_pose,
-                 lambda status, t, speed, request: _nav_feedback(NavigateToPose.Feedback(), status, t),
-                 lambda code, message, *_: NavigateToPose.Result(error_code=code, error_msg=message)),
-    _DriveAction(NAVIGATE_THROUGH_POSES, NavigateThroughPoses, NavigateThroughPoses.Result.UNKNOWN,
-                 _parse_through_poses, _through_feedback, _through_result),
-    _DriveAction(FOLLOW_PATH, FollowPath, FollowPath.Result.UNKNOWN, _parse_follow_path, _follow_feedback,
-                 lambda code, message, *_: FollowPath.Result(error_code=code, error_msg=message)),
-)
-
-
-class MotionSimNode(Node):
+class MotionSimNode(StoppingNode, Node):
     """The robots' motion on the ED floor (``motion_sim``): Nav2's interfaces per robot and ``/clock``.
 
     Parameters
@@ -353,10 +176,9 @@ class MotionSimNode(Node):
         self._sim_t = 0.0   # the engine's time, readable without the lock (event stamps)
         self._record = SimRecord(self, lambda: self._sim_t)
         self._lock = threading.Lock()
-        self._tick_cv = threading.Condition()
         self._stopping = False
         self._in_flight = InFlight()   # goal callbacks running (destroy_node waits for them)
-        self._timer = None
+        self._sim_clock: SimClock | None = None
         name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
         try:
             if scenario is None:
@@ -384,7 +206,7 @@ class MotionSimNode(Node):
                                   f'clock_mode follow), tick_hz ({self.tick_hz}), max_step_size '
                                   f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
                                   'must be positive')
-            self._paused = bool(self.declare_parameter('paused', False).value)
+            paused = bool(self.declare_parameter('paused', False).value)
             # the follow clock without a speed cap only (a cap paces every step, a jump is many)
             self.jump_ahead = (bool(self.declare_parameter('jump_ahead', True).value) and follow
                                and self.real_time_factor <= 0)
@@ -394,15 +216,11 @@ class MotionSimNode(Node):
         except ConfigError as exc:
             self._record.input_error(f'motion simulator cannot start: {exc}', target=str(name))
             raise
-        self._clock_started = False
-        self._clock_wait_began = time.monotonic()
         self.add_post_set_parameters_callback(self._parameters_set_callback)
 
-        self._tick_group = MutuallyExclusiveCallbackGroup()
         self._reentrant_group = ReentrantCallbackGroup()
         latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._clock_pub = self.create_publisher(ClockMsg, CLOCK, 10)
         self._map_pub = self.create_publisher(OccupancyGridMsg, MAP, latched)
         self._odom_pubs = {r: self.create_publisher(Odometry, robot_name(r, ODOM), 10) for r in self.robots}
         # As AMCL publishes it (and BasicNavigator subscribes to it): reliable, transient local, depth 1.
@@ -411,7 +229,7 @@ class MotionSimNode(Node):
 
         self._goal_locks = {r: threading.Lock() for r in self.robots}
         self._goal_handles: dict[str, object] = {}
-        self._specs = {spec.name: spec for spec in _DRIVE_ACTIONS}
+        self._specs = {spec.name: spec for spec in DRIVE_ACTIONS}
         executes = {NAVIGATE_TO_POSE: self.execute_callback,
                     NAVIGATE_THROUGH_POSES: self.navigate_through_poses_callback,
                     FOLLOW_PATH: self.follow_path_callback}
@@ -423,7 +241,7 @@ class MotionSimNode(Node):
                          handle_accepted_callback=partial(self.handle_accepted_callback, r),
                          cancel_callback=self.cancel_callback,
                          callback_group=self._reentrant_group)
-            for r in self.robots for spec in _DRIVE_ACTIONS]
+            for r in self.robots for spec in DRIVE_ACTIONS]
         # Planning does not move the robot, so it runs beside a driving goal (as Nav2's planner
         # serves bt_navigator while the controller drives).
         self._action_servers += [
@@ -437,34 +255,23 @@ class MotionSimNode(Node):
                                 callback_group=self._reentrant_group)
             for r in self.robots for node in NAV2_LIFECYCLE_NODES]
 
-        self._publish_map()
+        self._map_pub.publish(map_msg(self.engine.grid))
         self._next_state_t = 0.0
-        self._last_wall: float | None = None
         # The LLM clock: in lockstep, sim time holds while a brain waits on its LLM (robot_team.llm.lockstep).
         llm_clock = self.declare_parameter('llm_clock', 'realtime').value
         self.llm_clock = lockstep.llm_clock_under(self.clock_mode, llm_clock)   # follow: always lockstep
-        self._holds = lockstep.attach_clock_source(self, self.llm_clock, self._record.emitter.emit,
-                                                   self._reentrant_group, on_update=self._holds_changed)
-        self._slow_tick = False              # ticking every HELD_TICK_S (a hold is active)
-        self._pace_lock = threading.Lock()
-        self._gate = self._cap = None
-        self._last_publish_wall = 0.0
-        if self.clock_mode == 'follow':
-            self._gate = FollowGate(self.follower_timeout_s)
-            self._cap = RateCap(self.real_time_factor, self.max_step_size)
-            self._ack_sub = self.create_subscription(ClockAck, CLOCK_ACKS, self._ack_callback,
-                                                     clock_acks_qos(subscriber=True),
-                                                     callback_group=self._reentrant_group)
-        # The node is the clock source: its timer must run on wall time, never on sim time.
-        self._timer = self.create_timer(1.0 / self.tick_hz, self.tick_callback,
-                                        callback_group=self._tick_group,
-                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # The node is the clock source (robot_team.sim.clock_source): it steps the engine, publishes /clock.
+        self._sim_clock = SimClock(
+            self, ClockSettings(self.clock_mode, self.real_time_factor, self.tick_hz, self.max_step_size,
+                                self.follower_timeout_s, self.clock_start_timeout_s, self.min_clock_subscribers,
+                                self.jump_ahead, self.llm_clock),
+            self.engine, self._lock, self._record, self._step_locked, self._driving, paused, self._reentrant_group)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"motion simulator ready: scenario '{scenario.name}', world '{world.name}', "
-            f"robots {', '.join(self.robots)}, {self.clock_description()}" + (', paused' if self._paused else ''),
+            f"robots {', '.join(self.robots)}, {self.clock_description()}" + (', paused' if paused else ''),
             scenario=scenario.name, world=str(world.path), robots=list(self.robots),
-            real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, paused=self._paused,
+            real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, paused=paused,
             clock_mode=self.clock_mode, max_step_size=self.max_step_size, jump_ahead=self.jump_ahead,
             min_clock_subscribers=self.min_clock_subscribers, llm_clock=self.llm_clock,
             blocked_doors=list(scenario.blocked_doors),
@@ -480,13 +287,8 @@ class MotionSimNode(Node):
     def _parameters_set_callback(self, parameters) -> None:
         """Hold or resume sim time when the ``paused`` parameter is set."""
         for p in parameters:
-            if p.name == 'paused' and bool(p.value) != self._paused:
-                with self._lock:
-                    self._paused = bool(p.value)
-                    if self._clock_started:
-                        what = 'clock_paused' if self._paused else 'clock_resumed'
-                        self._record.emitter.emit(EventKind.SIM, f'sim time {what.split("_")[1]} at '
-                                                  f'{self.engine.t:.1f} s', what=what, sim_time_s=self.engine.t)
+            if p.name == 'paused' and bool(p.value) != self._sim_clock.paused:
+                self._sim_clock.set_paused(bool(p.value))
 
     # --- clock and state ----------------------------------------------------------------------
 
@@ -499,197 +301,44 @@ class MotionSimNode(Node):
     @property
     def clock_followers(self) -> list[str]:
         """The nodes the follow clock waits for (fully qualified names; [] on the wall clock)."""
-        return self._gate.followers if self._gate is not None else []
+        return self._sim_clock.followers
+
+    @property
+    def _timer(self):
+        """The clock's tick timer (on wall time)."""
+        return self._sim_clock.timer
 
     def clock_description(self) -> str:
         """Return the clock's mode in words, e.g. ``'follow clock, steps of 0.25 s, no speed cap'``."""
-        if self.clock_mode == 'wall':
-            return f'wall clock, real-time factor {self.real_time_factor:g}'
-        cap = f'at most {self.real_time_factor:g}x' if self.real_time_factor > 0 else 'no speed cap'
-        return f'follow clock, steps of {self.max_step_size:g} s, {cap}'
+        return self._sim_clock.settings.describe()
 
-    def tick_callback(self) -> None:
-        """Advance the simulation one tick and publish ``/clock`` (see :mod:`robot_team.clock_sync`).
+    def _driving(self) -> bool:
+        """Return whether a robot has an active goal (the follow clock does not jump ahead then)."""
+        return any(handle.is_active for handle in self._goal_handles.values())
 
-        ``wall``: by real_time_factor x the wall time since the last tick. ``follow``: one step
-        if every follower caught up (steps also follow each acknowledgement); the current time
-        again if none came for a while (a lost message must not stall the team).
-        """
-        now = time.monotonic()
-        held = self._holds is not None and self._holds.held()   # lockstep: a brain waits on its LLM
-        if self._holds is not None:
-            self._pace(held)
-        if self._gate is not None:
-            if not self._follow_step() and now - self._last_publish_wall > FOLLOW_RESEND_S:
-                self._advance(0.0)
-            return
-        if held:
-            self._last_wall = now
-            return
-        last = self._last_wall if self._last_wall is not None else now - 1.0 / self.tick_hz
-        wall_dt, self._last_wall = min(now - last, MAX_TICK_WALL_S), now
-        held_for = self._holds.take_step() if self._holds is not None else 0.0
-        self._advance(wall_dt * self.real_time_factor + held_for)
-
-    def _pace(self, held: bool) -> bool:
-        """Tick every :data:`HELD_TICK_S` while ``held``, else at ``tick_hz``; return whether the pace changed."""
-        with self._pace_lock:
-            if held == self._slow_tick:
-                return False
-            self._slow_tick = held
-            self._timer.timer_period_ns = int(1e9 * (HELD_TICK_S if held else 1.0 / self.tick_hz))
-            self._timer.reset()
-            return True
-
-    def _holds_changed(self) -> None:
-        """On each hold or release: slow the tick while held; once none is left, tick at ``tick_hz`` and step now."""
-        held = self._holds.held()
-        if not self._pace(held) or held:
-            return
-        if self._gate is not None:
-            self._follow_step()
-        else:
-            self._last_wall = time.monotonic()   # the held wall time is not sim time (the tick owes none)
-
-    def _ack_callback(self, msg: ClockAck) -> None:
-        """Record a follower's acknowledgement; step the follow clock if it was the last one awaited."""
-        self._gate.ack(msg.node, stamp_to_s(msg.clock), msg.next_event_s)
-        self._follow_step()
-
-    def _follow_step(self) -> bool:
-        """Step the follow clock once if every follower caught up, no hold is active and the cap allows.
-
-        Returns whether sim time advanced.
-        """
-        if self._holds is not None and self._holds.held():   # a brain waits on its LLM
-            return False
-        with self._lock:
-            if self._stopping:
-                return False
-            ready, lost = self._gate.ready(self.engine.t)
-            for name, behind in lost:
-                self._record.emitter.emit(
-                    EventKind.SIM, f'{name} stopped following the clock ({behind:.1f} wall s behind): sim time goes '
-                    'on without it', target=name, what='clock_follower_lost', follower=name,
-                    behind_s=round(behind, 3))
-            for name in self._gate.returned():
-                self._record.emitter.emit(EventKind.SIM, f'{name} follows the clock again', target=name,
-                                          what='clock_follower_back', follower=name)
-            if not ready or not self._clock_runs():    # (paused, or waiting for the subscribers)
-                return False
-            held_for = self._holds.take_step() if self._holds is not None else 0.0
-            step = self.max_step_size + held_for
-            lost = self._gate.lost_within(LOST_FOLLOWER_WINDOW_S)   # sim time not ahead of a cut-off host
-            if not self._cap.allows(self.engine.t, step, LOST_FOLLOWER_RATE if lost else None):
-                return False
-            if self.jump_ahead and not lost and not held_for:
-                step = self._jump_step(step)
-            self._advance_locked(step)
-        with self._tick_cv:
-            self._tick_cv.notify_all()
-        return True
-
-    def _jump_step(self, step: float) -> float:
-        """Return the step to take now: a jump across quiet time where the gate allows one, else ``step`` (lock held).
-
-        The engine's own next change counts (a robot driving: none; a door change due), and a
-        goal accepted but not yet driving holds the jump too.
-        """
-        if any(handle.is_active for handle in self._goal_handles.values()):
-            return step
-        t = self.engine.t
-        target = self._gate.jump_target(t, self.max_step_size, self.engine.next_event_s())
-        if target is None:
-            return step
-        self._record.emitter.emit(EventKind.SIM, f'sim time jumps from {t:g} s to {target:g} s: nothing to do '
-                                  'before then', what='clock_jump', from_s=t, to_s=target)
-        return target - t
-
-    def _advance(self, step: float) -> None:
-        """Advance sim time by ``step`` s (none while the clock may not run); publish; wake the goals."""
-        with self._lock:
-            if self._stopping:
-                return
-            self._advance_locked(step if self._clock_runs() else 0.0)
-        with self._tick_cv:
-            self._tick_cv.notify_all()
-
-    def _advance_locked(self, step: float) -> None:
-        """Step the engine by ``step`` sim s and publish poses, odometry, ``/clock`` and events (lock held)."""
+    def _step_locked(self, step: float) -> tuple[float, list[SimEvent]]:
+        """Step the engine by ``step`` sim s and publish poses and odometry (lock held); return its time and events."""
         events = self.engine.step(step)
         t = self._sim_t = self.engine.t
         self._publish_localization()   # the robots' poses first: a node woken by /clock finds them there
         if t >= self._next_state_t:
             self._next_state_t = t + STATE_PERIOD_S
             self._publish_odom(t)
-        self._clock_pub.publish(ClockMsg(clock=s_to_stamp(t)))
-        self._last_publish_wall = time.monotonic()
-        self._record.sim_events(events)
-
-    def _clock_runs(self) -> bool:
-        """Return whether sim time may advance now (lock held): not paused, every subscriber there."""
-        if self._paused:
-            return False
-        if not self._clock_started:
-            subscribers = self._clock_pub.get_subscription_count()
-            waited = time.monotonic() - self._clock_wait_began
-            # Follow: every node that acknowledges (a matched publisher on team/clock_acks) has done so once.
-            unheard = (self._ack_sub.get_publisher_count() - len(self._gate.followers)) if self._gate else 0
-            if subscribers < self.min_clock_subscribers or unheard > 0:
-                if waited < self.clock_start_timeout_s:
-                    return False
-                unheard_text = f', {unheard} clock follower(s) not heard from' if unheard > 0 else ''
-                self._record.input_error(
-                    f'/clock has {subscribers} of the {self.min_clock_subscribers} subscribers expected{unheard_text} '
-                    f'after {waited:.0f} s: starting sim time anyway', target=CLOCK, subscribers=subscribers,
-                    expected=self.min_clock_subscribers, followers_unheard=max(unheard, 0))
-            self._clock_started = True
-            self._record.emitter.emit(EventKind.SIM, f'sim time started ({subscribers} /clock subscribers)',
-                                      what='clock_started', subscribers=subscribers,
-                                      real_time_factor=self.real_time_factor, clock_mode=self.clock_mode,
-                                      followers=self._gate.followers if self._gate is not None else [])
-        return True
+        return t, events
 
     def _publish_odom(self, t: float) -> None:
         """Publish every robot's odometry (as a base controller does, moving or not)."""
         for robot in self.robots:
             speed, yaw_rate = self.engine.robot_velocity(robot)
-            odom = Odometry()
-            odom.header.stamp = s_to_stamp(t)
-            odom.header.frame_id = ODOM_FRAME
-            odom.child_frame_id = f'{robot}/{BASE_FRAME}'
-            odom.pose.pose = pose_msg(self.engine.robot_pose(robot), t).pose
-            odom.twist.twist.linear.x = float(speed)
-            odom.twist.twist.angular.z = float(yaw_rate)
-            self._odom_pubs[robot].publish(odom)
+            self._odom_pubs[robot].publish(odometry_msg(robot, self.engine.robot_pose(robot), speed, yaw_rate, t))
 
     def _publish_localization(self) -> None:
         """Publish each of the engine's localization reports on its robot's amcl_pose, stamped when it was made."""
         for robot, t, pose in self.engine.drain_localization():
-            amcl = PoseWithCovarianceStamped()
-            amcl.header.stamp, amcl.header.frame_id = s_to_stamp(t), MAP_FRAME
-            amcl.pose.pose = pose_msg(pose, t).pose
-            amcl.pose.covariance[0] = amcl.pose.covariance[7] = AMCL_POSITION_VARIANCE
-            amcl.pose.covariance[35] = AMCL_YAW_VARIANCE
-            self._amcl_pubs[robot].publish(amcl)
-
-    def _publish_map(self) -> None:
-        grid = self.engine.grid
-        msg = OccupancyGridMsg()
-        msg.header.frame_id = MAP_FRAME
-        msg.info.resolution = float(grid.resolution)
-        msg.info.width, msg.info.height = grid.width, grid.height
-        msg.info.origin.position.x, msg.info.origin.position.y = float(grid.origin[0]), float(grid.origin[1])
-        msg.info.origin.orientation.w = 1.0
-        msg.data = grid.data.ravel().tolist()
-        self._map_pub.publish(msg)
+            self._amcl_pubs[robot].publish(amcl_pose_msg(pose, t))
 
     def _input_error(self, summary: str, target: str = '', **data) -> None:
         self._record.input_error(summary, target, **data)
-
-    def _wait_tick(self) -> None:
-        with self._tick_cv:
-            self._tick_cv.wait(timeout=0.1)
 
     # --- Nav2 lifecycle and navigation actions ------------------------------------------------
 
@@ -715,7 +364,7 @@ class MotionSimNode(Node):
         """Accept or reject a client request to cancel an action."""
         return CancelResponse.ACCEPT
 
-    def _finish(self, robot: str, goal_handle, spec: '_DriveAction', state: str, error_code: int,
+    def _finish(self, robot: str, goal_handle, spec: DriveAction, state: str, error_code: int,
                 message: str, status: GoalStatus | None = None, request=None, failed_index: int | None = None):
         """Move the goal to a terminal state (if still ours) and return its result."""
         result = spec.result(int(error_code), message, state, status, request, failed_index)
@@ -744,11 +393,11 @@ class MotionSimNode(Node):
         with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[FOLLOW_PATH])
 
-    def _drive(self, robot: str, goal_handle, spec: '_DriveAction'):
+    def _drive(self, robot: str, goal_handle, spec: DriveAction):
         request = goal_handle.request
         try:
             start = spec.parse(request)
-        except _BadGoal as exc:
+        except BadGoal as exc:
             with self._lock:
                 self._input_error(f'{robot}: {spec.name} goal rejected: {exc.message}', target=robot,
                                   action=spec.name, error_code=exc.code, **exc.data)
@@ -760,7 +409,7 @@ class MotionSimNode(Node):
                 goal_id = start(self.engine, robot)
             except (PlanningError, FollowPathError) as exc:
                 self._record.sim_events(self.engine.drain_events())
-                if exc.code in _BAD_INPUT_CODES:
+                if exc.code in BAD_INPUT_CODES:
                     self._input_error(f'{robot}: {spec.name} goal rejected: {exc.message}', target=robot,
                                       action=spec.name, error_code=exc.code)
                 return self._finish(robot, goal_handle, spec, ABORTED, exc.code, exc.message, request=request,
@@ -797,7 +446,7 @@ class MotionSimNode(Node):
                     if self._stopping:
                         continue
                     goal_handle.publish_feedback(feedback)
-            self._wait_tick()
+            self._sim_clock.wait_tick()
 
     def compute_path_callback(self, robot: str, goal_handle):
         """Plan a path on the grid from the start (or the robot's pose) to the goal; never moves the robot."""
@@ -807,16 +456,7 @@ class MotionSimNode(Node):
     def _compute_path(self, robot: str, goal_handle):
         request = goal_handle.request
         result = ComputePathToPose.Result()
-        problem = None
-        if request.planner_id not in ('', PLANNER_ID):
-            problem = (ComputePathToPose.Result.INVALID_PLANNER,
-                       f"planner_id '{request.planner_id}' is unknown: expected '' or '{PLANNER_ID}'")
-        else:
-            for what, pose in (('goal', request.goal), ('start', request.start if request.use_start else None)):
-                if pose is not None and _frame_problem(pose.header.frame_id):
-                    problem = (ComputePathToPose.Result.TF_ERROR,
-                               f'{what} {_frame_problem(pose.header.frame_id)}')
-                    break
+        problem = path_request_problem(request)
         if problem is None:
             goal = pose2d(request.goal.pose)
             start = pose2d(request.start.pose) if request.use_start else None
@@ -826,13 +466,13 @@ class MotionSimNode(Node):
                     path = self.engine.plan(robot, goal, start)
                 except PlanningError as exc:
                     problem = (exc.code, exc.message)
-                    if exc.code in _BAD_INPUT_CODES:
+                    if exc.code in BAD_INPUT_CODES:
                         self._input_error(f'{robot}: compute_path_to_pose rejected: {exc.message}', target=robot,
                                           action=COMPUTE_PATH_TO_POSE, error_code=exc.code,
                                           goal=[goal.x, goal.y, goal.yaw],
                                           start=[start.x, start.y, start.yaw] if start else None)
                 else:
-                    result.path = _path_msg(path, goal.yaw, self.engine.t, self.engine.grid.resolution)
+                    result.path = path_msg(path, goal.yaw, self.engine.t, self.engine.grid.resolution)
                     result.planning_time = s_to_duration(time.perf_counter() - began)
                 self._record.sim_events(self.engine.drain_events())
         else:
@@ -848,21 +488,15 @@ class MotionSimNode(Node):
             goal_handle.succeed()
         return result
 
-    def destroy_node(self) -> None:
-        """Release waiting goals, then destroy the node."""
-        self.stop()
-        self._in_flight.wait_idle()
-        super().destroy_node()
+    def _halt(self) -> None:
+        """Stop the clock (it neither ticks nor steps any more)."""
+        if self._sim_clock is not None:
+            self._sim_clock.stop()
 
-    def stop(self) -> None:
-        """Stop the clock and release every waiting goal (while the executor may still spin)."""
-        self._stopping = True
-        if self._timer is not None:
-            self._timer.cancel()
-        with self._lock:     # a tick in flight finishes first; later ones return at once
-            pass
-        with self._tick_cv:
-            self._tick_cv.notify_all()
+    def _release_waiters(self) -> None:
+        """Wake every goal waiting for a tick (it sees ``_stopping`` and returns)."""
+        if self._sim_clock is not None:
+            self._sim_clock.wake()
 
 
 def main(args=None) -> int:

@@ -1,4 +1,7 @@
-"""ROS helpers the simulator's two nodes share: poses and the record of their events (stamps: robot_team.rostime)."""
+"""ROS helpers the simulator's two nodes share: poses, the record of their events, their shutdown.
+
+Stamps: :mod:`robot_team.rostime`.
+"""
 
 from __future__ import annotations
 
@@ -116,3 +119,34 @@ class InFlight:
         """Wait until no callback is in flight (at most ``timeout_s`` wall s); return whether none is."""
         with self._idle:
             return self._idle.wait_for(lambda: self._count == 0, timeout=timeout_s)
+
+
+class StoppingNode:
+    """The shutdown both simulator nodes share (a mixin before ``rclpy.node.Node``).
+
+    :meth:`stop` sets ``_stopping``, halts the node's updates (:meth:`_halt`), lets an update in
+    flight finish (it holds ``_lock``; later ones see ``_stopping`` and return at once) and
+    releases every callback that waits for sim time to pass (:meth:`_release_waiters`);
+    :meth:`destroy_node` then waits for those callbacks (``_in_flight``, an :class:`InFlight`)
+    before destroying the node. The node sets ``_stopping``, ``_lock`` and ``_in_flight``.
+    """
+
+    def destroy_node(self) -> None:
+        """Release the waiting callbacks, wait for them, then destroy the node."""
+        self.stop()
+        self._in_flight.wait_idle()
+        super().destroy_node()
+
+    def stop(self) -> None:
+        """Stop updating and release every waiting callback (while the executor may still spin)."""
+        self._stopping = True
+        self._halt()
+        with self._lock:     # an update in flight finishes first; later ones return at once
+            pass
+        self._release_waiters()
+
+    def _halt(self) -> None:
+        """Stop the node's timers and clock callbacks (no update starts after this)."""
+
+    def _release_waiters(self) -> None:
+        """Wake every callback that waits for sim time to pass (it sees ``_stopping`` and returns)."""
