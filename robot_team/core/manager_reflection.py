@@ -31,6 +31,14 @@ def keep_lessons(kept: list[str], learned: list[str]) -> list[str]:
     return (older + list(dict.fromkeys(learned)))[-MAX_LESSONS:]
 
 
+_REFUSALS = {
+    FeedbackKind.REFLECTION_INCOMPLETE: ('reflection incomplete', 'Reflection refused, incomplete: '),
+    FeedbackKind.REFLECTION_CONTRADICTS: ('reflection contradicts the record',
+                                          'Reflection refused, it contradicts the record: '),
+}
+"""A refusal of the manager-side guards: the summary it is recorded with, what the brain is told before the problems."""
+
+
 class ReflectionStep:
     """Checks a case's reflection, has the gate authorise it and the supervisor record it.
 
@@ -62,19 +70,13 @@ class ReflectionStep:
         """
         missing = act.reflection.missing_parts()
         if missing:
-            self._emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
-                       missing=missing, reflection=act.reflection.model_dump(mode='json'), source=source)
-            self._feedback.tell(lane, FeedbackKind.REFLECTION_INCOMPLETE,
-                                'Reflection refused, incomplete: ' + '; '.join(missing))
+            self._refuse(lane, act, source, FeedbackKind.REFLECTION_INCOMPLETE, 'missing', missing)
             return False
         with self._lock:
             tasks = [t.model_copy() for t in lane.obs.tasks]
         wrong = reflection_contradictions(act.reflection, tasks)
         if wrong:
-            self._emit(EventKind.REFLECTION_REJECTED, 'reflection contradicts the record', reason='; '.join(wrong),
-                       contradictions=wrong, reflection=act.reflection.model_dump(mode='json'), source=source)
-            self._feedback.tell(lane, FeedbackKind.REFLECTION_CONTRADICTS,
-                                'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
+            self._refuse(lane, act, source, FeedbackKind.REFLECTION_CONTRADICTS, 'contradictions', wrong)
             return False
         auth = self._ports.authorize(TaskType.REFLECTION.value, Role.MANAGER.value, 'all workflow steps are done',
                                      case_id=lane.case_id)
@@ -96,3 +98,11 @@ class ReflectionStep:
                                 f'Reflection not recorded: {answer.explanation}')
             return False
         return True
+
+    def _refuse(self, lane: Lane, act: Reflect, source: str, kind: FeedbackKind, field: str,
+                problems: list[str]) -> None:
+        """Record a reflection the manager-side guards refused (``problems`` as ``field``) and tell the brain."""
+        summary, told = _REFUSALS[kind]
+        self._emit(EventKind.REFLECTION_REJECTED, summary, reason='; '.join(problems), **{field: problems},
+                   reflection=act.reflection.model_dump(mode='json'), source=source)
+        self._feedback.tell(lane, kind, told + '; '.join(problems))
