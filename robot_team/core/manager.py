@@ -21,6 +21,12 @@ to the protocol brain for the rest of the episode (recorded as ``takeover``; a d
 replaced brain was still making is discarded), :meth:`ManagerCore.hold` stops deciding until a
 human answers the named escalation. :meth:`ManagerCore.stop` ends the loop with the episode,
 cancelling the brain's request in flight.
+
+The core composes: its ports (:mod:`robot_team.core.manager_ports`), the book of its cases
+(:class:`~robot_team.core.manager_cases.CaseBook`), the guard feedback to a case's brain
+(:class:`~robot_team.core.manager_feedback.BrainFeedback`), the check of a finished task's report
+(:mod:`robot_team.core.manager_results`) and the reflection step
+(:class:`~robot_team.core.manager_reflection.ReflectionStep`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ takes over the manager's role (a ``takeover`` directive), or the team holds (:me
 the hook of the stop-and-hold), or nothing beyond the escalation. The supervisor node
 (``robot_team.agents.supervisor_node``) maps its services, subscriptions and timer onto these
 methods; offline harnesses call them directly.
+
+The core composes: the book of its cases (:class:`~robot_team.core.supervisor_cases.SupervisorCases`),
+the deadlines' events (:mod:`robot_team.core.supervisor_deadlines`), the directives
+(:class:`~robot_team.core.supervisor_directives.Directives`) and the reports it closes itself
+(:mod:`robot_team.core.supervisor_reports`).
 """
 
 from __future__ import annotations
@@ -254,7 +259,7 @@ class SupervisorCore:
                                arrived_s=None if arrival.patient_id in self._book.asked else arrival.arrived_s)
         self._emit(EventKind.CASE_OPENED, f'case {arrival.patient_id} opened ({arrival.room or "?"}, ESI '
                    f'{arrival.esi_level or "?"})', target=arrival.room, case_id=arrival.patient_id,
-                   waited_s=round(now_s - arrival.arrived_s, 3), id_prefix=self.policy.id_prefix,
+                   waited_s=round(now_s - arrival.arrived_s, 3), id_prefix=policy.id_prefix,
                    **arrival.model_dump())
         self._record_deadline_changes()
         if self.on_case_opened is not None:
