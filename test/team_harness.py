@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from robot_team.brains.base import ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, StaffInfo, TaskSpec
 from robot_team.config import Deadlines
-from robot_team.core.manager import ManagerCore, TaskDone
+from robot_team.core.manager import ManagerCore
+from robot_team.core.manager_ports import TaskDone
 from robot_team.reports import EscalationAnswer, ReportAnswer
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore

@@ -19,7 +19,7 @@ from robot_team.brains.base import PatientInfo
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
 from robot_team.cases import WaitingCase, case_key, next_case
 from robot_team.config import load_scenario
-from robot_team.core.manager import run_outcome
+from robot_team.core.manager_cases import run_outcome
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.lifecycle import EXIT_AS_EXPECTED, exit_code
 from robot_team.msg import PatientArrival

@@ -10,7 +10,7 @@ results), escalations and human decisions, and asks its brain what to do. It can
 
 It owns no robot tool and no client to the floor's infrastructure. Every decision, refusal
 and judgment is an event on ``team/events``. The logic is :class:`~robot_team.core.manager.ManagerCore`;
-this node is its ROS side (:class:`~robot_team.core.manager.ManagerPorts`): subscriptions feed
+this node is its ROS side (:class:`~robot_team.core.manager_ports.ManagerPorts`): subscriptions feed
 the core's observation, clients carry out its actions.
 
 The supervisor's safe defaults arrive on ``team/supervisor/directives`` (SupervisorDirective):

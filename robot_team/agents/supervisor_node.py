@@ -64,7 +64,8 @@ from robot_team.core.escalations import (
     StaffCheck,
     load_escalation_policy,
 )
-from robot_team.core.supervisor import SupervisorCore, parse_report
+from robot_team.core.supervisor import SupervisorCore
+from robot_team.core.supervisor_reports import parse_report
 from robot_team.directory import StaffDirectory
 from robot_team.events import EventKind
 from robot_team.msg import (

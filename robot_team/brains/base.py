@@ -194,7 +194,7 @@ class ManagerObservation(BaseModel):
                                           'escorted to their patient (robot_team.workflow.engaged_hcws).')
     lessons: list[str] = Field(
         default_factory=list, description="Lessons learned in this run's earlier cases (their reflections), oldest "
-                                          "first, at most robot_team.core.manager.MAX_LESSONS.")
+                                          "first, at most robot_team.core.manager_reflection.MAX_LESSONS.")
 
     def outlines(self) -> list[TaskOutline]:
         """Return the tasks as the gate's rules see them (:class:`robot_team.workflow.TaskOutline`), in order."""

@@ -21,6 +21,12 @@ to the protocol brain for the rest of the episode (recorded as ``takeover``; a d
 replaced brain was still making is discarded), :meth:`ManagerCore.hold` stops deciding until a
 human answers the named escalation. :meth:`ManagerCore.stop` ends the loop with the episode,
 cancelling the brain's request in flight.
+
+The core composes: its ports (:mod:`robot_team.core.manager_ports`), the book of its cases
+(:class:`~robot_team.core.manager_cases.CaseBook`), the guard feedback to a case's brain
+(:class:`~robot_team.core.manager_feedback.BrainFeedback`), the check of a finished task's report
+(:mod:`robot_team.core.manager_results`) and the reflection step
+(:class:`~robot_team.core.manager_reflection.ReflectionStep`).
 """
 
 from __future__ import annotations
@@ -30,14 +36,13 @@ import math
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable
 
 from robot_team.brains.base import (
     Delegate,
     Escalate,
     FeedbackKind,
     Finish,
-    GuardFeedback,
     ManagerBrain,
     ManagerObservation,
     PatientInfo,
@@ -48,85 +53,22 @@ from robot_team.brains.base import (
     TaskSpec,
 )
 from robot_team.brains.protocol import ManagerProtocolBrain
-from robot_team.cases import WaitingCase, case_key, next_case
-from robot_team.catalog import TaskFacts, final_failure
-from robot_team.core.manager_store import ClosedCase, ManagerState, ManagerStore, OpenCase, WaitingPatient
+from robot_team.core.manager_cases import CaseBook, Lane, run_outcome
+from robot_team.core.manager_feedback import BrainFeedback
+from robot_team.core.manager_ports import Emit, ManagerPorts
+from robot_team.core.manager_reflection import ReflectionStep, keep_lessons
+from robot_team.core.manager_results import record_result, report_problem
+from robot_team.core.manager_store import ClosedCase, ManagerStore, WaitingPatient
 from robot_team.decisions import DecisionSource
 from robot_team.errors import ToolError
 from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
 from robot_team.events import EventKind, case_emitter
-from robot_team.guards import (
-    all_lost_refusal, lost_robot_refusal, prefetched_results, reflection_contradictions, report_contradictions,
-    strip_prefetched)
-from robot_team.names import Role, role_name, role_robots
-from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
-from robot_team.workflow import Authorization, WorkflowRule, engaged_hcws
-
-MAX_LESSONS = 12
-"""The most lessons of earlier cases kept and shown to the next case (the newest; memory stays bounded)."""
-
-Emit = Callable[..., object]
-"""``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
-
-TaskDone = Callable[[TaskReportModel | None, str], None]
-"""``done(report, error)``: a task's end; ``report`` None (and ``error`` set) when there is no usable report."""
+from robot_team.guards import all_lost_refusal, lost_robot_refusal, prefetched_results, strip_prefetched
+from robot_team.names import Role, role_robots
+from robot_team.reports import IssueCode, TaskReportModel, TaskType
+from robot_team.workflow import WorkflowRule
 
 _log = logging.getLogger(__name__)
-
-
-class ManagerPorts(Protocol):
-    """The ROS side of the manager (the node's clients, or an offline harness).
-
-    Each call may raise :class:`~robot_team.errors.ToolError` when the other side cannot be
-    reached in time; the core records it and tells the brain.
-    """
-
-    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
-                  case_id: str = '') -> Authorization:
-        """Ask the supervisor's gate for a delegation naming HCW ``hcw_id`` (``team/supervisor/authorize_task``).
-
-        ``case_id``: the patient whose case the task serves. An approved answer names the HCW the
-        task is about (``Authorization.hcw_id``); every answer names the case the gate serves.
-        """
-
-    def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
-        """Ask the supervisor to escalate (``team/supervisor/request_escalation``)."""
-
-    def send_task(self, robot: str, task: TaskSpec, done: TaskDone) -> None:
-        """Send ``task`` to ``robot`` (``<robot>/execute_task``); call ``done`` once it ends (any thread)."""
-
-    def submit_report(self, report: TaskReportModel) -> ReportAnswer:
-        """Submit the manager's own report (the reflection) to the supervisor (``team/supervisor/submit_report``)."""
-
-    def path_lengths(self, robots: list[str], hcw_id: str) -> dict[str, float]:
-        """Return how far each of ``robots`` would drive to HCW ``hcw_id``: its planned path's length, m.
-
-        Nav2's ``<robot>/compute_path_to_pose`` from the robot's pose to where the RTLS
-        (``ed/rtls/locate_staff``) locates the HCW. A robot with no path is left out; empty when
-        the HCW cannot be located. Asked only to choose among several idle robots of a role.
-        """
-
-    def now(self) -> float:
-        """Return ROS time, s."""
-
-
-class _Lane:
-    """One open case as the manager serves it: its observation, brain and guard feedback (under the core's lock)."""
-
-    def __init__(self, patient: PatientInfo, arrived_s: float, obs: ManagerObservation, brain: ManagerBrain):
-        self.case_id = patient.patient_id
-        self.arrived_s = arrived_s     # when its patient arrived (ROS time, s)
-        self.obs = obs
-        self.brain = brain
-        self.dirty = False             # the observation changed since its last decision round
-        self.last_feedback: list[GuardFeedback] = []    # what the guards said in its last decision round
-        self.round_feedback: list[GuardFeedback] = []   # ... and in the one running
-        self.parked = ''               # the robot it waits for (busy with another case's task; '' none)
-
-    def key(self) -> tuple:
-        """Its place among the open cases: :func:`robot_team.cases.case_key` (ESI, arrival, patient)."""
-        patient = self.obs.patient
-        return case_key(patient.esi_level if patient else 0, self.arrived_s, self.case_id)
 
 
 class ManagerCore:
@@ -205,16 +147,13 @@ class ManagerCore:
         self.lessons = bool(lessons)
         self._spare: list[ManagerBrain] = []   # brains of closed cases, for the next ones (a fresh conversation)
         self._served_one = False               # whether ``brain`` served a case (the next gets new_case())
-        self._lanes: dict[str, _Lane] = {}     # the open cases, by patient, in the order they opened
-        self._task_case: dict[str, str] = {}   # task ID -> its case
-        self._team = ManagerObservation()      # the team's: staff board, lost robots (copied into each case's)
-        self._last_obs = ManagerObservation()  # the latest closed case's observation (snapshot() after it)
-        self._waiting: dict[str, WaitingPatient] = {}
-        self._closed: list[ClosedCase] = []
+        self._lock = threading.RLock()
+        self._book = CaseBook(self._lock)      # the open, waiting and closed cases, the team's board
         self._lessons: list[str] = []   # lessons of this run's accepted reflections (Criticize-Reflect)
         self._ctx = threading.local()   # the case the calling thread works for
         self._emit = case_emitter(emit, self._current_case)
-        self._lock = threading.RLock()
+        self._feedback = BrainFeedback(self._lock, self._emit, self._update)
+        self._reflection = ReflectionStep(ports, self._emit, self._feedback, self._lock)
         self._wake = threading.Event()
         self._held = threading.Event()
         self._announced: set[str] = set()
@@ -235,13 +174,23 @@ class ManagerCore:
     def closed_cases(self) -> list[ClosedCase]:
         """The cases this run closed, in order."""
         with self._lock:
-            return list(self._closed)
+            return list(self._book.closed)
 
     @property
     def waiting(self) -> list[PatientInfo]:
         """The patients whose case waits to open, in arrival order."""
         with self._lock:
-            return [w.patient.model_copy() for w in self._waiting.values()]
+            return [w.patient.model_copy() for w in self._book.waiting.values()]
+
+    @property
+    def _lanes(self) -> dict[str, Lane]:
+        """The open cases' lanes, by patient, in the order they opened (the book's; read them under the lock)."""
+        return self._book.lanes
+
+    @property
+    def _task_case(self) -> dict[str, str]:
+        """Task ID -> the open case it serves (the book's; read it under the lock)."""
+        return self._book.task_case
 
     @property
     def brains(self) -> list[ManagerBrain]:
@@ -264,7 +213,7 @@ class ManagerCore:
         Read without the lock (a quick look from the clock's callback, which must never wait on a
         brain: :mod:`robot_team.clock_sync`'s jump ahead needs two such looks in a row).
         """
-        return not (self._lanes or self._waiting or self._held_on or self._restored_running)
+        return not (self._book.lanes or self._book.waiting or self._held_on or self._restored_running)
 
     # -- cases and their observations --
 
@@ -273,11 +222,11 @@ class ManagerCore:
         case = getattr(self._ctx, 'case', '')
         if case:
             return case
-        lane = self._sole_lane()
+        lane = self._book.sole()
         return lane.case_id if lane is not None else ''
 
     @contextmanager
-    def _on(self, lane: _Lane | None):
+    def _on(self, lane: Lane | None):
         """Record the events of the block as ``lane``'s case's."""
         previous = getattr(self._ctx, 'case', '')
         self._ctx.case = lane.case_id if lane is not None else ''
@@ -286,41 +235,26 @@ class ManagerCore:
         finally:
             self._ctx.case = previous
 
-    def _drop_lane(self, lane: _Lane) -> None:
+    def _drop_lane(self, lane: Lane) -> None:
         """Stop serving ``lane``'s case (lock held): its brain serves a later case, its tasks are forgotten.
 
         The open cases that saw its HCW engaged decide again: that HCW is free (``engaged_hcws``).
         """
-        del self._lanes[lane.case_id]
-        for other in self._lanes.values():
-            if lane.case_id in other.obs.engaged_hcws.values():
-                other.dirty = True
-                self._wake.set()
-        self._task_case = {task: case for task, case in self._task_case.items() if case != lane.case_id}
+        if self._book.drop(lane):
+            self._wake.set()
         if lane.brain is not self.brain and not self.taken_over:
             self._spare.append(lane.brain)
 
-    def _lane_of_task(self, task_id: str) -> _Lane | None:
-        with self._lock:
-            return self._lanes.get(self._task_case.get(task_id, ''))
-
-    def _sole_lane(self) -> _Lane | None:
-        with self._lock:
-            return next(iter(self._lanes.values())) if len(self._lanes) == 1 else None
-
     def snapshot(self) -> ManagerObservation:
         """Return a copy of the observation of the first open case (none open: the latest closed one's)."""
-        with self._lock:
-            lane = next(iter(self._lanes.values()), None)
-            obs = lane.obs if lane is not None else (self._last_obs if self._closed else self._team)
-            return obs.model_copy(deep=True)
+        return self._book.snapshot()
 
-    def _update(self, lane: _Lane | None, cue: str, change: Callable[[ManagerObservation], None] | None = None) -> None:
+    def _update(self, lane: Lane | None, cue: str, change: Callable[[ManagerObservation], None] | None = None) -> None:
         """Change ``lane``'s observation (None: every open case's, and the team's) and wake its brain."""
         with self._lock:
-            lanes = [lane] if lane is not None else list(self._lanes.values())
+            lanes = [lane] if lane is not None else list(self._book.lanes.values())
             if lane is None and change is not None:
-                change(self._team)
+                change(self._book.team)
             for each in lanes:
                 if change is not None:
                     change(each.obs)
@@ -336,14 +270,7 @@ class ManagerCore:
         if self._store is None:
             return
         with self._lock:
-            lanes = list(self._lanes.values())
-            obs = lanes[0].obs if lanes else self._team
-            state = ManagerState(observation=_without_news(obs), arrived_s=lanes[0].arrived_s if lanes else 0.0,
-                                 others=[OpenCase(observation=_without_news(lane.obs), arrived_s=lane.arrived_s)
-                                         for lane in lanes[1:]],
-                                 taken_over=self.taken_over, held_on=self._held_on,
-                                 waiting=list(self._waiting.values()), closed=list(self._closed),
-                                 lessons=list(self._lessons))
+            state = self._book.state(self.taken_over, self._held_on, self._lessons)
         self._store.save(state)
 
     def _restore(self) -> dict:
@@ -352,28 +279,16 @@ class ManagerCore:
         if state is None:
             return {}
         self._held_on = state.held_on
-        self._waiting = {w.patient.patient_id: w for w in state.waiting}
-        self._closed = list(state.closed)
         self._lessons = list(state.lessons)
         if state.taken_over:
             self.brain = self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
             self.taken_over = True
-        first = _without_news(state.observation)
-        self._team = ManagerObservation(staff=first.staff, staff_ids=first.staff_ids, lost_robots=first.lost_robots)
-        tasks = []
-        for obs, arrived_s in ((first, state.arrived_s),
-                               *((_without_news(c.observation), c.arrived_s) for c in state.others)):
-            if obs.patient is None:
-                continue
-            lane = _Lane(obs.patient, arrived_s, obs, self._take_brain())
-            self._lanes[lane.case_id] = lane
-            self._announced |= {e.escalation_id for e in obs.escalations}
-            for task in obs.tasks:
-                self._task_case[task.task_id] = lane.case_id
-                tasks.append(task)
+        tasks = self._book.restore(state, self._take_brain)
+        for lane in self._book.lanes.values():
+            self._announced |= {e.escalation_id for e in lane.obs.escalations}
         self._restored_running = {t.task_id for t in tasks if t.state == 'running'}
         running = sorted(self._restored_running)
-        for lane in self._lanes.values():
+        for lane in self._book.lanes.values():
             lane.obs.new.append(f'The manager restarted and took up its record: {len(lane.obs.tasks)} task(s)'
                                 + (f", {', '.join(running)} still running (their reports come from the "
                                    f"supervisor)" if running else '') + '.')
@@ -381,8 +296,8 @@ class ManagerCore:
         self._wake.set()
         return {'tasks': [t.task_id for t in tasks], 'running': running,
                 'escalations': sorted(self._announced), 'taken_over': state.taken_over, 'held_on': state.held_on,
-                'case': next(iter(self._lanes), ''), 'open': list(self._lanes), 'waiting': list(self._waiting),
-                'closed': [c.case_id for c in self._closed]}
+                'case': next(iter(self._book.lanes), ''), 'open': list(self._book.lanes),
+                'waiting': list(self._book.waiting), 'closed': [c.case_id for c in self._book.closed]}
 
     def _take_brain(self) -> ManagerBrain:
         """Return a brain for a case that opens: ``brain`` when free, a spare one, or a new one (lock held).
@@ -391,7 +306,7 @@ class ManagerCore:
         """
         if self.taken_over:
             return self._make_fallback() if self._make_fallback is not None else ManagerProtocolBrain()
-        if not any(lane.brain is self.brain for lane in self._lanes.values()):
+        if not any(lane.brain is self.brain for lane in self._book.lanes.values()):
             if self._served_one:
                 self.brain.new_case()
             self._served_one = True
@@ -402,26 +317,6 @@ class ManagerCore:
             return brain
         return self._make_brain()
 
-    def _feedback(self, lane: _Lane, kind: FeedbackKind, text: str, rule: str = '') -> None:
-        """Tell ``lane``'s brain what a guard said; the same words twice with nothing new in between do not wake it.
-
-        A brain refused twice in a row for the same reason on the same observation would be refused
-        again: it decides next when something changes (a report, a decision, a robot back...), not in
-        a loop against the gate (seen with a deterministic brain and a task the gate still counted
-        as running).
-        """
-        feedback = GuardFeedback(kind=kind, text=text, rule=rule)
-        with self._lock:
-            repeat = feedback in lane.last_feedback and not lane.obs.new
-            lane.round_feedback.append(feedback)
-            if repeat:
-                lane.obs.feedback.append(feedback)
-        if repeat:
-            self._emit(EventKind.OBSERVATION, 'the same refusal again: the manager decides when something changes',
-                       reason=text, cue='repeated_refusal', kind=kind.value, rule=rule)
-            return
-        self._update(lane, '', lambda o: o.feedback.append(feedback))
-
     def on_arrival(self, patient: PatientInfo) -> None:
         """Open ``patient``'s case (a repeat of a known patient is ignored).
 
@@ -430,12 +325,11 @@ class ManagerCore:
         progress, as at the supervisor's gate. The most urgent waiting case opens when a case closes.
         """
         with self._lock:
-            known = (patient.patient_id in self._lanes or patient.patient_id in self._waiting
-                     or any(c.case_id == patient.patient_id for c in self._closed))
-            serving = ', '.join(self._lanes)
-            busy = 0 < self.cases_at_once <= len(self._lanes)
+            known = self._book.known(patient.patient_id)
+            serving = ', '.join(self._book.lanes)
+            busy = 0 < self.cases_at_once <= len(self._book.lanes)
             if not known and busy:
-                self._waiting[patient.patient_id] = WaitingPatient(patient=patient, arrived_s=self.ports.now())
+                self._book.waiting[patient.patient_id] = WaitingPatient(patient=patient, arrived_s=self.ports.now())
         if known:
             return
         if busy:
@@ -452,11 +346,9 @@ class ManagerCore:
         The staff board, the lost robots and the lessons carry over: they are the team's, not the case's.
         """
         with self._lock:
-            obs = ManagerObservation(staff=list(self._team.staff), staff_ids=list(self._team.staff_ids),
-                                     lost_robots=list(self._team.lost_robots), robots=list(self.robots),
-                                     lessons=list(self._lessons) if self.lessons else [])
-            lane = _Lane(patient, arrived_s, obs, self._take_brain())
-            self._lanes[lane.case_id] = lane
+            obs = self._book.new_observation(list(self.robots), self._lessons if self.lessons else [])
+            lane = Lane(patient, arrived_s, obs, self._take_brain())
+            self._book.open(lane)
         with self._on(lane):
             self._emit(EventKind.OBSERVATION, f'patient {patient.patient_id} arrived in {patient.room}; HCW '
                        f'#{patient.assigned_hcw_id} assigned' + waited, target=patient.room, cue='patient_arrival',
@@ -478,8 +370,8 @@ class ManagerCore:
             if record.escalation_id in self._announced:
                 return
             self._announced.add(record.escalation_id)
-            lane = (self._lanes.get(record.patient_id) if record.patient_id else
-                    self._lanes.get(self._task_case.get(record.task_id, '')) or self._sole_lane())
+            lane = (self._book.lanes.get(record.patient_id) if record.patient_id else
+                    self._book.of_task(record.task_id) or self._book.sole())
         if lane is None:
             return
 
@@ -503,11 +395,10 @@ class ManagerCore:
         escalation raised and decided at once, e.g. by the hospital's record, may come second).
         """
         with self._lock:
-            lane = next((lane for lane in self._lanes.values()
-                         if any(e.escalation_id == escalation_id for e in lane.obs.escalations)), None)
+            lane = self._book.with_escalation(escalation_id)
             if lane is None and escalation_id not in self._announced:
-                lane = self._sole_lane()   # a decision on one the manager has not seen yet (a restart)
-                if lane is None and len(self._lanes) > 1 and self._held_on != escalation_id:
+                lane = self._book.sole()   # a decision on one the manager has not seen yet (a restart)
+                if lane is None and len(self._book.lanes) > 1 and self._held_on != escalation_id:
                     self._early[escalation_id] = (escalation_id, decision, hcw_id, note, operator_id)
                     return
             released = bool(self._held_on) and self._held_on == escalation_id
@@ -542,7 +433,7 @@ class ManagerCore:
         """
         unique = list({s.hcw_id: s for s in reversed(staff)}.values())[::-1]
         with self._lock:
-            for obs in (self._team, *(lane.obs for lane in self._lanes.values())):
+            for obs in self._book.observations():
                 obs.staff = [s.model_copy() for s in unique]
                 obs.staff_ids = [s.hcw_id for s in unique]
 
@@ -551,9 +442,9 @@ class ManagerCore:
 
         It goes to the case of its task (every open case when it names none of theirs).
         """
-        lane = self._lane_of_task(instruction.task_id) if instruction.task_id else None
+        lane = self._book.of_task(instruction.task_id) if instruction.task_id else None
         with self._lock:
-            lanes = [lane] if lane is not None else list(self._lanes.values())
+            lanes = [lane] if lane is not None else list(self._book.lanes.values())
             if all(any(i.instruction_id == instruction.instruction_id for i in each.obs.instructions)
                    for each in lanes):
                 return
@@ -598,7 +489,7 @@ class ManagerCore:
         the task until then).
         """
         news = report.issue_code is not IssueCode.NONE or report.task_id in self._restored_running
-        lane = self._lane_of_task(report.task_id)
+        lane = self._book.of_task(report.task_id)
         with self._lock:
             record = next((t for t in lane.obs.tasks if t.task_id == report.task_id), None) if lane else None
             record = record.model_copy() if record is not None else None
@@ -607,9 +498,9 @@ class ManagerCore:
         if not news:
             return
         with self._lock:
-            if report.issue_code is IssueCode.ROBOT_LOST and report.robot not in self._team.lost_robots:
+            if report.issue_code is IssueCode.ROBOT_LOST and report.robot not in self._book.team.lost_robots:
                 # lost until team/liveness says it is back (that notice may come before or after this report)
-                for obs in (self._team, *(each.obs for each in self._lanes.values())):
+                for obs in self._book.observations():
                     if report.robot not in obs.lost_robots:
                         obs.lost_robots.append(report.robot)
                 self._lost_noticed.add(report.robot)
@@ -619,7 +510,7 @@ class ManagerCore:
     def on_liveness(self, node: str, state: str, restarted: bool, task_id: str) -> None:
         """Take the supervisor's notice that team node ``node`` was lost (``state`` 'lost') or is back ('back')."""
         with self._lock:
-            lost = node in self._team.lost_robots
+            lost = node in self._book.team.lost_robots
             if (state == 'lost') == lost and not (state == 'lost' and node in self._lost_noticed):
                 return   # team/liveness repeats nothing new to the brain
             self._lost_noticed.discard(node)
@@ -628,7 +519,7 @@ class ManagerCore:
                                         if task_id else '') + '.'
         else:
             cue = f'{node} is back ({"restarted" if restarted else "reconnected"}) and can take tasks again.'
-        with self._on(self._lane_of_task(task_id) if task_id else None):
+        with self._on(self._book.of_task(task_id) if task_id else None):
             self._emit(EventKind.OBSERVATION, cue, target=node, cue='robot_lost' if state == 'lost' else 'robot_back',
                        node=node, restarted=restarted, task_id=task_id)
 
@@ -646,7 +537,7 @@ class ManagerCore:
         later result of it is recorded as an observation and not judged again. The cases waiting
         for its robot are woken.
         """
-        lane = self._lane_of_task(record.task_id)
+        lane = self._book.of_task(record.task_id)
         if lane is None:
             return
         with self._on(lane):
@@ -655,15 +546,10 @@ class ManagerCore:
 
     def _robot_free(self, robot: str) -> None:
         """Wake the cases waiting for ``robot`` or for any robot of its role: its task ended."""
-        with self._lock:
-            woken = [lane for lane in self._lanes.values() if lane.parked in (robot, role_name(robot))]
-            for lane in woken:
-                lane.parked, lane.dirty = '', True
-                lane.obs.new.append(f'{robot} is free.')
-        if woken:
+        if self._book.robot_free(robot):
             self._wake.set()
 
-    def _judge(self, lane: _Lane, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
+    def _judge(self, lane: Lane, record: TaskRecord, report: TaskReportModel | None, error: str) -> None:
         with self._lock:
             current = next((t for t in lane.obs.tasks if t.task_id == record.task_id), None)
             ended = current is not None and current.state != 'running'
@@ -676,14 +562,7 @@ class ManagerCore:
                        reported_status=report.status.value if report is not None else '', error=error)
             return
         if report is not None:
-            problem = ''
-            if report.task_id != record.task_id or report.robot != record.robot:
-                problem = (f'report for {report.task_id} from {report.robot} does not match {record.task_id} '
-                           f'delegated to {record.robot}')
-            else:
-                ungrounded = report_contradictions(report, TaskFacts(record.room, record.hcw_id, record.delegated_s))
-                if ungrounded:   # a success the attached ground truth does not support
-                    problem = f'success on {report.task_id} not supported by its evidence: ' + '; '.join(ungrounded)
+            problem = report_problem(record, report)
             if problem:
                 self._emit(EventKind.REPORT_REJECTED, f'manager rejected the report on {record.task_id}',
                            target=record.task_id, reason=problem, task_id=record.task_id,
@@ -694,13 +573,7 @@ class ManagerCore:
             rec = next(t for t in obs.tasks if t.task_id == record.task_id)
             if rec.state != 'running':
                 return   # ended meanwhile by the other path (a lost robot's closure, its late result)
-            if report is None:
-                rec.state, rec.issue = 'failure', error
-            else:
-                rec.state, rec.issue, rec.issue_code = report.status.value, report.issue, report.issue_code
-                if report.status is TaskStatus.FAILURE:   # evidence the robot node attached, never the brain
-                    rec.final_failure = final_failure(report.evidence.get('tool_journal') or ())
-                rec.summary, rec.data = report.summary, report.data
+            record_result(rec, report, error)
             brain = lane.brain
             status, why = brain.judge(rec)
             self._emit(EventKind.JUDGMENT, f'manager judged {rec.task_id} a {status.value}', target=rec.task_id,
@@ -724,7 +597,7 @@ class ManagerCore:
         self._stopped.set()
         self._wake.set()
         with self._lock:
-            brains = {id(b): b for b in (self.brain, *(lane.brain for lane in self._lanes.values()))}
+            brains = {id(b): b for b in (self.brain, *(lane.brain for lane in self._book.lanes.values()))}
         for brain in brains.values():
             brain.cancel()
 
@@ -740,7 +613,7 @@ class ManagerCore:
         with self._lock:
             if self._held_on:   # a human decides first (the supervisor's hold)
                 return False
-            lanes = sorted((lane for lane in self._lanes.values() if lane.dirty), key=_Lane.key)
+            lanes = sorted((lane for lane in self._book.lanes.values() if lane.dirty), key=Lane.key)
         ran = False
         for lane in lanes:
             with self._on(lane):
@@ -749,15 +622,14 @@ class ManagerCore:
                 break
         return ran
 
-    def _step(self, lane: _Lane) -> bool:
+    def _step(self, lane: Lane) -> bool:
         """One decision round of ``lane``'s case."""
         with self._lock:
-            if self._held_on or lane.case_id not in self._lanes:
+            if self._held_on or lane.case_id not in self._book.lanes:
                 return False
             lane.dirty = False
-            lane.last_feedback, lane.round_feedback = lane.round_feedback, []
-            lane.obs.engaged_hcws = engaged_hcws({other.case_id: other.obs.outlines()
-                                                  for other in self._lanes.values() if other is not lane})
+            self._feedback.new_round(lane)
+            lane.obs.engaged_hcws = self._book.engaged_elsewhere(lane)
             snapshot = lane.obs.model_copy(deep=True)
             lane.obs.new.clear()
             lane.obs.feedback.clear()
@@ -784,8 +656,8 @@ class ManagerCore:
             except ToolError as exc:
                 self._emit(EventKind.DELEGATION_REFUSED, f'{action.action} failed', reason=str(exc),
                            action=action.model_dump(mode='json'), source=source)
-                self._feedback(lane, FeedbackKind.ACTION_FAILED, f'{action.action} failed: {exc}')
-            if self.finished.is_set() or lane.case_id not in self._lanes:
+                self._feedback.tell(lane, FeedbackKind.ACTION_FAILED, f'{action.action} failed: {exc}')
+            if self.finished.is_set() or lane.case_id not in self._book.lanes:
                 break
         return True
 
@@ -807,10 +679,11 @@ class ManagerCore:
                 already = ''
             if not already:
                 old = self.brain
-                olds = [old, *(lane.brain for lane in self._lanes.values() if lane.brain is not old), *self._spare]
+                olds = [old, *(lane.brain for lane in self._book.lanes.values() if lane.brain is not old),
+                        *self._spare]
                 self.taken_over = True
                 self.brain = self._take_brain()
-                for lane in self._lanes.values():
+                for lane in self._book.lanes.values():
                     lane.brain = self.brain if lane.brain is old else self._take_brain()
                 self._spare = []
                 self._held_on = ''
@@ -844,11 +717,11 @@ class ManagerCore:
         """Return who decides through ``brain``: the fallback after a takeover, else the brain's own source."""
         if self.taken_over:
             with self._lock:
-                if brain is self.brain or any(lane.brain is brain for lane in self._lanes.values()):
+                if brain is self.brain or any(lane.brain is brain for lane in self._book.lanes.values()):
                     return DecisionSource.FALLBACK.value
         return brain.decision_source
 
-    def _execute(self, lane: _Lane, action, source: str) -> None:
+    def _execute(self, lane: Lane, action, source: str) -> None:
         if isinstance(action, Delegate):
             self._delegate(lane, action, source)
         elif isinstance(action, Escalate):
@@ -858,7 +731,7 @@ class ManagerCore:
         elif isinstance(action, Finish):
             self._finish(lane, action, source)
 
-    def _finish(self, lane: _Lane, act: Finish, source: str) -> None:
+    def _finish(self, lane: Lane, act: Finish, source: str) -> None:
         """Close ``lane``'s case; open the most urgent waiting ones, or end the run (see ``cases``).
 
         A brain that finishes a case without its reflection recorded while the run goes on (a
@@ -867,8 +740,8 @@ class ManagerCore:
         """
         with self._lock:
             reflected = lane.obs.reflection_done
-            closed = len(self._closed) + 1
-            others = bool(self._waiting) or len(self._lanes) > 1
+            closed = len(self._book.closed) + 1
+            others = bool(self._book.waiting) or len(self._book.lanes) > 1
         if not reflected and (others or self.cases == 0 or closed < self.cases) and not self.taken_over:
             self.take_over(reason=f'the manager brain ended case {lane.case_id} without its reflection '
                                   f'({act.reason}); the run goes on')
@@ -877,16 +750,15 @@ class ManagerCore:
                    outcome=act.outcome, decided_by=source)
         starts = []
         with self._lock:
-            self._closed.append(ClosedCase(case_id=lane.case_id, outcome=act.outcome))
+            book = self._book
+            book.closed.append(ClosedCase(case_id=lane.case_id, outcome=act.outcome))
             self._drop_lane(lane)
-            self._last_obs = lane.obs
-            while self._waiting and (not self.cases_at_once or len(self._lanes) + len(starts) < self.cases_at_once):
-                chosen = next_case(WaitingCase(w.patient.patient_id, w.patient.esi_level, w.arrived_s)
-                                   for w in self._waiting.values())
-                starts.append(self._waiting.pop(chosen.patient_id))
-            ends = (not starts and not self._lanes and not self._waiting and self.cases > 0
-                    and len(self._closed) >= self.cases)
-            outcomes = [c.outcome for c in self._closed]
+            book.last_obs = lane.obs
+            while book.waiting and (not self.cases_at_once or len(book.lanes) + len(starts) < self.cases_at_once):
+                starts.append(book.next_waiting())
+            ends = (not starts and not book.lanes and not book.waiting and self.cases > 0
+                    and len(book.closed) >= self.cases)
+            outcomes = [c.outcome for c in book.closed]
         for entry in starts:
             self._start_case(entry.patient, f' (waited {self.ports.now() - entry.arrived_s:.0f} s for '
                              f'{lane.case_id})', entry.arrived_s)
@@ -920,16 +792,7 @@ class ManagerCore:
                    path_lengths_m={r: round(v, 3) for r, v in lengths.items()})
         return chosen
 
-    def _busy_elsewhere(self, lane: _Lane, robot: str) -> str:
-        """Return the ID of a task ``robot`` runs for another open case than ``lane``'s ('' none; lock held)."""
-        for other in self._lanes.values():
-            if other is not lane:
-                task = next((t for t in other.obs.tasks if t.robot == robot and t.state == 'running'), None)
-                if task is not None:
-                    return task.task_id
-        return ''
-
-    def _delegate(self, lane: _Lane, act: Delegate, source: str) -> None:
+    def _delegate(self, lane: Lane, act: Delegate, source: str) -> None:
         self._emit(EventKind.DELEGATION_REQUESTED, f'manager asks to delegate {act.task_type.value} to {act.robot}',
                    target=act.robot, reason=act.reason, source=source,
                    **act.model_dump(mode='json', exclude={'reason'}))
@@ -939,22 +802,22 @@ class ManagerCore:
                        f'delegation to {act.robot}', target=act.robot, reason='role misalignment',
                        who=Role.MANAGER.value, found=found, delegation=act.model_dump(mode='json'), source=source)
             act = strip_prefetched(act)
-            self._feedback(lane, FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried '
-                           'results (' + '; '.join(found) + '); they were removed: the robot does its own work.')
+            self._feedback.tell(lane, FeedbackKind.ROLE_MISALIGNMENT, 'Role misalignment: the delegation carried '
+                                'results (' + '; '.join(found) + '); they were removed: the robot does its own work.')
         candidates = role_robots(act.robot, self.robots)
         if not candidates:
             why = f"no robot '{act.robot}' in the team: expected one of {', '.join(self.robots)}"
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot}', target=act.robot,
                        reason=why, task_type=act.task_type.value, robot=act.robot, source=source)
-            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, why)
+            self._feedback.tell(lane, FeedbackKind.DELEGATION_REFUSED, why)
             return
         with self._lock:
             lost = all_lost_refusal(act.robot, self.robots, lane.obs.lost_robots)
-            busy = [self._busy_elsewhere(lane, r) for r in candidates]
+            busy = [self._book.busy_elsewhere(lane, r) for r in candidates]
         if lost:
             self._emit(EventKind.DELEGATION_REFUSED, f'cannot delegate to {act.robot} now', target=act.robot,
                        reason=lost, task_type=act.task_type.value, robot=act.robot, source=source)
-            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
+            self._feedback.tell(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {lost}')
             return
         free = [r for r, task in zip(candidates, busy) if not task and not lost_robot_refusal(r, lane.obs.lost_robots)]
         if not free:
@@ -970,8 +833,8 @@ class ManagerCore:
             if auth.rule is WorkflowRule.ROBOT_BUSY:   # a task it has not heard of yet: wait as for one it knows
                 self._wait_for_robot(lane, act.robot, '')
                 return
-            self._feedback(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
-                           auth.rule.value)
+            self._feedback.tell(lane, FeedbackKind.DELEGATION_REFUSED, f'Delegation refused: {auth.explanation}',
+                                auth.rule.value)
             if auth.rule is WorkflowRule.CASE:
                 self._follow_gate(lane, auth.case_id)
             return
@@ -985,7 +848,7 @@ class ManagerCore:
             if act.handles_task_id:
                 obs.handled_failures.append(act.handles_task_id)
         with self._lock:
-            self._task_case[record.task_id] = lane.case_id
+            self._book.track(record, lane)
         self._update(lane, '', add)
         if act.handles_task_id:
             self._emit(EventKind.ALTERNATIVE_PROPOSED, f'manager handles {act.handles_task_id} with {auth.task_id}',
@@ -1003,7 +866,7 @@ class ManagerCore:
             self._task_done(record, None, f'{act.robot} could not be reached: {exc}')
             raise
 
-    def _wait_for_robot(self, lane: _Lane, robot: str, busy_with: str) -> None:
+    def _wait_for_robot(self, lane: Lane, robot: str, busy_with: str) -> None:
         """Let ``lane``'s case wait for ``robot``, which runs another case's task: it decides again once it is free.
 
         Recorded once per wait (``waiting_for_robot``); its brain is told (typed feedback).
@@ -1012,21 +875,20 @@ class ManagerCore:
             first = lane.parked != robot
             lane.parked = robot
             lane.dirty = False
-            lane.obs.feedback.append(GuardFeedback(
-                kind=FeedbackKind.ROBOT_BUSY, text=f'{robot} runs {busy_with or "a task"} of another case; this '
-                f'case waits for it (you are told when it is free)'))
+            self._feedback.robot_busy(lane, robot, busy_with)
         if first:
             self._emit(EventKind.OBSERVATION, f'case {lane.case_id} waits for {robot}', target=robot,
                        reason=f'{robot} runs {busy_with or "a task of another case"}: one task at a time',
                        cue='waiting_for_robot', robot=robot, busy_with=busy_with)
         with self._lock:   # freed meanwhile (its report came while this case decided)
-            freed = bool(busy_with) and any(not self._busy_elsewhere(lane, r) for r in role_robots(robot, self.robots))
+            freed = bool(busy_with) and any(not self._book.busy_elsewhere(lane, r)
+                                            for r in role_robots(robot, self.robots))
             if freed and lane.parked == robot:
                 lane.parked, lane.dirty = '', True
         if freed:
             self._wake.set()
 
-    def _follow_gate(self, lane: _Lane, case_id: str) -> None:
+    def _follow_gate(self, lane: Lane, case_id: str) -> None:
         """Serve the case the gate serves when it is one of the waiting ones and ``lane``'s case has no task yet.
 
         Both sides open the most urgent waiting case (:func:`robot_team.cases.next_case`); they
@@ -1034,23 +896,23 @@ class ManagerCore:
         ``lane``'s case goes back to waiting (recorded as ``case_waiting``).
         """
         with self._lock:
-            entry = self._waiting.get(case_id)
-            if entry is None or lane.obs.tasks or lane.obs.patient is None or lane.case_id not in self._lanes:
+            entry = self._book.waiting.get(case_id)
+            if entry is None or lane.obs.tasks or lane.obs.patient is None or lane.case_id not in self._book.lanes:
                 return
             current = WaitingPatient(patient=lane.obs.patient, arrived_s=lane.arrived_s)
-            del self._waiting[case_id]
+            del self._book.waiting[case_id]
             self._drop_lane(lane)
-            self._waiting[current.patient.patient_id] = current
+            self._book.waiting[current.patient.patient_id] = current
         self._emit(EventKind.OBSERVATION, f'the gate serves case {case_id}: case {current.patient.patient_id} waits',
                    target=case_id, cue='case_waiting', serving=case_id, case_id=current.patient.patient_id)
         self._start_case(entry.patient, ' (the case the gate serves)', entry.arrived_s)
 
-    def _escalate(self, lane: _Lane, act: Escalate, source: str) -> None:
+    def _escalate(self, lane: Lane, act: Escalate, source: str) -> None:
         self._emit(EventKind.ESCALATION_REQUESTED, f'manager escalates {act.task_id}', target=act.task_id,
                    reason=act.reason, task_id=act.task_id, options=act.options, source=source)
         answer = self.ports.request_escalation(act.task_id, act.reason, list(act.options))
         if not answer.accepted:
-            self._feedback(lane, FeedbackKind.ESCALATION_REFUSED, f'Escalation refused: {answer.message}')
+            self._feedback.tell(lane, FeedbackKind.ESCALATION_REFUSED, f'Escalation refused: {answer.message}')
             return
 
         def change(obs):
@@ -1062,65 +924,13 @@ class ManagerCore:
             self._announced.add(answer.escalation_id)
         self._update(lane, '', change)
 
-    def _reflect(self, lane: _Lane, act: Reflect, source: str) -> None:
-        missing = act.reflection.missing_parts()
-        if missing:
-            self._emit(EventKind.REFLECTION_REJECTED, 'reflection incomplete', reason='; '.join(missing),
-                       missing=missing, reflection=act.reflection.model_dump(mode='json'), source=source)
-            self._feedback(lane, FeedbackKind.REFLECTION_INCOMPLETE,
-                           'Reflection refused, incomplete: ' + '; '.join(missing))
-            return
-        with self._lock:
-            tasks = [t.model_copy() for t in lane.obs.tasks]
-        wrong = reflection_contradictions(act.reflection, tasks)
-        if wrong:
-            self._emit(EventKind.REFLECTION_REJECTED, 'reflection contradicts the record', reason='; '.join(wrong),
-                       contradictions=wrong, reflection=act.reflection.model_dump(mode='json'), source=source)
-            self._feedback(lane, FeedbackKind.REFLECTION_CONTRADICTS,
-                           'Reflection refused, it contradicts the record: ' + '; '.join(wrong))
-            return
-        auth = self.ports.authorize(TaskType.REFLECTION.value, Role.MANAGER.value, 'all workflow steps are done',
-                                    case_id=lane.case_id)
-        if not auth.approved:
-            self._emit(EventKind.REFLECTION_REJECTED, 'supervisor refused the reflection now', reason=auth.explanation,
-                       rule=auth.rule.value, source=source)
-            self._feedback(lane, FeedbackKind.REFLECTION_REFUSED, f'Reflection refused: {auth.explanation}',
-                           auth.rule.value)
-            return
-        self._emit(EventKind.REFLECTION, 'manager wrote the reflection', target=auth.task_id, task_id=auth.task_id,
-                   source=source, **act.reflection.model_dump(mode='json'))
-        # Close the reflection step at the supervisor like any other task.
-        report = TaskReportModel(task_id=auth.task_id, task_type=TaskType.REFLECTION, robot=Role.MANAGER.value,
-                                 status=TaskStatus.SUCCESS, summary='reflection written', stamp_s=self.ports.now(),
-                                 data=act.reflection.model_dump(mode='json'))
-        answer = self.ports.submit_report(report)
-        if not answer.accepted:   # recorded by the supervisor as report_rejected; the deadline still runs
-            self._feedback(lane, FeedbackKind.REFLECTION_REFUSED, f'Reflection not recorded: {answer.explanation}')
+    def _reflect(self, lane: Lane, act: Reflect, source: str) -> None:
+        """Carry out a ``reflect`` action (:class:`~robot_team.core.manager_reflection.ReflectionStep`).
+
+        An accepted reflection's lessons are kept for the run's next cases and its case is told.
+        """
+        if not self._reflection.submit(lane, act, source):
             return
         with self._lock:   # kept for the run's next cases (the newest MAX_LESSONS, each once)
-            kept = [x for x in self._lessons if x not in act.reflection.lessons_learned]
-            self._lessons = (kept + list(dict.fromkeys(act.reflection.lessons_learned)))[-MAX_LESSONS:]
+            self._lessons = keep_lessons(self._lessons, act.reflection.lessons_learned)
         self._update(lane, 'Reflection accepted.', lambda o: setattr(o, 'reflection_done', True))
-
-
-def _without_news(obs: ManagerObservation) -> ManagerObservation:
-    """Return a copy of ``obs`` less what is new since its last decision (cues, guard feedback): what is stored."""
-    return obs.model_copy(deep=True, update={'new': [], 'feedback': []})
-
-
-def run_outcome(outcomes: list[str]) -> str:
-    """Return a run's outcome from its cases' outcomes (in order): the case's for one case.
-
-    Several: ``success`` when every case succeeded, else ``failure`` when one failed, else
-    ``escalated`` (people closed some); each case's own outcome is in the record (``case_closed``).
-
-    Raises
-    ------
-    ValueError
-        If ``outcomes`` is empty.
-    """
-    if not outcomes:
-        raise ValueError('a run outcome needs at least one case outcome')
-    if len(set(outcomes)) == 1:
-        return outcomes[0]
-    return 'failure' if 'failure' in outcomes else 'escalated'

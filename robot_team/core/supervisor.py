@@ -9,6 +9,11 @@ takes over the manager's role (a ``takeover`` directive), or the team holds (:me
 the hook of the stop-and-hold), or nothing beyond the escalation. The supervisor node
 (``robot_team.agents.supervisor_node``) maps its services, subscriptions and timer onto these
 methods; offline harnesses call them directly.
+
+The core composes: the book of its cases (:class:`~robot_team.core.supervisor_cases.SupervisorCases`),
+the deadlines' events (:mod:`robot_team.core.supervisor_deadlines`), the directives
+(:class:`~robot_team.core.supervisor_directives.Directives`) and the reports it closes itself
+(:mod:`robot_team.core.supervisor_reports`).
 """
 
 from __future__ import annotations
@@ -16,71 +21,22 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Mapping, Sequence
 
-from pydantic import BaseModel, Field
-
-from robot_team.cases import WaitingCase, later_case_prefix, next_case
+from robot_team.catalog import TASK_OWNER
+from robot_team.core.supervisor_cases import SupervisorCases
+from robot_team.core.supervisor_deadlines import missed_escalation, record_deadline_changes, record_missed
+from robot_team.core.supervisor_directives import HOLD, Directive, Directives
+from robot_team.core.supervisor_reports import lost_task_report, record_liveness
+from robot_team.core.supervisor_state import CaseArrival, SupervisorState
 from robot_team.escalation_model import EscalationRecord
 from robot_team.events import EventKind, case_emitter
-from robot_team.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
 from robot_team.liveness import LivenessChange
-from robot_team.catalog import TASK_OWNER
-from robot_team.reports import ReportError, TaskReportModel, TaskStatus, TaskType
+from robot_team.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
+from robot_team.reports import TaskReportModel, TaskType
 from robot_team.workflow import (
-    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowRule,
-    WorkflowState, engaged_hcws)
+    MANAGER_DEADLINES, Authorization, Deadline, DuplicateReport, StaffFacts, WorkflowPolicy, WorkflowRule)
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
-
-TAKEOVER = 'takeover'
-HOLD = 'hold'
-"""Directives (``robot_team/msg/SupervisorDirective``'s constants)."""
-
-STALL_OPTIONS = ['retry', 'abort']
-"""Decisions offered on an escalation of a stall ('retry': carry on with the safe default; 'abort': close)."""
-
-
-class Directive(BaseModel):
-    """A safe default the supervisor applies to a role (published as ``SupervisorDirective``)."""
-
-    directive_id: str
-    directive: str
-    target: str
-    escalation_id: str
-    deadline: str
-    reason: str
-
-
-class CaseArrival(BaseModel):
-    """A patient's arrival as the supervisor keeps it while their case waits (ROS time, s)."""
-
-    patient_id: str
-    room: str = ''
-    esi_level: int = Field(0, ge=0, le=5, description='ESI 1 (most urgent) to 5; 0 not triaged.')
-    assigned_hcw_id: str = ''
-    required_specialty: str = ''
-    arrived_s: float = 0.0
-
-
-class SupervisorState(BaseModel):
-    """Everything a restarted supervisor takes up besides the escalations' lifecycle (stored as JSON).
-
-    :meth:`SupervisorCore.state` makes it, :meth:`SupervisorCore.restore` takes it back; the
-    escalation desk stores it beside the escalations (:meth:`EscalationDesk.save_state
-    <robot_team.core.escalations.EscalationDesk.save_state>`).
-    """
-
-    workflow: WorkflowState = Field(description='Tasks, escalations, deadlines (ROS time, s), patient, closed.')
-    directives: int = Field(0, ge=0, description='Directives sent so far (the next is directive-<n+1>).')
-    took_over: bool = Field(False, description="Whether the protocol brain has the manager's role (safe default).")
-    others: list[WorkflowState] = Field(default_factory=list,
-                                        description='The other cases kept: the open ones, and closed ones with an '
-                                                    'escalation open (``workflow`` is the latest opened).')
-    waiting: list[CaseArrival] = Field(default_factory=list, description='Cases waiting for a free place.')
-    opened: list[CaseArrival] = Field(default_factory=list, description='The open cases\' arrivals.')
-    served: list[str] = Field(default_factory=list, description='Patients whose case was opened, in order.')
-    asked: list[str] = Field(default_factory=list,
-                             description='Waiting patients a person was asked to take (patient_unserved).')
 
 
 class SupervisorCore:
@@ -112,11 +68,6 @@ class SupervisorCore:
         refused (rule ``role``); a case waits for a robot only while every robot of the role
         runs another case's task.
 
-    Attributes
-    ----------
-    policy : WorkflowPolicy
-        The policy of the latest case opened (the one given before the first patient).
-
     Notes
     -----
     Not thread-safe on its own beyond what the policy guarantees: the node calls it from one
@@ -140,7 +91,7 @@ class SupervisorCore:
             raise ValueError(f'cases_at_once must be 0 (no limit) or more (got {cases_at_once!r})')
         self.cases_at_once = int(cases_at_once)
         self.robots = tuple(robots)
-        self.policy = policy
+        self._book = SupervisorCases(policy)          # the cases kept, waiting, opened, served, asked about
         self._about: WorkflowPolicy | None = None   # the case an operation is about (None: the latest opened)
         self._emit = case_emitter(emit, lambda: (self._about or self.policy).patient_id)
         self._publish_escalation = publish_escalation
@@ -170,15 +121,18 @@ class SupervisorCore:
         """Called with (patient ID, ROS time s) each time a case opens (the escalation desk sets it: a
         waiting case the hospital's record ended meanwhile is closed at once,
         :meth:`robot_team.core.escalations.EscalationDesk.close_case`)."""
-        self._publish_directive = publish_directive or (lambda _directive: None)
-        self._directives = 0
-        self._took_over = False
-        self._waiting: dict[str, CaseArrival] = {}
-        self._opened: dict[str, CaseArrival] = {}     # the arrivals of the open cases, by patient
-        self._served: list[str] = []
-        self._asked: set[str] = set()
-        self._cases: dict[str, WorkflowPolicy] = {}   # the open cases, closed ones with an escalation open
+        self._directives = Directives(self._emit, publish_directive or (lambda _directive: None))
         self._checked_s: float | None = None          # ROS time of the last deadline check, s
+
+    @property
+    def policy(self) -> WorkflowPolicy:
+        """The policy of the latest case opened (the one given before the first patient)."""
+        return self._book.latest
+
+    @property
+    def _cases(self) -> dict[str, WorkflowPolicy]:
+        """The cases kept, by patient (the book's): the open ones, closed ones with an escalation open."""
+        return self._book.kept
 
     @property
     def cases_kept(self) -> list[str]:
@@ -191,16 +145,12 @@ class SupervisorCore:
         delegation, a decision, a stored escalation) is refused and recorded, never applied to
         another case (:meth:`closed_case_of`).
         """
-        return list(self._cases)
+        return list(self._book.kept)
 
     @property
     def open_policies(self) -> list[WorkflowPolicy]:
         """The policies of the open cases (opened, reflection not recorded), in the order they opened."""
-        return [p for p in self._cases.values() if not p.done]
-
-    def _live_policies(self) -> list[WorkflowPolicy]:
-        """The open cases' policies, or the latest case's when none is open (before the first case, after the last)."""
-        return self.open_policies or [self.policy]
+        return self._book.open_policies
 
     @contextmanager
     def _on(self, policy: WorkflowPolicy | None):
@@ -213,11 +163,11 @@ class SupervisorCore:
 
     def tasks(self) -> list:
         """Return the tasks of every open case (``TaskState``), or of the latest case when none is open."""
-        return [t for p in self._live_policies() for t in p.snapshot().tasks]
+        return self._book.tasks()
 
     def postpone_deadlines(self, by_s: float) -> None:
         """Move every open case's pending deadlines ``by_s`` s later (the team was held: nobody could act)."""
-        for policy in self._live_policies():
+        for policy in self._book.live_policies():
             policy.postpone_deadlines(by_s)
 
     def restore_escalation(self, record: EscalationRecord) -> bool:
@@ -229,8 +179,8 @@ class SupervisorCore:
         was let go goes to no other case: an open one is recorded (``input_error``), a closed
         one needs nothing (the escalation desk keeps its record).
         """
-        policy = self._holder(record.escalation_id) or self._cases.get(record.patient_id)
-        if policy is None and (record.patient_id == self.policy.patient_id or not self._served):
+        policy = self._book.holder(record.escalation_id) or self._book.kept.get(record.patient_id)
+        if policy is None and (record.patient_id == self.policy.patient_id or not self._book.served):
             policy = self.policy
         if policy is None:
             if record.is_open:
@@ -245,12 +195,7 @@ class SupervisorCore:
 
     def state(self) -> SupervisorState:
         """Return what a restarted supervisor takes up (:meth:`restore`): the cases kept, the waiting ones."""
-        others = [p.state() for p in self._cases.values() if p is not self.policy]
-        return SupervisorState(workflow=self.policy.state(), others=others, directives=self._directives,
-                               took_over=self._took_over, waiting=list(self._waiting.values()),
-                               opened=[self._opened[p.patient_id] for p in self.open_policies
-                                       if p.patient_id in self._opened],
-                               served=list(self._served), asked=sorted(self._asked))
+        return self._book.state(self._directives.sent, self._directives.took_over)
 
     def restore(self, state: SupervisorState) -> None:
         """Take up a stored :class:`SupervisorState` after a restart, recording nothing.
@@ -264,19 +209,9 @@ class SupervisorCore:
         ValueError
             If the policy is not fresh or the workflow state is inconsistent (nothing changes then).
         """
-        self.policy.restore(state.workflow)
-        for other in state.others:
-            policy = WorkflowPolicy(self.policy.deadlines, id_prefix=other.id_prefix)
-            policy.restore(other)
-            self._cases[other.patient_id] = policy
-        if state.workflow.patient_id:
-            self._cases[state.workflow.patient_id] = self.policy
-        self._directives = state.directives
-        self._took_over = state.took_over
-        self._waiting = {c.patient_id: c.model_copy() for c in state.waiting}
-        self._opened = {c.patient_id: c.model_copy() for c in state.opened}
-        self._served = list(state.served)
-        self._asked = set(state.asked)
+        self._book.restore(state)
+        self._directives.sent = state.directives
+        self._directives.took_over = state.took_over
         self.let_go_closed()
 
     def on_patient_arrival(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
@@ -294,7 +229,7 @@ class SupervisorCore:
             self._emit(EventKind.INPUT_ERROR, 'ignored a patient cue without an ID',
                        reason='a patient cue needs a patient ID')
             return False
-        if patient_id in self._served or patient_id in self._waiting:
+        if patient_id in self._book.served or patient_id in self._book.waiting:
             return False
         try:
             arrival = CaseArrival(patient_id=patient_id, room=str(room), esi_level=int(esi_level),
@@ -305,9 +240,9 @@ class SupervisorCore:
                        reason=str(exc), patient_id=patient_id, esi_level=esi_level)
             return False
         open_cases = [p.patient_id for p in self.open_policies]
-        if self._full():
+        if self._book.full(self.cases_at_once):
             serving = ', '.join(open_cases)
-            self._waiting[patient_id] = arrival
+            self._book.waiting[patient_id] = arrival
             self._emit(EventKind.CASE_WAITING, f'case {patient_id} ({room or "?"}, ESI {esi_level or "?"}) waits: the '
                        f'team serves {serving}', target=room, reason=f'{self.cases_at_once} case(s) at once; '
                        f'{serving} in progress, never replaced by another patient', case_id=patient_id,
@@ -318,18 +253,13 @@ class SupervisorCore:
 
     def _start_case(self, arrival: CaseArrival, now_s: float) -> None:
         """Give ``arrival``'s case the gate (a fresh policy after the first case) and start its deadlines."""
-        if self._served:   # a later case: a fresh policy; the first case keeps the one the node gave
-            self.policy = WorkflowPolicy(self.policy.deadlines, id_prefix=later_case_prefix(arrival.patient_id))
-        self._cases[arrival.patient_id] = self.policy
-        self._served.append(arrival.patient_id)
-        self._waiting.pop(arrival.patient_id, None)
-        self._opened[arrival.patient_id] = arrival
-        self.policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
-                                    required_specialty=arrival.required_specialty,
-                                    arrived_s=None if arrival.patient_id in self._asked else arrival.arrived_s)
+        policy = self._book.start(arrival)
+        policy.patient_arrived(arrival.patient_id, now_s, assigned_hcw_id=arrival.assigned_hcw_id,
+                               required_specialty=arrival.required_specialty,
+                               arrived_s=None if arrival.patient_id in self._book.asked else arrival.arrived_s)
         self._emit(EventKind.CASE_OPENED, f'case {arrival.patient_id} opened ({arrival.room or "?"}, ESI '
                    f'{arrival.esi_level or "?"})', target=arrival.room, case_id=arrival.patient_id,
-                   waited_s=round(now_s - arrival.arrived_s, 3), id_prefix=self.policy.id_prefix,
+                   waited_s=round(now_s - arrival.arrived_s, 3), id_prefix=policy.id_prefix,
                    **arrival.model_dump())
         self._record_deadline_changes()
         if self.on_case_opened is not None:
@@ -341,65 +271,17 @@ class SupervisorCore:
         ``'open'``, ``'closing'`` (an ``abort`` was decided, the reflection is not recorded yet),
         ``'closed'``, ``'waiting'`` or ``'unknown'`` (no case here).
         """
-        if patient_id in self._waiting:
-            return 'waiting'
-        policy = self._cases.get(patient_id)
-        if policy is None and patient_id and patient_id == self.policy.patient_id:
-            policy = self.policy
-        if policy is None:
-            return 'closed' if patient_id in self._served else 'unknown'
-        if policy.done:
-            return 'closed'
-        return 'closing' if policy.closed else 'open'
+        return self._book.case_state(patient_id)
 
     def _next_case(self, now_s: float) -> None:
         """Start the most urgent waiting cases while fewer than ``cases_at_once`` are open."""
-        while self._waiting and not self._full():
-            chosen = next_case(WaitingCase(c.patient_id, c.esi_level, c.arrived_s) for c in self._waiting.values())
-            self._start_case(self._waiting[chosen.patient_id], now_s)
-
-    def _full(self) -> bool:
-        """Whether ``cases_at_once`` cases are open (never with no limit)."""
-        return 0 < self.cases_at_once <= len(self.open_policies)
+        while self._book.waiting and not self._book.full(self.cases_at_once):
+            self._start_case(self._book.most_urgent_waiting(), now_s)
 
     @property
     def waiting(self) -> list[CaseArrival]:
         """The cases waiting for a place (``cases_at_once``), in arrival order."""
-        return list(self._waiting.values())
-
-    def _policy_of_task(self, task_id: str) -> WorkflowPolicy | None:
-        """Return the policy of the case whose task ``task_id`` is (IDs are unique in a run).
-
-        None when it names a case that closed and was let go; the latest case's for '' or an
-        ID no case has (that policy refuses it).
-        """
-        if not task_id:
-            return self.policy
-        holder = self._holder(task_id)
-        if holder is not None:
-            return holder
-        return None if self.closed_case_of(task_id) else self.policy
-
-    def _holder(self, item_id: str) -> WorkflowPolicy | None:
-        """Return the policy kept (or the latest case's) that has a task or escalation ``item_id``; None if none."""
-        if item_id:
-            for policy in (self.policy, *reversed(self._cases.values())):
-                snap = policy.snapshot()
-                if snap.task(item_id) is not None or snap.escalation(item_id) is not None:
-                    return policy
-        return None
-
-    def _case_named(self, item_id: str) -> str:
-        """Return the served patient whose case's ID prefix a task's or escalation's ID carries ('' none).
-
-        A later case's IDs start with :func:`~robot_team.cases.later_case_prefix`; the first
-        case's have no prefix.
-        """
-        item_id = str(item_id or '')
-        later = [p for p in self._served[1:] if item_id.startswith(later_case_prefix(p))]
-        if later:
-            return max(later, key=len)
-        return self._served[0] if item_id and self._served and '/' not in item_id else ''
+        return list(self._book.waiting.values())
 
     def closed_case_of(self, item_id: str) -> str:
         """Return the patient whose closed case a task or escalation ID belongs to ('' if open or none).
@@ -408,14 +290,7 @@ class SupervisorCore:
         (:attr:`cases_kept`), else let go. An ID no case has is placed by its prefix (e.g.
         ``P-0777/esc-2``: case ``P-0777``).
         """
-        holder = self._holder(item_id)
-        if holder is None:
-            patient = self._case_named(item_id)
-            holder = self._cases.get(patient) or (self.policy if patient and patient == self.policy.patient_id
-                                                  else None)
-            if holder is None:   # served, neither kept nor the latest: closed and let go
-                return patient
-        return holder.patient_id if holder.done else ''
+        return self._book.closed_case_of(item_id)
 
     def _let_go(self, policy: WorkflowPolicy) -> bool:
         """Drop ``policy``'s case if it is kept, closed, and none of its escalations is open; return whether.
@@ -423,13 +298,7 @@ class SupervisorCore:
         Its patient stays served. An escalation the desk expired is no longer open
         (:attr:`escalation_settled`), though the workflow keeps it as it was.
         """
-        if not policy.patient_id or self._cases.get(policy.patient_id) is not policy or not policy.done:
-            return False
-        settled = self.escalation_settled or (lambda _escalation_id: False)
-        if any(e.is_open and not settled(e.escalation_id) for e in policy.snapshot().escalations):
-            return False
-        del self._cases[policy.patient_id]
-        return True
+        return self._book.let_go(policy, self.escalation_settled)
 
     def let_go_closed(self) -> list[str]:
         """Let go of every closed case kept with no escalation open any more; return their patients.
@@ -438,7 +307,7 @@ class SupervisorCore:
         :meth:`robot_team.core.escalations.EscalationDesk.restore`); a live core lets a case go
         when it closes, when a person decides on its escalation and when one expires.
         """
-        return [p.patient_id for p in list(self._cases.values()) if self._let_go(p)]
+        return [p.patient_id for p in list(self._book.kept.values()) if self._let_go(p)]
 
     def escalation_expired(self, escalation_id: str) -> bool:
         """Take note that the escalation desk expired ``escalation_id``; return whether its case was let go.
@@ -446,32 +315,8 @@ class SupervisorCore:
         The workflow keeps the escalation as it was (an expiry is no person's decision); a closed
         case whose last open escalation it was is let go. An unknown ID changes nothing.
         """
-        holder = self._holder(escalation_id)
+        holder = self._book.holder(escalation_id)
         return holder is not None and self._let_go(holder)
-
-    def _keep(self, policy: WorkflowPolicy) -> None:
-        """Keep ``policy``'s case again: a closed case let go has an escalation open (e.g. the latest case's)."""
-        if policy.patient_id and policy.done:
-            self._cases.setdefault(policy.patient_id, policy)
-
-    def _busy_elsewhere(self, robot: str, policy: WorkflowPolicy) -> str:
-        """Return the ID of a task ``robot`` runs for another open case than ``policy``'s ('' none)."""
-        for other in self.open_policies:
-            if other is policy:
-                continue
-            task = next((t for t in other.snapshot().tasks if t.status == 'running' and t.robot == robot), None)
-            if task is not None:
-                return task.task_id
-        return ''
-
-    def _engaged_elsewhere(self, policy: WorkflowPolicy) -> dict[str, str]:
-        """Return the HCWs the other open cases than ``policy``'s have (:func:`~robot_team.workflow.engaged_hcws`)."""
-        return engaged_hcws({p.patient_id: p.outlines() for p in self.open_policies if p is not policy})
-
-    def _gate_case(self) -> str:
-        """Return the case a refusal by rule ``case`` names: the latest opened with no task yet, else the latest."""
-        fresh = [p for p in self.open_policies if not p.snapshot().tasks]
-        return (fresh[-1] if fresh else self.policy).patient_id
 
     def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
                   hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None,
@@ -484,7 +329,7 @@ class SupervisorCore:
         no task yet (the one that took its place), or the case itself when it closed and was let
         go. A task for a robot that runs another open case's task is refused (rule ``robot_busy``).
         """
-        policy = self._cases.get(case_id) if case_id else self.policy
+        policy = self._book.kept.get(case_id) if case_id else self.policy
         with self._on(policy):
             return self._authorize(policy, task_type, robot, reason, requested_by, now_s, hcw_id, staff, case_id)
 
@@ -492,7 +337,7 @@ class SupervisorCore:
                    now_s: float, hcw_id: str, staff: Mapping[str, StaffFacts] | None, case_id: str) -> Authorization:
         """:meth:`authorize` for ``policy``'s case (None: ``case_id`` is not open here)."""
         owns = task_type in {t.value for t in TaskType} and role_name(robot) == TASK_OWNER[TaskType(task_type)]
-        busy = (self._busy_elsewhere(robot, policy)   # a robot not of the role: rule role
+        busy = (self._book.busy_elsewhere(robot, policy)   # a robot not of the role: rule role
                 if policy is not None and owns and robot != Role.MANAGER.value else '')
         if robot not in (*self.robots, Role.MANAGER.value) and requested_by == Role.MANAGER.value:
             mates = [r for r in self.robots if role_name(r) == role_name(robot)]
@@ -500,13 +345,13 @@ class SupervisorCore:
                                  case_id=case_id, explanation=f"no robot '{robot}' in the team: "
                                  + (f"{robot}'s robots are {', '.join(mates)}" if mates else
                                     f"expected one of {', '.join(self.robots)}"))
-        elif policy is None and case_id in self._served:   # closed, and let go
+        elif policy is None and case_id in self._book.served:   # closed, and let go
             serving = ', '.join(p.patient_id for p in self.open_policies) or 'no case'
             auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
                                  case_id=case_id, explanation=f'case {case_id} is closed (its reflection was '
                                  f'recorded): nothing more is delegated for it; the team serves {serving} now')
         elif policy is None:
-            serving = self._gate_case()
+            serving = self._book.gate_case()
             auth = Authorization(approved=False, rule=WorkflowRule.CASE, task_type=task_type, robot=robot,
                                  case_id=serving, explanation=f'the team serves case {serving or "(none yet)"} now; '
                                  f'case {case_id} waits until a case closes (the most urgent waiting case is next)')
@@ -516,7 +361,7 @@ class SupervisorCore:
                                  f'robot runs one task at a time; case {policy.patient_id} waits for it')
         else:
             auth = policy.authorize(task_type, robot, reason, requested_by, now_s, hcw_id=hcw_id, staff=staff,
-                                    engaged=self._engaged_elsewhere(policy))
+                                    engaged=self._book.engaged_elsewhere(policy))
             auth.case_id = policy.patient_id
         data = dict(task_type=task_type, robot=robot, requested_by=requested_by, request_reason=reason,
                     rule=auth.rule.value, requested_hcw_id=hcw_id, hcw_id=auth.hcw_id)
@@ -538,7 +383,7 @@ class SupervisorCore:
         received; default: the report's fields), never dropped. A report on a task of a case that
         closed and was let go is rejected so too, naming that case (never given to another case).
         """
-        policy = self._policy_of_task(report.task_id)
+        policy = self._book.policy_of_task(report.task_id)
         if policy is None:
             closed = self.closed_case_of(report.task_id)
             why = (f'case {closed} is closed: the report on {report.task_id} comes after its reflection was '
@@ -559,8 +404,8 @@ class SupervisorCore:
                 self._emit(EventKind.CASE_CLOSED, f'case {policy.patient_id} closed by {task.task_id}',
                            target=task.task_id, case_id=policy.patient_id, task_id=task.task_id,
                            closed_by_abort=policy.closed)
-                self._opened.pop(policy.patient_id, None)
-                self._asked.discard(policy.patient_id)
+                self._book.opened.pop(policy.patient_id, None)
+                self._book.asked.discard(policy.patient_id)
                 self._let_go(policy)
         self._next_case(now_s)
         return True, f'{task.task_id} ({task.task_type.value}) recorded as {task.status}'
@@ -584,7 +429,7 @@ class SupervisorCore:
         """
         task, about = None, None
         if change.state == 'lost' and change.node in self.robots:
-            for policy in self._live_policies():
+            for policy in self._book.live_policies():
                 task = policy.robot_lost(change.node, now_s)
                 if task is not None:
                     about = policy
@@ -594,28 +439,9 @@ class SupervisorCore:
 
     def _record_liveness(self, change: LivenessChange, task, now_s: float) -> TaskReportModel | None:
         """:meth:`liveness_changed`'s record, with ``task`` the lost robot's task it recovered (None: none)."""
-        task_id = ''
-        report = None
-        if task is not None:
-            task_id = task.task_id
-            report = TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=task.robot,
-                                     status=TaskStatus.FAILURE, issue=task.issue, issue_code=task.issue_code,
-                                     summary=task.summary, stamp_s=now_s,
-                                     data={'lost_instance': change.instance_id, 'noticed_by': change.noticed_by})
-        if change.state == 'lost':
-            self._emit(EventKind.ROBOT_LOST, f'{change.node} lost ({change.noticed_by})'
-                       + (f': {task_id} recovered as a failure' if task_id else ''), target=change.node,
-                       reason=f'{change.node} stopped answering: noticed by its {change.noticed_by}',
-                       node=change.node, task_id=task_id, noticed_by=change.noticed_by,
-                       instance_id=change.instance_id)
-        else:
-            how = 'restarted' if change.restarted else 'reconnected'
-            self._emit(EventKind.ROBOT_BACK, f'{change.node} back ({how}) after {change.lost_for_s:g} s',
-                       target=change.node, node=change.node, restarted=change.restarted,
-                       instance_id=change.instance_id, lost_for_s=change.lost_for_s)
+        report = lost_task_report(task, change, now_s) if task is not None else None
+        record_liveness(change, report, self._emit)
         if report is not None:
-            self._emit(EventKind.TASK_REPORT, f'supervisor closes {task_id}: {change.node} was lost', target=task_id,
-                       reason=report.issue, **report.model_dump(mode='json'))
             self._record_deadline_changes()
             self._publish_report(report)
         return report
@@ -628,8 +454,8 @@ class SupervisorCore:
         the latest case opened; a closed one is kept until the escalation is decided or expires).
         A task of a case that closed and was let go is refused (recorded as ``input_error``).
         """
-        policy = self._cases.get(case_id) if case_id and not task_id else None
-        policy = policy or self._policy_of_task(task_id)
+        policy = self._book.kept.get(case_id) if case_id and not task_id else None
+        policy = policy or self._book.policy_of_task(task_id)
         if policy is None:
             closed = self.closed_case_of(task_id)
             why = f'case {closed} is closed: {task_id} cannot be escalated (its reflection was recorded)'
@@ -643,7 +469,7 @@ class SupervisorCore:
                 self._emit(EventKind.INPUT_ERROR, f'refused an escalation of {task_id!r}', target=task_id,
                            reason=str(exc), task_id=task_id, request_reason=reason, options=list(options))
                 return False, '', str(exc)
-            self._keep(policy)
+            self._book.keep(policy)
             self._record_deadline_changes()
             self._announce(escalation_id, policy)
         return True, escalation_id, f'{escalation_id} opened and sent to the human operators'
@@ -656,7 +482,7 @@ class SupervisorCore:
         ``input_error`` naming that case) and changes no case. A decision that leaves a closed
         case with no escalation open lets the case go.
         """
-        policy = self._holder(escalation_id)
+        policy = self._book.holder(escalation_id)
         if policy is None:
             closed = self.closed_case_of(escalation_id)
             if closed:
@@ -693,7 +519,7 @@ class SupervisorCore:
         """
         self._wait_for_robots(now_s)
         opened = []
-        for policy in self._live_policies():
+        for policy in self._book.live_policies():
             if policy.done:   # a closed case (the latest, none open) has no deadline left to miss
                 continue
             with self._on(policy):
@@ -716,10 +542,10 @@ class SupervisorCore:
             return
         for policy in self.open_policies:
             steps = policy.next_steps()
-            waits = steps and all(self._busy_elsewhere(r, policy) for kind in steps for r in self.robots
+            waits = steps and all(self._book.busy_elsewhere(r, policy) for kind in steps for r in self.robots
                                   if role_name(r) == TASK_OWNER[kind])
             if not waits and not policy.outlines():   # ... or for its assigned HCW, whom another open case has
-                waits = policy.snapshot().assigned_hcw_id in self._engaged_elsewhere(policy)
+                waits = policy.snapshot().assigned_hcw_id in self._book.engaged_elsewhere(policy)
             if waits:
                 for kind in ('decision', 'issue_handling'):
                     policy.postpone_deadlines(now_s - since, kind)
@@ -728,25 +554,9 @@ class SupervisorCore:
         """Escalate every deadline of ``policy``'s case missed by ``now_s``; return the escalation IDs opened."""
         opened = []
         for deadline in policy.due(now_s):
-            if deadline.kind == 'issue_handling':
-                reason = (f'manager did not handle the failure of {deadline.task_id} within '
-                          f'{deadline.duration_s:g} s')
-            elif deadline.kind == 'decision':
-                reason = (f'manager took no step within {deadline.duration_s:g} s after {deadline.cue}: no '
-                          f'delegation, escalation or reflection')
-            elif deadline.kind == 'onboarding':
-                reason = (f'the onboarding did not end within {deadline.duration_s:g} s after {deadline.cue}: no '
-                          f'reflection recorded')
-            else:
-                task = policy.snapshot().task(deadline.task_id)
-                reason = (f'{task.robot} did not report on {deadline.task_id} ({deadline.task_type.value}) '
-                          f'within {deadline.duration_s:g} s')
-            self._emit(EventKind.DEADLINE_MISSED, f'{deadline.kind} deadline ({_about(deadline)}) missed',
-                       target=deadline.task_id, reason=reason, **deadline_data(deadline))
-            about_task = deadline.kind in ('task', 'issue_handling')   # else about the onboarding
-            options = ['retry', 'reassign', 'abort'] if about_task else STALL_OPTIONS
-            escalation_id = policy.open_escalation(deadline.task_id if about_task else '', SUPERVISOR, reason,
-                                                   options, now_s)
+            reason = record_missed(policy, deadline, self._emit)
+            task_id, options = missed_escalation(deadline)   # about its task, else about the onboarding
+            escalation_id = policy.open_escalation(task_id, SUPERVISOR, reason, options, now_s)
             self._record_deadline_changes()
             self._announce(escalation_id, policy)
             opened.append(escalation_id)
@@ -765,16 +575,16 @@ class SupervisorCore:
         and move on after it, so a case the hold is not about would otherwise wait unseen.
         """
         limit = self.policy.deadlines.onboarding_s
-        for case in [*self._waiting.values(), *self._unasked_open(now_s, limit)]:
+        for case in [*self._book.waiting.values(), *self._book.unasked_open(now_s, limit)]:
             waited = now_s - case.arrived_s
-            if case.patient_id in self._asked or waited < limit:
+            if case.patient_id in self._book.asked or waited < limit:
                 continue
-            self._asked.add(case.patient_id)
+            self._book.asked.add(case.patient_id)
             serving = ', '.join(p.patient_id for p in self.open_policies if p.patient_id != case.patient_id)
             unserved = dict(patient_id=case.patient_id, room=case.room, esi_level=case.esi_level,
                             assigned_hcw_id=case.assigned_hcw_id, required_specialty=case.required_specialty,
                             serving=serving, waited_s=round(waited, 3))
-            started = 'did not start' if case.patient_id in self._waiting else 'did not end'
+            started = 'did not start' if case.patient_id in self._book.waiting else 'did not end'
             self._emit(EventKind.PATIENT_UNSERVED, f'patient {case.patient_id} has waited {waited:.0f} s for the '
                        f'team (serving {serving or "their case"}): a person is asked to take them', target=case.room,
                        reason=f'case {case.patient_id} {started} within the onboarding deadline '
@@ -783,38 +593,10 @@ class SupervisorCore:
             if self.on_unserved_patient is not None:
                 self.on_unserved_patient(**unserved, now_s=now_s)
 
-    def _unasked_open(self, now_s: float, limit_s: float) -> list[CaseArrival]:
-        """The open cases whose patient waited ``limit_s`` by ``now_s`` with no person asked about them."""
-        unasked = []
-        for policy in self.open_policies:
-            arrival = self._opened.get(policy.patient_id)
-            if arrival is None or now_s - arrival.arrived_s < limit_s:
-                continue
-            late_s = arrival.arrived_s + limit_s
-            snap = policy.snapshot()
-            missed = any(d.kind == 'onboarding' and d.state == 'missed' for d in snap.deadlines)
-            asked = any(e.is_open or (e.closed_s is not None and e.closed_s >= late_s) for e in snap.escalations)
-            if not missed and not asked:
-                unasked.append(arrival)
-        return unasked
-
     def _apply_safe_default(self, deadline: Deadline, escalation_id: str, reason: str) -> None:
         """Apply the configured safe default for a stall of the manager (after its escalation)."""
-        policy = self.policy.deadlines.safe_default
-        if policy == TAKEOVER and self._took_over:
-            policy = 'escalate'   # the protocol brain already has the role; the human is paged
-        if policy == 'escalate':
-            self._emit(EventKind.SAFE_DEFAULT, f'{deadline.kind} deadline missed: escalation {escalation_id} only',
-                       target=Role.MANAGER.value, reason=reason, directive='escalate', escalation_id=escalation_id,
-                       **deadline_data(deadline))
-            return
-        if policy == HOLD:
-            self.hold_team(escalation_id, reason, deadline)
-            return
-        self._took_over = True
-        if self.on_takeover is not None:
-            self.on_takeover(escalation_id)
-        self._direct(TAKEOVER, Role.MANAGER.value, escalation_id, deadline, reason)
+        self._directives.apply_safe_default(self.policy.deadlines.safe_default, deadline, escalation_id, reason,
+                                            hold_team=self.hold_team, on_takeover=self.on_takeover)
 
     def hold_team(self, escalation_id: str, reason: str, deadline: Deadline | None = None) -> Directive:
         """Hold the team until a human decides on ``escalation_id``: the safe default ``hold``.
@@ -826,19 +608,7 @@ class SupervisorCore:
         """
         if self.on_hold_team is not None:
             self.on_hold_team(escalation_id, reason)
-        return self._direct(HOLD, Role.MANAGER.value, escalation_id, deadline, reason)
-
-    def _direct(self, directive: str, target: str, escalation_id: str, deadline: Deadline | None,
-                reason: str) -> Directive:
-        self._directives += 1
-        sent = Directive(directive_id=f'directive-{self._directives}', directive=directive, target=target,
-                         escalation_id=escalation_id, deadline=deadline.kind if deadline else '', reason=reason)
-        self._emit(EventKind.SAFE_DEFAULT, f'{sent.directive_id}: {directive} of the {target} ({escalation_id})',
-                   target=target, reason=reason, role=target,
-                   **sent.model_dump(exclude={'reason', 'deadline', 'target'}),
-                   **(deadline_data(deadline) if deadline else {}))
-        self._publish_directive(sent)
-        return sent
+        return self._directives.direct(HOLD, Role.MANAGER.value, escalation_id, deadline, reason)
 
     def _announce(self, escalation_id: str, policy: WorkflowPolicy) -> None:
         esc = policy.snapshot().escalation(escalation_id)
@@ -853,47 +623,4 @@ class SupervisorCore:
         about = [self._about] if self._about is not None else []
         for policy in {id(p): p for p in (*self.open_policies, self.policy, *about)}.values():
             with self._on(policy):
-                self._record_changes(policy)
-
-    def _record_changes(self, policy: WorkflowPolicy) -> None:
-        for change in policy.take_deadline_changes():
-            deadline = change.deadline
-            if change.change == 'started':
-                self._emit(EventKind.DEADLINE_STARTED, f'{deadline.kind} deadline ({_about(deadline)}): '
-                           f'{deadline.duration_s:g} s', target=deadline.task_id, reason=_deadline_reason(deadline),
-                           **deadline_data(deadline))
-            else:
-                self._emit(EventKind.DEADLINE_MET, f'{deadline.kind} deadline ({_about(deadline)}) met by '
-                           f'{deadline.met_by}', target=deadline.task_id, **deadline_data(deadline))
-
-
-def parse_report(parse: Callable[[], TaskReportModel], raw: Callable[[], dict],
-                 core: SupervisorCore) -> TaskReportModel | None:
-    """Return ``parse()``, or record the :class:`ReportError` it raises (with ``raw()``) and return None."""
-    try:
-        return parse()
-    except ReportError as exc:
-        core.reject_report(str(exc), raw())
-        return None
-
-
-def deadline_data(deadline: Deadline) -> dict:
-    """Return a deadline's fields for an event's data (s of ROS time)."""
-    return {'task_id': deadline.task_id, 'task_type': deadline.task_type.value if deadline.task_type else '',
-            'deadline': deadline.kind, 'deadline_s': deadline.duration_s, 'started_s': deadline.started_s,
-            'due_s': deadline.due_s, 'met_by': deadline.met_by, 'cue': deadline.cue}
-
-
-def _about(deadline: Deadline) -> str:
-    return deadline.task_id or deadline.cue
-
-
-def _deadline_reason(deadline: Deadline) -> str:
-    if deadline.kind == 'issue_handling':
-        return (f'{deadline.task_id} failed: the manager must delegate {deadline.task_type.value} again or '
-                f'escalate {deadline.task_id}')
-    if deadline.kind == 'decision':
-        return f'after {deadline.cue}: the manager must delegate, escalate or reflect'
-    if deadline.kind == 'onboarding':
-        return f'after {deadline.cue}: the onboarding must end with the reflection'
-    return f'{deadline.task_id} must report'
+                record_deadline_changes(policy, self._emit)

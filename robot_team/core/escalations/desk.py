@@ -19,7 +19,7 @@ from robot_team.core.escalations.lifecycle import (
     Refusal, id_number)
 from robot_team.core.escalations.policy import EscalationPolicy
 from robot_team.core.escalations.store import EscalationStore
-from robot_team.core.supervisor import SupervisorState
+from robot_team.core.supervisor_state import SupervisorState
 from robot_team.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
 from robot_team.events import EventKind

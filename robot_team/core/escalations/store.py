@@ -71,7 +71,7 @@ class SavedState(NamedTuple):
     """The supervisor's state as last stored (:meth:`EscalationStore.saved_state`)."""
 
     state_json: str
-    """The state as JSON (:class:`robot_team.core.supervisor.SupervisorState`), not yet validated."""
+    """The state as JSON (:class:`robot_team.core.supervisor_state.SupervisorState`), not yet validated."""
     saved_s: float
     """ROS time of the save, s."""
     saved_wall: float
