@@ -10,7 +10,7 @@ Two clock modes (:data:`CLOCK_MODES`) for the simulator's clock source (``motion
     Conservative synchronisation: sim time advances in steps of ``max_step_size`` sim seconds
     (Gazebo's name for its physics step), and the source publishes the next step only once every
     node that follows the clock has acknowledged the current one (each acknowledges each ``/clock``
-    value it processed on ``team/clock_acks``, :mod:`robot_team.rosclock`). Every node thus sees
+    value it processed on ``team/clock_acks``, :mod:`robot_team.ros.clock`). Every node thus sees
     every sim time in order, and sim time never runs ahead of the slowest node by more than one
     step: the same decisions under any load, as fast as the team keeps up. A positive
     ``real_time_factor`` caps the speed (0: no cap). The lockstep LLM hold

@@ -1,10 +1,10 @@
 """The team's event record: every decision, tool call, report and escalation, timestamped.
 
 This module holds the events as data (:class:`TeamEventModel`, :class:`EventKind`) and imports
-no rclpy: the core uses it. Each node owns one :class:`~robot_team.rosevents.EventEmitter`; it
+no rclpy: the core uses it. Each node owns one :class:`~robot_team.ros.emitter.EventEmitter`; it
 stamps events with ROS time (sim time under ``use_sim_time``) and wall time, numbers them per
 actor (``seq`` from 1, so a lost event shows as a gap) and publishes them on ``/team/events``
-(:mod:`robot_team.rosmsgs` converts them to and from ``robot_team/msg/TeamEvent``). The recorder
+(:mod:`robot_team.ros.messages` converts them to and from ``robot_team/msg/TeamEvent``). The recorder
 writes them with the run (``events.jsonl`` and ``events.mcap``); the evaluation scores runs
 from this record alone.
 """

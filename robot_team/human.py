@@ -18,8 +18,8 @@ from rclpy.executors import SingleThreadedExecutor
 
 from robot_team import names
 from robot_team.msg import Escalation, HumanDecision
-from robot_team.rosmsgs import reliable_qos
-from robot_team.rostime import stamp_to_s
+from robot_team.ros.messages import reliable_qos
+from robot_team.ros.stamps import stamp_to_s
 from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
 
 

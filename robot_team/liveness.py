@@ -1,7 +1,7 @@
 """Liveness of the team's nodes: who is up, who was lost, who came back (no rclpy).
 
 Every team node announces itself once per incarnation with a ``robot_team/msg/Heartbeat`` on
-``team/heartbeat/<node>`` (:mod:`robot_team.rosliveness`): reliable, transient local, with DDS
+``team/heartbeat/<node>`` (:mod:`robot_team.ros.liveness`): reliable, transient local, with DDS
 liveliness ``AUTOMATIC`` and a lease of :data:`LIVELINESS_LEASE_S`. The middleware asserts that
 liveliness from its own threads, so a busy Python interpreter does not fake a loss; a killed process
 or a host cut off the network stops the assertions and every subscriber is told within the lease

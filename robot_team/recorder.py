@@ -11,7 +11,7 @@ and ``events.mcap``, written with ``foxglove-sdk``'s MCAP writer:
   (:mod:`robot_team.scene_foxglove`).
 
 Live, it also publishes the scene as rviz2 markers (``visualization_msgs/MarkerArray``) on
-``team/floor_markers`` while anyone subscribes (:mod:`robot_team.rosmarkers`).
+``team/floor_markers`` while anyone subscribes (:mod:`robot_team.ros.markers`).
 
 In a namespaced team every topic is under its namespace. Per-actor sequence numbers let
 :func:`robot_team.events.sequence_gaps` prove the record is complete.
@@ -36,10 +36,10 @@ from visualization_msgs.msg import MarkerArray
 from robot_team import names
 from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
-from robot_team.rosliveness import announce_alive
-from robot_team.rosmarkers import FLOOR_MARKERS, floor_markers
-from robot_team.rosmsgs import event_from_msg, event_to_msg, events_qos
-from robot_team.rosscene import SceneFeed
+from robot_team.ros.liveness import announce_alive
+from robot_team.ros.markers import FLOOR_MARKERS, floor_markers
+from robot_team.ros.messages import event_from_msg, event_to_msg, events_qos
+from robot_team.ros.scene import SceneFeed
 from robot_team.scene import SCENE_FILE, Sample, SceneState, floor_of, write_samples
 from robot_team.scene_foxglove import write_foxglove
 
@@ -69,7 +69,7 @@ class TeamRecorder(Node):
 
     Poses come from each robot's ``amcl_pose`` (the robots named by ``hospital_systems``' or
     ``motion_sim``'s ``node_started`` event), locations from ``ed/rtls/locations``
-    (:class:`robot_team.rosscene.SceneFeed`), all in the recorder's (the team's) namespace.
+    (:class:`robot_team.ros.scene.SceneFeed`), all in the recorder's (the team's) namespace.
 
     Parameters
     ----------
@@ -93,7 +93,7 @@ class TeamRecorder(Node):
         # rviz2's view of the scene, 5 times a wall second while someone subscribes (nothing otherwise)
         self._markers = self.create_publisher(MarkerArray, FLOOR_MARKERS, 1)
         self.create_timer(MARKERS_PERIOD_S, self._publish_markers, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
 
     def _publish_markers(self) -> None:
         """Publish the scene as rviz2 markers on ``team/floor_markers``, if anyone listens (rviz2)."""

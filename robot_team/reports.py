@@ -2,7 +2,7 @@
 
 Every robot report carries an explicit status and an issue field; a failure always names its
 issue. Reports travel as ``robot_team/msg/TaskReport`` (data and evidence as JSON strings) and
-are validated on receipt with :func:`robot_team.rosmsgs.report_from_msg`, which raises
+are validated on receipt with :func:`robot_team.ros.messages.report_from_msg`, which raises
 :class:`ReportError` naming the offending field. This module imports no rclpy: the core uses it.
 """
 

@@ -257,7 +257,7 @@ class OpenRecord:
         """Write the report of each case closed since the last call, from the record ``events()`` returns.
 
         A report that cannot be written (no such case in the record, a file error) is recorded
-        through ``emit`` (an :class:`~robot_team.rosevents.EventEmitter`'s ``emit``) as ``input_error``.
+        through ``emit`` (an :class:`~robot_team.ros.emitter.EventEmitter`'s ``emit``) as ``input_error``.
         """
         with self._lock:
             pending, self._closed = self._closed, []

@@ -3,7 +3,7 @@
 Two modes share everything but process layout:
 
 - in-process (default): every node in this process, one multi-threaded executor
-  (:class:`robot_team.rosexec.TeamExecutor`);
+  (:class:`robot_team.ros.executor.TeamExecutor`);
 - ``processes=True``: each node in its own process (``python -m <module> --ros-args ...``),
   exactly as ``ros2 run``/``ros2 launch`` would start them; this process only records. A
   node that dies is recorded as ``node_crashed`` with its exit code and last log lines and, once
@@ -74,9 +74,9 @@ from robot_team.nodes_plan import SIM_NODES, node_parameters, prepare, team_node
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
 from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy, dds_environment
-from robot_team.rosevents import EventEmitter
-from robot_team.rosexec import TeamExecutor
-from robot_team.rostime import now_s
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.executor import TeamExecutor
+from robot_team.ros.stamps import now_s
 from robot_team.scene import SceneState
 from robot_team.scene_foxglove import FoxgloveServer
 from robot_team.sim.hospital_node import HospitalSystemsNode

@@ -42,7 +42,7 @@ from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPri
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.floor import Floor
 from robot_team.names import MAP_FRAME
-from robot_team.rostime import s_to_time
+from robot_team.ros.stamps import s_to_time
 from robot_team.scene import (AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS,
                               ROBOT_Z, ROLE_COLOURS, Sample, Scene, SceneState, case_tile, escalation_rings,
                               floor_geometry)

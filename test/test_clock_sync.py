@@ -160,8 +160,8 @@ class Graph:
 
         from robot_team.msg import TeamEvent
         from robot_team.names import TEAM_EVENTS
-        from robot_team.rosclock import follow_clock
-        from robot_team.rosmsgs import event_from_msg, events_qos
+        from robot_team.ros.clock import follow_clock
+        from robot_team.ros.messages import event_from_msg, events_qos
         from robot_team.sim.motion_node import MotionSimNode
 
         overrides = [Parameter('clock_mode', value='follow')] + [Parameter(k, value=v) for k, v in params.items()]

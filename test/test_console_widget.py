@@ -25,7 +25,7 @@ from robot_team import names  # noqa: E402
 from robot_team.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
 from robot_team.directory import StaffDirectory  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
-from robot_team.rosmsgs import report_to_msg  # noqa: E402
+from robot_team.ros.messages import report_to_msg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get('ROBOT_TEAM_TEST_ARTIFACTS', ROOT / 'test-artifacts'))

@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from robot_team.config import ConfigError, load_scenario, scenario_names
 from robot_team.reports import Reflection, ReportError, TaskOutcome, TaskReportModel, TaskStatus, TaskType
-from robot_team.rosmsgs import report_from_msg, report_to_msg
+from robot_team.ros.messages import report_from_msg, report_to_msg
 
 
 def test_failure_report_must_name_issue():

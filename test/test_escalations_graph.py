@@ -24,7 +24,7 @@ from robot_team.config import load_scenario, load_staff_seed, share_dir  # noqa:
 from robot_team.core.escalations import EscalationPolicy, EscalationStore  # noqa: E402
 from robot_team.directory import StaffDirectory  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
-from robot_team.rosmsgs import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
+from robot_team.ros.messages import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
 
 POLICY = EscalationPolicy(operators=['charge_nurse'], renotify_s=4.0,
                           deadlines_s={'critical': 20.0, 'high': 10.0, 'normal': 30.0})

@@ -19,14 +19,14 @@ from rosgraph_msgs.msg import Clock
 from robot_team.config import load_scenario
 from robot_team.msg import BadgeScan, TeamEvent
 from robot_team.names import AMCL_POSE, BADGE_SCANS, LOCATE_STAFF, PAGE_STAFF, TEAM_EVENTS, robot_name
-from robot_team.rosmsgs import event_from_msg, events_qos
-from robot_team.rostime import s_to_stamp
+from robot_team.ros.messages import event_from_msg, events_qos
+from robot_team.ros.stamps import s_to_stamp
 from robot_team.sim.common import Polyline
 from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff
-from robot_team.rosmsgs import amcl_pose_qos
+from robot_team.ros.messages import amcl_pose_qos
 from ros_helpers import wait_for
 
 NAV = 'navigation_robot'

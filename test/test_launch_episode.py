@@ -15,7 +15,7 @@ from rclpy.parameter import Parameter
 
 from robot_team.bringup.episode import EpisodeRecorder
 from robot_team.events import EventKind
-from robot_team.rosevents import EventEmitter
+from robot_team.ros.emitter import EventEmitter
 
 
 def _recorder(ros_context, tmp_path, **params):

@@ -63,7 +63,7 @@ def _graph(ros_context, executor, **params):
 
     from robot_team.config import load_scenario
     from robot_team.llm.lockstep import ClockHoldPublisher
-    from robot_team.rosmsgs import event_from_msg, events_qos
+    from robot_team.ros.messages import event_from_msg, events_qos
     from robot_team.msg import TeamEvent
     from robot_team.names import TEAM_EVENTS
     from robot_team.sim.motion_node import MotionSimNode

@@ -186,7 +186,7 @@ _WATCH = """
 import json, sys, rclpy
 from robot_team.msg import TeamEvent
 from robot_team.names import TEAM_EVENTS
-from robot_team.rosmsgs import events_qos
+from robot_team.ros.messages import events_qos
 rclpy.init()
 node = rclpy.create_node('cut_trigger')
 hit = []

@@ -31,7 +31,7 @@ from robot_team.config import load_scenario
 from robot_team.events import TeamEventModel
 from robot_team.msg import TeamEvent
 from robot_team.names import NAV2_LIFECYCLE_NODES, TEAM_EVENTS
-from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.ros.messages import event_from_msg, events_qos
 from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for
 

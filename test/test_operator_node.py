@@ -10,7 +10,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from robot_team.config import OperatorAnswer  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
-from robot_team.rosmsgs import report_to_msg  # noqa: E402
+from robot_team.ros.messages import report_to_msg  # noqa: E402
 from test_supervisor_node import GraphProbe, authorize  # noqa: E402
 
 SIM_TIME = [Parameter('use_sim_time', value=True)]

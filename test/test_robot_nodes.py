@@ -20,7 +20,7 @@ from robot_team.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.liveness import OPERATIONAL_ROBOTS
 from robot_team.names import NAVIGATE_TO_POSE, SUBMIT_REPORT, robot_name
-from robot_team.rosmsgs import report_from_msg
+from robot_team.ros.messages import report_from_msg
 from robot_team.srv import SubmitReport
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode

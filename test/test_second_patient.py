@@ -25,7 +25,7 @@ from robot_team.lifecycle import EXIT_AS_EXPECTED, exit_code
 from robot_team.msg import PatientArrival
 from robot_team.run_report import case_results
 from robot_team.reports import TaskReportModel
-from robot_team.rosmsgs import reliable_qos
+from robot_team.ros.messages import reliable_qos
 from robot_team.runner import run_episode
 from robot_team.workflow import StaffFacts
 from team_harness import InMemoryTeam, Recorder

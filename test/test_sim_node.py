@@ -29,12 +29,12 @@ from robot_team.events import TeamEventModel
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, PatientArrival, TeamEvent
 from robot_team.names import (AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
                               PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_name)
-from robot_team.rosmsgs import event_from_msg, events_qos
+from robot_team.ros.messages import event_from_msg, events_qos
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
-from robot_team.rosmsgs import amcl_pose_qos
+from robot_team.ros.messages import amcl_pose_qos
 from ros_helpers import wait_for
 
 NAV = 'navigation_robot'

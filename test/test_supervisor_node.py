@@ -17,7 +17,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from robot_team import names  # noqa: E402
 from robot_team.config import load_scenario  # noqa: E402
 from robot_team.reports import TaskReportModel  # noqa: E402
-from robot_team.rosmsgs import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
+from robot_team.ros.messages import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
 
 
 class GraphProbe(Node):

@@ -38,10 +38,10 @@ from robot_team.fhir.gateway import (TOKEN_ENV, CloseAnswer, EncounterRecord, Fh
 from robot_team.fhir.server import GatewayServer
 from robot_team.floor import load_floor
 from robot_team.msg import PatientArrival
-from robot_team.rosevents import EventEmitter
-from robot_team.rosmsgs import reliable_qos
-from robot_team.rostime import now_s, s_to_stamp
-from robot_team.rosutil import spin_node
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.messages import reliable_qos
+from robot_team.ros.stamps import now_s, s_to_stamp
+from robot_team.ros.util import spin_node
 from robot_team.srv import CloseCase
 
 

@@ -58,12 +58,12 @@ from robot_team.names import Role
 from robot_team.reports import (
     OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
 from robot_team.clock_sync import unscheduled
-from robot_team.rosclock import follow_clock
-from robot_team.rosliveness import announce_alive
-from robot_team.rosevents import EventEmitter
-from robot_team.rosmsgs import reliable_qos, report_from_msg
-from robot_team.rostime import now_s
-from robot_team.rosutil import declare_robots, spin_node, submit_report, wait_for_server, wait_future
+from robot_team.ros.clock import follow_clock
+from robot_team.ros.liveness import announce_alive
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.messages import reliable_qos, report_from_msg
+from robot_team.ros.stamps import now_s
+from robot_team.ros.util import declare_robots, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.srv import AuthorizeTask, LocateStaff, RequestEscalation, SubmitReport
 from robot_team.tools.navigation import ComputePathClient
 from robot_team.workflow import Authorization, WorkflowRule
@@ -133,7 +133,7 @@ class ManagerNode(Node):
         ``state_db`` (SQLite file of what the manager knows, e.g. beside the run's record, taken up
         by a restarted manager: :mod:`robot_team.core.manager_store`; empty: nothing kept),
         ``robots`` (the team's operational robots, default one per role; a fleet's are
-        ``<role>_<n>``: :func:`robot_team.rosutil.declare_robots`).
+        ``<role>_<n>``: :func:`robot_team.ros.util.declare_robots`).
 
     Attributes
     ----------
@@ -226,9 +226,9 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
-        # the follow clock waits for this node, and jumps ahead only while it is at rest (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while it is at rest (ros.clock)
         self._clock_follower = follow_clock(self, lambda: unscheduled(self.core.at_rest))
-        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(self.core.brain).__name__}'
                          + (' (restarted: its record taken up)' if self.core.restored else ''),
                          brain=type(self.core.brain).__name__, tools=list(MANAGER_TOOLS), state_db=state_db,

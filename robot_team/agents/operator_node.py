@@ -21,12 +21,12 @@ from robot_team.escalation_model import EscalationKind
 from robot_team.events import EventKind
 from robot_team.msg import Escalation
 from robot_team.clock_sync import unscheduled
-from robot_team.rosclock import follow_clock
-from robot_team.rosliveness import announce_alive
-from robot_team.rosevents import EventEmitter
-from robot_team.rosmsgs import reliable_qos
-from robot_team.rostime import now_s
-from robot_team.rosutil import spin_node
+from robot_team.ros.clock import follow_clock
+from robot_team.ros.liveness import announce_alive
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.messages import reliable_qos
+from robot_team.ros.stamps import now_s
+from robot_team.ros.util import spin_node
 from robot_team.srv import ResolveEscalation
 
 ESCALATION_AWAITS_HUMAN = 'escalation_awaits_human'
@@ -95,9 +95,9 @@ class ScriptedOperatorNode(Node):
                                  callback_group=self._group)
         # On the node's clock: ROS time, i.e. sim time under use_sim_time.
         self._timer = self.create_timer(POLL_PERIOD_S, self.answer_callback, callback_group=self._group)
-        # the follow clock waits for this node, and jumps ahead only while no answer is due (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while no answer is due (ros.clock)
         self._clock_follower = follow_clock(self, lambda: unscheduled(not self._pending))
-        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'scripted operator ready with {len(self.script)} answer(s)',
                          script=[a.model_dump() for a in self.script])
 

@@ -38,12 +38,12 @@ from robot_team.msg import TeamHold
 from robot_team.names import Role, team_name
 from robot_team.reports import TaskReportModel
 from robot_team.clock_sync import unscheduled
-from robot_team.rosclock import follow_clock
-from robot_team.rosliveness import announce_alive
-from robot_team.rosevents import EventEmitter
-from robot_team.rosmsgs import reliable_qos, report_to_msg
-from robot_team.rostime import now_s
-from robot_team.rosutil import SERVER_WAIT_S, spin_node, submit_report, wait_clock_started
+from robot_team.ros.clock import follow_clock
+from robot_team.ros.liveness import announce_alive
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.messages import reliable_qos, report_to_msg
+from robot_team.ros.stamps import now_s
+from robot_team.ros.util import SERVER_WAIT_S, spin_node, submit_report, wait_clock_started
 from robot_team.srv import SubmitReport
 from robot_team.tools.base import Toolbox
 from robot_team.tools.roles import implementation_class
@@ -155,9 +155,9 @@ class RobotNode(Node):
             self, ExecuteTask, names.EXECUTE_TASK,
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
-        # the follow clock waits for this node, and jumps ahead only while it runs no task (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while it runs no task (ros.clock)
         self._clock_follower = follow_clock(self, lambda: unscheduled(not self._busy.locked()))
-        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'{self.robot} ready with tools {", ".join(self.toolbox.names())}',
                          tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)
 

@@ -83,12 +83,12 @@ from robot_team.msg import (
 from robot_team.reports import TaskReportModel
 from robot_team.liveness import LivenessChange, watched
 from robot_team.clock_sync import unscheduled
-from robot_team.rosclock import follow_clock
-from robot_team.rosliveness import LivenessWatch, announce_alive
-from robot_team.rosevents import EventEmitter
-from robot_team.rosmsgs import reliable_qos, report_from_msg, report_to_msg
-from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
-from robot_team.rosutil import declare_robots, spin_node
+from robot_team.ros.clock import follow_clock
+from robot_team.ros.liveness import LivenessWatch, announce_alive
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.messages import reliable_qos, report_from_msg, report_to_msg
+from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
+from robot_team.ros.util import declare_robots, spin_node
 from robot_team.srv import (
     AcknowledgeEscalation,
     AuthorizeTask,
@@ -245,7 +245,7 @@ class SupervisorNode(Node):
         self._liveness_pub = self.create_publisher(NodeLiveness, names.LIVENESS, reliable_qos())
         self.liveness = LivenessWatch(self, watched(robots), self.liveness_callback,
                                       callback_group=self._group)
-        # the follow clock waits for this node, and jumps ahead only while it is at rest (rosclock)
+        # the follow clock waits for this node, and jumps ahead only while it is at rest (ros.clock)
         self._clock_follower = follow_clock(self, lambda: unscheduled(self.desk.at_rest))
         self._heartbeat = announce_alive(self)
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',

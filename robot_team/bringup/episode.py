@@ -44,9 +44,9 @@ from robot_team.names import team_name
 from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
-from robot_team.rosevents import EventEmitter
-from robot_team.rosmsgs import event_from_msg, events_qos
-from robot_team.rostime import now_s
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.messages import event_from_msg, events_qos
+from robot_team.ros.stamps import now_s
 
 TEAM_NODES = tuple(TEAM)
 """Nodes that announce themselves before the simulator starts (:data:`robot_team.nodes_plan.TEAM`)."""

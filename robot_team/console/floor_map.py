@@ -1,7 +1,7 @@
 """The console's floor map: the floor, its robots, HCWs, patients' cases and open escalations, live.
 
 :class:`FloorMapWidget` draws a :class:`~robot_team.scene.SceneState` (kept up to date by the
-console's :class:`~robot_team.rosscene.SceneFeed`, or rebuilt at a sim time by replay) in a
+console's :class:`~robot_team.ros.scene.SceneFeed`, or rebuilt at a sim time by replay) in a
 ``QGraphicsView``. Scene coordinates are the ``map`` frame in metres with y flipped (Qt's y
 grows downwards): map (x, y) is drawn at scene (x, -y). The view fits the floor.
 

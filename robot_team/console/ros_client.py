@@ -6,7 +6,7 @@ the team by absolute names in the team's namespace, so the node itself may live 
 - subscriptions (reliable, transient local: a console that starts late still gets the state):
   ``team/escalations``, ``team/hold``, ``team/staff``, ``team/task_reports`` and ``team/events``
   (authorized tasks, task deadlines missed; every event for the floor map's scene);
-- the floor map's feed (:class:`~robot_team.rosscene.SceneFeed`): each robot's ``amcl_pose``
+- the floor map's feed (:class:`~robot_team.ros.scene.SceneFeed`): each robot's ``amcl_pose``
   and the RTLS stream ``ed/rtls/locations``, into the presenter's ``scene``;
 - service clients: ``team/supervisor/{acknowledge,resolve,raise}_escalation`` and
   ``team/supervisor/send_instruction``, called with ``call_async`` and a done callback (never
@@ -22,8 +22,8 @@ from robot_team.console.presenter import ConsolePresenter, Done
 from robot_team.events import EventKind
 from robot_team.human import escalation_dict
 from robot_team.msg import Escalation, NodeLiveness, StaffBoard, TaskReport, TeamEvent, TeamHold
-from robot_team.rosmsgs import event_from_msg, events_qos, reliable_qos
-from robot_team.rosscene import SceneFeed
+from robot_team.ros.messages import event_from_msg, events_qos, reliable_qos
+from robot_team.ros.scene import SceneFeed
 from robot_team.srv import AcknowledgeEscalation, RaiseEscalation, ResolveEscalation, SendInstruction
 
 

@@ -8,7 +8,7 @@ and builds its grounded report, :class:`~robot_team.core.supervisor.SupervisorCo
 delegations, records reports and runs deadlines. The ROS 2 nodes in ``robot_team.agents`` are
 thin wiring over these classes; the tests' in-memory team (``test/team_harness.py``) wires the same
 classes to each other in memory. Every decision is an event through an injected ``emit``
-(:meth:`robot_team.rosevents.EventEmitter.emit`'s signature).
+(:meth:`robot_team.ros.emitter.EventEmitter.emit`'s signature).
 
 Each loop composes collaborators kept beside it: the manager's cases and their lanes
 (``manager_cases``), its guard feedback to the brain (``manager_feedback``), the check of a

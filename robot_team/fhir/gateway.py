@@ -4,7 +4,7 @@
 returns a :class:`Reply` (status, ``OperationOutcome`` JSON built with ``fhir.resources``). The ROS
 side is injected (:class:`GatewayPorts`): publish a patient's arrival, end a case at the
 supervisor. Every request is recorded through ``emit`` (the node's
-:class:`~robot_team.rosevents.EventEmitter`): ``fhir_notification`` for one acted on or answered,
+:class:`~robot_team.ros.emitter.EventEmitter`): ``fhir_notification`` for one acted on or answered,
 ``input_error`` for one refused (with ``http_status``, ``field``, ``expected``, ``issue_code``).
 
 Who may send (:func:`check_binding`, :meth:`FhirGateway.authorized`): bound to a loopback address

@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 
 from robot_team.errors import check_choice
 from robot_team.events import EventKind
-from robot_team.rosmsgs import reliable_qos
+from robot_team.ros.messages import reliable_qos
 from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings
 from robot_team.msg import ClockHold
 from robot_team.names import CLOCK_HOLDS, team_name

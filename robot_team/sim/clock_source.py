@@ -38,8 +38,8 @@ from robot_team.events import EventKind
 from robot_team.llm import lockstep
 from robot_team.msg import ClockAck
 from robot_team.names import CLOCK, CLOCK_ACKS
-from robot_team.rosclock import clock_acks_qos
-from robot_team.rostime import s_to_stamp, stamp_to_s
+from robot_team.ros.clock import clock_acks_qos
+from robot_team.ros.stamps import s_to_stamp, stamp_to_s
 from robot_team.sim.common import SimEvent
 from robot_team.sim.motion import MotionEngine
 from robot_team.sim.node_common import SimRecord

@@ -95,11 +95,11 @@ from robot_team.names import (
     STAFF_LOCATIONS,
     robot_name,
 )
-from robot_team.rosclock import follow_clock
-from robot_team.rosmsgs import amcl_pose_qos
-from robot_team.rosliveness import announce_alive
-from robot_team.rostime import now_s, s_to_stamp, stamp_to_s
-from robot_team.rosutil import spin_node
+from robot_team.ros.clock import follow_clock
+from robot_team.ros.messages import amcl_pose_qos
+from robot_team.ros.liveness import announce_alive
+from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
+from robot_team.ros.util import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d, pose_msg
@@ -215,7 +215,7 @@ class HospitalSystemsNode(StoppingNode, Node):
                                             callback_group=self._update_group)
         self.restored = self._restore()   # publishers up: a patient who had arrived is announced again
         self._clock_follower = follow_clock(self, self._next_event)   # the follow clock waits for this node
-        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"hospital systems ready: scenario '{scenario.name}', "
             f"{len(self.engine.staff_ids)} HCWs, robots seen through {self.pose_source}",

@@ -125,12 +125,12 @@ from robot_team.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_S
 from robot_team.llm import lockstep
 from robot_team.names import (AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES,
                               NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM, robot_name)
-from robot_team.rostime import s_to_duration
-from robot_team.rosutil import spin_node
+from robot_team.ros.stamps import s_to_duration
+from robot_team.ros.util import spin_node
 from robot_team.sim.clock_source import ClockSettings, SimClock
 from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.grid import PlanningError
-from robot_team.rosliveness import announce_alive
+from robot_team.ros.liveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
 from robot_team.sim.nav2_messages import (BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg,
                                           map_msg, odometry_msg, path_msg, path_request_problem)
@@ -266,7 +266,7 @@ class MotionSimNode(StoppingNode, Node):
                                 self.follower_timeout_s, self.clock_start_timeout_s, self.min_clock_subscribers,
                                 self.jump_ahead, self.llm_clock),
             self.engine, self._lock, self._record, self._step_locked, self._driving, paused, self._reentrant_group)
-        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (rosliveness)
+        self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"motion simulator ready: scenario '{scenario.name}', world '{world.name}', "
             f"robots {', '.join(self.robots)}, {self.clock_description()}" + (', paused' if paused else ''),

@@ -23,7 +23,7 @@ from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
 
 from robot_team.names import BASE_FRAME, FOLLOW_PATH, MAP_FRAME, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM_FRAME
-from robot_team.rostime import s_to_duration, s_to_stamp
+from robot_team.ros.stamps import s_to_duration, s_to_stamp
 from robot_team.sim.grid import PlanningError, WallGrid
 from robot_team.sim.motion import ABORTED, ACTIVE, SUCCEEDED, FollowPathError, GoalStatus
 from robot_team.sim.node_common import pose2d, pose_msg, yaw_of

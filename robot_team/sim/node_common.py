@@ -1,6 +1,6 @@
 """ROS helpers the simulator's two nodes share: poses, the record of their events, their shutdown.
 
-Stamps: :mod:`robot_team.rostime`.
+Stamps: :mod:`robot_team.ros.stamps`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from geometry_msgs.msg import PoseStamped
 
 from robot_team.events import EventKind
 from robot_team.names import MAP_FRAME
-from robot_team.rosevents import EventEmitter
-from robot_team.rostime import s_to_stamp, s_to_time
+from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.stamps import s_to_stamp, s_to_time
 from robot_team.sim.common import SimEvent, describe
 from robot_team.sim.world import Pose2D
 

@@ -87,7 +87,7 @@ class Toolbox:
     owner
         The robot's namespace, e.g. ``'navigation_robot'``.
     events
-        The node's :class:`~robot_team.rosevents.EventEmitter` (``None``: record nothing, for
+        The node's :class:`~robot_team.ros.emitter.EventEmitter` (``None``: record nothing, for
         unit tests without ROS).
     clock
         Callable returning ROS time in seconds (defaults to wall time).

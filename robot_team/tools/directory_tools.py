@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 from robot_team.catalog import OBSERVE_WAIT_S, RoleDecl, TaskFacts, WorldFact, register_tools
-from robot_team.rosutil import watch_ros_time
+from robot_team.ros.util import watch_ros_time
 from robot_team.tools.base import Toolbox
 
 

@@ -17,7 +17,7 @@ from rclpy.time import Time
 from robot_team import names
 from robot_team.errors import ToolError
 from robot_team.geometry import quaternion_to_yaw
-from robot_team.rosmsgs import amcl_pose_qos
+from robot_team.ros.messages import amcl_pose_qos
 
 POSE_SOURCES = ('auto', 'tf', 'amcl_pose')
 """``auto``: TF when ``tf2_ros`` is importable, else ``amcl_pose``."""

@@ -28,8 +28,8 @@ from robot_team import names
 from robot_team.errors import ToolError
 from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
-from robot_team.rostime import now_s
-from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future
+from robot_team.ros.stamps import now_s
+from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future
 
 #: Wall seconds a cancelled navigate_to_pose goal waits for its result; then it ends as ``CANCELED``
 #: without one (a server on a host cut off the network never answers).

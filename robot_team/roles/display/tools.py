@@ -19,8 +19,8 @@ from robot_team.errors import ToolError
 from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.names import team_name
 from robot_team.roles.display.decl import DISPLAY_ROLE, FetchCareTeamInput, ShowDisplayInput
-from robot_team.rostime import stamp_to_s
-from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future
+from robot_team.ros.stamps import stamp_to_s
+from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future
 from robot_team.srv import ShowDisplay
 from robot_team.tools.base import open_directory
 from robot_team.tools.directory_tools import DirectoryTools

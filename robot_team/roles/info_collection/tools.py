@@ -17,8 +17,8 @@ from robot_team.errors import ToolError
 from robot_team.msg import BadgeScan
 from robot_team.names import team_name
 from robot_team.roles.info_collection.decl import INFO_COLLECTION_ROLE, BadgeInput, CheckInInput, ReadBadgeScanInput
-from robot_team.rostime import now_s, stamp_to_s
-from robot_team.rosutil import wait_ros_time
+from robot_team.ros.stamps import now_s, stamp_to_s
+from robot_team.ros.util import wait_ros_time
 from robot_team.tools.base import open_directory
 from robot_team.tools.directory_tools import DirectoryTools
 

@@ -28,7 +28,7 @@ from robot_team.errors import ToolError
 from robot_team.floor import load_floor
 from robot_team.names import team_name
 from robot_team.roles.navigation.decl import LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput
-from robot_team.rosutil import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
+from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
 from robot_team.tools.base import Toolbox, task_value
 from robot_team.tools.localization import RobotPose

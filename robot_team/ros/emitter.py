@@ -19,8 +19,8 @@ from rclpy.exceptions import InvalidHandle
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.msg import TeamEvent
 from robot_team.names import TEAM_EVENTS
-from robot_team.rosmsgs import event_to_msg, events_qos
-from robot_team.rostime import now_s
+from robot_team.ros.messages import event_to_msg, events_qos
+from robot_team.ros.stamps import now_s
 from robot_team.names import team_name
 
 _log = logging.getLogger(__name__)

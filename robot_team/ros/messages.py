@@ -5,7 +5,7 @@ core works with; this module is their ROS side. :func:`event_to_msg`/:func:`even
 convert a :class:`~robot_team.events.TeamEventModel` to and from ``robot_team/msg/TeamEvent``;
 :func:`report_to_msg`/:func:`report_from_msg` a :class:`~robot_team.reports.TaskReportModel` to
 and from ``robot_team/msg/TaskReport`` (validating on receipt). Stamps go through
-:mod:`robot_team.rostime`.
+:mod:`robot_team.ros.stamps`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from robot_team.events import TeamEventModel
 from robot_team.msg import TaskReport, TeamEvent
 from robot_team.reports import ReportError, TaskReportModel, explain_validation_error
-from robot_team.rostime import s_to_stamp, stamp_to_s
+from robot_team.ros.stamps import s_to_stamp, stamp_to_s
 
 
 def event_to_msg(event: TeamEventModel) -> TeamEvent:
@@ -28,7 +28,7 @@ def event_to_msg(event: TeamEventModel) -> TeamEvent:
     Raises
     ------
     ValueError
-        If the event's ``stamp_s`` is negative or NaN (see :func:`~robot_team.rostime.s_to_stamp`).
+        If the event's ``stamp_s`` is negative or NaN (see :func:`~robot_team.ros.stamps.s_to_stamp`).
     """
     return TeamEvent(
         stamp=s_to_stamp(event.stamp_s), wall_time=event.wall_time, seq=event.seq, actor=event.actor,
@@ -42,7 +42,7 @@ def event_from_msg(msg: TeamEvent) -> TeamEventModel:
     Raises
     ------
     ValueError
-        If the message's stamp is negative (see :func:`~robot_team.rostime.stamp_to_s`).
+        If the message's stamp is negative (see :func:`~robot_team.ros.stamps.stamp_to_s`).
     """
     try:
         data = json.loads(msg.data_json) if msg.data_json else {}
@@ -61,7 +61,7 @@ def report_to_msg(report: TaskReportModel) -> TaskReport:
     Raises
     ------
     ValueError
-        If the report's ``stamp_s`` is negative or NaN (see :func:`~robot_team.rostime.s_to_stamp`).
+        If the report's ``stamp_s`` is negative or NaN (see :func:`~robot_team.ros.stamps.s_to_stamp`).
     """
     return TaskReport(
         stamp=s_to_stamp(report.stamp_s), task_id=report.task_id, task_type=report.task_type.value,

@@ -26,8 +26,8 @@ from robot_team import names
 from robot_team.events import EventKind, TeamEventModel
 from robot_team.geometry import quaternion_to_yaw
 from robot_team.msg import StaffLocation, TeamEvent
-from robot_team.rosmsgs import amcl_pose_qos, event_from_msg, events_qos
-from robot_team.rostime import stamp_to_s
+from robot_team.ros.messages import amcl_pose_qos, event_from_msg, events_qos
+from robot_team.ros.stamps import stamp_to_s
 from robot_team.config import ConfigError
 from robot_team.scene import SceneState, floor_of
 

@@ -17,8 +17,8 @@ from rclpy.node import Node  # noqa: E402
 from std_msgs.msg import Int64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from robot_team.rosexec import TeamExecutor  # noqa: E402
-from robot_team.rosutil import wait_for_server, wait_future  # noqa: E402
+from robot_team.ros.executor import TeamExecutor  # noqa: E402
+from robot_team.ros.util import wait_for_server, wait_future  # noqa: E402
 
 
 class _Spinning:
@@ -142,9 +142,9 @@ def test_a_node_waits_for_its_first_clock_before_its_ros_time_has_started(ros_co
     from rclpy.parameter import Parameter
     from rosgraph_msgs.msg import Clock
 
-    from robot_team.rosmsgs import reliable_qos
-    from robot_team.rostime import s_to_stamp
-    from robot_team.rosutil import wait_clock_started
+    from robot_team.ros.messages import reliable_qos
+    from robot_team.ros.stamps import s_to_stamp
+    from robot_team.ros.util import wait_clock_started
     from ros_helpers import wait_for
     follower = Node('follower', context=ros_context, parameter_overrides=[Parameter('use_sim_time', value=True)])
     source = Node('clock_source', context=ros_context)

@@ -20,8 +20,8 @@ from robot_team.config import ConfigError
 from robot_team.errors import ToolError
 from robot_team.names import SUBMIT_REPORT, validate_robots
 from robot_team.reports import ReportAnswer
-from robot_team.rosmsgs import report_to_msg
-from robot_team.rostime import now_s
+from robot_team.ros.messages import report_to_msg
+from robot_team.ros.stamps import now_s
 from robot_team.srv import SubmitReport
 
 T = TypeVar('T')

@@ -16,7 +16,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from robot_team.events import TeamEventModel
 from robot_team.floor import load_floor
 from robot_team.recorder import TeamRecorder
-from robot_team.rosmarkers import FLOOR_MARKERS
+from robot_team.ros.markers import FLOOR_MARKERS
 from robot_team.scene import ESI_COLOURS, floor_geometry
 
 

@@ -13,8 +13,8 @@ from rclpy.time import Time
 
 from robot_team.events import TeamEventModel
 from robot_team.reports import ReportError, TaskReportModel
-from robot_team.rosmsgs import event_from_msg, event_to_msg, report_from_msg, report_to_msg
-from robot_team.rostime import duration_to_s, now_s, s_to_duration, s_to_stamp, s_to_time, stamp_to_s
+from robot_team.ros.messages import event_from_msg, event_to_msg, report_from_msg, report_to_msg
+from robot_team.ros.stamps import duration_to_s, now_s, s_to_duration, s_to_stamp, s_to_time, stamp_to_s
 
 ROOT = Path(__file__).resolve().parent.parent
 
