@@ -60,7 +60,8 @@ from robot_team.guards import (
     strip_prefetched)
 from robot_team.names import Role, role_name, role_robots
 from robot_team.reports import EscalationAnswer, IssueCode, ReportAnswer, TaskReportModel, TaskStatus, TaskType
-from robot_team.workflow import Authorization, WorkflowRule, engaged_hcws
+from robot_team.workflow.rules import engaged_hcws
+from robot_team.workflow.state import Authorization, WorkflowRule
 
 MAX_LESSONS = 12
 """The most lessons of earlier cases kept and shown to the next case (the newest; memory stays bounded)."""
