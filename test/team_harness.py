@@ -34,7 +34,9 @@ from robot_team.catalog import TaskFacts, Tool, WorldFact, register_tools
 from robot_team.errors import ToolError
 from robot_team.names import Role
 from robot_team.roles.navigation.tools import page_result
-from robot_team.workflow import Authorization, StaffFacts, WorkflowPolicy
+from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.workflow.rules import StaffFacts
+from robot_team.workflow.state import Authorization
 
 STAFF = {
     '80': {'hcw_id': '80', 'badge_id': 'ED-0080', 'name': 'Dr. Amara Okafor', 'specialty': 'Physician',

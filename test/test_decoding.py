@@ -21,7 +21,7 @@ from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
 from robot_team.names import Role
 from robot_team.reports import IssueCode, TaskReportModel, TaskStatus, TaskType
-from robot_team.workflow import WorkflowPolicy
+from robot_team.workflow.policy import WorkflowPolicy
 
 
 def nav_task(hcw='90'):

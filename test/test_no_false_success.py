@@ -27,7 +27,8 @@ from robot_team.brains.protocol import InfoCollectionProtocolBrain
 from robot_team.catalog import TaskFacts, Tool
 from robot_team.guards import report_contradictions
 from robot_team.reports import TaskStatus, TaskType
-from robot_team.workflow import StaffFacts, WorkflowPolicy, people_chose, task_hcw_refusal
+from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.workflow.rules import StaffFacts, people_chose, task_hcw_refusal
 
 
 class Calls(RobotBrain):

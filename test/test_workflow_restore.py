@@ -4,7 +4,8 @@ import pytest
 
 from robot_team.config import Deadlines
 from robot_team.reports import TaskReportModel
-from robot_team.workflow import DuplicateReport, WorkflowPolicy, WorkflowState
+from robot_team.workflow.policy import DuplicateReport, WorkflowPolicy
+from robot_team.workflow.state import WorkflowState
 
 OWNER = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
          'display': 'display_robot', 'reflection': 'manager'}

@@ -66,7 +66,7 @@ from robot_team.events import EventKind, case_emitter
 from robot_team.guards import all_lost_refusal, lost_robot_refusal, prefetched_results, strip_prefetched
 from robot_team.names import Role, role_robots
 from robot_team.reports import IssueCode, TaskReportModel, TaskType
-from robot_team.workflow import WorkflowRule
+from robot_team.workflow.state import WorkflowRule
 
 _log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from robot_team.core.supervisor_deadlines import deadline_data
 from robot_team.events import EventKind
 from robot_team.names import Role
-from robot_team.workflow import Deadline
+from robot_team.workflow.deadlines import Deadline
 
 TAKEOVER = 'takeover'
 HOLD = 'hold'

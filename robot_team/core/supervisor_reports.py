@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 from robot_team.events import EventKind
 from robot_team.liveness import LivenessChange
 from robot_team.reports import ReportError, TaskReportModel, TaskStatus
-from robot_team.workflow import TaskState
+from robot_team.workflow.state import TaskState
 
 
 class ReportRejecter(Protocol):

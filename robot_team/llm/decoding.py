@@ -23,7 +23,7 @@ open to the model.
   status is accepted ``submit_report`` is withheld and the request says why. Status (where both are
   accepted), issue, summary and every other field stay the model's.
 - The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts now
-  (:func:`~robot_team.workflow.delegation_refusal`), each with its one owner, and HCW IDs from the
+  (:func:`~robot_team.workflow.rules.delegation_refusal`), each with its one owner, and HCW IDs from the
   staff directory less those a rule refuses (the same HCW after failed attempts, unless a human
   decided ``retry``; for info collection and display, any HCW but the one navigation escorted);
   ``escalate_to_supervisor`` (about a task of the record, or the episode; not a succeeded task
@@ -59,7 +59,7 @@ from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
 from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
-from robot_team.workflow import (
+from robot_team.workflow.rules import (
     StaffFacts, TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of,
     people_chose, task_hcw_refusal)
 
@@ -417,7 +417,7 @@ def manager_next_step(obs: ManagerObservation, offer: Offer) -> str:
 def gate_hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
     """Return why the supervisor's gate refuses ``hcw_id`` for ``task_type`` in ``obs`` (rule 9), else None.
 
-    :func:`~robot_team.workflow.task_hcw_refusal` with what the manager knows: the patient cue
+    :func:`~robot_team.workflow.rules.task_hcw_refusal` with what the manager knows: the patient cue
     (required specialty, the hospital's assignment), people's ``reassign`` decisions, and the
     staff board (``team/staff``; before it arrives no staff view, so only the gate checks).
     """
@@ -480,7 +480,7 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
 
 
 def _outlines(obs: ManagerObservation) -> list[TaskOutline]:
-    """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.workflow.TaskOutline`)."""
+    """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.workflow.rules.TaskOutline`)."""
     return obs.outlines()
 
 
@@ -493,7 +493,7 @@ def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     not know the badge the escorted HCW wears; no attempt by the team changes that record, and
     whether to have it fixed or to reassign the patient is the human's decision): escalate the
     last of them. A step that succeeded is repeated only to recover a later step that failed
-    since (the gate's repeat rule, :func:`robot_team.workflow.delegation_refusal`); when every
+    since (the gate's repeat rule, :func:`robot_team.workflow.rules.delegation_refusal`); when every
     such later step is a person's call, the repeat is another attempt at it in disguise and is
     refused too (the 0.5B manager escorted the HCW again after a failed badge check, until the
     issue-handling deadline passed). The one rule behind the constrained offer (no

@@ -10,7 +10,7 @@ are compacted (no titles, no repeated model docstrings) to keep prompts short.
 Closed sets are enums, derived from their one declaration: a delegation's ``task_type`` (the
 operational tasks, ``reports.OPERATIONAL_TASKS``) and ``robot`` (the owners of the tool catalog,
 ``robot_team.catalog.TOOLS``), an escalation's ``options`` (the human decisions,
-``workflow.DECISIONS``), a report's ``status`` (``reports.TaskStatus``). A value outside one is
+``workflow.state.DECISIONS``), a report's ``status`` (``reports.TaskStatus``). A value outside one is
 a validation error naming the allowed values, recorded as an ``invalid_call`` (``closed_set``).
 """
 
@@ -25,7 +25,8 @@ from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TOOLS, ManagerTool
 from robot_team.escalation_model import closing_abort
 from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.workflow import DECISIONS, TaskOutline, reflection_wait
+from robot_team.workflow.rules import TaskOutline, reflection_wait
+from robot_team.workflow.state import DECISIONS
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
 """The task types a manager may delegate (the closed set of the delegation's ``task_type``)."""
@@ -34,7 +35,7 @@ OperationalRobot = Literal[tuple(dict.fromkeys(t.owner for t in TOOLS))]
 """The robots a manager may delegate to: the owners of the tool catalog, in declaration order."""
 
 Decision = Literal[DECISIONS]
-"""The decisions a human may take on an escalation (``workflow.DECISIONS``)."""
+"""The decisions a human may take on an escalation (``workflow.state.DECISIONS``)."""
 
 
 class SubmitReport(BrainReport):
@@ -211,7 +212,7 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
       refused something since the last decision, unless a human's ``abort`` closed the episode
       (:func:`~robot_team.escalation_model.closing_abort`);
     - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
-      type succeeded or a human decided ``abort`` (:func:`~robot_team.workflow.reflection_wait`, the gate's
+      type succeeded or a human decided ``abort`` (:func:`~robot_team.workflow.rules.reflection_wait`, the gate's
       rule 8).
 
     Offering only these is the gate's rule shown in advance: a call to a tool not offered is
