@@ -15,4 +15,14 @@ if(ROBOT_TEAM_UNITY_BUILD)
       set_target_properties(${PROJECT_NAME}__${_suffix} PROPERTIES UNITY_BUILD ON)
     endif()
   endforeach()
+  # rosidl_generator_c: every file but the type descriptions (each *__description.c defines the
+  # same static hashes of the interfaces it refers to), which stay one translation unit each.
+  if(TARGET ${PROJECT_NAME}__rosidl_generator_c)
+    get_target_property(_sources ${PROJECT_NAME}__rosidl_generator_c SOURCES)
+    set(_descriptions ${_sources})
+    list(FILTER _descriptions INCLUDE REGEX "__description\\.c$")
+    set_source_files_properties(${_descriptions} TARGET_DIRECTORY ${PROJECT_NAME}__rosidl_generator_c
+      PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    set_target_properties(${PROJECT_NAME}__rosidl_generator_c PROPERTIES UNITY_BUILD ON)
+  endif()
 endif()
