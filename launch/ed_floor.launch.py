@@ -12,7 +12,7 @@ false: LLM brains' knowledge base), ``scenario`` (name in config/scenarios or a 
 none, patients from the FHIR gateway or ``ed/patient_arrivals``, recorded until stopped, see
 docs/deployment.md), ``floor``/``staff`` (floor description; staff directory, YAML or SQLite),
 ``out_dir`` (run folder), ``real_time_factor`` (embedded simulator; default the scenario's, 5 for
-LLM brains), ``clock`` (embedded simulator: wall | follow, see robot_team.clock_sync), ``gz_gui``
+LLM brains), ``clock`` (embedded simulator: wall | follow, see robot_team.contracts.clock_sync), ``gz_gui``
 (true: Gazebo's GUI too), ``map`` (map_server YAML for Nav2; default the scenario's, generated from
 the floor description into out_dir), ``fleet`` (robots per role beyond one, e.g.
 ``navigation_robot=2``: each its own node in its own namespace from its own dock),

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import MOTION_SIM
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.names import MOTION_SIM
 from robot_team.recorder import read_jsonl
 from robot_team.runner import run_episode
 

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from robot_team.agents.robot_node import RobotNode
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.llm.fakeserver import ScriptedServer
 from robot_team.llm.scripted import ideal_policies
 from robot_team.runner import Episode

@@ -3,7 +3,7 @@
 Each operational role declares, in its own package (``robot_team.roles.<role>.decl``), once for
 every tool it owns:
 
-- its **name** (:class:`~robot_team.names.Tool`; the manager's are :class:`ManagerTool`, here) and
+- its **name** (:class:`~robot_team.contracts.names.Tool`; the manager's are :class:`ManagerTool`, here) and
   its **owner** (the only role that may call it);
 - its **input schema** (the pydantic model that validates a call and becomes the LLM schema;
   the model's docstring is the tool's description unless one is given) and its **output
@@ -27,8 +27,8 @@ This module gathers them, by plain imports, into :data:`TOOLS` and :data:`ROLES`
 else derives from those: ownership (:data:`TOOL_OWNERS`, :data:`TASK_OWNER`), the toolbox
 registrations (:func:`register_tools`), the LLM schemas, the report evidence
 (:data:`EVIDENCE_TOOLS`), the rubric's key tools (:data:`KEY_TOOLS`). The types of the
-declarations (:mod:`robot_team.roles.base`) and :class:`~robot_team.names.Tool` are importable
-from here too. No module but this one and :mod:`robot_team.names` writes a tool's name or a
+declarations (:mod:`robot_team.roles.base`) and :class:`~robot_team.contracts.names.Tool` are importable
+from here too. No module but this one and :mod:`robot_team.contracts.names` writes a tool's name or a
 role's name as a literal: they use these declarations.
 
 The class that implements a role's tools is not named here: :mod:`robot_team.tools.roles` binds
@@ -36,7 +36,7 @@ each role to it (``robot_team.roles.<role>.tools``), above both this module and 
 (``robot_team.agents.robot_node`` binds it to its node).
 
 This module sits at the bottom layer (contracts), above the roles' declarations: it imports only
-those, :mod:`robot_team.roles.base`, :mod:`robot_team.names`, :mod:`robot_team.reports` and the
+those, :mod:`robot_team.roles.base`, :mod:`robot_team.contracts.names`, :mod:`robot_team.contracts.reports` and the
 standard library, and loads no module by name.
 """
 
@@ -45,8 +45,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
 
-from robot_team.names import Role, Tool, role_name
-from robot_team.reports import TaskType
+from robot_team.contracts.names import Role, Tool, role_name
+from robot_team.contracts.reports import TaskType
 from robot_team.roles.base import (  # noqa: F401 - the declarations' types, importable from the catalog
     AT_DOOR_M,
     OBSERVE_WAIT_S,

@@ -19,8 +19,8 @@ from rich.table import Table
 
 from robot_team.bench import bench_episodes, bench_teams
 from robot_team.bench_llm import main as bench_main
-from robot_team.clock_sync import check_clock_mode
-from robot_team.config import ConfigError, deployment_scenario, load_scenario, scenario_names
+from robot_team.contracts.clock_sync import check_clock_mode
+from robot_team.contracts.config import ConfigError, deployment_scenario, load_scenario, scenario_names
 from robot_team.console.operator_commands import (OperatorId, console_command, escalations_app, instruct_command,
                                                   resolve_command)
 from robot_team.evaluation.eval_command import eval_command
@@ -35,12 +35,12 @@ from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
 from robot_team.run_report import truth_text
 from robot_team import runner
-from robot_team.names import parse_fleet
+from robot_team.contracts.names import parse_fleet
 from robot_team.recorder import read_jsonl
-from robot_team.reports import WORKFLOW_ORDER
+from robot_team.contracts.reports import WORKFLOW_ORDER
 from robot_team.restarts import DEFAULT_MAX_RESTARTS
 from robot_team.runner import check_brain, ensure_localhost_dds
-from robot_team.scene import SCENE_FILE, SceneTimeline, floor_of, read_samples
+from robot_team.contracts.scene import SCENE_FILE, SceneTimeline, floor_of, read_samples
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
                   no_args_is_help=True, add_completion=False)
@@ -53,7 +53,7 @@ FHIR_HOST_HELP = (f'Address the FHIR gateway binds (loopback by default; elsewhe
                   'is required).')
 JUMP_AHEAD_HELP = ('Follow clock without a speed cap: jump sim time across quiet time (every node waiting for '
                    'a scheduled event, no robot driving) to the step before the next event: the same decisions, '
-                   'sooner (robot_team.clock_sync). --no-jump-ahead: step through it.')
+                   'sooner (robot_team.contracts.clock_sync). --no-jump-ahead: step through it.')
 FOXGLOVE_HELP = ('Serve the live scene (SceneUpdate on /team/scene) and events (Log on /team/log) to Foxglove '
                  'over WebSocket on this port (ws://FOXGLOVE_HOST:PORT; 0: any free port, in report.json); layout: '
                  'config/foxglove/robot_team.json.')
@@ -71,7 +71,7 @@ STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'he
 def _exit_on_refusal(*, start: bool = False):
     """Print why a command was refused and exit with the code scripts test for (:mod:`robot_team.lifecycle`).
 
-    A :class:`~robot_team.config.ConfigError` or ``ValueError`` (bad input) exits with
+    A :class:`~robot_team.contracts.config.ConfigError` or ``ValueError`` (bad input) exits with
     ``EXIT_BAD_INPUT``; with ``start``, a ``RuntimeError`` (the team did not start) exits with
     ``EXIT_NOT_STARTED``. Other errors pass through.
     """

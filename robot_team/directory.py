@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.config import ConfigError, StaffSeed, is_staff_database, load_staff_seed
+from robot_team.contracts.config import ConfigError, StaffSeed, is_staff_database, load_staff_seed
 
 BUSY_TIMEOUT_S = 5.0
 """How long a query waits for another process's write lock before failing, s."""
@@ -365,7 +365,9 @@ def _text(value) -> str:
 
 
 def load_staff(path: str | os.PathLike) -> StaffSeed:
-    """Return the staff of ``path``: a YAML seed (:func:`robot_team.config.load_staff_seed`) or a SQLite directory.
+    """Return the staff of ``path``: a YAML seed or a SQLite directory.
+
+    A seed is read by :func:`~robot_team.contracts.config.load_staff_seed`.
 
     Raises
     ------

@@ -22,9 +22,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from robot_team.catalog import Tool
-from robot_team.config import Scenario, load_scenario
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import HOSPITAL_SYSTEMS, SUPERVISOR, Role
+from robot_team.contracts.config import Scenario, load_scenario
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, SUPERVISOR, Role
 from robot_team.recorder import read_jsonl, read_mcap_events
 from robot_team.runner import Episode
 
@@ -87,7 +87,7 @@ class FaultResult(BaseModel):
     missing_jsonl: int = Field(0, description='Events recorded before the kill missing from events.jsonl.')
     missing_mcap: int = Field(0, description='Events recorded before the kill missing from events.mcap.')
     sequence_gaps: dict[str, list[int]] = Field(default_factory=dict, description="The record's gaps per actor "
-                                                "(and incarnation: robot_team.events.sequence_gaps).")
+                                                "(and incarnation: robot_team.contracts.events.sequence_gaps).")
     wall_s: float = 0.0
     out_dir: str = ''
 

@@ -23,7 +23,7 @@ import math
 from typing import Any, Mapping
 
 from robot_team.brains.base import BrainReport
-from robot_team.reports import TaskStatus, TaskType
+from robot_team.contracts.reports import TaskStatus, TaskType
 from robot_team.catalog import (
     AT_DOOR_M, STAMP_SLACK_S, TaskFacts, Tool, ToolDecl, WorldFact, negative_finding, role_of, same_care_team,
     tools_for)

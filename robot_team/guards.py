@@ -12,7 +12,7 @@
   the keys in :data:`DELEGATION_CONTEXT_KEYS`, and ``instructions`` may not state result fields
   as ``field: value`` (name, specialty, badge, location, coordinates, path, layout, members,
   status, outcome) or coordinates ``(x, y)``. A hit is role misalignment: the manager doing a
-  robot's work. Both checks complement :meth:`robot_team.reports.Reflection.missing_parts`
+  robot's work. Both checks complement :meth:`robot_team.contracts.reports.Reflection.missing_parts`
   and the supervisor's workflow gate.
 """
 
@@ -23,9 +23,9 @@ from typing import Iterable
 
 from robot_team.brains.base import BrainReport, Delegate, TaskRecord
 from robot_team.grounding import success_problems
-from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
+from robot_team.contracts.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
 from robot_team.catalog import TASK_OWNER, TaskFacts
-from robot_team.names import role_name, role_robots
+from robot_team.contracts.names import role_name, role_robots
 from robot_team.tools.base import ToolResult
 
 DELEGATION_CONTEXT_KEYS = frozenset({'patient_id', 'presentation', 'esi_level', 'required_specialty',

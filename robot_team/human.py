@@ -16,7 +16,7 @@ from typing import Callable
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.msg import Escalation, HumanDecision
 from robot_team.ros.messages import reliable_qos
 from robot_team.ros.stamps import stamp_to_s

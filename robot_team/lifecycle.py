@@ -32,7 +32,7 @@ import time
 from typing import Iterable
 
 from robot_team.catalog import OPERATIONAL_ROBOTS
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, Role, role_name
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, Role, role_name
 
 EXIT_AS_EXPECTED = 0
 EXIT_UNEXPECTED_OUTCOME = 1

@@ -8,18 +8,18 @@ parameters (:func:`node_parameters`).
 
 Plain data only: this module imports no rclpy, no node, no simulator and no runner (a physical
 robot's launch plans its node from here without loading the simulator); it imports
-:mod:`robot_team.config`, :mod:`robot_team.directory`, :mod:`robot_team.floor` and
-:mod:`robot_team.names`.
+:mod:`robot_team.contracts.config`, :mod:`robot_team.directory`, :mod:`robot_team.contracts.floor` and
+:mod:`robot_team.contracts.names`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from robot_team.config import ConfigError, Scenario, load_staff_seed
+from robot_team.contracts.config import ConfigError, Scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
-from robot_team.floor import load_floor
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role
+from robot_team.contracts.floor import load_floor
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role
 
 TEAM = [SUPERVISOR, OPERATOR, Role.NAVIGATION.value, Role.INFO_COLLECTION.value, Role.DISPLAY.value,
         Role.MANAGER.value]
@@ -45,7 +45,7 @@ def prepare(scenario: Scenario, out_dir: Path) -> dict:
     ``fhir_db`` (the FHIR gateway's record of Encounters received); the last four start empty.
 
     ``staff_db`` is built in ``out_dir`` from the scenario's YAML seed; a scenario whose staff
-    directory is a SQLite database (a deployment's, :attr:`robot_team.config.Scenario.staff_database`)
+    directory is a SQLite database (a deployment's, :attr:`robot_team.contracts.config.Scenario.staff_database`)
     uses that database in place: its check-ins are the hospital's, kept across runs.
 
     Raises

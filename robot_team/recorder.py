@@ -1,7 +1,7 @@
 """The team recorder: subscribes to ``/team/events`` (and the floor's poses) and writes the run's record.
 
 The record is written as ``events.jsonl`` (one JSON event per line), ``scene.jsonl`` (the robots'
-poses and the HCWs' RTLS locations as the recorder took them, :class:`robot_team.scene.Sample`)
+poses and the HCWs' RTLS locations as the recorder took them, :class:`robot_team.contracts.scene.Sample`)
 and ``events.mcap``, written with ``foxglove-sdk``'s MCAP writer:
 
 - ``/team/events``: the ``robot_team/msg/TeamEvent`` messages, CDR-encoded (``ros2msg`` schema),
@@ -14,7 +14,7 @@ Live, it also publishes the scene as rviz2 markers (``visualization_msgs/MarkerA
 ``team/floor_markers`` while anyone subscribes (:mod:`robot_team.ros.markers`).
 
 In a namespaced team every topic is under its namespace. Per-actor sequence numbers let
-:func:`robot_team.events.sequence_gaps` prove the record is complete.
+:func:`robot_team.contracts.events.sequence_gaps` prove the record is complete.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 from visualization_msgs.msg import MarkerArray
 
-from robot_team import names
-from robot_team.events import TeamEventModel
+from robot_team.contracts import names
+from robot_team.contracts.events import TeamEventModel
 from robot_team.msg import TeamEvent
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.markers import FLOOR_MARKERS, floor_markers
 from robot_team.ros.messages import event_from_msg, event_to_msg, events_qos
 from robot_team.ros.scene import SceneFeed
-from robot_team.scene import SCENE_FILE, Sample, SceneState, floor_of, write_samples
+from robot_team.contracts.scene import SCENE_FILE, Sample, SceneState, floor_of, write_samples
 from robot_team.scene_foxglove import write_foxglove
 
 TEAM_EVENT_DEFINITION = """builtin_interfaces/Time stamp
@@ -117,7 +117,7 @@ class TeamRecorder(Node):
             return sorted(self._events, key=lambda e: (e.stamp_s, e.wall_time))
 
     def samples(self) -> list[Sample]:
-        """Return the poses and locations kept so far (:meth:`robot_team.scene.SceneState.samples`)."""
+        """Return the poses and locations kept so far (:meth:`robot_team.contracts.scene.SceneState.samples`)."""
         return self.scene.samples()
 
     def wait_for(self, predicate, timeout_s: float) -> TeamEventModel | None:
@@ -164,7 +164,7 @@ def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/eve
 
     The scene (Foxglove ``SceneUpdate`` and ``Log``, :func:`robot_team.scene_foxglove.write_foxglove`)
     goes on ``team/scene`` and ``team/log`` next to ``topic``; its floor is the run's
-    (:func:`robot_team.scene.floor_of`). An existing file is replaced. Events are logged at their
+    (:func:`robot_team.contracts.scene.floor_of`). An existing file is replaced. Events are logged at their
     wall time (ns), chunks zstd-compressed.
     """
     path = Path(path)

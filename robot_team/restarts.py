@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from robot_team.config import share_dir
+from robot_team.contracts.config import share_dir
 
 DEFAULT_MAX_RESTARTS = 3
 """How many times a node that died is started again, per node and episode (0: never)."""
@@ -132,7 +132,7 @@ def liveness_profile() -> Path:
     Raises
     ------
     ConfigError
-        If the share folder cannot be found (see :func:`robot_team.config.share_dir`).
+        If the share folder cannot be found (see :func:`robot_team.contracts.config.share_dir`).
     FileNotFoundError
         If the share folder has no such file (an install older than the profile).
     """

@@ -16,7 +16,7 @@ Shape (JSON)::
 ``held_for_human`` (the sim time limit reached while the team was held on an escalation a person
 was asked about and has not answered: :func:`time_limit_outcome`), ``timeout`` (the sim time
 limit, otherwise), ``interrupted`` (SIGINT/SIGTERM), ``start_error``.
-``decisions`` counts decisions per source (:mod:`robot_team.decisions`); ``safe_defaults`` lists
+``decisions`` counts decisions per source (:mod:`robot_team.contracts.decisions`); ``safe_defaults`` lists
 what the supervisor applied when the manager missed a deadline. ``unserved_patients`` lists the
 patients a person was asked to take because their case waited the onboarding deadline for the
 case in progress (``patient_unserved`` events, once per patient; ``arrived_s`` sim s).
@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Callable
 
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
-from robot_team.decisions import count_decisions, count_takeovers
-from robot_team.events import EventKind, TeamEventModel, sequence_gaps
-from robot_team.names import SUPERVISOR, Role
+from robot_team.contracts.decisions import count_decisions, count_takeovers
+from robot_team.contracts.events import EventKind, TeamEventModel, sequence_gaps
+from robot_team.contracts.names import SUPERVISOR, Role
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
                EventKind.FALSE_COMPLETION, EventKind.REPORT_REJECTED, EventKind.REFLECTION_REJECTED,
@@ -318,7 +318,7 @@ def case_results(events: list[TeamEventModel], expected: dict[str, str | None],
     case), ``ended_by_record`` (``cancelled`` or ``finished``: the hospital's record ended the case,
     ``case_ended_by_record``, and its outcome is ``escalated``, as any case a person closed with
     ``abort``; None otherwise), ``takeovers`` and ``decisions``
-    by source (:func:`~robot_team.decisions.count_decisions`)
+    by source (:func:`~robot_team.contracts.decisions.count_decisions`)
     of the case's events (:func:`case_of`).
     """
     cases: dict[str, dict] = {}

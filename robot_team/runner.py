@@ -48,9 +48,9 @@ from robot_team.agents.manager_node import ManagerNode
 from robot_team.agents.operator_node import ScriptedOperatorNode
 from robot_team.agents.robot_node import RobotNode
 from robot_team.agents.supervisor_node import SupervisorNode
-from robot_team.clock_sync import DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
-from robot_team.config import ConfigError, Scenario, load_scenario
-from robot_team.events import EventKind, TeamEventModel
+from robot_team.contracts.clock_sync import DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
+from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.llm.chance import ChanceServer, check_seed
 from robot_team.llm.factory import LLM_BRAINS, check_endpoint
@@ -58,18 +58,9 @@ from robot_team.llm.inflight import in_flight
 from robot_team.llm.local import LocalServer, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock, llm_clock_under
 from robot_team.llm.settings import LLMSettings
-from robot_team.names import (
-    FHIR_GATEWAY,
-    HOSPITAL_SYSTEMS,
-    MOTION_SIM,
-    OPERATOR,
-    SUPERVISOR,
-    Role,
-    clock_remap,
-    join,
-    role_name,
-    validate_namespace,
-)
+from robot_team.contracts.names import (
+    FHIR_GATEWAY, HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role, clock_remap, join, role_name,
+    validate_namespace)
 from robot_team.nodes_plan import SIM_NODES, node_parameters, prepare, team_nodes
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
@@ -77,7 +68,7 @@ from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, R
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.stamps import now_s
-from robot_team.scene import SceneState
+from robot_team.contracts.scene import SceneState
 from robot_team.scene_foxglove import FoxgloveServer
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
@@ -133,7 +124,7 @@ class Episode:
                  fhir_host: str = '127.0.0.1', foxglove_port: int | None = None, foxglove_host: str = '127.0.0.1',
                  jump_ahead: bool = True):
         self.scenario = scenario
-        self.jump_ahead = bool(jump_ahead)   # the follow clock jumps across quiet time (robot_team.clock_sync)
+        self.jump_ahead = bool(jump_ahead)   # the follow clock jumps across quiet time (contracts.clock_sync)
         # The live scene for Foxglove (robot_team.scene_foxglove.FoxgloveServer); None: no server, 0: any free port
         self.foxglove_port, self.foxglove_host = foxglove_port, foxglove_host
         self.foxglove: FoxgloveServer | None = None
@@ -406,7 +397,7 @@ class Episode:
         """Return the ``--ros-args`` remaps that put the team (or one ``node`` of it) in its namespace.
 
         Team nodes go to the team namespace, each robot to ``<team>/<robot>``; a namespaced team
-        also gets its own clock topic (:func:`robot_team.names.clock_remap`). Without ``node``:
+        also gets its own clock topic (:func:`robot_team.contracts.names.clock_remap`). Without ``node``:
         node-specific rules for every robot first, then the team-wide one (rcl uses the first match).
         """
         clock = clock_remap(self.namespace) if self.namespace != '/' else []
@@ -749,7 +740,7 @@ def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = '
     (:class:`robot_team.scene_foxglove.FoxgloveServer`, WebSocket) on ``foxglove_host`` (default
     loopback) for the run's duration; a port in use raises RuntimeError before the team starts.
     ``clock`` 'follow' (default) advances sim time as fast as every node of the team keeps up
-    (:mod:`robot_team.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
+    (:mod:`robot_team.contracts.clock_sync`), 'wall' at ``real_time_factor`` x wall time (default the
     scenario's); in 'follow' a ``real_time_factor`` caps the speed (default: no cap), and
     ``jump_ahead`` (default true; not with a cap) lets it jump across time where the team only waits
     for a scheduled event (``clock_jump`` events; ``report.json``'s ``clock.jumps``, ``jumped_s``).

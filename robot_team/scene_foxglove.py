@@ -39,13 +39,13 @@ from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPri
                                Pose, Quaternion, SceneEntity, SceneEntityDeletion, SceneEntityDeletionType,
                                SceneUpdate, SpherePrimitive, TextPrimitive, Timestamp, Vector3)
 
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.floor import Floor
-from robot_team.names import MAP_FRAME
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.floor import Floor
+from robot_team.contracts.names import MAP_FRAME
 from robot_team.ros.stamps import s_to_time
-from robot_team.scene import (AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS,
-                              ROBOT_Z, ROLE_COLOURS, Sample, Scene, SceneState, case_tile, escalation_rings,
-                              floor_geometry)
+from robot_team.contracts.scene import (
+    AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z, ROLE_COLOURS,
+    Sample, Scene, SceneState, case_tile, escalation_rings, floor_geometry)
 
 SCENE_TOPIC = 'team/scene'
 """The Foxglove ``SceneUpdate`` channel (in the team's namespace: ``/team/scene``)."""
@@ -95,7 +95,10 @@ def _meta(**values) -> list[KeyValuePair]:
 
 
 def floor_entity(floor: Floor, t: float = 0.0) -> SceneEntity:
-    """Return the floor's static geometry (:func:`robot_team.scene.floor_geometry`) as the ``floor`` entity."""
+    """Return the floor's static geometry as the ``floor`` entity.
+
+    The geometry is :func:`~robot_team.contracts.scene.floor_geometry`'s.
+    """
     cubes, cylinders, texts = [], [], []
     for s in floor_geometry(floor):
         height = KIND_HEIGHTS[s.kind] if s.kind != 'wall' else floor.wall_height
@@ -306,7 +309,9 @@ REPEAT_S = 1.0
 
 
 class LiveScene:
-    """Log a live :class:`~robot_team.scene.SceneState` to Foxglove channels (a WebSocket server's), on demand.
+    """Log a live scene to Foxglove channels (a WebSocket server's), on demand.
+
+    The scene is a :class:`~robot_team.contracts.scene.SceneState`.
 
     Parameters
     ----------

@@ -6,7 +6,7 @@ Usage: ``python scripts/gen_ed_floor.py [--floor config/floors/ed_floor.yaml] [o
 deterministic; commit the regenerated file (``test/test_floor.py`` checks it is up to date).
 
 The floor description (rooms, doors, corridors, badge readers, docks; map frame, metres) is the
-source: ``robot_team.floor.load_floor`` validates it and derives the walls, and this script
+source: ``robot_team.contracts.floor.load_floor`` validates it and derives the walls, and this script
 writes each wall as a static model with box collision and visual geometry, ``walls.height``
 tall, standing on a ground plane, and declares the systems gz sim needs (physics, user
 commands, scene broadcaster, sensors: ``robot_team.bringup.gazebo.WORLD_SYSTEMS``). Robots
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))   # this checkout's robot_team, not an installed one
 
 from robot_team.bringup.gazebo import world_systems_xml  # noqa: E402
-from robot_team.floor import Floor, Wall, load_floor  # noqa: E402
+from robot_team.contracts.floor import Floor, Wall, load_floor  # noqa: E402
 
 GROUND_MARGIN = 10.0   # m of ground plane around the floor's walls
 

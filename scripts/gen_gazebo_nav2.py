@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))   # this checkout's robot_team, not an installed one
 
 from robot_team.bringup.files import write_all, write_robot  # noqa: E402
-from robot_team.floor import load_floor  # noqa: E402
+from robot_team.contracts.floor import load_floor  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

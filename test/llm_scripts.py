@@ -70,6 +70,6 @@ def escalate_only(name: str = 'onboarding'):
     No takeover: the LLM keeps the manager's role after the human's decision, so a scripted
     manager can show its later failure modes (the default safe default hands the role over).
     """
-    from robot_team.config import load_scenario
+    from robot_team.contracts.config import load_scenario
     scenario = load_scenario(name)
     return scenario.model_copy(update={'deadlines': scenario.deadlines.model_copy(update={'safe_default': 'escalate'})})

@@ -15,9 +15,9 @@ import copy
 from pathlib import Path
 
 from robot_team.catalog import Tool
-from robot_team.config import load_scenario, load_staff_seed
+from robot_team.contracts.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
-from robot_team.events import TeamEventModel
+from robot_team.contracts.events import TeamEventModel
 from robot_team.recorder import write_jsonl
 
 NAV, INFO, DISPLAY = 'navigation_robot', 'info_collection_robot', 'display_robot'

@@ -20,19 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from robot_team.brains.base import ManagerBrain, ManagerObservation, PatientInfo, RobotBrain, StaffInfo, TaskSpec
-from robot_team.config import Deadlines
+from robot_team.contracts.config import Deadlines
 from robot_team.core.manager import ManagerCore
 from robot_team.core.manager_ports import TaskDone
-from robot_team.reports import EscalationAnswer, ReportAnswer
+from robot_team.contracts.reports import EscalationAnswer, ReportAnswer
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore
-from robot_team.escalation_model import EscalationRecord
-from robot_team.events import EventKind
-from robot_team.reports import TaskReportModel
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.events import EventKind
+from robot_team.contracts.reports import TaskReportModel
 from robot_team.tools.base import Toolbox
 from robot_team.catalog import TaskFacts, Tool, WorldFact, register_tools
-from robot_team.errors import ToolError
-from robot_team.names import Role
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.names import Role
 from robot_team.roles.navigation.tools import page_result
 from robot_team.workflow.policy import WorkflowPolicy
 from robot_team.workflow.rules import StaffFacts

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 
 from ros_helpers import release_domain_ids, reserve_domain_id  # noqa: E402
 
-from robot_team.config import load_scenario, scenario_names  # noqa: E402
+from robot_team.contracts.config import load_scenario, scenario_names  # noqa: E402
 from robot_team.evaluation.truth import audit  # noqa: E402
 from robot_team.run_report import HELD_FOR_HUMAN  # noqa: E402
 from robot_team.runner import run_episode  # noqa: E402

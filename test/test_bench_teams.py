@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from robot_team.bench import decision_sequence
-from robot_team.events import TeamEventModel
+from robot_team.contracts.events import TeamEventModel
 from robot_team.recorder import read_jsonl
 from ros_helpers import reserve_domain_ids
 

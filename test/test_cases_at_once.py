@@ -14,15 +14,15 @@ import pytest
 
 from robot_team.brains.base import PatientInfo, StaffInfo
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
-from robot_team.cases import case_key
+from robot_team.contracts.cases import case_key
 from robot_team.catalog import TASK_OWNER
-from robot_team.config import Deadlines
+from robot_team.contracts.config import Deadlines
 from robot_team.core.manager import ManagerCore
 from robot_team.core.robot import RobotCore
 from robot_team.core.supervisor import SupervisorCore
-from robot_team.escalation_model import EscalationRecord
-from robot_team.names import OPERATIONAL_ROLES, Role, fleet_robots, role_name
-from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskType
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.names import OPERATIONAL_ROLES, Role, fleet_robots, role_name
+from robot_team.contracts.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskType
 from robot_team.workflow.policy import WorkflowPolicy
 from robot_team.workflow.rules import engaged_hcws
 from team_harness import Recorder, World, build_toolbox, observer

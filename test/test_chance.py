@@ -20,15 +20,15 @@ from typer.testing import CliRunner
 
 from robot_team.brains.base import ManagerObservation, PatientInfo, TaskRecord, TaskSpec
 from robot_team.catalog import TASK_OWNER, Tool
-from robot_team.decisions import DECISION_KINDS
-from robot_team.escalation_model import EscalationRecord
+from robot_team.contracts.decisions import DECISION_KINDS
+from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.llm.chance import (
     ChancePolicy, ChanceServer, SchemaSampleError, chance_model_name, chance_reply, chance_settings, check_seed,
     harvest, sample_value)
 from robot_team.llm.decoding import manager_offer, robot_offer
 from robot_team.llm.jsonschema_calls import response_format, response_schema
-from robot_team.names import Role
-from robot_team.reports import TaskType
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import TaskType
 
 STAFF = ['80', '90', '41']
 MESSAGES = [
@@ -268,7 +268,7 @@ def test_bad_brain_or_seed_is_bad_input(tmp_path):
 
 def test_a_random_team_runs_a_real_episode_to_a_report(tmp_path, domain_id):
     pytest.importorskip('rclpy')
-    from robot_team.config import load_scenario
+    from robot_team.contracts.config import load_scenario
     from robot_team.runner import run_episode
     short = load_scenario('all_available').model_copy(update={'time_limit_s': 400.0})   # a short episode
     result = run_episode(short, tmp_path / 'run', brain='random', seed=4, domain_id=domain_id,

@@ -8,8 +8,8 @@ import pytest
 
 from hypothesis import given, settings, strategies as st
 
-from robot_team.clock_sync import (BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, FollowGate, RateCap,
-                                   check_clock_mode)
+from robot_team.contracts.clock_sync import (
+    BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, FollowGate, RateCap, check_clock_mode)
 from ros_helpers import FakeWall, wait_for
 
 
@@ -159,7 +159,7 @@ class Graph:
         from rclpy.parameter import Parameter
 
         from robot_team.msg import TeamEvent
-        from robot_team.names import TEAM_EVENTS
+        from robot_team.contracts.names import TEAM_EVENTS
         from robot_team.ros.clock import follow_clock
         from robot_team.ros.messages import event_from_msg, events_qos
         from robot_team.sim.motion_node import MotionSimNode
@@ -243,7 +243,7 @@ def test_a_follower_that_stops_answering_no_longer_holds_the_team_and_is_recorde
 def test_the_clock_jumps_across_the_wait_for_a_late_patient_and_the_team_decides_as_without(domain_id, tmp_path):
     """A whole episode: only it shows that every node's "nothing now" holds while the clock jumps."""
     from robot_team.bench import decision_sequence
-    from robot_team.config import load_scenario
+    from robot_team.contracts.config import load_scenario
     from robot_team.runner import run_episode
     base = load_scenario('onboarding')
     arrival = base.patient.arrival_time_s + 180.5

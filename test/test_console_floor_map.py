@@ -25,10 +25,10 @@ qt = pytest.importorskip('robot_team.console.qt', reason='no Qt binding (pip ins
 
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 
-from robot_team.config import load_scenario  # noqa: E402
-from robot_team.floor import load_floor  # noqa: E402
+from robot_team.contracts.config import load_scenario  # noqa: E402
+from robot_team.contracts.floor import load_floor  # noqa: E402
 from robot_team.recorder import read_jsonl  # noqa: E402
-from robot_team.scene import SCENE_FILE, SceneTimeline, read_samples  # noqa: E402
+from robot_team.contracts.scene import SCENE_FILE, SceneTimeline, read_samples  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get('ROBOT_TEAM_TEST_ARTIFACTS', ROOT / 'test-artifacts'))

@@ -16,7 +16,7 @@ from ros_helpers import wait_for
 
 rclpy = pytest.importorskip('rclpy')
 
-from robot_team.config import load_scenario, share_dir  # noqa: E402
+from robot_team.contracts.config import load_scenario, share_dir  # noqa: E402
 from robot_team.console.presenter import ConsolePresenter  # noqa: E402
 from robot_team.console.ros_client import ConsoleClient  # noqa: E402
 

@@ -21,10 +21,10 @@ qt = pytest.importorskip('robot_team.console.qt', reason='no Qt binding (pip ins
 
 from rclpy.parameter import Parameter  # noqa: E402
 
-from robot_team import names  # noqa: E402
-from robot_team.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
+from robot_team.contracts import names  # noqa: E402
+from robot_team.contracts.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
 from robot_team.directory import StaffDirectory  # noqa: E402
-from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.contracts.reports import TaskReportModel  # noqa: E402
 from robot_team.ros.messages import report_to_msg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

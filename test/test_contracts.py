@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from robot_team.config import ConfigError, load_scenario, scenario_names
-from robot_team.reports import Reflection, ReportError, TaskOutcome, TaskReportModel, TaskStatus, TaskType
+from robot_team.contracts.config import ConfigError, load_scenario, scenario_names
+from robot_team.contracts.reports import Reflection, ReportError, TaskOutcome, TaskReportModel, TaskStatus, TaskType
 from robot_team.ros.messages import report_from_msg, report_to_msg
 
 

@@ -25,7 +25,7 @@ import yaml
 
 from fhir_samples import encounter, free_port, listening, notification, post
 from robot_team.bringup.plan import NodeSpec, plan_floor
-from robot_team.config import StaffMember, StaffSeed
+from robot_team.contracts.config import StaffMember, StaffSeed
 from robot_team.directory import StaffDirectory
 from robot_team.evaluation.truth import audit, load_truth
 

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from robot_team.config import ConfigError, StaffSeed, load_staff_seed, share_dir
+from robot_team.contracts.config import ConfigError, StaffSeed, load_staff_seed, share_dir
 from robot_team.directory import DirectoryError, StaffDirectory, load_staff
 
 

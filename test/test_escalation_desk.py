@@ -2,12 +2,12 @@
 
 import pytest
 
-from robot_team.config import ConfigError, Deadlines, load_staff_seed, share_dir
+from robot_team.contracts.config import ConfigError, Deadlines, load_staff_seed, share_dir
 from robot_team.core.escalations import (
     EscalationDesk, EscalationPolicy, EscalationStore, Refusal, StaffCheck, load_escalation_policy)
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.directory import StaffDirectory
-from robot_team.reports import TaskReportModel
+from robot_team.contracts.reports import TaskReportModel
 from robot_team.workflow.policy import WorkflowPolicy
 from robot_team.workflow.state import WorkflowRule
 

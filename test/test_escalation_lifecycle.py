@@ -3,7 +3,7 @@
 import pytest
 
 from robot_team.core.escalations import TRANSITIONS as REEXPORTED
-from robot_team.escalation_model import (
+from robot_team.contracts.escalation_model import (
     TRANSITIONS, EscalationRecord, LifecycleAction, LifecycleError, LifecycleState, transition)
 
 OPEN, ACKNOWLEDGED = LifecycleState.OPEN, LifecycleState.ACKNOWLEDGED

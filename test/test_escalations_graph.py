@@ -19,11 +19,11 @@ from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from robot_team import names  # noqa: E402
-from robot_team.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
+from robot_team.contracts import names  # noqa: E402
+from robot_team.contracts.config import load_scenario, load_staff_seed, share_dir  # noqa: E402
 from robot_team.core.escalations import EscalationPolicy, EscalationStore  # noqa: E402
 from robot_team.directory import StaffDirectory  # noqa: E402
-from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.contracts.reports import TaskReportModel  # noqa: E402
 from robot_team.ros.messages import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
 
 POLICY = EscalationPolicy(operators=['charge_nurse'], renotify_s=4.0,

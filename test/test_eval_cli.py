@@ -99,7 +99,7 @@ def test_eval_across_scenarios_runs_each_scenario_and_checks_its_expected_outcom
 
 
 def test_eval_scenario_all_is_every_listed_scenario_and_an_unknown_one_is_refused(tmp_path):
-    from robot_team.config import scenario_names
+    from robot_team.contracts.config import scenario_names
     from robot_team.evaluation.eval_command import expand_scenarios
     assert expand_scenarios(['all']) == scenario_names() and len(scenario_names()) >= 4
     assert expand_scenarios(['no_path,onboarding', 'onboarding']) == ['no_path', 'onboarding']

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from fhir_samples import encounter, free_port, notification, post
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.runner import run_episode
 
 

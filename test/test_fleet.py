@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from robot_team.agents.supervisor_node import hold_cancels
 from robot_team.catalog import role_of
 from robot_team.cli import app
-from robot_team.config import load_scenario
-from robot_team.floor import FloorError, load_floor
+from robot_team.contracts.config import load_scenario
+from robot_team.contracts.floor import FloorError, load_floor
 from robot_team.lifecycle import EXIT_BAD_INPUT
-from robot_team.liveness import watched
-from robot_team.names import OPERATIONAL_ROLES, fleet_robots, parse_fleet, role_name, validate_robots
+from robot_team.contracts.liveness import watched
+from robot_team.contracts.names import OPERATIONAL_ROLES, fleet_robots, parse_fleet, role_name, validate_robots
 from robot_team.nodes_plan import team_nodes
 from robot_team.runner import Episode
 from robot_team.sim.motion import MotionEngine
@@ -135,7 +135,7 @@ def test_the_protocol_manager_waits_only_when_every_robot_of_the_role_is_lost():
 
 
 def _event(t, actor, kind, **data):
-    from robot_team.events import TeamEventModel
+    from robot_team.contracts.events import TeamEventModel
     return TeamEventModel(stamp_s=t, wall_time=0.0, seq=1, actor=actor, kind=kind, data=data)
 
 

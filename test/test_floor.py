@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from robot_team.config import ConfigError, load_scenario, share_dir
-from robot_team.floor import FloorError, FloorSpec, floor_path, load_floor, wall_segments
-from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
+from robot_team.contracts.config import ConfigError, load_scenario, share_dir
+from robot_team.contracts.floor import FloorError, FloorSpec, floor_path, load_floor, wall_segments
+from robot_team.contracts.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.sim.grid import OCCUPIED, PlanningError
 from robot_team.sim.planner import OccupancyGrid
 
@@ -249,7 +249,7 @@ def test_robot_side_does_not_import_the_simulator():
     # Only plan_path's grid planner is left (TODO(compute_path_to_pose)).
     assert all(h.startswith('robot_team/tools/navigation.py') and 'robot_team.sim.grid import' in h
                for h in hits), hits
-    code = ('import sys, robot_team.floor, robot_team.nav2_codes; '
+    code = ('import sys, robot_team.contracts.floor, robot_team.contracts.nav2_codes; '
             "print([m for m in sys.modules if m.startswith(('rclpy', 'robot_team.sim'))])")
     result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == '[]', result.stdout + result.stderr

@@ -7,7 +7,7 @@ through rcl's params parser (rclpy.init --params-file, in a child process); ever
 is one that navigation2's jazzy and kilted servers declare (test/data/nav2_declared_params.json,
 extracted from their sources by scripts/nav2_declared_params.py); the bridge's cmd_vel type is
 what the configured Nav2 publishes on each distribution. Expected ROS names come from
-robot_team.names (and the bringup modules' relative names), never from a second list.
+robot_team.contracts.names (and the bringup modules' relative names), never from a second list.
 """
 
 import json
@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 import yaml
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.bringup import files, gazebo, nav2
 from robot_team.bringup.plan import IncludeSpec, plan_floor
 from robot_team.bringup.platform import DISPLAY_ROBOT, MOBILE_ROBOTS, PLATFORM
-from robot_team.floor import FloorError, load_floor
+from robot_team.contracts.floor import FloorError, load_floor
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')

@@ -16,9 +16,9 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.msg import BadgeScan, TeamEvent
-from robot_team.names import AMCL_POSE, BADGE_SCANS, LOCATE_STAFF, PAGE_STAFF, TEAM_EVENTS, robot_name
+from robot_team.contracts.names import AMCL_POSE, BADGE_SCANS, LOCATE_STAFF, PAGE_STAFF, TEAM_EVENTS, robot_name
 from robot_team.ros.messages import event_from_msg, events_qos
 from robot_team.ros.stamps import s_to_stamp
 from robot_team.sim.common import Polyline

@@ -4,10 +4,10 @@ import rclpy
 from rclpy.parameter import Parameter
 from typer.testing import CliRunner
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.agents.supervisor_node import SupervisorNode
 from robot_team.cli import app
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.human import list_escalations, resolve_escalation, watch_escalations
 from robot_team.srv import AuthorizeTask, RequestEscalation
 from ros_helpers import wait_for

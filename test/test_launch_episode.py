@@ -14,7 +14,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from robot_team.bringup.episode import EpisodeRecorder
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.ros.emitter import EventEmitter
 
 
@@ -89,7 +89,7 @@ def test_a_respawned_manager_is_recorded_back_and_the_episode_goes_on(ros_contex
 
 
 def test_a_deployment_records_until_stopped_and_reports_each_case_as_it_closes(ros_context, executor, tmp_path):
-    from robot_team.config import deployment_scenario
+    from robot_team.contracts.config import deployment_scenario
     scenario = tmp_path / 'scenario.json'
     scenario.write_text(deployment_scenario().model_dump_json())
     recorder = EpisodeRecorder(context=ros_context, parameter_overrides=[

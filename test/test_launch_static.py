@@ -22,8 +22,8 @@ import yaml
 
 from robot_team.bringup import plan as plans
 from robot_team.bringup.platform import MOBILE_ROBOTS
-from robot_team.config import ConfigError
-from robot_team.floor import FloorError
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.floor import FloorError
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = ROOT / 'launch'
@@ -143,7 +143,7 @@ def test_embedded_floor_plan(tmp_path):
 
 
 def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):
-    from robot_team.floor import load_floor
+    from robot_team.contracts.floor import load_floor
     floor = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')
     plan = plans.plan_floor(sim='gazebo', out_dir=str(tmp_path))
     spawns = {n.namespace: n.arguments for n in plan.nodes() if n.executable == 'create'}
@@ -160,7 +160,7 @@ def test_gazebo_floor_plan_spawns_each_robot_at_its_dock(tmp_path):
 
 
 def test_a_fleet_starts_every_robot_under_its_own_name_namespace_and_dock(tmp_path):
-    from robot_team.floor import load_floor
+    from robot_team.contracts.floor import load_floor
     floor = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')
     fleet = ('navigation_robot_1', 'navigation_robot_2')
     embedded = plans.plan_floor(sim='embedded', out_dir=str(tmp_path / 'e'), fleet='navigation_robot=2')
@@ -258,7 +258,7 @@ def test_missing_model_and_params_files_are_named(tmp_path):
 
 def test_map_that_disagrees_with_the_world_is_refused(tmp_path):
     from robot_team.bringup.nav2 import write_map
-    from robot_team.floor import load_floor
+    from robot_team.contracts.floor import load_floor
     floor = load_floor(ROOT / 'config' / 'floors' / 'ed_floor.yaml')
     wrong = write_map(floor, tmp_path / 'wrong.yaml', closed_doors=['ER-5'])   # the world has that door open
     with pytest.raises(plans.PlanError, match=r'map .*wrong\.yaml disagrees with world .*ed_floor\.sdf in \d+ cells'):
@@ -377,7 +377,7 @@ def test_a_physical_robots_plan_loads_neither_the_simulator_nor_the_runner(tmp_p
 
 
 def test_without_a_scenario_a_deployment_runs_until_stopped_with_the_hospitals_directory(tmp_path):
-    from robot_team.config import load_staff_seed, share_dir
+    from robot_team.contracts.config import load_staff_seed, share_dir
     from robot_team.directory import StaffDirectory
     hospital_db = tmp_path / 'hospital.sqlite'
     StaffDirectory.create(hospital_db, load_staff_seed(share_dir() / 'config' / 'staff.yaml')).close()
@@ -401,7 +401,7 @@ def test_without_a_scenario_a_deployment_runs_until_stopped_with_the_hospitals_d
 
 
 def test_a_scenario_without_a_patient_is_refused_unless_it_is_open_ended(tmp_path):
-    from robot_team.config import Scenario, deployment_scenario
+    from robot_team.contracts.config import Scenario, deployment_scenario
     with pytest.raises(ValueError, match='patient: missing.*open_ended: true'):
         Scenario.model_validate({'name': 'forgot'})
     with pytest.raises(ValueError, match='arrivals without a patient'):

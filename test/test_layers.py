@@ -7,7 +7,7 @@
   an import the contracts cannot see;
 - no import cycle among ``robot_team`` modules, counting every import (also inside functions);
 - an import inside a function only for an optional dependency, at most 15 in all;
-- no tool or role name written as a literal outside ``robot_team.catalog`` and ``robot_team.names``;
+- no tool or role name written as a literal outside ``robot_team.catalog`` and ``robot_team.contracts.names``;
 - no hand-written ROS stamp conversion outside ``robot_team.ros.stamps``.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from robot_team.catalog import REPORT_TOOL, ROLES, TOOLS, ManagerTool, register_tools
-from robot_team.names import Role
+from robot_team.contracts.names import Role
 from robot_team.tools.roles import implementation_class
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     # A copy of the package where a contract module imports the runner: the contract must fail.
     copy = tmp_path / 'robot_team'
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns('__pycache__'))
-    names = copy / 'names.py'
+    names = copy / 'contracts' / 'names.py'
     names.write_text(names.read_text() + '\nfrom robot_team import runner  # noqa: E402,F401\n')
     config = tmp_path / 'setup.cfg'
     config.write_text((ROOT / 'setup.cfg').read_text())
@@ -70,7 +70,7 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     run = subprocess.run([exe, '--config', str(config), '--no-cache'], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300, env={'PYTHONPATH': str(tmp_path), 'PATH': '/usr/bin:/bin'})
     assert run.returncode != 0 and 'BROKEN' in run.stdout
-    assert 'robot_team.names -> robot_team.runner' in run.stdout
+    assert 'robot_team.contracts.names -> robot_team.runner' in run.stdout
 
 
 def _lint_copy(tmp_path: Path, edits: dict[str, str]) -> subprocess.CompletedProcess:
@@ -253,7 +253,7 @@ def _string_literals(tree: ast.Module):
 def test_tool_and_role_names_are_declared_once():
     declared = {t.name for t in TOOLS} | {t.value for t in ManagerTool} | {r.value for r in Role} | {REPORT_TOOL}
     written = [f'{module}:{node.lineno}: {node.value!r}' for module, tree in _sources()
-               if module not in ('robot_team.catalog', 'robot_team.names')
+               if module not in ('robot_team.catalog', 'robot_team.contracts.names')
                for node in _string_literals(tree) if node.value in declared]
     assert written == []
 

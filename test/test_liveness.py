@@ -7,13 +7,13 @@ import pytest
 
 from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo, SupervisorInstruction, TaskRecord
 from robot_team.brains.protocol import ManagerProtocolBrain
-from robot_team.config import ConfigError, Deadlines
+from robot_team.contracts.config import ConfigError, Deadlines
 from robot_team.core.manager import ManagerCore
 from robot_team.core.manager_store import ManagerStore
 from robot_team.core.supervisor import SupervisorCore
-from robot_team.liveness import LivenessChange, LivenessTracker
+from robot_team.contracts.liveness import LivenessChange, LivenessTracker
 from robot_team.llm.decoding import delegable, refused_hcws
-from robot_team.reports import IssueCode, TaskReportModel, TaskType
+from robot_team.contracts.reports import IssueCode, TaskReportModel, TaskType
 from robot_team.workflow.policy import WorkflowPolicy
 
 from team_harness import InMemoryTeam, Recorder
@@ -366,7 +366,7 @@ def test_the_same_refusal_twice_does_not_loop_the_manager_against_the_gate():
 
 
 def test_a_restarted_nodes_events_are_a_new_incarnation_of_its_sequence():
-    from robot_team.events import TeamEventModel, sequence_gaps
+    from robot_team.contracts.events import TeamEventModel, sequence_gaps
 
     def ev(seq, wall, actor=NODE):
         return TeamEventModel(stamp_s=0.0, wall_time=wall, seq=seq, actor=actor, kind='observation')

@@ -12,7 +12,7 @@ import pytest
 
 from robot_team.brains.base import (
     FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec)
-from robot_team.escalation_model import EscalationRecord
+from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.grounding import UNGROUNDED_FAILURE
 from robot_team.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
@@ -22,7 +22,7 @@ from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
 from team_harness import InMemoryTeam, Recorder, World, build_toolbox
 from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings
 from robot_team.llm.toolschema import DelegateTaskArgs, manager_tools, robot_tools
-from robot_team.reports import Reflection, TaskOutcome, TaskStatus, TaskType
+from robot_team.contracts.reports import Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.catalog import TOOL_OWNERS
 
 ROBOTS = ('navigation_robot', 'info_collection_robot', 'display_robot')
@@ -688,7 +688,7 @@ def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
 def test_manager_accepts_a_success_only_with_consistent_ground_truth():
     from robot_team.catalog import TaskFacts
     from robot_team.guards import report_contradictions
-    from robot_team.reports import TaskReportModel
+    from robot_team.contracts.reports import TaskReportModel
     journal = [{'tool': 'read_badge_scan', 'args': {}, 'ok': True, 'output': {'badge_id': 'ED-0090'}},
                {'tool': 'lookup_staff_by_badge', 'args': {}, 'ok': True,
                 'output': {'hcw_id': '90', 'name': 'Dr. Lucas Brennan', 'specialty': 'Physician'}},
@@ -806,7 +806,7 @@ def test_a_model_that_sends_one_call_per_reply_still_completes():
 
 def test_manager_is_offered_what_the_workflow_can_accept_and_a_call_to_another_is_refused_by_the_gate():
     from robot_team.brains.base import ManagerObservation, PatientInfo
-    from robot_team.escalation_model import EscalationRecord
+    from robot_team.contracts.escalation_model import EscalationRecord
     from robot_team.llm.toolschema import manager_tool_names
     patient = PatientInfo(patient_id='P-1', room='ER-12', presentation='x', esi_level=2, assigned_hcw_id='80')
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from robot_team.brains.base import ManagerObservation, PatientInfo, TaskRecord, TaskSpec
-from robot_team.escalation_model import EscalationRecord
+from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text
@@ -20,7 +20,7 @@ from robot_team.llm.jsonschema_calls import InvalidReply, parse_reply, response_
 from robot_team.llm.record import exchanges
 from robot_team.llm.settings import LLMSettings
 from robot_team.llm.toolschema import manager_tools
-from robot_team.reports import TaskStatus, TaskType
+from robot_team.contracts.reports import TaskStatus, TaskType
 
 
 def settings(server, **kw):
@@ -202,7 +202,7 @@ def test_robot_foreign_tool_unparsable_arguments_and_cut_reply_are_recorded_then
 
 
 def _model(event):
-    from robot_team.events import TeamEventModel
+    from robot_team.contracts.events import TeamEventModel
     return TeamEventModel(stamp_s=0.0, wall_time=0.0, seq=1, actor=event['actor'], kind=event['kind'],
                           target=event['target'], summary=event['summary'], reason=event['reason'],
                           data=event['data'])

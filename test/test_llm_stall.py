@@ -15,7 +15,7 @@ import time
 import pytest
 
 from llm_scripts import use_llm_server
-from robot_team.config import OperatorAnswer, load_scenario
+from robot_team.contracts.config import OperatorAnswer, load_scenario
 from robot_team.evaluation.rubric import score_run
 from robot_team.llm import scripted
 from robot_team.llm.fakeserver import ScriptedServer, text, tool_calls

@@ -232,7 +232,7 @@ def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, dom
     with its reply and the set it offered, and the rubric must score it. Wall time is printed
     (measured: see docs/llm.md).
     """
-    from robot_team.config import load_scenario
+    from robot_team.contracts.config import load_scenario
     from robot_team.evaluation.rubric import score_run_dir
     from robot_team.llm.record import exchanges
     from robot_team.runner import run_episode

@@ -61,11 +61,11 @@ def _graph(ros_context, executor, **params):
     from rclpy.parameter import Parameter
     from rosgraph_msgs.msg import Clock
 
-    from robot_team.config import load_scenario
+    from robot_team.contracts.config import load_scenario
     from robot_team.llm.lockstep import ClockHoldPublisher
     from robot_team.ros.messages import event_from_msg, events_qos
     from robot_team.msg import TeamEvent
-    from robot_team.names import TEAM_EVENTS
+    from robot_team.contracts.names import TEAM_EVENTS
     from robot_team.sim.motion_node import MotionSimNode
     overrides = [Parameter('real_time_factor', value=20.0), Parameter('llm_clock', value='lockstep'),
                  *[Parameter(k, value=v) for k, v in params.items()]]

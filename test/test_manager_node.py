@@ -11,11 +11,11 @@ import rclpy
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.action import ExecuteTask
 from robot_team.agents.manager_node import RESULT_GRACE_S, ManagerNode
 from robot_team.msg import PatientArrival, TaskReport, TeamEvent
-from robot_team.reports import TaskStatus, TaskReportModel
+from robot_team.contracts.reports import TaskStatus, TaskReportModel
 from robot_team.ros.messages import reliable_qos, report_to_msg
 from robot_team.srv import AuthorizeTask, RequestEscalation
 from ros_helpers import wait_for

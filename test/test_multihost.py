@@ -29,9 +29,9 @@ from robot_team.agents.supervisor_node import _back_pause
 from robot_team.bringup.episode import TEAM_NODES
 from robot_team.bringup.plan import EMBEDDED_SIM
 from robot_team.bringup.platform import MOBILE_ROBOTS
-from robot_team.config import load_scenario
-from robot_team.names import HOSPITAL_SYSTEMS as HOSPITAL
-from robot_team.names import RECORDER
+from robot_team.contracts.config import load_scenario
+from robot_team.contracts.names import HOSPITAL_SYSTEMS as HOSPITAL
+from robot_team.contracts.names import RECORDER
 from robot_team.nodes_plan import node_parameters as _node_parameters, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,7 +185,7 @@ def test_robots_on_one_host_team_on_another_complete_onboarding(hosts, domain_id
 _WATCH = """
 import json, sys, rclpy
 from robot_team.msg import TeamEvent
-from robot_team.names import TEAM_EVENTS
+from robot_team.contracts.names import TEAM_EVENTS
 from robot_team.ros.messages import events_qos
 rclpy.init()
 node = rclpy.create_node('cut_trigger')

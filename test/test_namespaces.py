@@ -1,6 +1,6 @@
 """Names the ROS way: two teams under two namespaces on one domain, robots moved by ``__ns``.
 
-Every name of the team is relative (robot_team/names.py): a team in ``/floor1`` and one in
+Every name of the team is relative (robot_team/contracts/names.py): a team in ``/floor1`` and one in
 ``/floor2`` on the same ROS domain must not hear each other (topics, services, actions and their
 own clock topics), and a robot started with ``--ros-args -r __ns:=/floor2/navigation_robot``
 must serve the team in ``/floor2``.
@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from robot_team.config import ConfigError
-from robot_team.names import clock_remap, join, team_namespace_of, validate_namespace
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.names import clock_remap, join, team_namespace_of, validate_namespace
 from robot_team.runner import run_episode
 
 

@@ -27,10 +27,10 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 
-from robot_team.config import load_scenario
-from robot_team.events import TeamEventModel
+from robot_team.contracts.config import load_scenario
+from robot_team.contracts.events import TeamEventModel
 from robot_team.msg import TeamEvent
-from robot_team.names import NAV2_LIFECYCLE_NODES, TEAM_EVENTS
+from robot_team.contracts.names import NAV2_LIFECYCLE_NODES, TEAM_EVENTS
 from robot_team.ros.messages import event_from_msg, events_qos
 from robot_team.sim.motion_node import MotionSimNode
 from ros_helpers import wait_for

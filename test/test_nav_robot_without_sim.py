@@ -65,7 +65,7 @@ def test_navigator_and_pose_source_choices_are_checked(ros_context):
             RobotPose(node, source='gps')
         pose = RobotPose(node, source='auto')
         assert pose.source in ('tf', 'amcl_pose')
-        from robot_team.errors import ToolError
+        from robot_team.contracts.errors import ToolError
         if pose.source == 'amcl_pose':
             with pytest.raises(ToolError, match='nothing received on /navigation_robot/amcl_pose'):
                 pose.get(0.1)

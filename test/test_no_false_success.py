@@ -26,7 +26,7 @@ from robot_team.brains.base import BrainReport, RobotBrain, TaskSpec
 from robot_team.brains.protocol import InfoCollectionProtocolBrain
 from robot_team.catalog import TaskFacts, Tool
 from robot_team.guards import report_contradictions
-from robot_team.reports import TaskStatus, TaskType
+from robot_team.contracts.reports import TaskStatus, TaskType
 from robot_team.workflow.policy import WorkflowPolicy
 from robot_team.workflow.rules import StaffFacts, people_chose, task_hcw_refusal
 
@@ -121,7 +121,7 @@ def test_the_gate_lets_people_choose_and_names_the_escorted_hcw_for_the_later_st
                             staff=staff).explanation.startswith('HCW #91 is off shift')
     nav = policy.authorize('navigation', 'navigation_robot', '', 'manager', 2.0, hcw_id='55', staff=staff)
     assert nav.approved and nav.hcw_id == '55'   # the hospital assigned #55: a person's choice stands
-    from robot_team.reports import TaskReportModel
+    from robot_team.contracts.reports import TaskReportModel
     policy.record_report(TaskReportModel(task_id=nav.task_id, task_type='navigation', robot='navigation_robot',
                                          status='success'), 3.0)
     other = policy.authorize('info_collection', 'info_collection_robot', '', 'manager', 4.0, hcw_id='90',
@@ -215,7 +215,7 @@ def test_the_manager_accepts_a_success_only_when_the_attached_world_shows_it():
 
 def test_a_time_limit_on_a_team_held_for_a_person_is_its_own_outcome():
     """Held on an escalation people were asked about and did not answer: ``held_for_human``, not ``timeout``."""
-    from robot_team.events import TeamEventModel
+    from robot_team.contracts.events import TeamEventModel
     from robot_team.run_report import HELD_FOR_HUMAN, time_limit_outcome
 
     def ev(kind, esc, reason=''):

@@ -10,12 +10,12 @@ import pytest
 
 from robot_team.brains.base import ManagerBrain
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
-from robot_team.config import Deadlines
+from robot_team.contracts.config import Deadlines
 from robot_team.core.supervisor import SupervisorCore
-from robot_team.decisions import count_decisions, without_fallback
-from robot_team.events import TeamEventModel
+from robot_team.contracts.decisions import count_decisions, without_fallback
+from robot_team.contracts.events import TeamEventModel
 from team_harness import InMemoryTeam, Recorder
-from robot_team.reports import TaskReportModel
+from robot_team.contracts.reports import TaskReportModel
 from robot_team.workflow.policy import WorkflowPolicy
 
 ROBOTS = ('navigation_robot', 'info_collection_robot', 'display_robot')

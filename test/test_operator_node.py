@@ -8,8 +8,8 @@ rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402
 
-from robot_team.config import OperatorAnswer  # noqa: E402
-from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.contracts.config import OperatorAnswer  # noqa: E402
+from robot_team.contracts.reports import TaskReportModel  # noqa: E402
 from robot_team.ros.messages import report_to_msg  # noqa: E402
 from test_supervisor_node import GraphProbe, authorize  # noqa: E402
 

@@ -4,10 +4,10 @@ from robot_team.brains.base import (
     Delegate, Escalate, Finish, ManagerObservation, PatientInfo, Reflect, TaskRecord, TaskSpec)
 from robot_team.brains.protocol import (
     DisplayProtocolBrain, InfoCollectionProtocolBrain, ManagerProtocolBrain, NavigationProtocolBrain)
-from robot_team.escalation_model import EscalationRecord
-from robot_team.reports import TaskStatus, TaskType
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.reports import TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
-from robot_team.errors import ToolError
+from robot_team.contracts.errors import ToolError
 
 from pydantic import BaseModel, ConfigDict
 
@@ -197,7 +197,7 @@ def test_every_failure_a_protocol_brain_reports_is_grounded_by_the_rule_the_llm_
     """
     from team_harness import STAFF as FLOOR, World, build_toolbox
     from robot_team.grounding import failure_grounds
-    from robot_team.names import Role
+    from robot_team.contracts.names import Role
     busy = {h: {**s, 'availability': 'busy'} for h, s in FLOOR.items()}
     cases = [   # (role, brain, task HCW, world): each one a failure
         (Role.NAVIGATION, NavigationProtocolBrain(), '77', World()),                     # unknown to the RTLS

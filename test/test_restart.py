@@ -25,8 +25,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from robot_team.config import load_scenario
-from robot_team.events import EventKind
+from robot_team.contracts.config import load_scenario
+from robot_team.contracts.events import EventKind
 from robot_team.restarts import (FASTDDS_PROFILES_VARIABLE, RestartError, RestartPolicy, dds_environment,
                                  liveness_profile)
 from robot_team.runner import Episode

@@ -16,10 +16,10 @@ from rclpy.parameter import Parameter
 
 from robot_team.action import ExecuteTask
 from robot_team.agents.robot_node import RobotNode
-from robot_team.config import load_scenario, load_staff_seed
+from robot_team.contracts.config import load_scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
-from robot_team.liveness import OPERATIONAL_ROBOTS
-from robot_team.names import NAVIGATE_TO_POSE, SUBMIT_REPORT, robot_name
+from robot_team.contracts.liveness import OPERATIONAL_ROBOTS
+from robot_team.contracts.names import NAVIGATE_TO_POSE, SUBMIT_REPORT, robot_name
 from robot_team.ros.messages import report_from_msg
 from robot_team.srv import SubmitReport
 from robot_team.sim.hospital_node import HospitalSystemsNode

@@ -13,11 +13,11 @@ import time
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robot_team.events import TeamEventModel
-from robot_team.floor import load_floor
+from robot_team.contracts.events import TeamEventModel
+from robot_team.contracts.floor import load_floor
 from robot_team.recorder import TeamRecorder
 from robot_team.ros.markers import FLOOR_MARKERS
-from robot_team.scene import ESI_COLOURS, floor_geometry
+from robot_team.contracts.scene import ESI_COLOURS, floor_geometry
 
 
 def _event(event_kind, actor='supervisor', seq=1, **data):

@@ -11,8 +11,8 @@ from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.duration import Duration
 from rclpy.time import Time
 
-from robot_team.events import TeamEventModel
-from robot_team.reports import ReportError, TaskReportModel
+from robot_team.contracts.events import TeamEventModel
+from robot_team.contracts.reports import ReportError, TaskReportModel
 from robot_team.ros.messages import event_from_msg, event_to_msg, report_from_msg, report_to_msg
 from robot_team.ros.stamps import duration_to_s, now_s, s_to_duration, s_to_stamp, s_to_time, stamp_to_s
 
@@ -115,7 +115,7 @@ def test_a_report_stamped_before_0_is_rejected_naming_the_stamp():
 
 
 def test_contracts_and_core_import_no_rclpy():
-    code = ('import sys, robot_team.events, robot_team.reports, robot_team.core.escalations, '
+    code = ('import sys, robot_team.contracts.events, robot_team.contracts.reports, robot_team.core.escalations, '
             'robot_team.core.manager, robot_team.core.robot, robot_team.core.supervisor; '
             "print([m for m in sys.modules if m.startswith(('rclpy', 'builtin_interfaces', 'robot_team.msg', "
             "'robot_team.ros'))])")

@@ -16,9 +16,9 @@ from rubric_records import (
 from robot_team.evaluation.judge import LLMReflectionJudge
 from robot_team.evaluation.rubric import PUBLISHED_REFERENCE, RUBRIC_POINTS, Metric, score_run, score_run_dir
 from robot_team.evaluation.truth import audit
-from robot_team.events import TeamEventModel
+from robot_team.contracts.events import TeamEventModel
 from robot_team.recorder import read_jsonl
-from robot_team.reports import TaskType
+from robot_team.contracts.reports import TaskType
 
 NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
 

@@ -12,7 +12,7 @@ import pytest
 from llm_scripts import escalate_only, misbehaving_policies, use_llm_server
 from robot_team.evaluation.rubric import Metric, score_run, score_run_dir
 from robot_team.evaluation.truth import audit
-from robot_team.reports import TaskType
+from robot_team.contracts.reports import TaskType
 
 pytest.importorskip('rclpy')
 fakeserver = pytest.importorskip('robot_team.llm.fakeserver')

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from llm_scripts import use_llm_server
 from ros_helpers import wait_for
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.llm import scripted
 from robot_team.llm.fakeserver import Fault, ScriptedServer
 from robot_team.llm.inflight import in_flight

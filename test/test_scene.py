@@ -1,4 +1,4 @@
-"""The scene model (robot_team.scene), rclpy-free: what a person watching the floor is shown.
+"""The scene model (robot_team.contracts.scene), rclpy-free: what a person watching the floor is shown.
 
 Events here are shaped as the team records them (a real run's kinds and data keys, see an
 ``events.jsonl``); poses and RTLS locations as the feed hands them over.
@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from robot_team.events import TeamEventModel
-from robot_team.floor import DEFAULT_FLOOR, floor_path, load_floor
-from robot_team.scene import (SAMPLE_PERIOD_S, Sample, SceneState, SceneTimeline, floor_geometry, floor_of,
-                              read_samples, write_samples)
+from robot_team.contracts.events import TeamEventModel
+from robot_team.contracts.floor import DEFAULT_FLOOR, floor_path, load_floor
+from robot_team.contracts.scene import (
+    SAMPLE_PERIOD_S, Sample, SceneState, SceneTimeline, floor_geometry, floor_of, read_samples, write_samples)
 
 NAV = 'navigation_robot'
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.scene_foxglove import CASES_TOPIC, LAYOUT_FILE, LOG_TOPIC, SCENE_TOPIC, layout
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,10 +14,10 @@ import os
 
 import pytest
 
-from robot_team.config import load_scenario
-from robot_team.floor import load_floor
+from robot_team.contracts.config import load_scenario
+from robot_team.contracts.floor import load_floor
 from robot_team.recorder import read_jsonl, read_mcap_events
-from robot_team.scene import SCENE_FILE, SceneTimeline, read_samples
+from robot_team.contracts.scene import SCENE_FILE, SceneTimeline, read_samples
 from ros_helpers import release_domain_ids, reserve_domain_id
 
 mcap_reader = pytest.importorskip('mcap.reader')

@@ -2,7 +2,7 @@
 
 The team serves one case at a time: another patient's case waits (``case_waiting``), and when
 the case in progress closes (its reflection recorded) the most urgent waiting case starts, at the
-supervisor's gate and at the manager alike (``robot_team.cases.next_case``), with its own policy,
+supervisor's gate and at the manager alike (``robot_team.contracts.cases.next_case``), with its own policy,
 task and escalation IDs, deadlines and observation: nothing of one case leaks into another. A
 patient whose case waits the onboarding deadline is given to a person (a ``patient`` escalation)
 and keeps their place. The core tests run the nodes' cores without ROS; the last one a real graph.
@@ -14,17 +14,17 @@ import pytest
 import rclpy
 from hypothesis import given, settings, strategies as st
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.brains.base import PatientInfo
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
-from robot_team.cases import WaitingCase, case_key, next_case
-from robot_team.config import load_scenario
+from robot_team.contracts.cases import WaitingCase, case_key, next_case
+from robot_team.contracts.config import load_scenario
 from robot_team.core.manager_cases import run_outcome
-from robot_team.events import EventKind, TeamEventModel
+from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.lifecycle import EXIT_AS_EXPECTED, exit_code
 from robot_team.msg import PatientArrival
 from robot_team.run_report import case_results
-from robot_team.reports import TaskReportModel
+from robot_team.contracts.reports import TaskReportModel
 from robot_team.ros.messages import reliable_qos
 from robot_team.runner import run_episode
 from robot_team.workflow.rules import StaffFacts
@@ -283,7 +283,7 @@ def test_a_second_arrival_on_the_topic_is_served_after_the_first(domain_id, ros_
 
 
 def test_a_shift_announces_every_patient_at_their_arrival_time_and_each_case_expects_its_outcome():
-    from robot_team.config import PatientSpec, load_staff_seed
+    from robot_team.contracts.config import PatientSpec, load_staff_seed
     from robot_team.sim.hospital import HospitalEngine
     from robot_team.sim.world import load_world
     base = load_scenario('onboarding')

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from matplotlib.image import imread
 
-from robot_team.config import ConfigError, PatientSpec, load_scenario, load_staff_seed
+from robot_team.contracts.config import ConfigError, PatientSpec, load_scenario, load_staff_seed
 from robot_team.evaluation.shift import (
     ESI_SHARES,
     FAILURE_SHARE,
@@ -19,7 +19,7 @@ from robot_team.evaluation.shift import (
     write_shift,
     write_summary_md,
 )
-from robot_team.floor import load_floor
+from robot_team.contracts.floor import load_floor
 
 
 @pytest.fixture(scope='module')

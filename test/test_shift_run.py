@@ -11,7 +11,7 @@ from matplotlib.image import imread
 from typer.testing import CliRunner
 
 from robot_team.cli import app
-from robot_team.config import PatientSpec, load_scenario
+from robot_team.contracts.config import PatientSpec, load_scenario
 from robot_team.evaluation.shift import write_shift
 
 

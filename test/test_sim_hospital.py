@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from robot_team.config import ConfigError, StaffOverride, load_scenario, load_staff_seed
+from robot_team.contracts.config import ConfigError, StaffOverride, load_scenario, load_staff_seed
 from robot_team.sim.hospital import HospitalEngine, SimInputError
 from robot_team.sim.motion import MotionEngine
 from robot_team.sim.world import Pose2D, load_world
@@ -357,7 +357,7 @@ def test_closed_door_keeps_the_hcw_out():
 
 
 def test_a_door_closed_for_a_while_keeps_the_hcw_out_until_it_opens_and_survives_a_checkpoint():
-    from robot_team.config import DoorChange
+    from robot_team.contracts.config import DoorChange
     changes = [DoorChange(at_s=30.0, room='ER-12', state='closed'), DoorChange(at_s=400.0, room='ER-12', state='open')]
     motion, hospital = make_floor(door_changes=changes)
     events = escort(motion, hospital, '90', motion.world.room('ER-12').door, seconds=200)
@@ -383,7 +383,7 @@ def _through_door(hospital, room):
 
 
 def test_door_changes_name_rooms_of_the_floor_and_change_their_state():
-    from robot_team.config import DoorChange
+    from robot_team.contracts.config import DoorChange
     with pytest.raises(ConfigError, match="unknown room 'ER-99'"):
         make_floor(door_changes=[DoorChange(at_s=5.0, room='ER-99', state='closed')])
     with pytest.raises(ValueError, match="ER-12's door is already closed at 5 s"):
@@ -425,7 +425,7 @@ def test_bad_scenarios_are_config_errors():
 
 
 def test_staff_changes_at_sim_times_break_a_page_and_a_badge_and_survive_a_checkpoint():
-    from robot_team.config import StaffChange
+    from robot_team.contracts.config import StaffChange
     changes = [StaffChange(at_s=5.0, hcw_id='90', availability='busy', detail='code blue in Resuscitation'),
                StaffChange(at_s=40.0, hcw_id='90', availability='available'),
                StaffChange(at_s=0.0, hcw_id='41', badge_id='ED-9999')]
@@ -452,6 +452,6 @@ def test_staff_changes_at_sim_times_break_a_page_and_a_badge_and_survive_a_check
 
 
 def test_a_staff_change_for_an_hcw_not_in_the_directory_is_refused():
-    from robot_team.config import StaffChange
+    from robot_team.contracts.config import StaffChange
     with pytest.raises(ConfigError, match='staff_changes name HCWs not in the staff directory: 404'):
         make_floor(staff_changes=[StaffChange(at_s=1.0, hcw_id='404', availability='busy')])

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from robot_team.config import ConfigError, load_scenario
+from robot_team.contracts.config import ConfigError, load_scenario
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.motion import FollowPathError, MotionEngine, SimInputError
 from robot_team.sim.world import Pose2D, load_world
@@ -175,7 +175,7 @@ def test_localization_reports_as_amcl_makes_them():
 
 
 def test_a_door_closing_ahead_aborts_the_goal_and_one_opening_lets_the_next_through():
-    from robot_team.config import DoorChange
+    from robot_team.contracts.config import DoorChange
     changes = [DoorChange(at_s=5.0, room='ER-12', state='closed'), DoorChange(at_s=20.0, room='ER-12', state='open')]
     engine = make_engine(door_changes=changes)
     entry = engine.world.room('ER-12').entry
@@ -202,7 +202,7 @@ def test_whatever_doors_do_no_robot_passes_a_closed_door(seed):
     """
     import random
 
-    from robot_team.config import DoorChange
+    from robot_team.contracts.config import DoorChange
     rng = random.Random(seed)
     engine0 = make_engine()
     rooms = sorted(engine0.world.rooms)

@@ -24,11 +24,12 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from robot_team.config import ConfigError, load_scenario
-from robot_team.events import TeamEventModel
+from robot_team.contracts.config import ConfigError, load_scenario
+from robot_team.contracts.events import TeamEventModel
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, PatientArrival, TeamEvent
-from robot_team.names import (AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM,
-                              PAGE_STAFF, PATIENT_ARRIVALS, SHOW_DISPLAY, TEAM_EVENTS, robot_name)
+from robot_team.contracts.names import (
+    AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM, PAGE_STAFF, PATIENT_ARRIVALS,
+    SHOW_DISPLAY, TEAM_EVENTS, robot_name)
 from robot_team.ros.messages import event_from_msg, events_qos
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.hospital_node import HospitalSystemsNode

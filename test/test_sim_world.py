@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from robot_team.config import ConfigError, load_staff_seed, share_dir
-from robot_team.floor import Floor
-from robot_team.names import Role
+from robot_team.contracts.config import ConfigError, load_staff_seed, share_dir
+from robot_team.contracts.floor import Floor
+from robot_team.contracts.names import Role
 from robot_team.sim.world import OUTSIDE, WorldError, load_world
 
 WORLD = 'ed_floor.yaml'

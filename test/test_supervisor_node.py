@@ -14,9 +14,9 @@ rclpy = pytest.importorskip('rclpy')
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from robot_team import names  # noqa: E402
-from robot_team.config import load_scenario  # noqa: E402
-from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.contracts import names  # noqa: E402
+from robot_team.contracts.config import load_scenario  # noqa: E402
+from robot_team.contracts.reports import TaskReportModel  # noqa: E402
 from robot_team.ros.messages import event_from_msg, events_qos, reliable_qos, report_to_msg  # noqa: E402
 
 

@@ -17,9 +17,9 @@ rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402
 
-from robot_team import names  # noqa: E402
-from robot_team.config import load_scenario  # noqa: E402
-from robot_team.reports import TaskReportModel  # noqa: E402
+from robot_team.contracts import names  # noqa: E402
+from robot_team.contracts.config import load_scenario  # noqa: E402
+from robot_team.contracts.reports import TaskReportModel  # noqa: E402
 from robot_team.ros.messages import reliable_qos, report_to_msg  # noqa: E402
 from test_supervisor_node import GraphProbe, authorize  # noqa: E402
 

@@ -5,7 +5,7 @@ import sqlite3
 from test_escalation_desk import failed_nav, make_desk
 
 from robot_team.core.escalations import EscalationStore
-from robot_team.reports import TaskReportModel
+from robot_team.contracts.reports import TaskReportModel
 
 
 def restart(tmp_path, **policy):
@@ -131,7 +131,7 @@ def test_nothing_stored_restores_nothing(tmp_path):
 
 
 def test_a_restart_keeps_a_closed_case_with_an_escalation_open_and_gives_a_let_go_cases_to_no_other(tmp_path):
-    from robot_team.escalation_model import LifecycleState
+    from robot_team.contracts.escalation_model import LifecycleState
     from test_escalation_desk import STEPS, serve
     store = EscalationStore(tmp_path / 'escalations.sqlite')
     desk, core, _, _, _ = make_desk(tmp_path, store=store)

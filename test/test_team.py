@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from robot_team.catalog import TOOLS, TOOLS_BY_NAME
-from robot_team.config import ConfigError, load_scenario
+from robot_team.contracts.config import ConfigError, load_scenario
 from robot_team.evaluation.truth import audit, load_truth
-from robot_team.events import sequence_gaps
+from robot_team.contracts.events import sequence_gaps
 from robot_team.recorder import read_jsonl
 from robot_team.runner import run_episode
 

@@ -4,7 +4,7 @@ import pytest
 from pydantic import BaseModel
 
 from robot_team.tools.base import Toolbox
-from robot_team.errors import ToolAccessError, ToolError
+from robot_team.contracts.errors import ToolAccessError, ToolError
 
 
 class Recorder:
@@ -142,7 +142,7 @@ def test_a_robot_forgets_a_tasks_journal_once_its_report_carries_it():
     from team_harness import World, build_toolbox, run_robot
     from robot_team.brains.base import TaskSpec
     from robot_team.brains.protocol import InfoCollectionProtocolBrain
-    from robot_team.reports import TaskStatus, TaskType
+    from robot_team.contracts.reports import TaskStatus, TaskType
     world = World()
     box, emitted = build_toolbox('info_collection_robot', world), []
     reports = [run_robot('info_collection_robot', InfoCollectionProtocolBrain(), box,

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from robot_team.config import load_scenario, load_staff_seed
+from robot_team.contracts.config import load_scenario, load_staff_seed
 from robot_team.sim.common import Polyline, segment_near
 from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.motion import MotionEngine

@@ -18,7 +18,7 @@ from robot_team.evaluation.truth import (
     ARRIVAL_SLACK_S, HumanChoice, TruthInputError, audit, false_successes, load_run, load_truth, team_differences)
 from robot_team.evaluation.truth import ScreenMember as Member
 from robot_team.recorder import write_jsonl
-from robot_team.reports import TaskType
+from robot_team.contracts.reports import TaskType
 
 NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DISPLAY
 VIEWS = ('attempted', 'floor')

@@ -2,9 +2,9 @@
 
 import pytest
 
-from robot_team.config import Deadlines
-from robot_team.names import Role
-from robot_team.reports import TaskReportModel, TaskType
+from robot_team.contracts.config import Deadlines
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import TaskReportModel, TaskType
 from robot_team.workflow.policy import WorkflowPolicy
 
 OWNER = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',

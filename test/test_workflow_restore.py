@@ -2,8 +2,8 @@
 
 import pytest
 
-from robot_team.config import Deadlines
-from robot_team.reports import TaskReportModel
+from robot_team.contracts.config import Deadlines
+from robot_team.contracts.reports import TaskReportModel
 from robot_team.workflow.policy import DuplicateReport, WorkflowPolicy
 from robot_team.workflow.state import WorkflowState
 

@@ -29,14 +29,14 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from robot_team import names
-from robot_team.config import ConfigError, PatientSpec, load_staff_seed, share_dir
+from robot_team.contracts import names
+from robot_team.contracts.config import ConfigError, PatientSpec, load_staff_seed, share_dir
 from robot_team.directory import StaffDirectory
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.fhir.gateway import (TOKEN_ENV, CloseAnswer, EncounterRecord, FhirGateway, GatewayConfigError,
                                      GatewaySettings)
 from robot_team.fhir.server import GatewayServer
-from robot_team.floor import load_floor
+from robot_team.contracts.floor import load_floor
 from robot_team.msg import PatientArrival
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.messages import reliable_qos

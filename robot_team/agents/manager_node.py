@@ -38,26 +38,26 @@ from rclpy.clock import Clock, ClockType
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.action import ExecuteTask
 from robot_team.brains.base import ManagerBrain, PatientInfo, StaffInfo, SupervisorInstruction, TaskSpec
 from robot_team.brains.protocol import ManagerProtocolBrain
 from robot_team.catalog import MANAGER_TOOLS, TASK_OWNER
-from robot_team.config import ConfigError
+from robot_team.contracts.config import ConfigError
 from robot_team.core.manager import ManagerCore
 from robot_team.core.manager_store import ManagerStore
-from robot_team.errors import ToolError
-from robot_team.geometry import path_length
-from robot_team.escalation_model import EscalationKind, EscalationRecord
-from robot_team.events import EventKind
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.geometry import path_length
+from robot_team.contracts.escalation_model import EscalationKind, EscalationRecord
+from robot_team.contracts.events import EventKind
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
 from robot_team.msg import (
     Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
     TeamHold)
-from robot_team.names import Role
-from robot_team.reports import (
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import (
     OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
-from robot_team.clock_sync import unscheduled
+from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter

@@ -15,12 +15,12 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from robot_team import names
-from robot_team.config import ConfigError, OperatorAnswer, Scenario, load_scenario
-from robot_team.escalation_model import EscalationKind
-from robot_team.events import EventKind
+from robot_team.contracts import names
+from robot_team.contracts.config import ConfigError, OperatorAnswer, Scenario, load_scenario
+from robot_team.contracts.escalation_model import EscalationKind
+from robot_team.contracts.events import EventKind
 from robot_team.msg import Escalation
-from robot_team.clock_sync import unscheduled
+from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter

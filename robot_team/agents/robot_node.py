@@ -24,20 +24,20 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.action import ExecuteTask
 from robot_team.brains.base import RobotBrain, TaskSpec
 from robot_team.brains.protocol import protocol_robot_brain
 from robot_team.catalog import ROLE_TASK, role_of
-from robot_team.config import ConfigError
+from robot_team.contracts.config import ConfigError
 from robot_team.core.robot import RobotCore
-from robot_team.errors import ToolError
-from robot_team.events import EventKind
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.events import EventKind
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
-from robot_team.names import Role, team_name
-from robot_team.reports import TaskReportModel
-from robot_team.clock_sync import unscheduled
+from robot_team.contracts.names import Role, team_name
+from robot_team.contracts.reports import TaskReportModel
+from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
@@ -99,7 +99,7 @@ class RobotNode(Node):
         built-in client with the same calls; ``basic_navigator``; ``builtin``).
     robot
         The robot's name (node name), default ``role``: ``<role>_<n>`` in a fleet
-        (:func:`robot_team.names.fleet_robots`); a ``__node`` remap names it as well.
+        (:func:`robot_team.contracts.names.fleet_robots`); a ``__node`` remap names it as well.
     namespace
         The robot's namespace (default ``/<robot>``; in a team namespace ``T``, ``T/<robot>``).
 

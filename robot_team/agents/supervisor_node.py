@@ -55,8 +55,8 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from robot_team import names
-from robot_team.config import ConfigError, Deadlines, Scenario, load_scenario
+from robot_team.contracts import names
+from robot_team.contracts.config import ConfigError, Deadlines, Scenario, load_scenario
 from robot_team.core.escalations import (
     EscalationDesk,
     EscalationPolicy,
@@ -67,7 +67,7 @@ from robot_team.core.escalations import (
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.core.supervisor_reports import parse_report
 from robot_team.directory import StaffDirectory
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.msg import (
     Escalation,
     HumanDecision,
@@ -80,9 +80,9 @@ from robot_team.msg import (
     TaskReport,
     TeamHold,
 )
-from robot_team.reports import TaskReportModel
-from robot_team.liveness import LivenessChange, watched
-from robot_team.clock_sync import unscheduled
+from robot_team.contracts.reports import TaskReportModel
+from robot_team.contracts.liveness import LivenessChange, watched
+from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import LivenessWatch, announce_alive
 from robot_team.ros.emitter import EventEmitter
@@ -152,7 +152,7 @@ class SupervisorNode(Node):
         As for :class:`rclpy.node.Node`. Parameters: ``scenario``, ``issue_handling_deadline_s``,
         ``task_deadline_s``, ``decision_deadline_s``, ``onboarding_deadline_s`` (s) and
         ``safe_default`` (``takeover``, ``hold`` or ``escalate``), each defaulting to the
-        scenario's :class:`~robot_team.config.Deadlines`; ``use_sim_time`` (expected true in runs:
+        scenario's :class:`~robot_team.contracts.config.Deadlines`; ``use_sim_time`` (expected true in runs:
         deadlines run on sim time), ``escalation_policy``, ``escalation_db`` (SQLite file of the
         escalations, e.g. beside the run's record; empty: in memory), ``staff_db`` (the run's staff
         directory, to check ``reassign`` decisions; empty: no directory check).
@@ -514,7 +514,7 @@ class SupervisorNode(Node):
 
     def _cases_at_once(self, default: int) -> int:
         value = self.declare_parameter('cases_at_once', default, ParameterDescriptor(
-            dynamic_typing=True, description='How many cases may be open at once (robot_team.cases); 1: one '
+            dynamic_typing=True, description='How many cases may be open at once (robot_team.contracts.cases); 1: one '
                                              'case at a time, 0: no limit. Default: the scenario\'s.')).value
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f'supervisor parameter cases_at_once: expected an integer >= 0 (0: no limit), '

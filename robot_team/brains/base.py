@@ -17,8 +17,8 @@ from typing import Annotated, Any, Callable, Literal, Union
 
 from pydantic import BaseModel, Field
 
-from robot_team.escalation_model import EscalationRecord
-from robot_team.reports import IssueCode, Reflection, TaskStatus, TaskType
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.reports import IssueCode, Reflection, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 from robot_team.workflow.rules import TaskOutline
 
@@ -79,7 +79,7 @@ class RobotBrain(ABC):
 
     @property
     def decision_source(self) -> str:
-        """Who decided the latest task (:class:`~robot_team.decisions.DecisionSource` value)."""
+        """Who decided the latest task (:class:`~robot_team.contracts.decisions.DecisionSource` value)."""
         return 'protocol'
 
 
@@ -271,7 +271,7 @@ class ManagerBrain(ABC):
 
     @property
     def decision_source(self) -> str:
-        """Who made the latest decision (:class:`~robot_team.decisions.DecisionSource` value)."""
+        """Who made the latest decision (:class:`~robot_team.contracts.decisions.DecisionSource` value)."""
         return 'protocol'
 
     def judge(self, record: TaskRecord) -> tuple[TaskStatus, str]:

@@ -29,9 +29,9 @@ from robot_team.brains.base import (
     TaskRecord,
 )
 from robot_team.catalog import TASK_OWNER, Tool
-from robot_team.escalation_model import closing_abort
-from robot_team.names import Role, role_robots
-from robot_team.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
+from robot_team.contracts.escalation_model import closing_abort
+from robot_team.contracts.names import Role, role_robots
+from robot_team.contracts.reports import OPERATIONAL_TASKS, IssueCode, Reflection, TaskOutcome, TaskStatus, TaskType
 from robot_team.roles.display.protocol import DisplayProtocolBrain
 from robot_team.roles.info_collection.protocol import InfoCollectionProtocolBrain
 from robot_team.roles.navigation.protocol import NavigationProtocolBrain

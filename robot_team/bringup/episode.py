@@ -16,7 +16,7 @@ same from the ROS graph alone, so that it works with the nodes on any host:
   itself again (launch respawned it) as ``node_restarted``. A lost manager ends the episode once
   it has not come back within ``restart_grace_s``. Interrupted (Ctrl-C), it writes what it has.
 
-  With an open-ended scenario (a deployment's, ``open_ended`` in :class:`robot_team.config.Scenario`)
+  With an open-ended scenario (a deployment's, ``open_ended`` in :class:`robot_team.contracts.config.Scenario`)
   there is no episode end and no time limit: it
   records until stopped, appending each event to ``events.jsonl`` as it arrives (a killed
   recorder loses nothing written), and writes ``cases/<case>.json``
@@ -36,11 +36,11 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
-from robot_team import names
-from robot_team.config import ConfigError, Scenario, load_scenario
-from robot_team.events import EventKind
+from robot_team.contracts import names
+from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.events import EventKind
 from robot_team.msg import TeamEvent
-from robot_team.names import team_name
+from robot_team.contracts.names import team_name
 from robot_team.nodes_plan import TEAM
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.run_report import OpenRecord, build_report, time_limit_outcome

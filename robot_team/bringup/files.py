@@ -14,7 +14,7 @@ import yaml
 from robot_team.bringup.gazebo import BridgeEntry, clock_bridge, model_config, robot_bridge, robot_model_sdf
 from robot_team.bringup.nav2 import params_yaml, write_map
 from robot_team.bringup.platform import MOBILE_ROBOTS
-from robot_team.floor import Floor
+from robot_team.contracts.floor import Floor
 
 
 def model_path(robot: str) -> str:

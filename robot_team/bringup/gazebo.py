@@ -3,7 +3,7 @@
 Robots are spawned at their docks (floor description) with ``ros_gz_sim create -name <robot>``;
 each model's Gazebo topics are scoped by its name (``/model/<robot>/...``). One ros_gz_bridge
 per robot runs in the robot's ROS namespace and maps them to the robot's relative ROS names
-(:mod:`robot_team.names`), as a Nav2 robot has them::
+(:mod:`robot_team.contracts.names`), as a Nav2 robot has them::
 
     ROS (relative, in <team>/<robot>)   direction   Gazebo
     cmd_vel      geometry_msgs/TwistStamped ROS -> GZ /model/<robot>/cmd_vel      (DiffDrive; gz.msgs.Twist)
@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from robot_team import names
-from robot_team.names import role_name
+from robot_team.contracts import names
+from robot_team.contracts.names import role_name
 from robot_team.bringup.platform import DISPLAY_ROBOT, PLATFORM, SCREEN, BasePlatform
 
 SCAN = 'scan'                 # sensor_msgs/LaserScan, relative to the robot's namespace

@@ -6,9 +6,9 @@ footprint radius, the controller and velocity smoother its speed limits, frames 
 unprefixed ``map``/``odom``/``base_link`` (each robot's TF tree is on its own ``tf`` topic) and
 topics are relative, so that ``nav2_bringup``'s ``bringup_launch.py namespace:=<team>/<robot>``
 (Nav2's multi-robot bringup) puts each stack in its robot's namespace. The navigators are named
-after the actions the robots call (:data:`robot_team.names.NAVIGATE_TO_POSE`...), the planner and
-controller plugins after Nav2's default IDs (:data:`robot_team.names.PLANNER_ID`,
-:data:`robot_team.names.CONTROLLER_ID`).
+after the actions the robots call (:data:`robot_team.contracts.names.NAVIGATE_TO_POSE`...), the planner and
+controller plugins after Nav2's default IDs (:data:`robot_team.contracts.names.PLANNER_ID`,
+:data:`robot_team.contracts.names.CONTROLLER_ID`).
 
 The map (:func:`write_map`) is a ``map_server`` map (PGM + YAML, trinary mode): the floor's walls
 (and closed doors) rasterized with Pillow at :data:`MAP_RESOLUTION`, on the same cell-aligned
@@ -29,11 +29,11 @@ import numpy as np
 import yaml
 from PIL import Image, ImageDraw
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.bringup.gazebo import CMD_VEL_STAMPED, SCAN
 from robot_team.bringup.platform import PLATFORM, BasePlatform
-from robot_team.config import ConfigError
-from robot_team.floor import Floor, Wall
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.floor import Floor, Wall
 
 MAP_RESOLUTION = 0.1          # m per cell: the embedded simulator's grid resolution
 OCCUPIED_THRESH = 0.65

@@ -30,15 +30,15 @@ from pathlib import Path
 import numpy as np
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.bringup import files
 from robot_team.bringup.gazebo import SCAN_FRAME, TF, TF_STATIC
 from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_map, map_info, rasterize, write_map
 from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
-from robot_team.clock_sync import CLOCK_MODES
-from robot_team.config import ConfigError, deployment_scenario, load_scenario, share_dir
+from robot_team.contracts.clock_sync import CLOCK_MODES
+from robot_team.contracts.config import ConfigError, deployment_scenario, load_scenario, share_dir
 from robot_team.fhir.gateway import TOKEN_ENV, GatewayConfigError, check_binding
-from robot_team.floor import Floor, Wall, load_floor
+from robot_team.contracts.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
 from robot_team.nodes_plan import node_parameters, prepare, team_nodes
@@ -160,7 +160,7 @@ def flag(name: str, value: str) -> bool:
 
 
 def namespace(name: str, value: str) -> str:
-    """Return the ROS namespace launch argument ``name`` gives (:func:`robot_team.names.validate_namespace`).
+    """Return the ROS namespace launch argument ``name`` gives (:func:`robot_team.contracts.names.validate_namespace`).
 
     Raises
     ------
@@ -205,7 +205,7 @@ def run_scenario(scenario: str, floor: str = '', staff: str = '', fleet: str = '
     """Return the scenario a launch runs: launch arguments ``scenario``, ``floor``, ``staff``, ``fleet``.
 
     ``scenario`` '' (or only spaces): no scenario, a deployment
-    (:func:`robot_team.config.deployment_scenario`: no patient scheduled, arrivals from the FHIR
+    (:func:`robot_team.contracts.config.deployment_scenario`: no patient scheduled, arrivals from the FHIR
     gateway or ``ed/patient_arrivals``, recorded until stopped). ``floor`` (a floor description:
     name in ``config/floors`` or path) and ``staff`` (the staff directory: a YAML seed, or a
     SQLite directory used in place) replace the scenario's ('' keeps them; with no scenario, the
@@ -237,7 +237,7 @@ def with_fleet(scenario, fleet: str):
     Raises
     ------
     PlanError
-        If ``fleet`` is not ``<role>=<count>,...`` (:func:`robot_team.names.parse_fleet`).
+        If ``fleet`` is not ``<role>=<count>,...`` (:func:`robot_team.contracts.names.parse_fleet`).
     """
     if not str(fleet).strip():
         return scenario
@@ -411,7 +411,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     run`` does) and, for Gazebo, the scenario's map (closed doors drawn) unless ``map_yaml`` is
     given; nothing is started. ``clock`` is the embedded simulator's ``clock_mode``: ``wall``
     (default: ``real_time_factor`` x wall time, as Gazebo) or ``follow`` (as fast as every team
-    node keeps up, :mod:`robot_team.clock_sync`; ``real_time_factor`` then caps it); Gazebo keeps
+    node keeps up, :mod:`robot_team.contracts.clock_sync`; ``real_time_factor`` then caps it); Gazebo keeps
     its own clock.
 
     Raises

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robot_team.names import Role
+from robot_team.contracts.names import Role
 
 MOBILE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Role if r is not Role.MANAGER)
 """The robots with a base (a Gazebo model, a Nav2 stack, a dock): every robot but the manager,

@@ -21,7 +21,7 @@ from robot_team.console.presenter import ConsolePresenter
 from robot_team.console.qt import QtCore, QtWidgets, exec_app
 from robot_team.console.ros_client import ConsoleClient
 from robot_team.console.widget import SupervisorConsoleWidget
-from robot_team.names import validate_namespace
+from robot_team.contracts.names import validate_namespace
 
 SETTLE_S = 0.5
 """After the supervisor is discovered, how long its transient-local history gets to arrive, wall s."""

@@ -1,6 +1,6 @@
 """The console's floor map: the floor, its robots, HCWs, patients' cases and open escalations, live.
 
-:class:`FloorMapWidget` draws a :class:`~robot_team.scene.SceneState` (kept up to date by the
+:class:`FloorMapWidget` draws a :class:`~robot_team.contracts.scene.SceneState` (kept up to date by the
 console's :class:`~robot_team.ros.scene.SceneFeed`, or rebuilt at a sim time by replay) in a
 ``QGraphicsView``. Scene coordinates are the ``map`` frame in metres with y flipped (Qt's y
 grows downwards): map (x, y) is drawn at scene (x, -y). The view fits the floor.
@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 
 from robot_team.console.qt import QtCore, QtGui, QtWidgets
-from robot_team.names import Role
-from robot_team.scene import Scene, SceneState, floor_geometry
+from robot_team.contracts.names import Role
+from robot_team.contracts.scene import Scene, SceneState, floor_geometry
 
 REFRESH_MS = 100
 """How often the map checks its scene for changes, wall ms (at most 10 redraws a second)."""

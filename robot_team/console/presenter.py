@@ -21,7 +21,7 @@ from typing import Callable, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from robot_team.run_report import evidence_of, truth_text
-from robot_team.scene import SceneState
+from robot_team.contracts.scene import SceneState
 
 Done = Callable[[bool, str], None]
 """``done(accepted, message)``: the supervisor's answer to a request (or why it could not be sent)."""

@@ -1,7 +1,7 @@
 """Replay a finished run in the console: the floor map at any sim time, with a slider (``robot-team replay DIR``).
 
 :class:`ReplayWidget` shows the console's :class:`~robot_team.console.floor_map.FloorMapWidget`
-over a :class:`~robot_team.scene.SceneTimeline` (the run's ``scene.jsonl`` and ``events.jsonl``),
+over a :class:`~robot_team.contracts.scene.SceneTimeline` (the run's ``scene.jsonl`` and ``events.jsonl``),
 a slider over the run's sim time (steps of :data:`STEP_S`), and the team's events up to the
 chosen time, latest first. Moving the slider rebuilds the scene at that time; nothing talks to ROS.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from robot_team.console.floor_map import FloorMapWidget
 from robot_team.console.qt import QtCore, QtWidgets, exec_app
-from robot_team.events import TeamEventModel
-from robot_team.scene import SceneTimeline
+from robot_team.contracts.events import TeamEventModel
+from robot_team.contracts.scene import SceneTimeline
 
 STEP_S = 0.1
 """The slider's step, sim s."""

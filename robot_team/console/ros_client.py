@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.console.presenter import ConsolePresenter, Done
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.human import escalation_dict
 from robot_team.msg import Escalation, NodeLiveness, StaffBoard, TaskReport, TeamEvent, TeamHold
 from robot_team.ros.messages import event_from_msg, events_qos, reliable_qos

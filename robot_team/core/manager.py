@@ -12,7 +12,7 @@ decisions, guard feedback), asks its brain what to do and carries out each actio
   reflection report goes to the supervisor (``submit_report``).
 
 It owns no robot tool. Every decision, refusal and judgment is an event carrying its source
-(:class:`~robot_team.decisions.DecisionSource`: the LLM, the protocol brain, or the protocol
+(:class:`~robot_team.contracts.decisions.DecisionSource`: the LLM, the protocol brain, or the protocol
 brain as a fallback); guard feedback to the brain is typed
 (:class:`~robot_team.brains.base.GuardFeedback`).
 
@@ -59,13 +59,13 @@ from robot_team.core.manager_ports import Emit, ManagerPorts
 from robot_team.core.manager_reflection import ReflectionStep, keep_lessons
 from robot_team.core.manager_results import record_result, report_problem
 from robot_team.core.manager_store import ClosedCase, ManagerStore, WaitingPatient
-from robot_team.decisions import DecisionSource
-from robot_team.errors import ToolError
-from robot_team.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
-from robot_team.events import EventKind, case_emitter
+from robot_team.contracts.decisions import DecisionSource
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
+from robot_team.contracts.events import EventKind, case_emitter
 from robot_team.guards import all_lost_refusal, lost_robot_refusal, prefetched_results, strip_prefetched
-from robot_team.names import Role, role_robots
-from robot_team.reports import IssueCode, TaskReportModel, TaskType
+from robot_team.contracts.names import Role, role_robots
+from robot_team.contracts.reports import IssueCode, TaskReportModel, TaskType
 from robot_team.workflow.state import WorkflowRule
 
 _log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class ManagerCore:
     robots
         Names of the team's operational robots (a delegation to another name is refused). A
         delegation may name a robot or its role: with several robots of the role (a fleet,
-        :func:`robot_team.names.fleet_robots`) it goes to an idle one (a navigation: the one
+        :func:`robot_team.contracts.names.fleet_robots`) it goes to an idle one (a navigation: the one
         nearest its HCW), and the case waits only while every one of them runs another case's task.
     fallback
         Makes the protocol brain that takes over the role on :meth:`take_over` (default: a
@@ -109,14 +109,14 @@ class ManagerCore:
     finished : threading.Event
         Set when the run ends (see ``cases``); ``outcome`` then holds its outcome.
 
-    Cases (``robot_team.cases``): up to ``cases_at_once`` cases are open, each with its own
+    Cases (``robot_team.contracts.cases``): up to ``cases_at_once`` cases are open, each with its own
     observation and brain: nothing of a case's tasks, escalations, feedback or instructions
     reaches another's; the staff board, the lost robots and the lessons of closed cases are the
     team's. Another patient's arrival beyond that waits (cue ``case_waiting``); when a case closes
     (``case_closed``), the most urgent waiting case opens. A robot runs one task at a time: a
     case whose delegation names a robot that runs another case's task waits for it
     (``waiting_for_robot``), and the open cases decide in order of urgency
-    (:func:`robot_team.cases.case_key`), so that the most urgent case waiting for a robot gets it
+    (:func:`robot_team.contracts.cases.case_key`), so that the most urgent case waiting for a robot gets it
     first. Every event the manager records carries its case (``case_id``).
 
     Raises
@@ -211,7 +211,7 @@ class ManagerCore:
 
         No case open, none waiting, no hold, no task a restarted manager took up still running.
         Read without the lock (a quick look from the clock's callback, which must never wait on a
-        brain: :mod:`robot_team.clock_sync`'s jump ahead needs two such looks in a row).
+        brain: :mod:`robot_team.contracts.clock_sync`'s jump ahead needs two such looks in a row).
         """
         return not (self._book.lanes or self._book.waiting or self._held_on or self._restored_running)
 
@@ -891,7 +891,7 @@ class ManagerCore:
     def _follow_gate(self, lane: Lane, case_id: str) -> None:
         """Serve the case the gate serves when it is one of the waiting ones and ``lane``'s case has no task yet.
 
-        Both sides open the most urgent waiting case (:func:`robot_team.cases.next_case`); they
+        Both sides open the most urgent waiting case (:func:`robot_team.contracts.cases.next_case`); they
         differ only when an arrival reached one of them between a case's close and its choice.
         ``lane``'s case goes back to waiting (recorded as ``case_waiting``).
         """

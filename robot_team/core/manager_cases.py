@@ -15,9 +15,9 @@ import threading
 from typing import Callable, Iterator
 
 from robot_team.brains.base import GuardFeedback, ManagerBrain, ManagerObservation, PatientInfo, TaskRecord
-from robot_team.cases import WaitingCase, case_key, next_case
+from robot_team.contracts.cases import WaitingCase, case_key, next_case
 from robot_team.core.manager_store import ClosedCase, ManagerState, OpenCase, WaitingPatient
-from robot_team.names import role_name
+from robot_team.contracts.names import role_name
 from robot_team.workflow.rules import engaged_hcws
 
 
@@ -47,7 +47,7 @@ class Lane:
         self.parked = ''               # the robot it waits for (busy with another case's task; '' none)
 
     def key(self) -> tuple:
-        """Its place among the open cases: :func:`robot_team.cases.case_key` (ESI, arrival, patient)."""
+        """Its place among the open cases: :func:`robot_team.contracts.cases.case_key` (ESI, arrival, patient)."""
         patient = self.obs.patient
         return case_key(patient.esi_level if patient else 0, self.arrived_s, self.case_id)
 
@@ -170,7 +170,10 @@ class CaseBook:
         return woken
 
     def next_waiting(self) -> WaitingPatient:
-        """Take the most urgent waiting case out of the queue (:func:`robot_team.cases.next_case`; lock held)."""
+        """Take the most urgent waiting case out of the queue (lock held).
+
+        The rule is :func:`~robot_team.contracts.cases.next_case`.
+        """
         chosen = next_case(WaitingCase(w.patient.patient_id, w.patient.esi_level, w.arrived_s)
                            for w in self.waiting.values())
         return self.waiting.pop(chosen.patient_id)

@@ -14,7 +14,7 @@ from typing import Callable
 
 from robot_team.brains.base import FeedbackKind, GuardFeedback, ManagerObservation
 from robot_team.core.manager_cases import Lane
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 
 
 class BrainFeedback:

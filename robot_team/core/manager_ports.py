@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from robot_team.brains.base import TaskSpec
-from robot_team.reports import EscalationAnswer, ReportAnswer, TaskReportModel
+from robot_team.contracts.reports import EscalationAnswer, ReportAnswer, TaskReportModel
 from robot_team.workflow.state import Authorization
 
 Emit = Callable[..., object]
@@ -23,7 +23,7 @@ TaskDone = Callable[[TaskReportModel | None, str], None]
 class ManagerPorts(Protocol):
     """The ROS side of the manager (the node's clients, or an offline harness).
 
-    Each call may raise :class:`~robot_team.errors.ToolError` when the other side cannot be
+    Each call may raise :class:`~robot_team.contracts.errors.ToolError` when the other side cannot be
     reached in time; the core records it and tells the brain.
     """
 

@@ -16,10 +16,10 @@ from robot_team.brains.base import FeedbackKind, Reflect
 from robot_team.core.manager_cases import Lane
 from robot_team.core.manager_feedback import BrainFeedback
 from robot_team.core.manager_ports import ManagerPorts
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.guards import reflection_contradictions
-from robot_team.names import Role
-from robot_team.reports import TaskReportModel, TaskStatus, TaskType
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import TaskReportModel, TaskStatus, TaskType
 
 MAX_LESSONS = 12
 """The most lessons of earlier cases kept and shown to the next case (the newest; memory stays bounded)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from robot_team.brains.base import TaskRecord
 from robot_team.catalog import TaskFacts, final_failure
 from robot_team.guards import report_contradictions
-from robot_team.reports import TaskReportModel, TaskStatus
+from robot_team.contracts.reports import TaskReportModel, TaskStatus
 
 
 def report_problem(record: TaskRecord, report: TaskReportModel) -> str:

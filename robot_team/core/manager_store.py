@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from robot_team.brains.base import ManagerObservation, PatientInfo
-from robot_team.config import ConfigError
+from robot_team.contracts.config import ConfigError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS manager_state (

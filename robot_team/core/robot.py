@@ -16,9 +16,9 @@ import traceback
 from typing import Any, Callable, Mapping
 
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.grounding import contradictions, success_problems, world_problems
-from robot_team.reports import TaskReportModel, TaskStatus
+from robot_team.contracts.reports import TaskReportModel, TaskStatus
 from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, role_of
 from robot_team.tools.base import Toolbox
 
@@ -53,7 +53,7 @@ class RobotCore:
         nothing can be observed, so no success can be accepted.
     robot
         This robot's name (its reports' ``robot``): ``<role>_<n>`` in a fleet
-        (:func:`robot_team.names.fleet_robots`); default ``role``.
+        (:func:`robot_team.contracts.names.fleet_robots`); default ``role``.
 
     Raises
     ------

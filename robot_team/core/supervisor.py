@@ -4,7 +4,7 @@
 with what the supervisor does about each decision: record it as an event, publish escalations
 and human decisions through injected callables, and escalate every missed deadline. When the
 manager misses one of its deadlines (the team stalls), the supervisor also applies the
-configured safe default (:attr:`~robot_team.config.Deadlines.safe_default`): the protocol brain
+configured safe default (:attr:`~robot_team.contracts.config.Deadlines.safe_default`): the protocol brain
 takes over the manager's role (a ``takeover`` directive), or the team holds (:meth:`SupervisorCore.hold_team`,
 the hook of the stop-and-hold), or nothing beyond the escalation. The supervisor node
 (``robot_team.agents.supervisor_node``) maps its services, subscriptions and timer onto these
@@ -27,11 +27,11 @@ from robot_team.core.supervisor_deadlines import missed_escalation, record_deadl
 from robot_team.core.supervisor_directives import HOLD, Directive, Directives
 from robot_team.core.supervisor_reports import lost_task_report, record_liveness
 from robot_team.core.supervisor_state import CaseArrival, SupervisorState
-from robot_team.escalation_model import EscalationRecord
-from robot_team.events import EventKind, case_emitter
-from robot_team.liveness import LivenessChange
-from robot_team.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
-from robot_team.reports import TaskReportModel, TaskType
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.events import EventKind, case_emitter
+from robot_team.contracts.liveness import LivenessChange
+from robot_team.contracts.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
+from robot_team.contracts.reports import TaskReportModel, TaskType
 from robot_team.workflow.deadlines import MANAGER_DEADLINES, Deadline
 from robot_team.workflow.policy import DuplicateReport, WorkflowPolicy
 from robot_team.workflow.rules import StaffFacts
@@ -51,7 +51,7 @@ class SupervisorCore:
     emit
         Event sink.
     publish_escalation, publish_decision
-        Called with the :class:`~robot_team.escalation_model.EscalationRecord` of each escalation opened
+        Called with the :class:`~robot_team.contracts.escalation_model.EscalationRecord` of each escalation opened
         and each human decision accepted (the node publishes them on ``team/escalations`` and
         ``team/human_decisions``).
     publish_report
@@ -66,7 +66,7 @@ class SupervisorCore:
         still runs).
     robots
         The team's operational robots (default one per role, named after it; a fleet's are
-        ``<role>_<n>``, :func:`robot_team.names.fleet_robots`). A task for another name is
+        ``<role>_<n>``, :func:`robot_team.contracts.names.fleet_robots`). A task for another name is
         refused (rule ``role``); a case waits for a robot only while every robot of the role
         runs another case's task.
 
@@ -224,7 +224,7 @@ class SupervisorCore:
         onboarding's deadlines run from ``now_s`` (``assigned_hcw_id`` and ``required_specialty``
         are what the gate checks a navigation's HCW against). Otherwise it waits (``case_waiting``, with ``room``,
         ``esi_level`` (ESI 1-5, 0 unknown) and the cases open): a patient never replaces another.
-        When an open case closes, the most urgent waiting case starts (:func:`robot_team.cases.next_case`).
+        When an open case closes, the most urgent waiting case starts (:func:`robot_team.contracts.cases.next_case`).
         """
         patient_id = str(patient_id or '').strip()
         if not patient_id:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from robot_team.cases import WaitingCase, later_case_prefix, next_case
+from robot_team.contracts.cases import WaitingCase, later_case_prefix, next_case
 from robot_team.core.supervisor_state import CaseArrival, SupervisorState
 from robot_team.workflow.policy import WorkflowPolicy
 from robot_team.workflow.rules import engaged_hcws
@@ -76,7 +76,10 @@ class SupervisorCases:
         return self.latest
 
     def most_urgent_waiting(self) -> CaseArrival:
-        """Return the waiting case the team serves next (:func:`robot_team.cases.next_case`); some case must wait."""
+        """Return the waiting case the team serves next (:func:`~robot_team.contracts.cases.next_case`).
+
+        Some case must wait.
+        """
         chosen = next_case(WaitingCase(c.patient_id, c.esi_level, c.arrived_s) for c in self.waiting.values())
         return self.waiting[chosen.patient_id]
 
@@ -122,7 +125,7 @@ class SupervisorCases:
     def case_named(self, item_id: str) -> str:
         """Return the served patient whose case's ID prefix a task's or escalation's ID carries ('' none).
 
-        A later case's IDs start with :func:`~robot_team.cases.later_case_prefix`; the first
+        A later case's IDs start with :func:`~robot_team.contracts.cases.later_case_prefix`; the first
         case's have no prefix.
         """
         item_id = str(item_id or '')

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.workflow.deadlines import Deadline
 from robot_team.workflow.policy import WorkflowPolicy
 

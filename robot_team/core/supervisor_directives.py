@@ -1,7 +1,7 @@
 """The supervisor's directives: the safe default applied when the manager stalls (no rclpy).
 
 When the manager misses one of its deadlines, the supervisor escalates and then applies the
-configured safe default (:attr:`~robot_team.config.Deadlines.safe_default`): the protocol brain
+configured safe default (:attr:`~robot_team.contracts.config.Deadlines.safe_default`): the protocol brain
 takes over the manager's role (a :data:`TAKEOVER` directive), the team holds (a :data:`HOLD`
 directive, with the team hold), or nothing beyond the escalation (``escalate``).
 :class:`Directives` sends them (each a :class:`Directive`, published as ``SupervisorDirective``),
@@ -15,8 +15,8 @@ from typing import Callable
 from pydantic import BaseModel
 
 from robot_team.core.supervisor_deadlines import deadline_data
-from robot_team.events import EventKind
-from robot_team.names import Role
+from robot_team.contracts.events import EventKind
+from robot_team.contracts.names import Role
 from robot_team.workflow.deadlines import Deadline
 
 TAKEOVER = 'takeover'

@@ -1,6 +1,6 @@
 """Reports at the supervisor that no robot sent as such: one that did not parse, one a lost robot never sent (no rclpy).
 
-:func:`parse_report` turns a report message into a :class:`~robot_team.reports.TaskReportModel`,
+:func:`parse_report` turns a report message into a :class:`~robot_team.contracts.reports.TaskReportModel`,
 or records why it could not (``report_rejected``). When a robot is lost while it runs a task, the
 supervisor closes that task itself: :func:`lost_task_report` is the report it records for it, and
 :func:`record_liveness` records the robot lost or back (and the task it closed).
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from robot_team.events import EventKind
-from robot_team.liveness import LivenessChange
-from robot_team.reports import ReportError, TaskReportModel, TaskStatus
+from robot_team.contracts.events import EventKind
+from robot_team.contracts.liveness import LivenessChange
+from robot_team.contracts.reports import ReportError, TaskReportModel, TaskStatus
 from robot_team.workflow.state import TaskState
 
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from robot_team.config import ConfigError, load_scenario, scenario_names
+from robot_team.contracts.config import ConfigError, load_scenario, scenario_names
 from robot_team.evaluation.judge import make_judge
 from robot_team.evaluation.parallel import SchedulerError
 from robot_team.evaluation.trials import (

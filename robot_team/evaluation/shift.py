@@ -1,15 +1,15 @@
 """ED shifts: a seeded generator of shift scenarios, and the summary, table and timeline of a shift's cases.
 
-A shift is a :class:`~robot_team.config.Scenario` with more than one patient: ``patient`` (the
-first arrival) and ``arrivals`` (the rest), each a :class:`~robot_team.config.PatientSpec` with
+A shift is a :class:`~robot_team.contracts.config.Scenario` with more than one patient: ``patient`` (the
+first arrival) and ``arrivals`` (the rest), each a :class:`~robot_team.contracts.config.PatientSpec` with
 its own ``expected_outcome``. :func:`generate_shift` draws one from a seed, :func:`write_shift`
-writes it as a scenario file (read back with :func:`robot_team.config.load_scenario`).
+writes it as a scenario file (read back with :func:`robot_team.contracts.config.load_scenario`).
 
 After a shift has run, its cases (one dict per patient, see :func:`summarize_shift`) are
 summarised by :func:`summarize_shift`, written as Markdown by :func:`write_summary_md` and drawn
 as a timeline by :func:`plot_timeline`.
 
-No rclpy here: the layers allow this module ``robot_team.config``, ``robot_team.floor``, numpy
+No rclpy here: the layers allow this module ``robot_team.contracts.config``, ``robot_team.contracts.floor``, numpy
 and matplotlib (the Agg canvas, never pyplot's global state).
 """
 
@@ -25,8 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from robot_team.config import DoorChange, OperatorAnswer, PatientSpec, Scenario, StaffOverride, load_staff_seed
-from robot_team.floor import load_floor
+from robot_team.contracts.config import (
+    DoorChange, OperatorAnswer, PatientSpec, Scenario, StaffOverride, load_staff_seed)
+from robot_team.contracts.floor import load_floor
 
 # --- Published figures and the generator's parameters -------------------------------------
 
@@ -212,7 +213,7 @@ def generate_shift(*, hours: float, arrivals_per_hour: float, seed: int, base: S
         If ``hours`` <= 1/60, ``arrivals_per_hour`` <= 0 (or either is not a finite number), more
         than :data:`MAX_EXPECTED_ARRIVALS` arrivals are expected, ``seed`` is not an integer >= 0,
         a share is outside [0, 1], the floor has no patient room, the staff directory has no HCW
-        (a :class:`~robot_team.config.ConfigError`, also a ValueError, for an unreadable file), or
+        (a :class:`~robot_team.contracts.config.ConfigError`, also a ValueError, for an unreadable file), or
         no patient arrives in the window; the message names the input and what was expected.
     """
     hours = _positive('hours', hours, 'a shift length in hours > 0')
@@ -365,8 +366,8 @@ class _NoAliasDumper(yaml.SafeDumper):
 def write_shift(scenario: Scenario, path) -> Path:
     """Write ``scenario`` as a scenario file (YAML) at ``path``; return the path.
 
-    Fields at their defaults are left out; :func:`robot_team.config.load_scenario` reads the file
-    back into an equal :class:`~robot_team.config.Scenario`.
+    Fields at their defaults are left out; :func:`robot_team.contracts.config.load_scenario` reads the file
+    back into an equal :class:`~robot_team.contracts.config.Scenario`.
 
     Raises
     ------

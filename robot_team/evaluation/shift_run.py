@@ -1,9 +1,9 @@
 """Run a shift (many patients on one team) and write ``shift.json``, ``summary.md`` and ``summary.png``.
 
-A shift is a :class:`~robot_team.config.Scenario` with ``arrivals`` (a shift file, or
+A shift is a :class:`~robot_team.contracts.config.Scenario` with ``arrivals`` (a shift file, or
 :func:`robot_team.evaluation.shift.generate_shift`). It runs as one episode of one team on the
 embedded simulator (:func:`robot_team.runner.run_episode`): every arrival opens a case, served
-``cases_at_once`` at a time (the shift's), most urgent first (``robot_team.cases``). ``shift.json``::
+``cases_at_once`` at a time (the shift's), most urgent first (``robot_team.contracts.cases``). ``shift.json``::
 
     {shift, brain, cases_at_once, fleet, kb, lessons, outcome, wall_time_s, sim_time_s,
      cases: [report.json's cases with attempted, floor, rubric_max],
@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robot_team.config import Scenario
+from robot_team.contracts.config import Scenario
 from robot_team.evaluation.rubric import score_run
 from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_summary_md
 from robot_team.evaluation.truth import TruthInputError, false_successes
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import Role, role_name
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.names import Role, role_name
 from robot_team.run_report import case_events
 from robot_team.runner import run_episode
 

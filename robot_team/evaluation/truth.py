@@ -12,7 +12,7 @@ message text: IDs, event kinds and data fields only). Its inputs are a run folde
   each one means);
 - ``staff.sqlite`` (:class:`robot_team.directory.StaffDirectory`): the run's staff directory, its
   standing care teams and the check-ins the team recorded;
-- ``scenario.json`` (:class:`robot_team.config.Scenario`): the patient (room, required specialty)
+- ``scenario.json`` (:class:`robot_team.contracts.config.Scenario`): the patient (room, required specialty)
   and the staff's availability (the staff seed it names, with its ``staff_overrides``).
 
 What the world shows, per task (:class:`TaskTruth`; times are sim seconds, the record's clock):
@@ -57,12 +57,12 @@ from typing import Iterable, Literal, Sequence
 from pydantic import BaseModel, Field, ValidationError
 
 from robot_team.catalog import TASK_OWNER, Tool, same_care_team
-from robot_team.config import ConfigError, PatientSpec, Scenario, StaffSeed
+from robot_team.contracts.config import ConfigError, PatientSpec, Scenario, StaffSeed
 from robot_team.directory import DirectoryError, StaffDirectory, load_staff
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import SUPERVISOR, Role
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.names import SUPERVISOR, Role
 from robot_team.recorder import read_jsonl
-from robot_team.reports import TaskType
+from robot_team.contracts.reports import TaskType
 
 ARRIVAL_SLACK_S = 30.0
 """Sim seconds after a navigation report within which the HCW's arrival in the room still counts.
@@ -75,7 +75,7 @@ STAMP_TOLERANCE_S = 1.0
 """Sim seconds by which two nodes' stamps of the same moment may differ (one step of the follow clock)."""
 
 REASSIGN = 'reassign'
-"""The human decision that names the HCW to escort (``robot_team.config.OperatorAnswer.decision``)."""
+"""The human decision that names the HCW to escort (``robot_team.contracts.config.OperatorAnswer.decision``)."""
 
 EVENTS_FILE, STAFF_FILE, SCENARIO_FILE = 'events.jsonl', 'staff.sqlite', 'scenario.json'
 """The files of a run folder the truth is read from (written by :func:`robot_team.runner.run_episode`)."""
@@ -680,7 +680,7 @@ def _read_scenario(path: Path) -> Scenario:
     try:
         return Scenario.model_validate_json(path.read_text(encoding='utf-8'))
     except (OSError, ValidationError) as exc:
-        raise TruthInputError(f'{path}: expected a scenario (robot_team.config.Scenario as JSON): {exc}') from exc
+        raise TruthInputError(f'{path}: expected a scenario (contracts.config.Scenario as JSON): {exc}') from exc
 
 
 def false_successes(record: RunTruth | str | Path) -> list[FalseSuccess]:

@@ -58,7 +58,7 @@ from fhir.resources import get_fhir_model_class as r5_model
 from fhir.resources.R4B import get_fhir_model_class as r4b_model
 from pydantic import ValidationError
 
-from robot_team.config import PatientSpec
+from robot_team.contracts.config import PatientSpec
 
 LOINC = 'http://loinc.org'
 ESI_LOINC = '75636-1'

@@ -33,8 +33,8 @@ from typing import Callable, Mapping, Protocol, Sequence
 from fhir.resources.operationoutcome import OperationOutcome
 from pydantic import BaseModel, Field
 
-from robot_team.config import PatientSpec
-from robot_team.events import EventKind
+from robot_team.contracts.config import PatientSpec
+from robot_team.contracts.events import EventKind
 from robot_team.fhir.encounters import EncounterChange, InputProblem, map_encounter, parse_notification
 
 TOKEN_ENV = 'ROBOT_TEAM_FHIR_TOKEN'
@@ -193,7 +193,7 @@ class FhirGateway:
     settings
         Bind address, path, HCW identifier system, supervisor timeout.
     rooms
-        The floor's room names (:attr:`robot_team.floor.Floor.rooms`).
+        The floor's room names (:attr:`robot_team.contracts.floor.Floor.rooms`).
     staff
         The staff directory: ``hcw_id`` -> specialty.
     ports

@@ -63,10 +63,10 @@ from robot_team.brains.base import (
 )
 from robot_team.brains.protocol import ManagerProtocolBrain, protocol_robot_brain
 from robot_team.catalog import REPORT_TOOL, TOOL_OWNERS, ManagerTool
-from robot_team.decisions import DecisionSource
-from robot_team.errors import ToolAccessError
-from robot_team.escalation_model import closing_abort
-from robot_team.events import EventKind, category_of, invalid_call
+from robot_team.contracts.decisions import DecisionSource
+from robot_team.contracts.errors import ToolAccessError
+from robot_team.contracts.escalation_model import closing_abort
+from robot_team.contracts.events import EventKind, category_of, invalid_call
 from robot_team.grounding import failure_refusal
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.decoding import (
@@ -81,8 +81,8 @@ from robot_team.llm.toolschema import (
     SubmitReflectionArgs,
     SubmitReport,
 )
-from robot_team.names import Role
-from robot_team.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskStatus, TaskType, explain_validation_error
 from robot_team.tools.base import Toolbox
 
 BAD_REFLECTION = frozenset({FeedbackKind.REFLECTION_INCOMPLETE, FeedbackKind.REFLECTION_CONTRADICTS})

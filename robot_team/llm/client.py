@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from robot_team.events import EventKind, invalid_call
+from robot_team.contracts.events import EventKind, invalid_call
 from robot_team.llm import jsonschema_calls, record
 from robot_team.llm.inflight import RequestCancelled, Requests
 from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings, ResolvedLLM

@@ -51,13 +51,13 @@ from robot_team.brains.base import BrainReport, ManagerObservation, TaskSpec
 from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, TaskFacts, missing_prerequisites, role_of,
     task_closes, tools_for)
-from robot_team.escalation_model import closing_abort
+from robot_team.contracts.escalation_model import closing_abort
 from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, proof_call, unmet_proofs
 from robot_team.guards import all_lost_refusal, lost_robot_refusal
-from robot_team.names import role_robots
+from robot_team.contracts.names import role_robots
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
-from robot_team.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
+from robot_team.contracts.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
 from robot_team.workflow.rules import (
     StaffFacts, TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of,

@@ -21,7 +21,7 @@ from robot_team.llm.decoding import DECODINGS
 from robot_team.llm.local import local_settings
 from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.settings import LLMSettings
-from robot_team.names import Role
+from robot_team.contracts.names import Role
 
 LLM_BRAINS = ('openai', 'local', 'random')
 """Brain kinds backed by an LLM endpoint (``random``: the chance endpoint, a random chooser)."""

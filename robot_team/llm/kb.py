@@ -15,9 +15,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TASK_OWNER, ManagerTool, tools_of
-from robot_team.config import ConfigError, load_yaml, share_dir
-from robot_team.names import Role
-from robot_team.reports import OPERATIONAL_TASKS
+from robot_team.contracts.config import ConfigError, load_yaml, share_dir
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import OPERATIONAL_TASKS
 
 _FOR = re.compile(r'^<!--\s*for:\s*(.*?)\s*-->\s*$')
 

@@ -26,12 +26,12 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from robot_team.errors import check_choice
-from robot_team.events import EventKind
+from robot_team.contracts.errors import check_choice
+from robot_team.contracts.events import EventKind
 from robot_team.ros.messages import reliable_qos
 from robot_team.llm.settings import STALL_TIMEOUT_S, LLMSettings
 from robot_team.msg import ClockHold
-from robot_team.names import CLOCK_HOLDS, team_name
+from robot_team.contracts.names import CLOCK_HOLDS, team_name
 
 LLM_CLOCKS = ('realtime', 'lockstep')
 """The LLM clock modes; ``realtime`` is the default."""
@@ -47,7 +47,7 @@ too (:data:`robot_team.llm.settings.STALL_TIMEOUT_S`)."""
 def llm_clock_under(clock_mode: str, llm_clock: str) -> str:
     """Return the LLM clock that brains and the clock source run under with the sim clock ``clock_mode``.
 
-    The follow clock (:mod:`robot_team.clock_sync`) cannot run on while a brain waits on its LLM:
+    The follow clock (:mod:`robot_team.contracts.clock_sync`) cannot run on while a brain waits on its LLM:
     under ``follow`` it is always ``lockstep``; under ``wall``, ``llm_clock`` as given.
     """
     return 'lockstep' if clock_mode == 'follow' else llm_clock

@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 
 DIGEST_CHARS = 16
 """Hex characters of a message digest (64 bits of SHA-256: unique within any run)."""
@@ -85,7 +85,7 @@ def reply_fields(message: dict, finish_reason: str | None, usage: dict | None, r
 def exchanges(events: Iterable) -> list[dict]:
     """Rebuild every LLM exchange from a record: the messages and tools sent, the reply or the error.
 
-    ``events``: :class:`~robot_team.events.TeamEventModel` in record order. Returns one dict per
+    ``events``: :class:`~robot_team.contracts.events.TeamEventModel` in record order. Returns one dict per
     ``llm_request`` attempt: ``robot``, ``attempt``, ``messages`` (full), ``tools`` (full or None),
     ``params``, and ``reply`` (the ``llm_reply`` fields) or ``error`` (the ``llm_error`` reason), or
     neither when the exchange never ended (cut by the episode's end).

@@ -14,8 +14,8 @@ import re
 
 from robot_team.catalog import REPORT_TOOL, TASK_OWNER, ManagerTool, Tool
 from robot_team.llm.fakeserver import text, tool_calls
-from robot_team.names import Role
-from robot_team.reports import OPERATIONAL_TASKS, TaskType
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskType
 from robot_team.roles.display.protocol import ROLE_ORDER
 
 

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
-from robot_team.config import share_dir
+from robot_team.contracts.config import share_dir
 
 
 class ModelPrice(BaseModel):

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TOOLS, ManagerTool
-from robot_team.escalation_model import closing_abort
-from robot_team.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
+from robot_team.contracts.escalation_model import closing_abort
+from robot_team.contracts.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
 from robot_team.workflow.rules import TaskOutline, reflection_wait
 from robot_team.workflow.state import DECISIONS
@@ -210,7 +210,7 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
     - ``ManagerTool.DELEGATE_TASK``: always;
     - ``ManagerTool.ESCALATE_TO_SUPERVISOR``: when the latest task of an operational type failed, or a guard
       refused something since the last decision, unless a human's ``abort`` closed the episode
-      (:func:`~robot_team.escalation_model.closing_abort`);
+      (:func:`~robot_team.contracts.escalation_model.closing_abort`);
     - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
       type succeeded or a human decided ``abort`` (:func:`~robot_team.workflow.rules.reflection_wait`, the gate's
       rule 8).

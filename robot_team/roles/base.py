@@ -3,10 +3,10 @@
 Each operational role declares its tools and itself in its own package (``robot_team.roles.<role>.decl``)
 with these types; :mod:`robot_team.catalog` gathers them (:data:`~robot_team.catalog.TOOLS`,
 :data:`~robot_team.catalog.ROLES`) and derives the rest. The names of the tools and the roles are
-:class:`~robot_team.names.Tool` and :class:`~robot_team.names.Role`.
+:class:`~robot_team.contracts.names.Tool` and :class:`~robot_team.contracts.names.Role`.
 
 This module sits at the bottom layer (contracts), below the roles' declarations and the catalog: it
-imports only :mod:`robot_team.names`, :mod:`robot_team.reports`, pydantic and the standard library.
+imports only :mod:`robot_team.contracts.names`, :mod:`robot_team.contracts.reports`, pydantic and the standard library.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from robot_team.names import Role, Tool
-from robot_team.reports import TaskType
+from robot_team.contracts.names import Role, Tool
+from robot_team.contracts.reports import TaskType
 
 
 class ClosedSet(str, Enum):
@@ -71,7 +71,7 @@ inside the door, and steps in a few seconds later (as the embedded simulator's h
 
 STAMP_SLACK_S = 1.0
 """How much earlier than a task's start (as one node saw it) the world's stamps of it may be, s: two team
-nodes' ROS time may differ by one step of the follow clock (``robot_team.clock_sync``, 1 s by default)."""
+nodes' ROS time may differ by one step of the follow clock (``robot_team.contracts.clock_sync``, 1 s by default)."""
 
 OBSERVE_WAIT_S = 20.0
 """The longest a robot waits for the world to show its task's success, ROS s (e.g. the HCW stepping
@@ -191,9 +191,9 @@ class ToolDecl:
     Attributes
     ----------
     tool
-        Its name (:class:`~robot_team.names.Tool`).
+        Its name (:class:`~robot_team.contracts.names.Tool`).
     owner
-        The only robot that may call it (:class:`~robot_team.names.Role`).
+        The only robot that may call it (:class:`~robot_team.contracts.names.Role`).
     task_type
         The task type it serves.
     input_model, output_model

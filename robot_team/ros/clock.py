@@ -6,12 +6,12 @@ inside the time source's ``/clock`` callback, after the jump callbacks the node 
 before), it publishes a ``robot_team/msg/ClockAck`` (the node's fully qualified name and the
 value) on ``team/clock_acks``. The time source's callback belongs to the node's default callback
 group: an acknowledgement waits for the work the node had queued there, so a node that falls
-behind holds the clock back. The clock source's rules are in :mod:`robot_team.clock_sync`; a
+behind holds the clock back. The clock source's rules are in :mod:`robot_team.contracts.clock_sync`; a
 source in ``wall`` mode (or Gazebo) ignores the acknowledgements.
 
 With each acknowledgement a node tells when its next scheduled work is (``next_event_s``, from the
 ``next_event`` it passes to :func:`follow_clock`; a node that passes none always has work now), so
-that the clock may jump across quiet time (:mod:`robot_team.clock_sync`).
+that the clock may jump across quiet time (:mod:`robot_team.contracts.clock_sync`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team.clock_sync import BUSY
+from robot_team.contracts.clock_sync import BUSY
 from robot_team.msg import ClockAck
-from robot_team.names import CLOCK_ACKS, team_name
+from robot_team.contracts.names import CLOCK_ACKS, team_name
 
 
 def clock_acks_qos(subscriber: bool = False) -> QoSProfile:
@@ -47,8 +47,8 @@ class ClockFollower:
         An rclpy node on sim time. Robot nodes must have their ``team_namespace`` attribute set.
     next_event
         Returns the sim time (s, ROS time) of the node's next scheduled work while it has nothing
-        to do now, :data:`~robot_team.clock_sync.NOTHING_SCHEDULED` when nothing is scheduled,
-        :data:`~robot_team.clock_sync.BUSY` while it has work; called in the time source's
+        to do now, :data:`~robot_team.contracts.clock_sync.NOTHING_SCHEDULED` when nothing is scheduled,
+        :data:`~robot_team.contracts.clock_sync.BUSY` while it has work; called in the time source's
         ``/clock`` callback, so it must be quick and never wait. None: always busy.
     """
 

@@ -3,8 +3,8 @@
 Each node owns one :class:`EventEmitter`; it stamps events with ROS time (sim time under
 ``use_sim_time``) and wall time, numbers them per actor (``seq`` from 1, so a lost event shows
 as a gap) and publishes them on ``/team/events``. The events themselves
-(:class:`~robot_team.events.TeamEventModel`, :class:`~robot_team.events.EventKind`) are
-rclpy-free, in :mod:`robot_team.events`.
+(:class:`~robot_team.contracts.events.TeamEventModel`, :class:`~robot_team.contracts.events.EventKind`) are
+rclpy-free, in :mod:`robot_team.contracts.events`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 
 from rclpy.exceptions import InvalidHandle
 
-from robot_team.events import EventKind, TeamEventModel
+from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.msg import TeamEvent
-from robot_team.names import TEAM_EVENTS
+from robot_team.contracts.names import TEAM_EVENTS
 from robot_team.ros.messages import event_to_msg, events_qos
 from robot_team.ros.stamps import now_s
-from robot_team.names import team_name
+from robot_team.contracts.names import team_name
 
 _log = logging.getLogger(__name__)
 

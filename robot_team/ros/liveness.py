@@ -1,9 +1,9 @@
-"""The ROS side of the team's liveness (:mod:`robot_team.liveness`): announcements and the watch.
+"""The ROS side of the team's liveness (:mod:`robot_team.contracts.liveness`): announcements and the watch.
 
 - :func:`announce_alive`: every team node publishes one ``robot_team/msg/Heartbeat`` per
   incarnation on ``team/heartbeat/<node>`` (in its team namespace), with the QoS of
   :func:`heartbeat_qos`: DDS liveliness ``AUTOMATIC`` with a lease of
-  :data:`~robot_team.liveness.LIVELINESS_LEASE_S`, asserted by the middleware for as long as the
+  :data:`~robot_team.contracts.liveness.LIVELINESS_LEASE_S`, asserted by the middleware for as long as the
   process lives and reaches the network.
 - :class:`LivenessWatch` (the supervisor's): one subscription per watched node with a liveliness
   event callback; each change goes to a callback. The graph's writers of each node's announcement
@@ -23,13 +23,13 @@ from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team.liveness import LIVELINESS_LEASE_S, LivenessChange, LivenessTracker
+from robot_team.contracts.liveness import LIVELINESS_LEASE_S, LivenessChange, LivenessTracker
 from robot_team.msg import Heartbeat
-from robot_team.names import HEARTBEAT, team_name
+from robot_team.contracts.names import HEARTBEAT, team_name
 
 GRAPH_RECHECK_PERIOD_S = 0.5
 """Wall s between two looks at the graph's writers of each lost node's announcement
-(:meth:`~robot_team.liveness.LivenessTracker.graph_seen`)."""
+(:meth:`~robot_team.contracts.liveness.LivenessTracker.graph_seen`)."""
 
 
 def heartbeat_qos() -> QoSProfile:
@@ -51,7 +51,7 @@ def heartbeat_topic(node_name: str) -> str:
 def announce_alive(node):
     """Announce ``node``'s incarnation on ``team/heartbeat/<name>``; return the publisher (keep it alive).
 
-    Robot nodes must have their ``team_namespace`` attribute set (:func:`robot_team.names.team_name`).
+    Robot nodes must have their ``team_namespace`` attribute set (:func:`robot_team.contracts.names.team_name`).
     """
     publisher = node.create_publisher(Heartbeat, team_name(node, heartbeat_topic(node.get_name())), heartbeat_qos())
     publisher.publish(Heartbeat(stamp=node.get_clock().now().to_msg(), node=node.get_name(),

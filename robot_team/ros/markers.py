@@ -1,8 +1,8 @@
 """The scene as rviz2 markers: ``visualization_msgs/MarkerArray`` on ``team/floor_markers``.
 
 The same scene as Foxglove's (:mod:`robot_team.scene_foxglove`) and the console's floor map, from
-:class:`robot_team.scene.Scene` and the floor's geometry (:func:`robot_team.scene.floor_geometry`),
-with the same heights and colours (:mod:`robot_team.scene`). Everything is in the ``map`` frame
+:class:`robot_team.contracts.scene.Scene` and the floor's geometry (:func:`robot_team.contracts.scene.floor_geometry`),
+with the same heights and colours (:mod:`robot_team.contracts.scene`). Everything is in the ``map`` frame
 (REP-105), m and rad (REP-103). Marker namespaces (``Marker.ns``), ids stable within each:
 
 - ``floor``: a ``CUBE`` per wall, room, corridor, door and dock, a ``CYLINDER`` per badge
@@ -25,10 +25,11 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robot_team.floor import Floor
-from robot_team.names import MAP_FRAME
-from robot_team.scene import (AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS,
-                              ROBOT_Z, ROLE_COLOURS, Scene, case_tile, escalation_rings, floor_geometry)
+from robot_team.contracts.floor import Floor
+from robot_team.contracts.names import MAP_FRAME
+from robot_team.contracts.scene import (
+    AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z, ROLE_COLOURS,
+    Scene, case_tile, escalation_rings, floor_geometry)
 
 FLOOR_MARKERS = 'team/floor_markers'
 """The topic (relative: in the team's namespace) of the scene's ``MarkerArray``."""

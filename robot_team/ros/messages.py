@@ -1,9 +1,9 @@
 """The team's contracts as ROS messages: conversions of events and reports, and their QoS.
 
-:mod:`robot_team.events` and :mod:`robot_team.reports` hold the pydantic models the rclpy-free
+:mod:`robot_team.contracts.events` and :mod:`robot_team.contracts.reports` hold the pydantic models the rclpy-free
 core works with; this module is their ROS side. :func:`event_to_msg`/:func:`event_from_msg`
-convert a :class:`~robot_team.events.TeamEventModel` to and from ``robot_team/msg/TeamEvent``;
-:func:`report_to_msg`/:func:`report_from_msg` a :class:`~robot_team.reports.TaskReportModel` to
+convert a :class:`~robot_team.contracts.events.TeamEventModel` to and from ``robot_team/msg/TeamEvent``;
+:func:`report_to_msg`/:func:`report_from_msg` a :class:`~robot_team.contracts.reports.TaskReportModel` to
 and from ``robot_team/msg/TaskReport`` (validating on receipt). Stamps go through
 :mod:`robot_team.ros.stamps`.
 """
@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team.events import TeamEventModel
+from robot_team.contracts.events import TeamEventModel
 from robot_team.msg import TaskReport, TeamEvent
-from robot_team.reports import ReportError, TaskReportModel, explain_validation_error
+from robot_team.contracts.reports import ReportError, TaskReportModel, explain_validation_error
 from robot_team.ros.stamps import s_to_stamp, stamp_to_s
 
 

@@ -1,4 +1,4 @@
-"""Feed a :class:`~robot_team.scene.SceneState` from a team's topics (the recorder's and the console's side).
+"""Feed a :class:`~robot_team.contracts.scene.SceneState` from a team's topics (the recorder's and the console's side).
 
 :class:`SceneFeed` subscribes, on a node it is given, to the team's
 
@@ -22,14 +22,14 @@ from typing import Sequence
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from robot_team import names
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.geometry import quaternion_to_yaw
+from robot_team.contracts import names
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.geometry import quaternion_to_yaw
 from robot_team.msg import StaffLocation, TeamEvent
 from robot_team.ros.messages import amcl_pose_qos, event_from_msg, events_qos
 from robot_team.ros.stamps import stamp_to_s
-from robot_team.config import ConfigError
-from robot_team.scene import SceneState, floor_of
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.scene import SceneState, floor_of
 
 ROBOT_LISTERS = (names.HOSPITAL_SYSTEMS, names.MOTION_SIM)
 """Nodes whose ``node_started`` event lists the team's robots (``data.robots``)."""
@@ -93,7 +93,7 @@ class SceneFeed:
         """Apply a team event to the scene.
 
         A ``node_started`` listing robots adds them to the watch; ``hospital_systems``' gives the
-        scene its floor (its scenario's, :func:`robot_team.scene.floor_of`) if it has none.
+        scene its floor (its scenario's, :func:`robot_team.contracts.scene.floor_of`) if it has none.
         """
         if event.kind == EventKind.NODE_STARTED.value and event.actor in ROBOT_LISTERS:
             robots = event.data.get('robots')

@@ -16,10 +16,10 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 
-from robot_team.config import ConfigError
-from robot_team.errors import ToolError
-from robot_team.names import SUBMIT_REPORT, validate_robots
-from robot_team.reports import ReportAnswer
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.names import SUBMIT_REPORT, validate_robots
+from robot_team.contracts.reports import ReportAnswer
 from robot_team.ros.messages import report_to_msg
 from robot_team.ros.stamps import now_s
 from robot_team.srv import SubmitReport
@@ -63,7 +63,7 @@ SERVER_WAIT_S = 30.0
 Generous on purpose: on a loaded machine (the test suite beside two benchmark teams on 2 cores)
 a navigate_to_pose goal's answer took more than 10 s, and how busy the machine is must not change
 an episode's outcome. A server that is gone is noticed sooner by its liveliness
-(:mod:`robot_team.liveness`).
+(:mod:`robot_team.contracts.liveness`).
 """
 
 SERVER_POLL_S = 0.002
@@ -138,7 +138,7 @@ def watch_ros_time(node, look: Callable[[], T], until: Callable[[T], bool], time
 def submit_report(client, report, timeout_s: float):
     """Call ``team/supervisor/submit_report`` with ``report`` (a TaskReportModel) through ``client``.
 
-    Returns the supervisor's :class:`~robot_team.reports.ReportAnswer`.
+    Returns the supervisor's :class:`~robot_team.contracts.reports.ReportAnswer`.
 
     Raises
     ------
@@ -167,7 +167,7 @@ def spin_node(name: str, make_node, make_executor, args=None) -> int:
     -------
     int
         0 on a normal stop (Ctrl-C, external shutdown); 2 if the node's configuration is
-        unusable (the :class:`~robot_team.config.ConfigError` is printed).
+        unusable (the :class:`~robot_team.contracts.config.ConfigError` is printed).
     """
     rclpy.init(args=args)
     node = None
@@ -196,8 +196,8 @@ def spin_node(name: str, make_node, make_executor, args=None) -> int:
 def declare_robots(node, default) -> list[str]:
     """Declare ``node``'s ``robots`` parameter (string array) and return the team's operational robots.
 
-    Default ``default`` (the scenario's fleet, :attr:`robot_team.config.Scenario.robots`); checked
-    by :func:`robot_team.names.validate_robots`.
+    Default ``default`` (the scenario's fleet, :attr:`robot_team.contracts.config.Scenario.robots`); checked
+    by :func:`robot_team.contracts.names.validate_robots`.
 
     Raises
     ------

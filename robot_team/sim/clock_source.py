@@ -6,8 +6,8 @@ its node (``motion_sim``, :mod:`robot_team.sim.motion_node`), then publishes ``/
 * ``wall``: sim time advances by ``real_time_factor`` x the wall time since the last tick (at
   most :data:`MAX_TICK_WALL_S` of it), as Gazebo's real-time factor;
 * ``follow``: one step of ``max_step_size`` once every follower acknowledged the current time
-  on ``team/clock_acks`` (:class:`~robot_team.clock_sync.FollowGate`), at most at the speed cap
-  (:class:`~robot_team.clock_sync.RateCap`), jumping across quiet time where nothing is due
+  on ``team/clock_acks`` (:class:`~robot_team.contracts.clock_sync.FollowGate`), at most at the speed cap
+  (:class:`~robot_team.contracts.clock_sync.RateCap`), jumping across quiet time where nothing is due
   (``jump_ahead``); the current time again after :data:`FOLLOW_RESEND_S` without a step.
 
 In both, sim time holds while paused, until every expected node subscribed to ``/clock`` (and,
@@ -33,11 +33,11 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from robot_team.clock_sync import LOST_FOLLOWER_RATE, LOST_FOLLOWER_WINDOW_S, FollowGate, RateCap
-from robot_team.events import EventKind
+from robot_team.contracts.clock_sync import LOST_FOLLOWER_RATE, LOST_FOLLOWER_WINDOW_S, FollowGate, RateCap
+from robot_team.contracts.events import EventKind
 from robot_team.llm import lockstep
 from robot_team.msg import ClockAck
-from robot_team.names import CLOCK, CLOCK_ACKS
+from robot_team.contracts.names import CLOCK, CLOCK_ACKS
 from robot_team.ros.clock import clock_acks_qos
 from robot_team.ros.stamps import s_to_stamp, stamp_to_s
 from robot_team.sim.common import SimEvent
@@ -188,7 +188,7 @@ class SimClock:
         self.timer.cancel()
 
     def tick(self) -> None:
-        """Advance the simulation one tick and publish ``/clock`` (see :mod:`robot_team.clock_sync`).
+        """Advance the simulation one tick and publish ``/clock`` (see :mod:`robot_team.contracts.clock_sync`).
 
         ``wall``: by real_time_factor x the wall time since the last tick. ``follow``: one step
         if every follower caught up (steps also follow each acknowledgement); the current time

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from robot_team.names import Role
+from robot_team.contracts.names import Role
 
 BASE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Role if r is not Role.MANAGER)
 """The robots with a mobile base (every role but the manager): the ones that move on the floor."""
@@ -90,8 +90,8 @@ class DoorTimeline(Timeline):
     """The floor's closed doors over sim time: those closed at the start, then changes at given times.
 
     One implementation for both simulator engines (robots' motion, the hospital's HCWs), so they
-    agree on which door is closed when. ``changes`` are :class:`robot_team.config.DoorChange`
-    (``at_s``, ``room``, ``state``), sorted by ``at_s`` (:attr:`robot_team.config.Scenario.door_schedule`).
+    agree on which door is closed when. ``changes`` are :class:`robot_team.contracts.config.DoorChange`
+    (``at_s``, ``room``, ``state``), sorted by ``at_s`` (:attr:`robot_team.contracts.config.Scenario.door_schedule`).
     """
 
     closed: set[str] = field(default_factory=set)

@@ -25,8 +25,8 @@ from typing import Iterable
 
 import numpy as np
 
-from robot_team.floor import Floor, Wall
-from robot_team.nav2_codes import ComputePathToPoseError
+from robot_team.contracts.floor import Floor, Wall
+from robot_team.contracts.nav2_codes import ComputePathToPoseError
 
 FREE = 0
 OCCUPIED = 100
@@ -35,7 +35,7 @@ OCCUPIED = 100
 class PlanningError(RuntimeError):
     """No path could be planned; ``code`` is a Nav2 ``ComputePathToPose`` error code.
 
-    Codes and names are those of :class:`robot_team.nav2_codes.ComputePathToPoseError`
+    Codes and names are those of :class:`robot_team.contracts.nav2_codes.ComputePathToPoseError`
     (``nav2_msgs/action/ComputePathToPose.action``, Jazzy), available here as class constants.
     Nav2's bt_navigator reports the planner's code as the ``NavigateToPose`` result's
     ``error_code``, and so does the simulator.

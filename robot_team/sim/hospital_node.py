@@ -8,7 +8,7 @@ simulator's internals, so it serves the team unchanged whether the robots move i
 motion simulator (``motion_sim``), in Gazebo with Nav2, or on a real floor. It runs on ROS time:
 sim time from ``/clock`` under ``use_sim_time:=true`` (as in every simulated run), else wall time.
 
-Interfaces (names from :mod:`robot_team.names`, relative to the team namespace ``T``)
+Interfaces (names from :mod:`robot_team.contracts.names`, relative to the team namespace ``T``)
 -----------------------------------------------------------------------------------
 * ``ed/rtls/locate_staff`` (LocateStaff): where HCWs are and whether they are free.
 * ``ed/paging/page_staff`` (PageStaff): page an HCW and wait, in ROS time, up to ``timeout_s``
@@ -34,7 +34,7 @@ Parameters
 ``scenario`` (str, default ``onboarding``)
     A scenario name in ``config/scenarios`` or a YAML path: floor, staff directory seed, patient,
     staff and badge overrides, closed doors.
-``robots`` (string array, default the scenario's robots, :attr:`robot_team.config.Scenario.robots`)
+``robots`` (string array, default the scenario's robots, :attr:`robot_team.contracts.config.Scenario.robots`)
     The robots HCWs may be paged to follow; their poses are watched.
 ``pose_source`` (str, default ``amcl_pose``)
     ``amcl_pose``, ``odom`` or ``tf`` (needs ``tf2_ros``).
@@ -74,13 +74,13 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team import names
-from robot_team.clock_sync import BUSY
-from robot_team.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts import names
+from robot_team.contracts.clock_sync import BUSY
+from robot_team.contracts.config import ConfigError, Scenario, load_scenario
 from robot_team.directory import load_staff
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, NodeLiveness, PatientArrival, StaffLocation
-from robot_team.names import (
+from robot_team.contracts.names import (
     AMCL_POSE,
     BADGE_SCANS,
     BASE_FRAME,
@@ -356,9 +356,9 @@ class HospitalSystemsNode(StoppingNode, Node):
     def _next_event(self) -> float:
         """Return the ROS time (s) of the floor's next scheduled change, for the follow clock's jump ahead.
 
-        Busy (:data:`~robot_team.clock_sync.BUSY`) while a page is awaited, and at the first
+        Busy (:data:`~robot_team.contracts.clock_sync.BUSY`) while a page is awaited, and at the first
         acknowledgement after the engine produced events (their messages, an arrival, must reach
-        the team before the clock may jump: :mod:`robot_team.clock_sync`).
+        the team before the clock may jump: :mod:`robot_team.contracts.clock_sync`).
         """
         with self._lock:
             produced, self._produced = self._produced, False

@@ -41,8 +41,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from robot_team import names
-from robot_team.config import ConfigError
+from robot_team.contracts import names
+from robot_team.contracts.config import ConfigError
 from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import OccupancyGrid
@@ -153,7 +153,7 @@ class MotionEngine:
     closed_doors
         Names of rooms whose door is closed at the start (the scenario's ``blocked_doors``).
     door_changes
-        Doors closing and opening at given sim times (:class:`robot_team.config.DoorChange`, the
+        Doors closing and opening at given sim times (:class:`robot_team.contracts.config.DoorChange`, the
         scenario's ``door_changes``), applied by :meth:`step`.
     max_speed
         Robot speed along its path, m/s.

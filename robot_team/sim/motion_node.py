@@ -9,13 +9,13 @@ with ``use_sim_time:=true``. It knows nothing of HCWs, pages, badges or displays
 (``hospital_systems``, :mod:`robot_team.sim.hospital_node`), which see the robots only through
 the poses published here.
 
-Interfaces (names from :mod:`robot_team.names`)
+Interfaces (names from :mod:`robot_team.contracts.names`)
 -----------------------------------------------
 Every name is relative: the node runs in the team namespace ``T`` (``/`` by default) and serves
 each robot's interfaces as ``<robot>/<name>`` (``T/<robot>/<name>``), as Nav2 and Gazebo would
 serve a robot launched in namespace ``T/<robot>``.
 
-* ``/clock`` (rosgraph_msgs/Clock), every tick (see :func:`robot_team.names.clock_remap`).
+* ``/clock`` (rosgraph_msgs/Clock), every tick (see :func:`robot_team.contracts.names.clock_remap`).
 * ``map`` (nav_msgs/OccupancyGrid, reliable + transient local, as map_server), once: walls and
   closed doors.
 * Per robot (parameter ``robots``), Nav2's interfaces, so that
@@ -58,12 +58,12 @@ Parameters
     A scenario name in ``config/scenarios`` or a YAML path: the floor (``floor``), its closed
     doors (``blocked_doors``) and doors closing or opening at given times (``door_changes``), and
     the default real-time factor.
-``robots`` (string array, default the scenario's robots, :attr:`robot_team.config.Scenario.robots`)
+``robots`` (string array, default the scenario's robots, :attr:`robot_team.contracts.config.Scenario.robots`)
     The robots to simulate; each needs a dock in the floor description.
 ``clock_mode`` (str, default ``wall``)
     ``wall``: sim time runs at ``real_time_factor`` x wall time (Gazebo's real-time factor).
     ``follow``: sim time steps by ``max_step_size`` once every node that follows the clock
-    acknowledged the current time on ``team/clock_acks`` (:mod:`robot_team.clock_sync`; the
+    acknowledged the current time on ``team/clock_acks`` (:mod:`robot_team.contracts.clock_sync`; the
     default of unattended runs, ``eval`` and ``bench``); it holds while a brain waits on its LLM
     (lockstep, whatever ``llm_clock`` says). A follower that stays behind for
     ``follower_timeout_s`` (wall s, default 10) stops counting (``sim`` event
@@ -75,7 +75,7 @@ Parameters
     The follow clock's step.
 ``jump_ahead`` (bool, default true)
     ``follow`` without a speed cap: while every follower has nothing to do but wait for a scheduled
-    event (and no robot drives), sim time jumps to the step before it (:mod:`robot_team.clock_sync`;
+    event (and no robot drives), sim time jumps to the step before it (:mod:`robot_team.contracts.clock_sync`;
     ``sim`` event ``clock_jump``). The same decisions, sooner.
 ``tick_hz`` (float, default 100)
     Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement).
@@ -119,12 +119,13 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team.config import ConfigError, Scenario, load_scenario
-from robot_team.events import EventKind
-from robot_team.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
+from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.events import EventKind
+from robot_team.contracts.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
 from robot_team.llm import lockstep
-from robot_team.names import (AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES,
-                              NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM, robot_name)
+from robot_team.contracts.names import (
+    AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES,
+    NAVIGATE_TO_POSE, ODOM, robot_name)
 from robot_team.ros.stamps import s_to_duration
 from robot_team.ros.util import spin_node
 from robot_team.sim.clock_source import ClockSettings, SimClock
@@ -132,8 +133,9 @@ from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.grid import PlanningError
 from robot_team.ros.liveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
-from robot_team.sim.nav2_messages import (BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg,
-                                          map_msg, odometry_msg, path_msg, path_request_problem)
+from robot_team.sim.nav2_messages import (
+    BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg, map_msg, odometry_msg, path_msg,
+    path_request_problem)
 from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d
 from robot_team.sim.world import load_world
 

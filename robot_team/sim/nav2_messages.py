@@ -22,7 +22,8 @@ from nav2_msgs.msg import WaypointStatus
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
 
-from robot_team.names import BASE_FRAME, FOLLOW_PATH, MAP_FRAME, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM_FRAME
+from robot_team.contracts.names import (
+    BASE_FRAME, FOLLOW_PATH, MAP_FRAME, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM_FRAME)
 from robot_team.ros.stamps import s_to_duration, s_to_stamp
 from robot_team.sim.grid import PlanningError, WallGrid
 from robot_team.sim.motion import ABORTED, ACTIVE, SUCCEEDED, FollowPathError, GoalStatus

@@ -13,8 +13,8 @@ from typing import Callable, Iterator
 import rclpy.time
 from geometry_msgs.msg import PoseStamped
 
-from robot_team.events import EventKind
-from robot_team.names import MAP_FRAME
+from robot_team.contracts.events import EventKind
+from robot_team.contracts.names import MAP_FRAME
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.stamps import s_to_stamp, s_to_time
 from robot_team.sim.common import SimEvent, describe

@@ -17,7 +17,7 @@ from scipy import ndimage
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from robot_team.floor import Floor
+from robot_team.contracts.floor import Floor
 from robot_team.sim.grid import PlanningError, WallGrid, raster_walls
 
 
@@ -71,7 +71,7 @@ class OccupancyGrid(WallGrid):
         Parameters
         ----------
         world
-            The floor (:func:`robot_team.floor.load_floor`; the simulator's ``EdWorld``).
+            The floor (:func:`robot_team.contracts.floor.load_floor`; the simulator's ``EdWorld``).
         resolution
             Cell size, m.
         robot_radius

@@ -1,9 +1,9 @@
 """The ED floor as the simulator sees it: walls, rooms, doors, badge readers and docks.
 
 The simulator reads the same floor description as the robots (``config/floors/*.yaml``, see
-:mod:`robot_team.floor`); the SDFormat world in ``worlds/`` is generated from it for Gazebo and is
+:mod:`robot_team.contracts.floor`); the SDFormat world in ``worlds/`` is generated from it for Gazebo and is
 not read here. This module keeps the simulator's names: :class:`EdWorld` is
-:class:`robot_team.floor.Floor`, :func:`load_world` is :func:`robot_team.floor.load_floor`.
+:class:`robot_team.contracts.floor.Floor`, :func:`load_world` is :func:`robot_team.contracts.floor.load_floor`.
 
 All coordinates are in the ``map`` frame (REP-105), metres and radians (REP-103). No rclpy here.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_team.floor import (OUTSIDE, Area, BadgeReader, Dock, Floor, FloorError, Pose2D, Room, Wall,
-                              load_floor)
+from robot_team.contracts.floor import (
+    OUTSIDE, Area, BadgeReader, Dock, Floor, FloorError, Pose2D, Room, Wall, load_floor)
 
 EdWorld = Floor
 WorldError = FloorError
@@ -38,7 +38,7 @@ def load_world(path: str | Path) -> EdWorld:
     Raises
     ------
     WorldError
-        If the file cannot be used (see :func:`robot_team.floor.load_floor`), or is an SDFormat
+        If the file cannot be used (see :func:`robot_team.contracts.floor.load_floor`), or is an SDFormat
         world: the simulator reads the floor description that world is generated from.
     """
     if Path(path).suffix == '.sdf':

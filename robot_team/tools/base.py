@@ -20,12 +20,12 @@ from pydantic import BaseModel, ValidationError
 
 from robot_team.catalog import (
     TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, result_closes, task_closes)
-from robot_team.config import ConfigError
-from robot_team.decisions import DecisionSource
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.decisions import DecisionSource
 from robot_team.directory import StaffDirectory
-from robot_team.errors import ToolAccessError, ToolError
-from robot_team.events import EventKind, category_of, invalid_call
-from robot_team.reports import explain_validation_error
+from robot_team.contracts.errors import ToolAccessError, ToolError
+from robot_team.contracts.events import EventKind, category_of, invalid_call
+from robot_team.contracts.reports import explain_validation_error
 
 
 def _owner_of(name: str) -> str | None:
@@ -124,7 +124,7 @@ class Toolbox:
         self._cancelled: set[str] = set()
         self._lock = threading.Lock()
         self.decision_source: Callable[[], str] | None = None
-        """Returns who decides the calls now (``robot_team.decisions.DecisionSource``), recorded with each."""
+        """Returns who decides the calls now (``robot_team.contracts.decisions.DecisionSource``), recorded with each."""
         self._tasks: dict[str, dict[ClosedSet, str]] = {}   # task_id -> what it closes (begin_task)
 
     def begin_task(self, task_id: str, room: str = '', hcw_id: str = '') -> None:

@@ -14,9 +14,9 @@ import time
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from rclpy.time import Time
 
-from robot_team import names
-from robot_team.errors import ToolError
-from robot_team.geometry import quaternion_to_yaw
+from robot_team.contracts import names
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.geometry import quaternion_to_yaw
 from robot_team.ros.messages import amcl_pose_qos
 
 POSE_SOURCES = ('auto', 'tf', 'amcl_pose')

@@ -24,10 +24,10 @@ from geometry_msgs.msg import PoseStamped
 from nav2_msgs.action import ComputePathToPose, NavigateToPose
 from rclpy.action import ActionClient
 
-from robot_team import names
-from robot_team.errors import ToolError
-from robot_team.geometry import quaternion_to_yaw, yaw_to_quaternion
-from robot_team.nav2_codes import ComputePathToPoseError, nav2_error_name
+from robot_team.contracts import names
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.geometry import quaternion_to_yaw, yaw_to_quaternion
+from robot_team.contracts.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.ros.stamps import now_s
 from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future
 

@@ -14,7 +14,7 @@ and its tools as methods marked with :func:`robot_team.catalog.implements`.
 from __future__ import annotations
 
 from robot_team.catalog import RoleDecl
-from robot_team.names import Role
+from robot_team.contracts.names import Role
 from robot_team.roles.display.tools import DisplayTools
 from robot_team.roles.info_collection.tools import InfoCollectionTools
 from robot_team.roles.navigation.tools import NavigationTools

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.reports import TaskType
+from robot_team.contracts.reports import TaskType
 
 DeadlineKind = Literal['issue_handling', 'task', 'decision', 'onboarding']
 

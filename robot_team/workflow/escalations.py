@@ -3,14 +3,14 @@
 IDs are ``<id prefix>esc-<n>`` in the order they were opened. Who may escalate what, and what a
 decision changes in the workflow (a ``decision`` deadline, ``abort`` closing the episode), is the
 policy's business (:class:`~robot_team.workflow.policy.WorkflowPolicy`); the lifecycle of an
-escalation is :mod:`robot_team.escalation_model`'s.
+escalation is :mod:`robot_team.contracts.escalation_model`'s.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from robot_team.escalation_model import EscalationRecord, LifecycleAction, transition
+from robot_team.contracts.escalation_model import EscalationRecord, LifecycleAction, transition
 from robot_team.workflow.state import DECISIONS
 
 

@@ -14,17 +14,17 @@ from enum import Enum
 from typing import Mapping
 
 from robot_team.catalog import TASK_OWNER
-from robot_team.config import Deadlines
-from robot_team.escalation_model import EscalationRecord
-from robot_team.names import role_name
-from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, IssueCode, TaskReportModel, TaskStatus, TaskType
+from robot_team.contracts.config import Deadlines
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.names import role_name
+from robot_team.contracts.reports import (
+    OPERATIONAL_TASKS, WORKFLOW_ORDER, IssueCode, TaskReportModel, TaskStatus, TaskType)
 from robot_team.workflow.deadlines import Deadline, DeadlineBook, DeadlineChange
 from robot_team.workflow.escalations import EscalationBook
 from robot_team.workflow.rules import (
     StaffFacts, TaskOutline, delegation_refusal, manager_may_escalate, open_escalation_of, people_chose,
     reflection_wait, task_hcw, task_hcw_refusal)
-from robot_team.workflow.state import (
-    MANAGER, Authorization, TaskState, WorkflowState)
+from robot_team.workflow.state import MANAGER, Authorization, TaskState, WorkflowState
 from robot_team.workflow.tasks import TaskBook
 
 
@@ -38,7 +38,7 @@ class WorkflowPolicy:
     Parameters
     ----------
     deadlines
-        Issue-handling and task deadlines, s (``robot_team.config.Deadlines``).
+        Issue-handling and task deadlines, s (``robot_team.contracts.config.Deadlines``).
 
     Notes
     -----
@@ -62,7 +62,7 @@ class WorkflowPolicy:
        latest navigation escorted.
 
     Deadlines (:class:`~robot_team.workflow.deadlines.Deadline`; durations from
-    :class:`~robot_team.config.Deadlines`):
+    :class:`~robot_team.contracts.config.Deadlines`):
 
     - ``decision``: started by the patient cue (:meth:`patient_arrived`), a successful report
       and a human decision, unless a task runs or one is pending; met by any approved
@@ -242,7 +242,7 @@ class WorkflowPolicy:
     def robot_lost(self, robot: str, now_s: float) -> TaskState | None:
         """Close the task ``robot`` was running when it was lost, at ROS time ``now_s`` (s); return it, or None.
 
-        The task recovery rule: a task whose robot's node was lost (:mod:`robot_team.liveness`) ends
+        The task recovery rule: a task whose robot's node was lost (:mod:`robot_team.contracts.liveness`) ends
         as a ``failure`` with issue code ``robot_lost``, as a failure report would end it, so the
         issue-handling deadline starts at once and the manager's choices apply (retry on the
         restarted robot, reassign, escalate) instead of waiting out the task deadline. A report the
@@ -368,7 +368,7 @@ class WorkflowPolicy:
             a task that succeeded while a failure waits
             (:func:`~robot_team.workflow.rules.manager_may_escalate`), while one of its escalations
             is open (:func:`~robot_team.workflow.rules.open_escalation_of`) or after a human's
-            ``abort`` closed the episode (:func:`~robot_team.escalation_model.closing_abort`).
+            ``abort`` closed the episode (:func:`~robot_team.contracts.escalation_model.closing_abort`).
         """
         with self._lock:
             task_id, raised_by = _text(task_id), _text(raised_by)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, NamedTuple
 
-from robot_team.escalation_model import EscalationRecord
-from robot_team.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, TaskType
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, TaskType
 from robot_team.workflow.state import MANAGER
 
 

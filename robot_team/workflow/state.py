@@ -11,9 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.escalation_model import EscalationRecord
-from robot_team.names import Role
-from robot_team.reports import IssueCode, TaskType
+from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import IssueCode, TaskType
 from robot_team.workflow.deadlines import Deadline
 
 MANAGER = Role.MANAGER.value
@@ -47,7 +47,7 @@ class WorkflowRule(str, Enum):
     REFLECTION = 'reflection'                # 8
     HCW = 'hcw'                              # 9
     HELD = 'held'                            # the team is held (robot_team.core.escalations.TeamHold)
-    CASE = 'case'                            # another case is in progress (robot_team.cases)
+    CASE = 'case'                            # another case is in progress (robot_team.contracts.cases)
     ROBOT_BUSY = 'robot_busy'                # the robot runs another case's task (one task at a time)
 
 

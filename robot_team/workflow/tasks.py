@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from robot_team.reports import WORKFLOW_ORDER, TaskType
+from robot_team.contracts.reports import WORKFLOW_ORDER, TaskType
 from robot_team.workflow.rules import TaskOutline
 from robot_team.workflow.state import TASK_ID_PREFIX, TaskState
 

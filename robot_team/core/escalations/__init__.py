@@ -32,7 +32,7 @@ from robot_team.core.escalations.lifecycle import (
     Refusal)
 from robot_team.core.escalations.policy import EscalationPolicy, SeverityBySource, load_escalation_policy
 from robot_team.core.escalations.store import EscalationStore
-from robot_team.escalation_model import (
+from robot_team.contracts.escalation_model import (
     OPEN_STATES, TRANSITIONS, EscalationKind, EscalationRecord, LifecycleAction, LifecycleError, LifecycleState,
     Severity, transition)
 

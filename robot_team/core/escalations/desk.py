@@ -1,7 +1,7 @@
 """The escalation desk: an escalation's lifecycle around the supervisor core, and the team hold.
 
 See :mod:`robot_team.core.escalations` for the whole picture. Every change of an escalation's
-state goes through :func:`robot_team.escalation_model.transition`.
+state goes through :func:`robot_team.contracts.escalation_model.transition`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from robot_team.core.escalations.lifecycle import (
 from robot_team.core.escalations.policy import EscalationPolicy
 from robot_team.core.escalations.store import EscalationStore
 from robot_team.core.supervisor_state import SupervisorState
-from robot_team.escalation_model import (
+from robot_team.contracts.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
-from robot_team.events import EventKind
-from robot_team.names import SUPERVISOR, Role
-from robot_team.reports import OPERATIONAL_TASKS
+from robot_team.contracts.events import EventKind
+from robot_team.contracts.names import SUPERVISOR, Role
+from robot_team.contracts.reports import OPERATIONAL_TASKS
 from robot_team.workflow.state import Authorization, WorkflowRule
 
 
@@ -134,7 +134,7 @@ class EscalationDesk:
 
         No case kept (open, or closed with an escalation open), no patient waiting for a place,
         no escalation open, the team not held. Read without the records' lock (a quick look from
-        the clock's callback, :mod:`robot_team.clock_sync`'s jump ahead, which needs two such looks
+        the clock's callback, :mod:`robot_team.contracts.clock_sync`'s jump ahead, which needs two such looks
         in a row before it jumps).
         """
         return not (self.core.cases_kept or self.core.waiting or self.hold.active

@@ -6,7 +6,7 @@ import threading
 from typing import Callable
 
 from robot_team.core.escalations.lifecycle import Emit, HoldState
-from robot_team.events import EventKind
+from robot_team.contracts.events import EventKind
 
 
 class TeamHold:

@@ -2,7 +2,7 @@
 
 The states, the one transition table (open -> acknowledged -> resolved | expired) and the one
 function that changes an escalation's state live with the one escalation model in
-:mod:`robot_team.escalation_model` (the workflow changes state too, and must not import
+:mod:`robot_team.contracts.escalation_model` (the workflow changes state too, and must not import
 ``robot_team.core``); they are re-exported here. This module adds what only the desk needs:
 why a person's request was refused (:class:`Refusal`), the decisions and raises a person may
 send, the stored steps (:class:`EscalationStep`), instructions, the hold's state and the desk's
@@ -16,7 +16,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.escalation_model import (  # noqa: F401  (re-exported: the lifecycle's states and table)
+from robot_team.contracts.escalation_model import (  # noqa: F401  (re-exported: the lifecycle's states and table)
     OPEN_STATES, TRANSITIONS, EscalationKind, EscalationRecord, LifecycleAction, LifecycleError, LifecycleState,
     Severity, transition)
 

@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from robot_team.config import _validate, load_yaml, share_dir
-from robot_team.escalation_model import Severity
+from robot_team.contracts.config import _validate, load_yaml, share_dir
+from robot_team.contracts.escalation_model import Severity
 
 
 class SeverityBySource(BaseModel):

@@ -16,9 +16,9 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from robot_team.config import ConfigError
+from robot_team.contracts.config import ConfigError
 from robot_team.core.escalations.lifecycle import EscalationStep, InstructionRecord, Refusal, id_number
-from robot_team.escalation_model import EscalationRecord
+from robot_team.contracts.escalation_model import EscalationRecord
 
 _STORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS escalations (

@@ -23,7 +23,7 @@ Two views of the same record:
   guards refused (``tool_refused``, ``delegation_refused``, ``workflow_violation``,
   ``false_completion``, ``reflection_rejected``, ``report_rejected``) count against the cell
   they concern. What the protocol brain decided as a fallback (the LLM's endpoint down, or a
-  takeover after a stall; ``source: fallback``, :mod:`robot_team.decisions`) is left out of the
+  takeover after a stall; ``source: fallback``, :mod:`robot_team.contracts.decisions`) is left out of the
   cells of the level it stood in for: the LLM did not decide it. A manager cell keeps a robot's
   report written by that robot's fallback (the manager's LLM still had to judge and handle it),
   and a robot cell keeps a delegation the manager's fallback made.
@@ -41,7 +41,7 @@ Two criteria, each scored in both views:
   cell and can only lose points (:mod:`~robot_team.evaluation.rubric.strict`); each rule's docstring names the published
   definition it extends (the ``strict_*`` functions). Tool usage is the same in both.
 
-Pure functions over :class:`~robot_team.events.TeamEventModel` lists in record order; no ROS.
+Pure functions over :class:`~robot_team.contracts.events.TeamEventModel` lists in record order; no ROS.
 
 The modules, all re-exported here:
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from robot_team.brains.base import BrainReport
 from robot_team.grounding import contradictions
-from robot_team.reports import TaskStatus, TaskType
+from robot_team.contracts.reports import TaskStatus, TaskType
 from robot_team.tools.base import ToolResult
 
 

@@ -14,9 +14,9 @@ from robot_team.evaluation.rubric.evidence import (
     failure_supported, find_item, grounded, journal_leaves, last_ok_output, normalized, scalar_leaves, tool_journal)
 from robot_team.evaluation.rubric.record import MANAGER, Record, Task, as_task_type, view_records
 from robot_team.evaluation.rubric.scores import VIEWS, Cell, Metric, ReflectionJudge, ViewScore
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import role_name
-from robot_team.reports import OPERATIONAL_TASKS, TaskType
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.names import role_name
+from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskType
 from robot_team.workflow.rules import TaskOutline, delegation_refusal
 
 

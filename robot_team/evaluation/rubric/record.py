@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from robot_team.catalog import TASK_OWNER
-from robot_team.decisions import without_fallback
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.names import Role
-from robot_team.reports import TaskType
+from robot_team.contracts.decisions import without_fallback
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.names import Role
+from robot_team.contracts.reports import TaskType
 
 MANAGER = Role.MANAGER.value
 TASK_PREFIX = {'nav': TaskType.NAVIGATION, 'info': TaskType.INFO_COLLECTION, 'display': TaskType.DISPLAY,
@@ -120,7 +120,7 @@ class Record:
 
 
 def as_task_type(value) -> TaskType | None:
-    """Return ``value`` as a :class:`~robot_team.reports.TaskType` (None: not one)."""
+    """Return ``value`` as a :class:`~robot_team.contracts.reports.TaskType` (None: not one)."""
     if isinstance(value, TaskType):
         return value
     try:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robot_team.decisions import count_decisions, count_takeovers
+from robot_team.contracts.decisions import count_decisions, count_takeovers
 from robot_team.evaluation.rubric.published import score_view
 from robot_team.evaluation.rubric.record import view_records
 from robot_team.evaluation.rubric.scores import VIEWS, ReflectionJudge, RunScore
 from robot_team.evaluation.rubric.strict import score_strict_view
 from robot_team.evaluation.rubric.usage import llm_usage
 from robot_team.evaluation.truth import RunTruth, false_successes, load_run
-from robot_team.events import EventKind, TeamEventModel
+from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.run_report import GUARD_KINDS
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from robot_team.evaluation.rubric.usage import LLMUsage
 from robot_team.evaluation.truth import FalseSuccess
-from robot_team.reports import TaskType
+from robot_team.contracts.reports import TaskType
 
 
 RUBRIC_POINTS = 17

@@ -15,8 +15,8 @@ from robot_team.evaluation.rubric.published import first_decision, score_view
 from robot_team.evaluation.rubric.record import MANAGER, Record, as_task_type, view_records
 from robot_team.evaluation.rubric.scores import ROBOT_METRICS, Cell, Metric, ReflectionJudge, ViewScore
 from robot_team.evaluation.truth import RunTruth, screen_members, team_differences
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.reports import OPERATIONAL_TASKS, TaskType
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskType
 
 
 StrictRule = Callable[[Record, TaskType | None, str, RunTruth], list[tuple[float, str]]]

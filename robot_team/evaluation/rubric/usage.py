@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from robot_team.events import EventKind, TeamEventModel
+from robot_team.contracts.events import EventKind, TeamEventModel
 
 
 class LLMUsage(BaseModel):

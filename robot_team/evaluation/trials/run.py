@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.evaluation.parallel import JobOutcome, JobsInterrupted, run_jobs
 from robot_team.evaluation.rubric import ReflectionJudge
 from robot_team.evaluation.trials.aggregate import summarize, with_chance

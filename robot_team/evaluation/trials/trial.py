@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from robot_team.config import load_scenario
+from robot_team.contracts.config import load_scenario
 from robot_team.evaluation.rubric import ReflectionJudge, score_run_dir
 from robot_team.evaluation.shift_run import case_rubric
 from robot_team.evaluation.trials.results import TrialInterrupted, TrialResult
@@ -67,7 +67,7 @@ def run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: str
                       on_event: Callable | None, llm_clock: str, local_llm) -> dict:
     """Run the episode of one trial in ``folder`` and write its ``trial.json``; return what it holds.
 
-    ``scenario``: a name, path or loaded :class:`robot_team.config.Scenario`; ``spec``: what
+    ``scenario``: a name, path or loaded :class:`robot_team.contracts.config.Scenario`; ``spec``: what
     ran (:func:`trial_spec`; brain 'random': its ``seed``), recorded with the trial's number,
     outcome, wall time, namespace and ROS domain.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report
 from robot_team.catalog import Tool, negative_finding
-from robot_team.reports import TaskStatus
+from robot_team.contracts.reports import TaskStatus
 from robot_team.tools.base import Toolbox
 
 ROLE_ORDER = ('physician', 'nurse', 'technician', 'therapist')

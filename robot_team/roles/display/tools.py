@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.catalog import TaskFacts, Tool, implements
-from robot_team.errors import ToolError
+from robot_team.contracts.errors import ToolError
 from robot_team.msg import DisplayContent, DisplayEntry
-from robot_team.names import team_name
+from robot_team.contracts.names import team_name
 from robot_team.roles.display.decl import DISPLAY_ROLE, FetchCareTeamInput, ShowDisplayInput
 from robot_team.ros.stamps import stamp_to_s
 from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future

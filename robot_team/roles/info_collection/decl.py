@@ -8,7 +8,7 @@ brain is :class:`robot_team.roles.info_collection.protocol.InfoCollectionProtoco
 with the other roles'.
 
 At the bottom layer (contracts), below the catalog: it imports only :mod:`robot_team.roles.base`,
-:mod:`robot_team.names`, :mod:`robot_team.reports` and pydantic.
+:mod:`robot_team.contracts.names`, :mod:`robot_team.contracts.reports` and pydantic.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import Role, Tool
-from robot_team.reports import TaskType
+from robot_team.contracts.names import Role, Tool
+from robot_team.contracts.reports import TaskType
 from robot_team.roles.base import ClosedSet, Proof, RoleDecl, RubricUse, ToolDecl, ToolOutput, WorldFact
 
 

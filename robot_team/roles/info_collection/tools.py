@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.catalog import TaskFacts, Tool, implements
-from robot_team.errors import ToolError
+from robot_team.contracts.errors import ToolError
 from robot_team.msg import BadgeScan
-from robot_team.names import team_name
+from robot_team.contracts.names import team_name
 from robot_team.roles.info_collection.decl import INFO_COLLECTION_ROLE, BadgeInput, CheckInInput, ReadBadgeScanInput
 from robot_team.ros.stamps import now_s, stamp_to_s
 from robot_team.ros.util import wait_ros_time

@@ -7,7 +7,7 @@ to the patient's room through Nav2 goals. Its tools are implemented by
 gathers :data:`NAVIGATION_TOOLS` and :data:`NAVIGATION_ROLE` with the other roles'.
 
 At the bottom layer (contracts), below the catalog: it imports only :mod:`robot_team.roles.base`,
-:mod:`robot_team.names`, :mod:`robot_team.reports` and pydantic.
+:mod:`robot_team.contracts.names`, :mod:`robot_team.contracts.reports` and pydantic.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import Role, Tool
-from robot_team.reports import TaskType
+from robot_team.contracts.names import Role, Tool
+from robot_team.contracts.reports import TaskType
 from robot_team.roles.base import ClosedSet, Proof, RoleDecl, RubricUse, ToolDecl, ToolOutput, WorldFact
 
 

@@ -6,7 +6,7 @@ navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot c
 
 - ``Tool.LOCATE_STAFF`` -> the RTLS service ``names.LOCATE_STAFF`` (robot_team/srv/LocateStaff)
 - ``Tool.PAGE_STAFF`` -> the paging service ``names.PAGE_STAFF`` (robot_team/srv/PageStaff)
-- ``Tool.ROOM_DOOR_POSE`` -> the floor description (:mod:`robot_team.floor`): rooms and doors in ``map``
+- ``Tool.ROOM_DOOR_POSE`` -> the floor description (:mod:`robot_team.contracts.floor`): rooms and doors in ``map``
 - ``Tool.PLAN_PATH`` -> ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, Nav2's
   planner server on the map server's map; the real floor may differ: a closed door), from the
   robot's pose (:class:`~robot_team.tools.localization.RobotPose`: TF or ``amcl_pose``), through
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 
-from robot_team import names
+from robot_team.contracts import names
 from robot_team.catalog import OBSERVE_WAIT_S, ClosedSet, TaskFacts, Tool, WorldFact, implements, register_tools
-from robot_team.config import ConfigError
-from robot_team.errors import ToolError
-from robot_team.floor import load_floor
-from robot_team.names import team_name
+from robot_team.contracts.config import ConfigError
+from robot_team.contracts.errors import ToolError
+from robot_team.contracts.floor import load_floor
+from robot_team.contracts.names import team_name
 from robot_team.roles.navigation.decl import LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput
 from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
@@ -74,7 +74,7 @@ class NavigationTools:
     node
         The navigation robot's node (namespace ``/navigation_robot``).
     world
-        The :class:`~robot_team.floor.Floor` (the robot's semantic map: rooms, doors, areas).
+        The :class:`~robot_team.contracts.floor.Floor` (the robot's semantic map: rooms, doors, areas).
     callback_group
         Group for the clients' callbacks (reentrant, so worker threads can wait on them).
     """

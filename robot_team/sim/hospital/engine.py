@@ -14,7 +14,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Sequence
 
-from robot_team.config import ConfigError, Scenario, StaffSeed
+from robot_team.contracts.config import ConfigError, Scenario, StaffSeed
 from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, SimEvent, SimInputError, Timeline
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.hospital.displays import RoomDisplays

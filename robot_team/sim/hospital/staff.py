@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from robot_team.config import ConfigError, Scenario, StaffChange, StaffMember, StaffSeed
+from robot_team.contracts.config import ConfigError, Scenario, StaffChange, StaffMember, StaffSeed
 from robot_team.sim.common import EventLog, Polyline
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError

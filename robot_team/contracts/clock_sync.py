@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from robot_team.errors import check_choice
+from robot_team.contracts.errors import check_choice
 
 CLOCK_MODES = ('follow', 'wall')
 """The clock source's modes (see the module)."""

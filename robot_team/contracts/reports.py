@@ -41,7 +41,7 @@ class IssueCode(str, Enum):
     """The typed cause of a failure, where a rule acts on it (rules never read the issue's text).
 
     ``NONE`` for every report a robot writes itself; ``ROBOT_LOST``: the supervisor closed the task
-    because the robot's node was lost while it ran (:mod:`robot_team.liveness`), so the failure
+    because the robot's node was lost while it ran (:mod:`robot_team.contracts.liveness`), so the failure
     says nothing about the HCW, the room or the floor: the same task may be retried as it was once
     the robot is back.
     """

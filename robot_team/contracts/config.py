@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from robot_team import names
+from robot_team.contracts import names
 
 PACKAGE = 'robot_team'
 
@@ -40,7 +40,7 @@ def share_dir() -> Path:
     if os.environ.get('ROBOT_TEAM_SHARE'):
         candidates.append(Path(os.environ['ROBOT_TEAM_SHARE']))
     # A source checkout: the code and its data belong together.
-    candidates.append(Path(__file__).resolve().parent.parent)
+    candidates.append(Path(__file__).resolve().parents[2])   # robot_team/contracts/config.py
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.append(Path(get_package_share_directory(PACKAGE)))
@@ -296,12 +296,12 @@ class Scenario(BaseModel):
     operator_script: list[OperatorAnswer] = Field(default_factory=list)
     deadlines: Deadlines = Field(default_factory=Deadlines)
     manager: ManagerPolicy = Field(default_factory=ManagerPolicy)
-    cases_at_once: int = Field(1, ge=0, description='How many cases the team serves at once (robot_team.cases): '
+    cases_at_once: int = Field(1, ge=0, description='How many cases the team serves at once (contracts.cases): '
                                                     '1 one at a time, 0 no limit (a robot still runs one task '
                                                     'at a time; a case waits for a busy robot).')
     fleet: dict[str, int] = Field(default_factory=dict,
                                   description='Robots per role beyond one (e.g. {navigation_robot: 2}): named '
-                                              '<role>_1, <role>_2... (robot_team.names.fleet_robots).')
+                                              '<role>_1, <role>_2... (robot_team.contracts.names.fleet_robots).')
     expected_outcome: Literal['success', 'failure', 'escalated'] | None = Field(
         None, description='What a correct team achieves here (used by tests and evaluation).')
 
@@ -319,7 +319,7 @@ class Scenario(BaseModel):
 
     @property
     def robots(self) -> list[str]:
-        """The operational robots' names, role by role in workflow order (:func:`robot_team.names.fleet_robots`)."""
+        """The operational robots' names, role by role in workflow order (:func:`~.names.fleet_robots`)."""
         return [r for role in names.OPERATIONAL_ROLES for r in names.fleet_robots(role, self.fleet.get(role, 1))]
 
     @model_validator(mode='after')

@@ -44,7 +44,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from robot_team.config import ConfigError, load_yaml, share_dir
+from robot_team.contracts.config import ConfigError, load_yaml, share_dir
 
 FLOORS_FOLDER = 'config/floors'
 """Where floor descriptions live in the share folder (a bare name is looked up there)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Collection, Iterable
 
-from robot_team.events import EventKind, TeamEventModel
+from robot_team.contracts.events import EventKind, TeamEventModel
 
 
 class DecisionSource(str, Enum):

@@ -78,8 +78,8 @@ INSTRUCTIONS = 'team/instructions'
 STAFF_BOARD = 'team/staff'
 SUPERVISOR_DIRECTIVES = 'team/supervisor/directives'   # robot_team/msg/SupervisorDirective (safe defaults)
 CLOCK_HOLDS = 'team/clock_holds'   # robot_team/msg/ClockHold: lockstep LLM clock (robot_team.llm.lockstep)
-CLOCK_ACKS = 'team/clock_acks'     # robot_team/msg/ClockAck: the follow clock (robot_team.clock_sync, ros.clock)
-HEARTBEAT = 'team/heartbeat'       # + '/<node>': robot_team/msg/Heartbeat, one per incarnation (robot_team.liveness)
+CLOCK_ACKS = 'team/clock_acks'     # robot_team/msg/ClockAck: the follow clock (contracts.clock_sync, ros.clock)
+HEARTBEAT = 'team/heartbeat'       # + '/<node>': robot_team/msg/Heartbeat, one per incarnation (contracts.liveness)
 LIVENESS = 'team/liveness'         # robot_team/msg/NodeLiveness: nodes lost and back, as the supervisor noticed
 
 # ED floor infrastructure (served by the hospital's systems, or their stand-in hospital_systems),

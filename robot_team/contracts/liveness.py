@@ -29,7 +29,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, Role
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, Role
 
 LIVELINESS_LEASE_S = 2.0
 """DDS liveliness lease of each node's announcement, wall s: a lost node is noticed within it.

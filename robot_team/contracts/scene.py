@@ -6,12 +6,12 @@
   ``odom`` where ``odom`` is ``map``) says, map frame (REP-105), m and rad (REP-103);
 - **HCW locations** (:meth:`SceneState.observe_staff`): what the RTLS streams on
   ``ed/rtls/locations`` (``robot_team/msg/StaffLocation``), with whom each HCW follows;
-- **team events** (:meth:`SceneState.apply`, :class:`robot_team.events.TeamEventModel`): cases
+- **team events** (:meth:`SceneState.apply`, :class:`robot_team.contracts.events.TeamEventModel`): cases
   opened, waiting and closed (room, ESI level), delegations and reports (each robot's task and
   case), tool calls, escalations opened and resolved (their task's robot and room).
 
 The static geometry (rooms, doors, corridors, badge readers, docks) comes from the floor
-description (:func:`robot_team.floor.load_floor`); :func:`floor_geometry` lists it as plain shapes.
+description (:func:`robot_team.contracts.floor.load_floor`); :func:`floor_geometry` lists it as plain shapes.
 Every update is stamped with ROS time (sim time in simulated runs), s. The state keeps, when
 asked (``keep_samples``), every pose and location it took as a :class:`Sample`, so that a
 recorder can write the scene over time (``scene.jsonl``, Foxglove ``SceneUpdate``) and
@@ -31,10 +31,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
-from robot_team.config import ConfigError, load_scenario
-from robot_team.events import EventKind, TeamEventModel
-from robot_team.floor import DEFAULT_FLOOR, Floor, floor_path, load_floor
-from robot_team.names import HOSPITAL_SYSTEMS, Role, role_name
+from robot_team.contracts.config import ConfigError, load_scenario
+from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.floor import DEFAULT_FLOOR, Floor, floor_path, load_floor
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, Role, role_name
 
 SAMPLE_PERIOD_S = 0.1
 """Least ROS time between two kept samples of one robot or HCW that moves, s (10 Hz)."""
@@ -524,7 +524,7 @@ def floor_of(events: Iterable[TeamEventModel]) -> Floor:
 
     Raises
     ------
-    robot_team.floor.FloorError
+    robot_team.contracts.floor.FloorError
         If the floor description cannot be used.
     """
     for event in events:
