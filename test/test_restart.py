@@ -269,7 +269,13 @@ def test_a_killed_robot_process_is_restarted_and_announces_itself_again(tmp_path
     starts = [e for e in events if e.actor == victim and e.kind == EventKind.NODE_STARTED.value]
     assert len(starts) == 2 and starts[1].wall_time > restarted.wall_time   # it announced itself again
     report = result.report
-    assert report['restarts']['restarts'] == {victim: 1} and report['restarts']['down'] == []
+    assert report['restarts']['restarts'][victim] == 1 and report['restarts']['down'] == []
+    # Any other restart is a node that crashed on its own (rmw_fastrtps' multi-threaded wait can
+    # segfault: ros2/rmw_fastrtps#728), restarted by the same policy and recorded with its signal.
+    others = {e.target: e.data['returncode'] for e in events if e.kind == EventKind.NODE_CRASHED.value
+              and e.target != victim}
+    assert set(report['restarts']['restarts']) - {victim} == set(others)
+    assert all(code < 0 and code != -signal.SIGKILL for code in others.values()), others
     assert report['dds_profile']['set_by'] in ('robot_team', 'user')
     log = (tmp_path / 'logs' / f'{victim}.log').read_text()
     assert 'restarted (attempt 1 of 3)' in log
