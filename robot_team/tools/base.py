@@ -19,7 +19,8 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from robot_team.catalog import (
-    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, missing_prerequisites, outside_task, result_closes, task_closes)
+    TOOL_OWNERS, TOOLS_BY_NAME, ClosedSet, RoleDecl, WorldFact, missing_prerequisites, outside_task, result_closes,
+    task_closes)
 from robot_team.contracts.config import ConfigError
 from robot_team.contracts.decisions import DecisionSource
 from robot_team.directory import StaffDirectory
@@ -343,3 +344,16 @@ def open_directory(path: str) -> StaffDirectory:
         return StaffDirectory(path)
     except ConfigError as exc:
         raise ToolError(f'staff directory unavailable: {exc}') from exc
+
+
+def check_declared_fact(decl: RoleDecl, fact: WorldFact) -> None:
+    """Check that a role's tools are asked about a fact its declaration names (``RoleDecl.world``).
+
+    Raises
+    ------
+    ValueError
+        If ``fact`` is not in ``decl.world``: that role's tools do not observe it.
+    """
+    if fact not in decl.world:
+        raise ValueError(f"the {decl.role.value} observes {', '.join(f.value for f in decl.world)}, "
+                         f'not {fact.value}')

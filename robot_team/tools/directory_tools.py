@@ -9,7 +9,7 @@ import threading
 
 from robot_team.catalog import OBSERVE_WAIT_S, RoleDecl, TaskFacts, WorldFact, register_tools
 from robot_team.ros.util import watch_ros_time
-from robot_team.tools.base import Toolbox
+from robot_team.tools.base import Toolbox, check_declared_fact
 
 
 class DirectoryTools:
@@ -30,6 +30,9 @@ class DirectoryTools:
     started_data: dict = {}
     """What the robot's ``node_started`` event records about these tools (nothing)."""
 
+    decl: RoleDecl
+    """The role's declaration: :meth:`observe` answers for the facts it names (``RoleDecl.world``)."""
+
     def __init__(self, node, staff_db: str):
         self._node = node
         self._staff_db = staff_db
@@ -42,9 +45,6 @@ class DirectoryTools:
 
     def cancel(self) -> None:
         """Stop the work in flight: none (each call is short and waits in ROS time)."""
-
-    decl: RoleDecl
-    """The role's declaration: :meth:`observe` answers for the facts it names (``RoleDecl.world``)."""
 
     def observe(self, fact: WorldFact, task: TaskFacts, until) -> dict:
         """Return what the world shows of ``fact`` for ``task`` (the subclass's :meth:`_look`, JSON-ready).
@@ -62,9 +62,7 @@ class DirectoryTools:
         ToolError
             If the directory cannot be opened.
         """
-        if fact not in self.decl.world:
-            raise ValueError(f"the {self.decl.role.value} observes {', '.join(f.value for f in self.decl.world)}, "
-                             f'not {fact.value}')
+        check_declared_fact(self.decl, fact)
         return watch_ros_time(self._node, lambda: self._look(task), until, OBSERVE_WAIT_S)
 
     def _look(self, task: TaskFacts) -> dict:

@@ -27,10 +27,11 @@ from robot_team.contracts.config import ConfigError
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.floor import load_floor
 from robot_team.contracts.names import team_name
-from robot_team.roles.navigation.decl import LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput
+from robot_team.roles.navigation.decl import (
+    NAVIGATION_ROLE, LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput)
 from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
-from robot_team.tools.base import Toolbox, task_value
+from robot_team.tools.base import Toolbox, check_declared_fact, task_value
 from robot_team.tools.localization import RobotPose
 from robot_team.tools.navigation import ComputePathClient, NavOutcome, make_navigator
 
@@ -181,8 +182,7 @@ class NavigationTools:
         ConfigError
             If the task's room is not on the floor.
         """
-        if fact is not WorldFact.HCW_AT_ROOM:
-            raise ValueError(f'the navigation robot observes {WorldFact.HCW_AT_ROOM.value}, not {fact.value}')
+        check_declared_fact(NAVIGATION_ROLE, fact)
         room = self._world.room(task.room)
         place = {'hcw_id': task.hcw_id, 'room': task.room, 'door': {'x': room.door.x, 'y': room.door.y},
                  'entry': {'x': room.entry.x, 'y': room.entry.y}}
