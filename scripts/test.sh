@@ -5,4 +5,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 VENV=${ROBOT_TEAM_VENV:-.venv}
-exec "$VENV/bin/python" -m pytest "$@"
+# pytest-xdist: one worker per core (ROBOT_TEAM_TEST_WORKERS=0 runs in this process); a file's tests stay
+# on one worker, so its module fixtures are made once. Each worker takes its own slice of domain IDs
+# (test/ros_helpers.py). Arguments after these win (e.g. -n 0).
+WORKERS=${ROBOT_TEAM_TEST_WORKERS:-auto}
+exec "$VENV/bin/python" -m pytest -n "$WORKERS" --dist loadfile "$@"

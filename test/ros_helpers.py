@@ -1,5 +1,6 @@
 """Helpers for ROS graph tests (importable: pytest.ini puts test/ on sys.path)."""
 
+import os
 import socket
 import time
 
@@ -32,14 +33,33 @@ def wait_for(predicate, timeout: float = 10.0, period: float = 0.02):
     return value
 
 
-def reserve_domain_ids(count: int) -> int:
-    """Reserve ``count`` consecutive ROS domain IDs (1-101) unused by any other process here; return the first.
+def worker_domains() -> range:
+    """The ROS domain IDs this test process may use: 1-101, or its own slice of them under pytest-xdist.
 
-    IDs this process never used come first, then those it released longest ago (a graph's
-    participants may linger on their domain for their lease after the test: the suite has more
-    graph tests than domains, so IDs are reused, as late as possible).
+    Each xdist worker (``PYTEST_XDIST_WORKER`` ``gwN`` of ``PYTEST_XDIST_WORKER_COUNT``) gets a
+    contiguous slice, so that a domain one worker released is never taken by another while the
+    first one's participants still linger on it (the order of reuse below is per process).
     """
-    for first in sorted(range(1, 102 - count + 1), key=lambda d: _released.get(d, -1.0)):
+    lowest, highest = 1, 101
+    worker, count = os.environ.get('PYTEST_XDIST_WORKER', ''), os.environ.get('PYTEST_XDIST_WORKER_COUNT', '')
+    if not (worker.startswith('gw') and worker[2:].isdigit() and count.isdigit() and int(count) > 1):
+        return range(lowest, highest + 1)
+    index, count = int(worker[2:]), int(count)
+    size = (highest - lowest + 1) // count
+    first = lowest + index * size
+    return range(first, highest + 1 if index == count - 1 else first + size)
+
+
+def reserve_domain_ids(count: int) -> int:
+    """Reserve ``count`` consecutive ROS domain IDs unused by any other process here; return the first.
+
+    The IDs come from :func:`worker_domains` (1-101 in one test process). IDs this process never
+    used come first, then those it released longest ago (a graph's participants may linger on
+    their domain for their lease after the test: the suite has more graph tests than domains, so
+    IDs are reused, as late as possible).
+    """
+    domains = worker_domains()
+    for first in sorted(range(domains.start, domains.stop - count + 1), key=lambda d: _released.get(d, -1.0)):
         held = []
         for domain in range(first, first + count):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -54,7 +74,7 @@ def reserve_domain_ids(count: int) -> int:
             return first
         for sock in held:
             sock.close()
-    raise RuntimeError(f'no {count} consecutive free ROS domain IDs between 1 and 101')
+    raise RuntimeError(f'no {count} consecutive free ROS domain IDs between {domains.start} and {domains.stop - 1}')
 
 
 def release_domain_ids(first: int, count: int = 1) -> None:
