@@ -9,12 +9,12 @@ every tool it owns:
   the model's docstring is the tool's description unless one is given) and its **output
   schema** (what a successful call returns: the ground truth a report carries);
 - **what its output proves** (:class:`~robot_team.roles.base.Proof`): what a success claim of its
-  task needs from it (the false-completion guard, ``robot_team.grounding``), bound to the task
+  task needs from it (the false-completion guard, ``robot_team.rules.grounding``), bound to the task
   (:class:`~robot_team.roles.base.TaskFacts`: its room and HCW; a call with empty or unrelated
   arguments proves nothing), and how the run report keeps it as evidence (``robot_team.run_report``);
 - **what its output can show against its task** (``negative``: a negative finding, e.g. an HCW
   the RTLS does not know): with a failed call, what grounds a failure report
-  (``robot_team.grounding.failure_grounds``);
+  (``robot_team.rules.grounding.failure_grounds``);
 - its **role in the rubric** (:class:`~robot_team.roles.base.RubricUse`: the key tool that starts a
   task, where the HCW's location, the directory record or the care team come from);
 - and, for the role (:class:`~robot_team.roles.base.RoleDecl`), the task type it executes and
@@ -120,7 +120,7 @@ def negative_finding(tool: str, args: Mapping[str, Any], output: Mapping[str, An
 
     ``args`` and ``output``: the call's arguments and output. ``''`` when none, or when ``tool``
     declares none (:attr:`ToolDecl.negative`). The one rule behind the protocol brains' failures
-    of this kind and the grounds of an LLM robot's failure report (``robot_team.grounding``).
+    of this kind and the grounds of an LLM robot's failure report (``robot_team.rules.grounding``).
     """
     decl = TOOLS_BY_NAME.get(tool)
     return decl.negative(args, output, hcw_id) if decl is not None and decl.negative is not None else ''

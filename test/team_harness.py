@@ -34,9 +34,9 @@ from robot_team.catalog import TaskFacts, Tool, WorldFact, register_tools
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.names import Role
 from robot_team.roles.navigation.tools import page_result
-from robot_team.workflow.policy import WorkflowPolicy
-from robot_team.workflow.rules import StaffFacts
-from robot_team.workflow.state import Authorization
+from robot_team.rules.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.rules import StaffFacts
+from robot_team.rules.workflow.state import Authorization
 
 STAFF = {
     '80': {'hcw_id': '80', 'badge_id': 'ED-0080', 'name': 'Dr. Amara Okafor', 'specialty': 'Physician',

@@ -23,8 +23,8 @@ from robot_team.core.supervisor import SupervisorCore
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.names import OPERATIONAL_ROLES, Role, fleet_robots, role_name
 from robot_team.contracts.reports import EscalationAnswer, ReportAnswer, TaskReportModel, TaskType
-from robot_team.workflow.policy import WorkflowPolicy
-from robot_team.workflow.rules import engaged_hcws
+from robot_team.rules.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.rules import engaged_hcws
 from team_harness import Recorder, World, build_toolbox, observer
 from test_no_stall import ROBOTS
 

@@ -13,7 +13,7 @@ from team_harness import World, build_toolbox
 from robot_team.brains.base import BrainReport, ManagerObservation, PatientInfo, TaskRecord, TaskSpec
 from robot_team.catalog import TASK_OWNER, ManagerTool, Tool, final_failure
 from robot_team.contracts.escalation_model import EscalationRecord
-from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
+from robot_team.rules.grounding import UNGROUNDED_FAILURE, contradictions, failure_grounds, failure_refusal
 from robot_team.llm.decoding import (
     REFLECTION_MAX_ITEMS, REFLECTION_TEXT_MAX_CHARS, delegable, failed_in_a_row, hcw_refusal, manager_next_step,
     manager_offer, next_step, refused_hcws, robot_offer)
@@ -21,7 +21,7 @@ from robot_team.llm.jsonschema_calls import response_schema, tools_text
 from robot_team.llm.toolschema import robot_tools
 from robot_team.contracts.names import Role
 from robot_team.contracts.reports import IssueCode, TaskReportModel, TaskStatus, TaskType
-from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.policy import WorkflowPolicy
 
 
 def nav_task(hcw='90'):

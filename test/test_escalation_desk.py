@@ -8,8 +8,8 @@ from robot_team.core.escalations import (
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.directory import StaffDirectory
 from robot_team.contracts.reports import TaskReportModel
-from robot_team.workflow.policy import WorkflowPolicy
-from robot_team.workflow.state import WorkflowRule
+from robot_team.rules.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.state import WorkflowRule
 
 
 class Ports:

@@ -14,7 +14,7 @@ from robot_team.core.supervisor import SupervisorCore
 from robot_team.contracts.liveness import LivenessChange, LivenessTracker
 from robot_team.llm.decoding import delegable, refused_hcws
 from robot_team.contracts.reports import IssueCode, TaskReportModel, TaskType
-from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.policy import WorkflowPolicy
 
 from team_harness import InMemoryTeam, Recorder
 from robot_team.brains.protocol import protocol_robot_brain

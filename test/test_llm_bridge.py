@@ -13,8 +13,8 @@ import pytest
 from robot_team.brains.base import (
     FeedbackKind, GuardFeedback, ManagerObservation, PatientInfo, TaskRecord, TaskSpec)
 from robot_team.contracts.escalation_model import EscalationRecord
-from robot_team.grounding import UNGROUNDED_FAILURE
-from robot_team.guards import prefetched_results, reflection_contradictions
+from robot_team.rules.grounding import UNGROUNDED_FAILURE
+from robot_team.rules.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
 from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.client import ChatClient, LLMUnavailable
@@ -687,7 +687,7 @@ def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
 
 def test_manager_accepts_a_success_only_with_consistent_ground_truth():
     from robot_team.catalog import TaskFacts
-    from robot_team.guards import report_contradictions
+    from robot_team.rules.guards import report_contradictions
     from robot_team.contracts.reports import TaskReportModel
     journal = [{'tool': 'read_badge_scan', 'args': {}, 'ok': True, 'output': {'badge_id': 'ED-0090'}},
                {'tool': 'lookup_staff_by_badge', 'args': {}, 'ok': True,

@@ -25,10 +25,10 @@ from team_harness import DOOR, STAFF, World, build_toolbox, observer, run_robot
 from robot_team.brains.base import BrainReport, RobotBrain, TaskSpec
 from robot_team.brains.protocol import InfoCollectionProtocolBrain
 from robot_team.catalog import TaskFacts, Tool
-from robot_team.guards import report_contradictions
+from robot_team.rules.guards import report_contradictions
 from robot_team.contracts.reports import TaskStatus, TaskType
-from robot_team.workflow.policy import WorkflowPolicy
-from robot_team.workflow.rules import StaffFacts, people_chose, task_hcw_refusal
+from robot_team.rules.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.rules import StaffFacts, people_chose, task_hcw_refusal
 
 
 class Calls(RobotBrain):

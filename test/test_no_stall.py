@@ -16,7 +16,7 @@ from robot_team.contracts.decisions import count_decisions, without_fallback
 from robot_team.contracts.events import TeamEventModel
 from team_harness import InMemoryTeam, Recorder
 from robot_team.contracts.reports import TaskReportModel
-from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.policy import WorkflowPolicy
 
 ROBOTS = ('navigation_robot', 'info_collection_robot', 'display_robot')
 

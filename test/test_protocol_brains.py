@@ -196,7 +196,7 @@ def test_every_failure_a_protocol_brain_reports_is_grounded_by_the_rule_the_llm_
     could not report it before its last request.
     """
     from team_harness import STAFF as FLOOR, World, build_toolbox
-    from robot_team.grounding import failure_grounds
+    from robot_team.rules.grounding import failure_grounds
     from robot_team.contracts.names import Role
     busy = {h: {**s, 'availability': 'busy'} for h, s in FLOOR.items()}
     cases = [   # (role, brain, task HCW, world): each one a failure

@@ -27,7 +27,7 @@ from robot_team.run_report import case_results
 from robot_team.contracts.reports import TaskReportModel
 from robot_team.ros.messages import reliable_qos
 from robot_team.runner import run_episode
-from robot_team.workflow.rules import StaffFacts
+from robot_team.rules.workflow.rules import StaffFacts
 from team_harness import InMemoryTeam, Recorder
 from test_no_stall import ROBOTS, supervisor
 

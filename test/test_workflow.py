@@ -5,7 +5,7 @@ import pytest
 from robot_team.contracts.config import Deadlines
 from robot_team.contracts.names import Role
 from robot_team.contracts.reports import TaskReportModel, TaskType
-from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.policy import WorkflowPolicy
 
 OWNER = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
          'display': 'display_robot', 'reflection': 'manager'}

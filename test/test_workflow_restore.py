@@ -4,8 +4,8 @@ import pytest
 
 from robot_team.contracts.config import Deadlines
 from robot_team.contracts.reports import TaskReportModel
-from robot_team.workflow.policy import DuplicateReport, WorkflowPolicy
-from robot_team.workflow.state import WorkflowState
+from robot_team.rules.workflow.policy import DuplicateReport, WorkflowPolicy
+from robot_team.rules.workflow.state import WorkflowState
 
 OWNER = {'navigation': 'navigation_robot', 'info_collection': 'info_collection_robot',
          'display': 'display_robot', 'reflection': 'manager'}

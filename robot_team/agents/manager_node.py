@@ -66,7 +66,7 @@ from robot_team.ros.stamps import now_s
 from robot_team.ros.util import declare_robots, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.srv import AuthorizeTask, LocateStaff, RequestEscalation, SubmitReport
 from robot_team.tools.navigation import ComputePathClient
-from robot_team.workflow.state import Authorization, WorkflowRule
+from robot_team.rules.workflow.state import Authorization, WorkflowRule
 
 ROBOTS = [TASK_OWNER[t] for t in OPERATIONAL_TASKS]
 

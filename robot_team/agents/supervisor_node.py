@@ -1,7 +1,7 @@
 """The supervisor: enforces the ED workflow and its deadlines, and escalates to humans.
 
 A thin ROS 2 wiring around :class:`robot_team.core.supervisor.SupervisorCore` (which wraps the
-pure rulebook :class:`robot_team.workflow.policy.WorkflowPolicy`). Names are relative to the team
+pure rulebook :class:`robot_team.rules.workflow.policy.WorkflowPolicy`). Names are relative to the team
 namespace:
 
 - ``team/supervisor/authorize_task`` (robot_team/srv/AuthorizeTask): the workflow gate every
@@ -100,8 +100,8 @@ from robot_team.srv import (
     SendInstruction,
     SubmitReport,
 )
-from robot_team.workflow.policy import WorkflowPolicy
-from robot_team.workflow.state import WorkflowState
+from robot_team.rules.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.state import WorkflowState
 
 DEADLINE_CHECK_PERIOD_S = 0.5
 """Period of the deadline check, s of ROS time."""

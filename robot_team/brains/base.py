@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.reports import IssueCode, Reflection, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
-from robot_team.workflow.rules import TaskOutline
+from robot_team.rules.workflow.rules import TaskOutline
 
 ProgressFn = Callable[[str, str, float], None]
 """Progress callback ``(stage, detail, fraction 0..1)`` published as action feedback."""
@@ -191,13 +191,16 @@ class ManagerObservation(BaseModel):
                                           'per role, named after it.')
     engaged_hcws: dict[str, str] = Field(
         default_factory=dict, description='HCWs other open cases have (HCW ID -> that case): being escorted or '
-                                          'escorted to their patient (robot_team.workflow.rules.engaged_hcws).')
+                                          'escorted to their patient (robot_team.rules.workflow.rules.engaged_hcws).')
     lessons: list[str] = Field(
         default_factory=list, description="Lessons learned in this run's earlier cases (their reflections), oldest "
                                           "first, at most robot_team.core.manager_reflection.MAX_LESSONS.")
 
     def outlines(self) -> list[TaskOutline]:
-        """Return the tasks as the gate's rules see them (:class:`robot_team.workflow.rules.TaskOutline`), in order."""
+        """Return the tasks as the gate's rules see them, in order.
+
+        Each one a :class:`~robot_team.rules.workflow.rules.TaskOutline`.
+        """
         return [TaskOutline(t.task_id, t.task_type, t.state, t.issue, t.robot, t.hcw_id) for t in self.tasks]
 
     def latest(self, task_type: TaskType) -> TaskRecord | None:

@@ -3,7 +3,7 @@
 :class:`EscalationRecord` is the only declaration of an escalation's fields. Three owners keep
 records of this one model, each filling the fields it knows:
 
-- the workflow (:class:`~robot_team.workflow.policy.WorkflowPolicy`): who raised it, about which task,
+- the workflow (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`): who raised it, about which task,
   the reason and options, when it opened; on a person's decision: ``state``, ``decision``,
   ``hcw_id``, ``note``, ``decided_by``, ``closed_s``;
 - the escalation desk (``robot_team.core.escalations``): all of the above plus the lifecycle
@@ -146,7 +146,7 @@ def closing_abort(escalations) -> str:
     """Return the ID of the escalation whose human decision ``abort`` closed the episode, else ``''``.
 
     ``escalations``: :class:`EscalationRecord` s. Once closed, only the reflection may start (rule 4
-    of ``robot_team.workflow.policy.WorkflowPolicy``) and the manager escalates nothing more: the human
+    of ``robot_team.rules.workflow.policy.WorkflowPolicy``) and the manager escalates nothing more: the human
     has decided (``WorkflowPolicy.open_escalation``; seen from a 0.5B model, which escalated the
     aborted task again and paged the human a second time). Shared by the gate, the manager's LLM
     offer and outcome, and the protocol manager brain.

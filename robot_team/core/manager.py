@@ -63,10 +63,10 @@ from robot_team.contracts.decisions import DecisionSource
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.escalation_model import EscalationKind, EscalationRecord, LifecycleAction, transition
 from robot_team.contracts.events import EventKind, case_emitter
-from robot_team.guards import all_lost_refusal, lost_robot_refusal, prefetched_results, strip_prefetched
+from robot_team.rules.guards import all_lost_refusal, lost_robot_refusal, prefetched_results, strip_prefetched
 from robot_team.contracts.names import Role, role_robots
 from robot_team.contracts.reports import IssueCode, TaskReportModel, TaskType
-from robot_team.workflow.state import WorkflowRule
+from robot_team.rules.workflow.state import WorkflowRule
 
 _log = logging.getLogger(__name__)
 

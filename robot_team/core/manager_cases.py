@@ -18,7 +18,7 @@ from robot_team.brains.base import GuardFeedback, ManagerBrain, ManagerObservati
 from robot_team.contracts.cases import WaitingCase, case_key, next_case
 from robot_team.core.manager_store import ClosedCase, ManagerState, OpenCase, WaitingPatient
 from robot_team.contracts.names import role_name
-from robot_team.workflow.rules import engaged_hcws
+from robot_team.rules.workflow.rules import engaged_hcws
 
 
 class Lane:
@@ -156,7 +156,7 @@ class CaseBook:
     def engaged_elsewhere(self, lane: Lane) -> dict[str, str]:
         """Return the HCWs the other open cases than ``lane``'s have (lock held).
 
-        As :func:`~robot_team.workflow.rules.engaged_hcws`: HCW ID -> the case that has them.
+        As :func:`~robot_team.rules.workflow.rules.engaged_hcws`: HCW ID -> the case that has them.
         """
         return engaged_hcws({other.case_id: other.obs.outlines() for other in self.lanes.values() if other is not lane})
 

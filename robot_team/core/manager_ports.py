@@ -11,7 +11,7 @@ from typing import Callable, Protocol
 
 from robot_team.brains.base import TaskSpec
 from robot_team.contracts.reports import EscalationAnswer, ReportAnswer, TaskReportModel
-from robot_team.workflow.state import Authorization
+from robot_team.rules.workflow.state import Authorization
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""

@@ -17,7 +17,7 @@ from robot_team.core.manager_cases import Lane
 from robot_team.core.manager_feedback import BrainFeedback
 from robot_team.core.manager_ports import ManagerPorts
 from robot_team.contracts.events import EventKind
-from robot_team.guards import reflection_contradictions
+from robot_team.rules.guards import reflection_contradictions
 from robot_team.contracts.names import Role
 from robot_team.contracts.reports import TaskReportModel, TaskStatus, TaskType
 

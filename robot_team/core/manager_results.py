@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from robot_team.brains.base import TaskRecord
 from robot_team.catalog import TaskFacts, final_failure
-from robot_team.guards import report_contradictions
+from robot_team.rules.guards import report_contradictions
 from robot_team.contracts.reports import TaskReportModel, TaskStatus
 
 
@@ -19,7 +19,7 @@ def report_problem(record: TaskRecord, report: TaskReportModel) -> str:
 
     A report on another task or from another robot than the delegation's, or a success its
     attached ground truth does not support
-    (:func:`~robot_team.guards.report_contradictions`), cannot.
+    (:func:`~robot_team.rules.guards.report_contradictions`), cannot.
     """
     if report.task_id != record.task_id or report.robot != record.robot:
         return (f'report for {report.task_id} from {report.robot} does not match {record.task_id} '

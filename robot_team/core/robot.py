@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
 from robot_team.contracts.events import EventKind
-from robot_team.grounding import contradictions, success_problems, world_problems
+from robot_team.rules.grounding import contradictions, success_problems, world_problems
 from robot_team.contracts.reports import TaskReportModel, TaskStatus
 from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, role_of
 from robot_team.tools.base import Toolbox
@@ -91,7 +91,7 @@ class RobotCore:
         is a ``failure`` saying so, and the brain is not asked.
 
         A brain that raises becomes a ``failure`` report naming the exception; a success claim
-        the tool journal or the world contradicts (:func:`~robot_team.grounding.success_problems`,
+        the tool journal or the world contradicts (:func:`~robot_team.rules.grounding.success_problems`,
         for the task's room and HCW) becomes a ``failure`` with a ``false completion`` issue (and a
         ``false_completion`` event). The report's evidence holds the journal (``tool_journal``),
         what the world showed (``world``, by fact) and what the task was about (``task``).

@@ -1,6 +1,6 @@
 """The supervisor's loop: workflow gate, the one record of reports, deadlines, escalations (no rclpy).
 
-:class:`SupervisorCore` wraps :class:`~robot_team.workflow.policy.WorkflowPolicy` (the pure rulebook)
+:class:`SupervisorCore` wraps :class:`~robot_team.rules.workflow.policy.WorkflowPolicy` (the pure rulebook)
 with what the supervisor does about each decision: record it as an event, publish escalations
 and human decisions through injected callables, and escalate every missed deadline. When the
 manager misses one of its deadlines (the team stalls), the supervisor also applies the
@@ -32,10 +32,10 @@ from robot_team.contracts.events import EventKind, case_emitter
 from robot_team.contracts.liveness import LivenessChange
 from robot_team.contracts.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
 from robot_team.contracts.reports import TaskReportModel, TaskType
-from robot_team.workflow.deadlines import MANAGER_DEADLINES, Deadline
-from robot_team.workflow.policy import DuplicateReport, WorkflowPolicy
-from robot_team.workflow.rules import StaffFacts
-from robot_team.workflow.state import Authorization, WorkflowRule
+from robot_team.rules.workflow.deadlines import MANAGER_DEADLINES, Deadline
+from robot_team.rules.workflow.policy import DuplicateReport, WorkflowPolicy
+from robot_team.rules.workflow.rules import StaffFacts
+from robot_team.rules.workflow.state import Authorization, WorkflowRule
 
 Emit = Callable[..., object]
 """``emit(kind, summary, *, target='', reason='', **data)``, as :meth:`EventEmitter.emit`."""
@@ -203,7 +203,7 @@ class SupervisorCore:
         """Take up a stored :class:`SupervisorState` after a restart, recording nothing.
 
         The workflow goes back into the policy (:meth:`WorkflowPolicy.restore
-        <robot_team.workflow.policy.WorkflowPolicy.restore>`: no deadline is announced again);
+        <robot_team.rules.workflow.policy.WorkflowPolicy.restore>`: no deadline is announced again);
         directive IDs continue and a takeover stays in force.
 
         Raises
@@ -326,7 +326,7 @@ class SupervisorCore:
         """Decide a delegation request against the workflow rules; record the decision.
 
         ``hcw_id`` and ``staff``: as
-        :meth:`WorkflowPolicy.authorize <robot_team.workflow.policy.WorkflowPolicy.authorize>`.
+        :meth:`WorkflowPolicy.authorize <robot_team.rules.workflow.policy.WorkflowPolicy.authorize>`.
         ``case_id``: the patient whose case the task serves ('' the latest case opened); a case
         that is not open here is refused (rule ``case``) and the answer names the open case with
         no task yet (the one that took its place), or the case itself when it closed and was let
@@ -426,7 +426,7 @@ class SupervisorCore:
         """Record a team node lost or back (ROS time ``now_s``, s); recover the task a lost robot held.
 
         A lost operational robot's running task is closed by the workflow's recovery rule
-        (:meth:`~robot_team.workflow.policy.WorkflowPolicy.robot_lost`): recorded as that task's report
+        (:meth:`~robot_team.rules.workflow.policy.WorkflowPolicy.robot_lost`): recorded as that task's report
         (actor ``supervisor``, issue code ``robot_lost``), published like any accepted report, and
         returned. Returns None when no task was recovered.
         """
@@ -534,7 +534,7 @@ class SupervisorCore:
         """Move on the ``decision`` and ``issue_handling`` deadlines of each open case waiting for a robot or an HCW.
 
         A case waits for a robot when no task of its own runs and every task type it may
-        delegate next (:meth:`~robot_team.workflow.policy.WorkflowPolicy.next_steps`) is owned by a
+        delegate next (:meth:`~robot_team.rules.workflow.policy.WorkflowPolicy.next_steps`) is owned by a
         robot running another open case's task: the manager cannot step until it is free. It
         waits for its HCW when it has no task yet and the HCW assigned to its patient is with
         another open case (rule 9 refuses them until it closes). Its ``onboarding`` deadline

@@ -15,9 +15,9 @@ from typing import Callable
 
 from robot_team.contracts.cases import WaitingCase, later_case_prefix, next_case
 from robot_team.core.supervisor_state import CaseArrival, SupervisorState
-from robot_team.workflow.policy import WorkflowPolicy
-from robot_team.workflow.rules import engaged_hcws
-from robot_team.workflow.state import TaskState
+from robot_team.rules.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.rules import engaged_hcws
+from robot_team.rules.workflow.state import TaskState
 
 
 class SupervisorCases:
@@ -181,7 +181,7 @@ class SupervisorCases:
     def engaged_elsewhere(self, policy: WorkflowPolicy) -> dict[str, str]:
         """Return the HCWs the other open cases than ``policy``'s have.
 
-        The rule is :func:`~robot_team.workflow.rules.engaged_hcws`.
+        The rule is :func:`~robot_team.rules.workflow.rules.engaged_hcws`.
         """
         return engaged_hcws({p.patient_id: p.outlines() for p in self.open_policies if p is not policy})
 

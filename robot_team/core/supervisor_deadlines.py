@@ -1,6 +1,6 @@
 """The supervisor's deadlines as events: started, met, missed, and the escalation a missed one opens (no rclpy).
 
-The workflow policy runs the deadlines (:class:`~robot_team.workflow.policy.WorkflowPolicy`); this module
+The workflow policy runs the deadlines (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`); this module
 says them: each deadline's fields for an event (:func:`deadline_data`), why it runs
 (``deadline_started``) or why it was missed (``deadline_missed``), and the escalation a missed
 deadline opens: about its task (``task``, ``issue_handling``: retry, reassign or abort) or about
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Callable
 
 from robot_team.contracts.events import EventKind
-from robot_team.workflow.deadlines import Deadline
-from robot_team.workflow.policy import WorkflowPolicy
+from robot_team.rules.workflow.deadlines import Deadline
+from robot_team.rules.workflow.policy import WorkflowPolicy
 
 STALL_OPTIONS = ['retry', 'abort']
 """Decisions offered on an escalation of a stall ('retry': carry on with the safe default; 'abort': close)."""

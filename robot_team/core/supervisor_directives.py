@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from robot_team.core.supervisor_deadlines import deadline_data
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import Role
-from robot_team.workflow.deadlines import Deadline
+from robot_team.rules.workflow.deadlines import Deadline
 
 TAKEOVER = 'takeover'
 HOLD = 'hold'

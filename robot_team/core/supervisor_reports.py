@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.liveness import LivenessChange
 from robot_team.contracts.reports import ReportError, TaskReportModel, TaskStatus
-from robot_team.workflow.state import TaskState
+from robot_team.rules.workflow.state import TaskState
 
 
 class ReportRejecter(Protocol):

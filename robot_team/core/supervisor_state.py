@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from robot_team.workflow.state import WorkflowState
+from robot_team.rules.workflow.state import WorkflowState
 
 
 class CaseArrival(BaseModel):

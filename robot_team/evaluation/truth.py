@@ -1,7 +1,7 @@
 """The ground truth of a run, from its record alone: what the world shows of each task and of the episode.
 
 This is the oracle the evaluation holds the team to, independent of the team's own guards and
-judgments: it never calls :mod:`robot_team.grounding` nor the catalog's proofs (it is what tests
+judgments: it never calls :mod:`robot_team.rules.grounding` nor the catalog's proofs (it is what tests
 them), and it reads neither a report's ``summary`` nor a screen's ``lines`` (no decision on
 message text: IDs, event kinds and data fields only). Its inputs are a run folder's
 

@@ -6,7 +6,7 @@ arguments are validated with pydantic: an invalid report goes back to the model 
 validation error, at most ``max_report_retries`` times; the LLM then leaves the task non-compliant
 (a ``brain_error``) and the robot reports ``failure`` with a non-compliance issue. A valid failure
 report without grounds (no call of the task failed, no result is a negative finding, requests
-remain: :func:`~robot_team.grounding.failure_refusal`) is refused as well (``report_rejected``,
+remain: :func:`~robot_team.rules.grounding.failure_refusal`) is refused as well (``report_rejected``,
 category ``ungrounded_failure``, not counted as invalid) and the robot keeps working; on the
 task's last request a failure is always accepted. When non-compliant tasks reach
 ``robot_takeover_after`` (default 1), the protocol brain takes over the robot's role for the rest
@@ -67,7 +67,7 @@ from robot_team.contracts.decisions import DecisionSource
 from robot_team.contracts.errors import ToolAccessError
 from robot_team.contracts.escalation_model import closing_abort
 from robot_team.contracts.events import EventKind, category_of, invalid_call
-from robot_team.grounding import failure_refusal
+from robot_team.rules.grounding import failure_refusal
 from robot_team.llm.client import ChatClient, Emit, LLMCancelled, LLMUnavailable
 from robot_team.llm.decoding import (
     failed_attempts, hcw_refusal, manager_next_step, manager_offer, next_step, robot_offer)

@@ -19,11 +19,11 @@ open to the model.
   into a failure), with the keys it must agree on fixed to the tools' output
   (``Proof.claim_keys``); a failure report needs its issue, and grounds (a failed call, a
   negative finding of the catalog, or the task's last request: the LLM robot refuses any other
-  failure report, :func:`~robot_team.grounding.failure_refusal`); while neither
+  failure report, :func:`~robot_team.rules.grounding.failure_refusal`); while neither
   status is accepted ``submit_report`` is withheld and the request says why. Status (where both are
   accepted), issue, summary and every other field stay the model's.
 - The manager is offered ``delegate_task`` only for the task types the supervisor's gate accepts now
-  (:func:`~robot_team.workflow.rules.delegation_refusal`), each with its one owner, and HCW IDs from the
+  (:func:`~robot_team.rules.workflow.rules.delegation_refusal`), each with its one owner, and HCW IDs from the
   staff directory less those a rule refuses (the same HCW after failed attempts, unless a human
   decided ``retry``; for info collection and display, any HCW but the one navigation escorted);
   ``escalate_to_supervisor`` (about a task of the record, or the episode; not a succeeded task
@@ -52,14 +52,14 @@ from robot_team.catalog import (
     REPORT_TOOL, TASK_OWNER, TOOLS_BY_NAME, ClosedSet, ManagerTool, TaskFacts, missing_prerequisites, role_of,
     task_closes, tools_for)
 from robot_team.contracts.escalation_model import closing_abort
-from robot_team.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, proof_call, unmet_proofs
-from robot_team.guards import all_lost_refusal, lost_robot_refusal
+from robot_team.rules.grounding import UNGROUNDED_FAILURE, contradictions, failure_refusal, proof_call, unmet_proofs
+from robot_team.rules.guards import all_lost_refusal, lost_robot_refusal
 from robot_team.contracts.names import role_robots
 from robot_team.llm.toolschema import (
     MANAGER_TOOL_MODELS, function_schema, manager_tool_names, report_schema, robot_tools)
 from robot_team.contracts.reports import OPERATIONAL_TASKS, IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox, ToolResult
-from robot_team.workflow.rules import (
+from robot_team.rules.workflow.rules import (
     StaffFacts, TaskOutline, delegation_refusal, failed_since_success, manager_may_escalate, open_escalation_of,
     people_chose, task_hcw_refusal)
 
@@ -111,7 +111,7 @@ class Offer:
     nothing_else
         A robot has nothing else to try: the task's last request, or no tool but ``submit_report``
         offered; a failure report is then accepted without grounds
-        (:func:`~robot_team.grounding.failure_refusal`).
+        (:func:`~robot_team.rules.grounding.failure_refusal`).
     """
 
     tools: list[dict]
@@ -216,10 +216,10 @@ def report_tool(task_type: TaskType, journal: list[ToolResult], variants: bool =
     """Return the ``submit_report`` definition the report guards would accept now (None: neither status).
 
     A success variant only when the catalog's proofs hold for ``journal``
-    (:func:`~robot_team.grounding.contradictions` of a success claim), its ``data`` fixing the
+    (:func:`~robot_team.rules.grounding.contradictions` of a success claim), its ``data`` fixing the
     keys the proofs compare with the tools' output (``task``: what the task is about, its room and
     HCW, as the robot's grounding checks it); a failure variant (its issue required) when
-    ``failure`` (:func:`~robot_team.grounding.failure_refusal` accepts one now). While a success is
+    ``failure`` (:func:`~robot_team.rules.grounding.failure_refusal` accepts one now). While a success is
     not provable, the description says what it still needs.
     Without ``variants`` (native tool calls: a function's parameters must be one object) only the
     status is closed.
@@ -276,7 +276,7 @@ def robot_offer(toolbox: Toolbox, task: TaskSpec, decoding: str = 'constrained',
     ``last``: the task's last request (``max_steps``): only ``submit_report`` is offered, since a
     task left without a valid report is not accepted (the robot is taken over); a failure is then
     always accepted. Before that, ``submit_report`` offers failure only with grounds
-    (:func:`~robot_team.grounding.failure_refusal`) and is withheld while neither status would be
+    (:func:`~robot_team.rules.grounding.failure_refusal`) and is withheld while neither status would be
     accepted (:attr:`Offer.withheld` says why).
     ``one_call``: the reply holds one call (``calls_per_request: 1``): a tool is offered only once
     its prerequisites succeeded. Otherwise also when they are offered too, since calls run in
@@ -332,7 +332,7 @@ def _complete(decl, journal: list[ToolResult], task: TaskFacts, done: set[str]) 
 def _tool_for(decl, journal: list[ToolResult], task: TaskFacts) -> str:
     """Return the tool that meets ``decl``'s unmet proof: itself until its proof's call exists, then its related goal.
 
-    Its proof's call (:func:`~robot_team.grounding.proof_call`): a successful one, about the
+    Its proof's call (:func:`~robot_team.rules.grounding.proof_call`): a successful one, about the
     task's HCW where the proof says so.
     """
     if proof_call(decl, journal, task) is None:
@@ -417,7 +417,7 @@ def manager_next_step(obs: ManagerObservation, offer: Offer) -> str:
 def gate_hcw_refusal(task_type: str, hcw_id: str, obs: ManagerObservation) -> str | None:
     """Return why the supervisor's gate refuses ``hcw_id`` for ``task_type`` in ``obs`` (rule 9), else None.
 
-    :func:`~robot_team.workflow.rules.task_hcw_refusal` with what the manager knows: the patient cue
+    :func:`~robot_team.rules.workflow.rules.task_hcw_refusal` with what the manager knows: the patient cue
     (required specialty, the hospital's assignment), people's ``reassign`` decisions, and the
     staff board (``team/staff``; before it arrives no staff view, so only the gate checks).
     """
@@ -480,7 +480,7 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
 
 
 def _outlines(obs: ManagerObservation) -> list[TaskOutline]:
-    """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.workflow.rules.TaskOutline`)."""
+    """Return ``obs``'s tasks as the gate's rules see them (:class:`~robot_team.rules.workflow.rules.TaskOutline`)."""
     return obs.outlines()
 
 
@@ -493,7 +493,7 @@ def attempts_refusal(task_type: str, obs: ManagerObservation) -> str | None:
     not know the badge the escorted HCW wears; no attempt by the team changes that record, and
     whether to have it fixed or to reassign the patient is the human's decision): escalate the
     last of them. A step that succeeded is repeated only to recover a later step that failed
-    since (the gate's repeat rule, :func:`robot_team.workflow.rules.delegation_refusal`); when every
+    since (the gate's repeat rule, :func:`robot_team.rules.workflow.rules.delegation_refusal`); when every
     such later step is a person's call, the repeat is another attempt at it in disguise and is
     refused too (the 0.5B manager escorted the HCW again after a failed badge check, until the
     issue-handling deadline passed). The one rule behind the constrained offer (no
@@ -563,7 +563,7 @@ def delegable(obs: ManagerObservation) -> list[TaskType]:
     """Return the operational task types the manager may delegate now.
 
     Those the supervisor's gate would authorise (its order and running rules) whose robot is not
-    lost (the manager's guard, :func:`robot_team.guards.lost_robot_refusal`).
+    lost (the manager's guard, :func:`robot_team.rules.guards.lost_robot_refusal`).
     """
     if closing_abort(obs.escalations):
         return []

@@ -25,8 +25,8 @@ from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TOOLS, ManagerTool
 from robot_team.contracts.escalation_model import closing_abort
 from robot_team.contracts.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
-from robot_team.workflow.rules import TaskOutline, reflection_wait
-from robot_team.workflow.state import DECISIONS
+from robot_team.rules.workflow.rules import TaskOutline, reflection_wait
+from robot_team.rules.workflow.state import DECISIONS
 
 OperationalTask = Literal[tuple(t.value for t in OPERATIONAL_TASKS)]
 """The task types a manager may delegate (the closed set of the delegation's ``task_type``)."""
@@ -212,7 +212,7 @@ def manager_tool_names(obs: ManagerObservation | None = None) -> list[str]:
       refused something since the last decision, unless a human's ``abort`` closed the episode
       (:func:`~robot_team.contracts.escalation_model.closing_abort`);
     - ``ManagerTool.SUBMIT_REFLECTION``: when no task runs and either the latest task of every operational
-      type succeeded or a human decided ``abort`` (:func:`~robot_team.workflow.rules.reflection_wait`, the gate's
+      type succeeded or a human decided ``abort`` (:func:`~robot_team.rules.workflow.rules.reflection_wait`, the gate's
       rule 8).
 
     Offering only these is the gate's rule shown in advance: a call to a tool not offered is

@@ -39,7 +39,7 @@ class ClosedSet(str, Enum):
 
 
 class TaskFacts(NamedTuple):
-    """What one task is about, for its proofs (``robot_team.grounding``).
+    """What one task is about, for its proofs (``robot_team.rules.grounding``).
 
     ``room``: the patient's room; ``hcw_id``: the HCW the supervisor's gate says the task is about
     (the one a navigation escorts; for the later steps the one it escorted); ``started_s``: when
@@ -56,7 +56,7 @@ class WorldFact(str, Enum):
 
     Observed by the robot's tools when it claims success (each role's tools class answers its own,
     ``observe``), kept in the report's evidence (``world``) and checked by the one rule
-    ``robot_team.grounding.world_contradictions``, at the robot and again at the manager.
+    ``robot_team.rules.grounding.world_contradictions``, at the robot and again at the manager.
     """
 
     HCW_AT_ROOM = 'hcw_at_room'                  # the RTLS sees the task's HCW in the room or at its door

@@ -10,7 +10,7 @@ import threading
 from pydantic import BaseModel, Field
 
 from robot_team.core.escalations.lifecycle import Refusal
-from robot_team.workflow.rules import StaffFacts
+from robot_team.rules.workflow.rules import StaffFacts
 
 
 class StaffEntry(BaseModel):
@@ -78,7 +78,7 @@ class StaffCheck:
         return entries
 
     def facts(self) -> dict[str, StaffFacts] | None:
-        """Return what the gate's HCW rule reads (:func:`~robot_team.workflow.rules.task_hcw_refusal`), by HCW ID.
+        """Return what the gate's HCW rule reads (:func:`~robot_team.rules.workflow.rules.task_hcw_refusal`), by HCW ID.
 
         The specialty from the directory (from the RTLS for an HCW only it knows), the availability
         from the RTLS's latest answer (``unknown`` before one). ``None`` while this check knows no

@@ -25,7 +25,7 @@ from robot_team.contracts.escalation_model import (
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import SUPERVISOR, Role
 from robot_team.contracts.reports import OPERATIONAL_TASKS
-from robot_team.workflow.state import Authorization, WorkflowRule
+from robot_team.rules.workflow.state import Authorization, WorkflowRule
 
 
 RAW_STATE_CHARS = 2000
@@ -470,7 +470,7 @@ class EscalationDesk:
         The workflow's own rule for a person closing a case: an escalation about the case (no
         task), raised by ``requested_by`` (e.g. ``'ehr'``, the FHIR gateway) with the one option
         ``abort``, decided ``abort`` by ``requested_by`` at once (rule 4 of
-        :class:`~robot_team.workflow.policy.WorkflowPolicy`: only the reflection may follow; the manager
+        :class:`~robot_team.rules.workflow.policy.WorkflowPolicy`: only the reflection may follow; the manager
         writes it and closes the case, outcome ``escalated``). The robots running the case's tasks
         are stopped. A waiting case is closed so the moment it opens (not before: the manager
         keeps its own queue); a case already closed, or none, changes nothing. Recorded as

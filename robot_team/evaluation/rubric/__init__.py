@@ -12,7 +12,7 @@ with a short reason:
 3 tasks x 6 metrics - 2 N/A + 1 reflection = 17 points. Issue handling is also N/A when no
 navigation attempt failed (nothing to handle); ``max_points`` then drops to 16. A task type that a
 human's ``abort`` closed before the workflow allowed it to start (its earlier step had not
-succeeded: the gate's order rule, :func:`robot_team.workflow.rules.delegation_refusal`, at the decision)
+succeeded: the gate's order rule, :func:`robot_team.rules.workflow.rules.delegation_refusal`, at the decision)
 was never the manager's to delegate nor its robot's to do: its cells are N/A too
 (:func:`~robot_team.evaluation.rubric.published.closed_before_start`), so an escalated run is
 scored on the work it could have done.

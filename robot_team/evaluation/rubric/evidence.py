@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from robot_team.brains.base import BrainReport
-from robot_team.grounding import contradictions
+from robot_team.rules.grounding import contradictions
 from robot_team.contracts.reports import TaskStatus, TaskType
 from robot_team.tools.base import ToolResult
 

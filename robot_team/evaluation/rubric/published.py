@@ -17,7 +17,7 @@ from robot_team.evaluation.rubric.scores import VIEWS, Cell, Metric, ReflectionJ
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.names import role_name
 from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskType
-from robot_team.workflow.rules import TaskOutline, delegation_refusal
+from robot_team.rules.workflow.rules import TaskOutline, delegation_refusal
 
 
 PREFETCH_KEYS: dict[TaskType, frozenset[str]] = {
@@ -433,7 +433,7 @@ def closed_before_start(events: list[TeamEventModel]) -> dict[TaskType, str]:
 
     A type counts when nothing of it was ever requested or delegated and, at the first human
     decision that closed the episode (the supervisor's ``human_decision`` event with
-    ``closed: true``), the gate's order rule (:func:`robot_team.workflow.rules.delegation_refusal`,
+    ``closed: true``), the gate's order rule (:func:`robot_team.rules.workflow.rules.delegation_refusal`,
     rule 5) refused it: an earlier step had not succeeded. After that decision only the reflection
     may start (rule 4), so the type's cells do not apply. A type the gate already allowed when the
     human closed the episode is not in the result: the manager could have delegated it and did not.

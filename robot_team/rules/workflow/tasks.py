@@ -1,8 +1,8 @@
 """A case's authorized tasks, in authorization order and numbered per task type (:class:`TaskBook`).
 
-Task IDs are ``<id prefix><type prefix>-<n>`` (:data:`~robot_team.workflow.state.TASK_ID_PREFIX`):
+Task IDs are ``<id prefix><type prefix>-<n>`` (:data:`~robot_team.rules.workflow.state.TASK_ID_PREFIX`):
 ``nav-1``, ``info-2``, a later case's ``P-0777/nav-1``. What a task may become is the policy's
-business (:class:`~robot_team.workflow.policy.WorkflowPolicy`); this module keeps the tasks and
+business (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`); this module keeps the tasks and
 their numbering, and takes back a stored list of them.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Iterator
 
 from robot_team.contracts.reports import WORKFLOW_ORDER, TaskType
-from robot_team.workflow.rules import TaskOutline
-from robot_team.workflow.state import TASK_ID_PREFIX, TaskState
+from robot_team.rules.workflow.rules import TaskOutline
+from robot_team.rules.workflow.state import TASK_ID_PREFIX, TaskState
 
 
 class TaskBook:
     """The tasks of one case in authorization order, with the next number of each task type.
 
-    Not locked: its owner (:class:`~robot_team.workflow.policy.WorkflowPolicy`) calls it with its
+    Not locked: its owner (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`) calls it with its
     own lock held. :meth:`get`, :meth:`latest` and iteration give the tasks themselves, for their
     owner to close; :meth:`copies` gives copies.
     """
@@ -89,7 +89,7 @@ class TaskBook:
         return any(t.status == 'running' for t in self._tasks.values())
 
     def outlines(self) -> list[TaskOutline]:
-        """Return every task as the shared rules see them (:class:`~robot_team.workflow.rules.TaskOutline`)."""
+        """Return every task as the shared rules see them (:class:`~robot_team.rules.workflow.rules.TaskOutline`)."""
         return [TaskOutline(t.task_id, t.task_type, t.status, t.issue, t.robot, t.hcw_id) for t in self._tasks.values()]
 
     def copies(self) -> list[TaskState]:

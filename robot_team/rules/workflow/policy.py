@@ -1,9 +1,9 @@
 """The supervisor's workflow gate: :class:`WorkflowPolicy` (rules, reports, deadlines, escalations, restore).
 
-It keeps a case's tasks in a :class:`~robot_team.workflow.tasks.TaskBook`, its escalations in an
-:class:`~robot_team.workflow.escalations.EscalationBook` and its deadlines in a
-:class:`~robot_team.workflow.deadlines.DeadlineBook`, and decides with the shared rules of
-:mod:`robot_team.workflow.rules`. All times are ROS times in seconds (sim time in runs); the caller
+It keeps a case's tasks in a :class:`~robot_team.rules.workflow.tasks.TaskBook`, its escalations in an
+:class:`~robot_team.rules.workflow.escalations.EscalationBook` and its deadlines in a
+:class:`~robot_team.rules.workflow.deadlines.DeadlineBook`, and decides with the shared rules of
+:mod:`robot_team.rules.workflow.rules`. All times are ROS times in seconds (sim time in runs); the caller
 passes ``now_s``.
 """
 
@@ -19,13 +19,13 @@ from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.names import role_name
 from robot_team.contracts.reports import (
     OPERATIONAL_TASKS, WORKFLOW_ORDER, IssueCode, TaskReportModel, TaskStatus, TaskType)
-from robot_team.workflow.deadlines import Deadline, DeadlineBook, DeadlineChange
-from robot_team.workflow.escalations import EscalationBook
-from robot_team.workflow.rules import (
+from robot_team.rules.workflow.deadlines import Deadline, DeadlineBook, DeadlineChange
+from robot_team.rules.workflow.escalations import EscalationBook
+from robot_team.rules.workflow.rules import (
     StaffFacts, TaskOutline, delegation_refusal, manager_may_escalate, open_escalation_of, people_chose,
     reflection_wait, task_hcw, task_hcw_refusal)
-from robot_team.workflow.state import MANAGER, Authorization, TaskState, WorkflowState
-from robot_team.workflow.tasks import TaskBook
+from robot_team.rules.workflow.state import MANAGER, Authorization, TaskState, WorkflowState
+from robot_team.rules.workflow.tasks import TaskBook
 
 
 class DuplicateReport(ValueError):
@@ -56,12 +56,12 @@ class WorkflowPolicy:
     8. the reflection needs no task running and either all three operational tasks succeeded or
        the episode closed by ``abort`` (a person's ``retry`` or ``reassign`` on a failure is work
        for the team); once a reflection runs or succeeded, no second one;
-    9. the HCW (:func:`~robot_team.workflow.rules.task_hcw_refusal`): a navigation names an HCW of
+    9. the HCW (:func:`~robot_team.rules.workflow.rules.task_hcw_refusal`): a navigation names an HCW of
        the patient's required specialty who is on shift, unless a person chose them (the
        hospital's assignment, a ``reassign`` decision); the later steps are about the HCW the
        latest navigation escorted.
 
-    Deadlines (:class:`~robot_team.workflow.deadlines.Deadline`; durations from
+    Deadlines (:class:`~robot_team.rules.workflow.deadlines.Deadline`; durations from
     :class:`~robot_team.contracts.config.Deadlines`):
 
     - ``decision``: started by the patient cue (:meth:`patient_arrived`), a successful report
@@ -174,7 +174,7 @@ class WorkflowPolicy:
                    engaged: Mapping[str, str] | None = None) -> Authorization | None:
         """Apply rule 9 with what this policy knows: the patient, people's choices.
 
-        The rule is :func:`~robot_team.workflow.rules.task_hcw_refusal`.
+        The rule is :func:`~robot_team.rules.workflow.rules.task_hcw_refusal`.
         """
         refusal = task_hcw_refusal(kind, hcw_id, self._tasks.outlines(), required_specialty=self._required_specialty,
                                    chosen=people_chose(self._assigned_hcw_id, self._escalations),
@@ -187,8 +187,8 @@ class WorkflowPolicy:
     def outlines(self) -> list[TaskOutline]:
         """Return every task as the shared rules see them, in authorization order.
 
-        Each is a :class:`~robot_team.workflow.rules.TaskOutline`, as the rules of
-        :mod:`robot_team.workflow.rules` take them.
+        Each is a :class:`~robot_team.rules.workflow.rules.TaskOutline`, as the rules of
+        :mod:`robot_team.rules.workflow.rules` take them.
         """
         with self._lock:
             return self._tasks.outlines()
@@ -366,8 +366,8 @@ class WorkflowPolicy:
         ValueError
             If ``task_id`` is not an authorized task, ``reason`` is empty, or the manager escalates
             a task that succeeded while a failure waits
-            (:func:`~robot_team.workflow.rules.manager_may_escalate`), while one of its escalations
-            is open (:func:`~robot_team.workflow.rules.open_escalation_of`) or after a human's
+            (:func:`~robot_team.rules.workflow.rules.manager_may_escalate`), while one of its escalations
+            is open (:func:`~robot_team.rules.workflow.rules.open_escalation_of`) or after a human's
             ``abort`` closed the episode (:func:`~robot_team.contracts.escalation_model.closing_abort`).
         """
         with self._lock:
@@ -401,7 +401,7 @@ class WorkflowPolicy:
                 operator_id: str = '', now_s: float = 0.0) -> tuple[bool, str]:
         """Record a human's decision on an open escalation; return ``(accepted, message)``.
 
-        ``decision`` is one of :data:`~robot_team.workflow.state.DECISIONS`; ``reassign`` needs
+        ``decision`` is one of :data:`~robot_team.rules.workflow.state.DECISIONS`; ``reassign`` needs
         ``hcw_id``; ``abort`` closes the episode (only the reflection may start afterwards). A
         refused decision changes nothing and the message says why.
         """

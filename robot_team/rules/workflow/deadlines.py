@@ -1,6 +1,6 @@
 """The deadlines the supervisor watches (:class:`Deadline`) and their bookkeeping (:class:`DeadlineBook`).
 
-What starts and meets each kind is the policy's business (:class:`~robot_team.workflow.policy.WorkflowPolicy`);
+What starts and meets each kind is the policy's business (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`);
 this module keeps the deadlines, closes them as met or missed and queues the starts and meets for
 the event record. All times are ROS times in seconds.
 """
@@ -56,7 +56,7 @@ class DeadlineChange(BaseModel):
 class DeadlineBook:
     """A case's deadlines in the order they started, and the starts and meets not yet taken.
 
-    Not locked: its owner (:class:`~robot_team.workflow.policy.WorkflowPolicy`) calls it with its
+    Not locked: its owner (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`) calls it with its
     own lock held. What it hands out (:meth:`copies`, :meth:`miss`, :meth:`take_changes`) are
     copies; :meth:`pending` gives the deadlines themselves, for their owner to read or postpone.
     """

@@ -2,7 +2,7 @@
 
 Pure functions of what they are given (:class:`TaskOutline`: a task as the rules see it;
 :class:`StaffFacts`: what is known of an HCW); no state of their own. The gate
-(:class:`~robot_team.workflow.policy.WorkflowPolicy`) applies them to its tasks, the manager's LLM
+(:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`) applies them to its tasks, the manager's LLM
 bridge (``robot_team.llm.decoding``, ``robot_team.llm.toolschema``) to its observation, so that it
 offers only what the gate would approve.
 """
@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.reports import OPERATIONAL_TASKS, WORKFLOW_ORDER, TaskType
-from robot_team.workflow.state import MANAGER
+from robot_team.rules.workflow.state import MANAGER
 
 
 class TaskOutline(NamedTuple):
@@ -140,7 +140,7 @@ def open_escalation_of(escalations, raised_by: str = MANAGER) -> EscalationRecor
 
     The manager has one escalation open at a time: it may not escalate again (about any task, or
     the episode) until a human decided on it or it expired
-    (:meth:`~robot_team.workflow.policy.WorkflowPolicy.open_escalation`; the human is paged once,
+    (:meth:`~robot_team.rules.workflow.policy.WorkflowPolicy.open_escalation`; the human is paged once,
     and the team holds for the decision). The manager's LLM bridge does not offer
     ``escalate_to_supervisor`` meanwhile.
     """
@@ -155,7 +155,7 @@ def _latest_outline(task_type: TaskType, tasks: list[TaskOutline]) -> TaskOutlin
 def delegation_refusal(kind: TaskType, tasks: list[TaskOutline]) -> tuple[str, str] | None:
     """Return ``(rule, explanation)`` if the gate refuses delegating operational task ``kind`` now, else ``None``.
 
-    The gate's order and running rules (:class:`~robot_team.workflow.policy.WorkflowPolicy`) over
+    The gate's order and running rules (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`) over
     ``tasks`` (every task, in authorization order): each earlier task type of the workflow must
     have succeeded last, and ``kind`` must not be running; a succeeded ``kind`` is repeated only to
     recover a later step that failed since it last succeeded (once that repeat succeeded, the
@@ -208,7 +208,7 @@ def failed_since_success(kind: TaskType, tasks: list[TaskOutline]) -> list[TaskO
 def reflection_wait(tasks: list[TaskOutline], *, closed: bool) -> str | None:
     """Return why the reflection must wait (the gate's rule 8), or ``None`` if it may start.
 
-    Rule 8 of :class:`~robot_team.workflow.policy.WorkflowPolicy`. A failed step ends the
+    Rule 8 of :class:`~robot_team.rules.workflow.policy.WorkflowPolicy`. A failed step ends the
     onboarding only when the episode is closed: a person's ``retry`` or ``reassign`` is work for
     the team, not its end (a random manager reflected right after the human reassigned the failed
     escort to another physician, and the patient was left unserved with the outcome ``failure``).

@@ -1,7 +1,7 @@
 """What the workflow gate answers and keeps: the rules' names, authorizations, tasks and the policy's snapshot.
 
 Pydantic models and enums, no logic beyond lookups; the deadlines' models are in
-:mod:`robot_team.workflow.deadlines`.
+:mod:`robot_team.rules.workflow.deadlines`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.names import Role
 from robot_team.contracts.reports import IssueCode, TaskType
-from robot_team.workflow.deadlines import Deadline
+from robot_team.rules.workflow.deadlines import Deadline
 
 MANAGER = Role.MANAGER.value
 
@@ -33,7 +33,7 @@ DECISIONS = ('reassign', 'retry', 'abort')
 class WorkflowRule(str, Enum):
     """The rule an authorization was decided by; the values are ``AuthorizeTask``'s ``RULE_*`` constants.
 
-    Numbers refer to the rules of :class:`~robot_team.workflow.policy.WorkflowPolicy`; ``OK`` means approved.
+    Numbers refer to the rules of :class:`~robot_team.rules.workflow.policy.WorkflowPolicy`; ``OK`` means approved.
     """
 
     OK = 'ok'

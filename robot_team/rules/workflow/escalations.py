@@ -2,7 +2,7 @@
 
 IDs are ``<id prefix>esc-<n>`` in the order they were opened. Who may escalate what, and what a
 decision changes in the workflow (a ``decision`` deadline, ``abort`` closing the episode), is the
-policy's business (:class:`~robot_team.workflow.policy.WorkflowPolicy`); the lifecycle of an
+policy's business (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`); the lifecycle of an
 escalation is :mod:`robot_team.contracts.escalation_model`'s.
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from robot_team.contracts.escalation_model import EscalationRecord, LifecycleAction, transition
-from robot_team.workflow.state import DECISIONS
+from robot_team.rules.workflow.state import DECISIONS
 
 
 class EscalationBook:
     """The escalations of one case by ID, in the order they were opened.
 
-    Not locked: its owner (:class:`~robot_team.workflow.policy.WorkflowPolicy`) calls it with its
+    Not locked: its owner (:class:`~robot_team.rules.workflow.policy.WorkflowPolicy`) calls it with its
     own lock held. :meth:`get` and iteration give the records themselves; :meth:`copies` gives
     copies.
     """
@@ -85,7 +85,7 @@ class EscalationBook:
                now_s: float) -> str | None:
         """Record a human's ``decision`` on the open escalation ``escalation_id``; return why not, or None.
 
-        ``decision`` is one of :data:`~robot_team.workflow.state.DECISIONS`; ``reassign`` needs
+        ``decision`` is one of :data:`~robot_team.rules.workflow.state.DECISIONS`; ``reassign`` needs
         ``hcw_id``. A refused decision changes nothing.
         """
         escalation = self._escalations.get(escalation_id)

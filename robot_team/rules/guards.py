@@ -5,7 +5,7 @@
 - :func:`report_contradictions`: the manager accepts an operational success only from the
   robot that owns the task *with its tools' ground truth and what the world showed attached*,
   consistent with both for the task the manager delegated (its room and HCW): the same check the
-  robot node runs (:func:`robot_team.grounding.success_problems`), repeated on the evidence that
+  robot node runs (:func:`robot_team.rules.grounding.success_problems`), repeated on the evidence that
   travelled with the report.
 - :func:`prefetched_results`: a delegation must carry who, where and why (HCW number, room,
   patient cue, recovery reason), never the task's results. The rule: ``context`` may hold only
@@ -22,7 +22,7 @@ import re
 from typing import Iterable
 
 from robot_team.brains.base import BrainReport, Delegate, TaskRecord
-from robot_team.grounding import success_problems
+from robot_team.rules.grounding import success_problems
 from robot_team.contracts.reports import OPERATIONAL_TASKS, Reflection, TaskReportModel, TaskStatus
 from robot_team.catalog import TASK_OWNER, TaskFacts
 from robot_team.contracts.names import role_name, role_robots
@@ -66,7 +66,7 @@ def report_contradictions(report: TaskReportModel, task: TaskFacts) -> list[str]
     Failures are always accepted (a failure needs no proof); a success of an operational task
     needs ``evidence['tool_journal']`` from the owning robot's tools and ``evidence['world']``
     (what its tools observed), consistent with the claim for ``task`` (what the manager delegated:
-    room, HCW, when; :func:`robot_team.grounding.success_problems`).
+    room, HCW, when; :func:`robot_team.rules.grounding.success_problems`).
     """
     if report.status is not TaskStatus.SUCCESS or report.task_type not in OPERATIONAL_TASKS:
         return []
