@@ -16,7 +16,8 @@ from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.rules.grounding import UNGROUNDED_FAILURE
 from robot_team.rules.guards import prefetched_results, reflection_contradictions
 from robot_team.llm import scripted
-from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
+from robot_team.llm.manager_brain import LLMManagerBrain
+from robot_team.llm.robot_brain import LLMRobotBrain
 from robot_team.llm.client import ChatClient, LLMUnavailable
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
 from team_harness import InMemoryTeam, Recorder, World, build_toolbox

@@ -12,7 +12,8 @@ import pytest
 
 from robot_team.brains.base import ManagerObservation, PatientInfo, TaskRecord, TaskSpec
 from robot_team.contracts.escalation_model import EscalationRecord
-from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
+from robot_team.llm.manager_brain import LLMManagerBrain
+from robot_team.llm.robot_brain import LLMRobotBrain
 from robot_team.llm.client import ChatClient
 from robot_team.llm.fakeserver import Fault, ScriptedServer, text
 from team_harness import Recorder, World, build_toolbox

@@ -203,7 +203,7 @@ def display_task(n):
 
 
 def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
-    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.robot_brain import LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer, text
     from robot_team.llm.settings import LLMSettings
     record = Recorder()
@@ -237,7 +237,7 @@ def test_a_robot_brain_past_its_llm_budget_reports_failure_with_the_issue():
 
 def test_the_llm_budget_counts_the_time_waiting_on_the_llm_not_the_robots_physical_work():
     from robot_team.llm import scripted
-    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.robot_brain import LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer, tool_calls
     from robot_team.llm.settings import LLMSettings
     record = Recorder()
@@ -262,7 +262,7 @@ def test_the_llm_budget_counts_the_time_waiting_on_the_llm_not_the_robots_physic
 
 
 def test_by_default_the_protocol_brain_finishes_the_first_task_an_llm_robot_leaves():
-    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.robot_brain import LLMRobotBrain
     from robot_team.llm.fakeserver import ScriptedServer, text
     from robot_team.llm.settings import LLMSettings
     record = Recorder()
@@ -298,7 +298,7 @@ def test_on_the_lockstep_clock_a_slow_model_keeps_its_task_no_wall_budget_applie
     """The same slow model as above, but each request holds sim time: the decision is the model's, not the load's."""
     import contextlib
 
-    from robot_team.llm.brains import LLMRobotBrain
+    from robot_team.llm.robot_brain import LLMRobotBrain
     from robot_team.llm.client import ChatClient
     from robot_team.llm.fakeserver import ScriptedServer, text
     from robot_team.llm.settings import LLMSettings

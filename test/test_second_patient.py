@@ -305,7 +305,7 @@ def test_a_shift_announces_every_patient_at_their_arrival_time_and_each_case_exp
 
 
 def test_an_llm_manager_hears_earlier_lessons_with_its_kb_and_starts_each_case_afresh():
-    from robot_team.llm.brains import LLMManagerBrain
+    from robot_team.llm.manager_brain import LLMManagerBrain
     from robot_team.llm.settings import LLMSettings
     from robot_team.brains.base import ManagerObservation
     obs = ManagerObservation(patient=OTHER, lessons=['Page the alternative physician at once.'])

@@ -43,6 +43,11 @@ Emit = Callable[..., Any]
 """Event emitter: ``emit(kind, summary, *, target='', reason='', **data)`` (an EventEmitter's ``emit``)."""
 
 
+def no_emit(*_args, **_kwargs) -> None:
+    """Record nothing: the :data:`Emit` of a brain made without an event emitter."""
+    return None
+
+
 class LLMUnavailable(RuntimeError):
     """The endpoint did not give a usable reply after the retries (or refused the request)."""
 

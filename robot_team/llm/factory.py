@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import Callable, ContextManager
 
 from robot_team.catalog import OPERATIONAL_ROBOTS
-from robot_team.llm.brains import LLMManagerBrain, LLMRobotBrain
 from robot_team.llm.chance import chance_settings
 from robot_team.llm.client import ChatClient
 from robot_team.llm.decoding import DECODINGS
 from robot_team.llm.local import local_settings
 from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
+from robot_team.llm.manager_brain import LLMManagerBrain
+from robot_team.llm.robot_brain import LLMRobotBrain
 from robot_team.llm.settings import LLMSettings
 from robot_team.contracts.names import Role
 
