@@ -66,7 +66,6 @@ from pathlib import Path
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
@@ -102,7 +101,7 @@ from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
 from robot_team.ros.util import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
-from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d, pose_msg
+from robot_team.sim.node_common import SimNode, SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
 from robot_team.tools.localization import RobotPose
@@ -113,7 +112,7 @@ LOCATIONS_PERIOD_S = 0.2    # ROS s between two RTLS updates on ed/rtls/location
 LOCATIONS_REFRESH_S = 2.0   # ROS s between two updates carrying every HCW, changed or not
 
 
-class HospitalSystemsNode(StoppingNode, Node):
+class HospitalSystemsNode(SimNode, Node):
     """The ED's staff and systems (``hospital_systems``): RTLS, paging, badge readers, displays, arrivals.
 
     Parameters
@@ -121,13 +120,11 @@ class HospitalSystemsNode(StoppingNode, Node):
     scenario
         The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
         path) is loaded.
-    context
-        The rclpy context (tests pass a private one).
+    context, **node_kwargs
+        As for :class:`~robot_team.sim.node_common.SimNode`.
     parameter_overrides
         As for ``rclpy.node.Node`` (see the module docstring for the ROS parameters; simulated
         runs set ``use_sim_time`` true).
-    **node_kwargs
-        Passed to ``rclpy.node.Node``.
 
     Raises
     ------
@@ -140,9 +137,6 @@ class HospitalSystemsNode(StoppingNode, Node):
                  **node_kwargs):
         super().__init__(HOSPITAL_SYSTEMS, context=context, parameter_overrides=parameter_overrides,
                          **node_kwargs)
-        self._lock = threading.Lock()
-        self._stopping = False
-        self._in_flight = InFlight()   # page callbacks running (destroy_node waits for them)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
         self._timer = self._jump = None
         self._update_group = MutuallyExclusiveCallbackGroup()
@@ -162,11 +156,7 @@ class HospitalSystemsNode(StoppingNode, Node):
                 raise ConfigError(f"parameter pose_source: {self.pose_source!r} is not one of "
                                   f"{', '.join(POSE_SOURCES)}")
             base_frame = str(self.declare_parameter('base_frame', BASE_FRAME).value)
-            period = self.declare_parameter('update_period_s', 0.1, ParameterDescriptor(dynamic_typing=True)).value
-            try:
-                self.update_period_s = float(period)
-            except (TypeError, ValueError):
-                raise ConfigError(f'parameter update_period_s: expected a number, got {period!r}') from None
+            self.update_period_s = self._number('update_period_s', 0.1)
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
             robots = tuple(self.declare_parameter('robots', scenario.robots).value)
