@@ -7,7 +7,7 @@ display robot's tools only (:mod:`robot_team.roles.display.decl`);
 
 from __future__ import annotations
 
-from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report
+from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report, task_caller
 from robot_team.catalog import Tool, negative_finding
 from robot_team.contracts.reports import TaskStatus
 from robot_team.tools.base import Toolbox
@@ -21,7 +21,7 @@ class DisplayProtocolBrain(RobotBrain):
 
     def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
         """Show ``task.room``'s care team; an empty team or a refused display is a failure."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
+        call = task_caller(tools, task)
         progress('fetching', f'fetching the care team of {task.room}', 0.2)
         team = call(Tool.FETCH_CARE_TEAM.value, room=task.room)
         if not team.ok:
