@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from robot_team.run_report import evidence_of, truth_text
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.scene import SceneState
+from robot_team.core.escalations import StaffEntry
 
 Done = Callable[[bool, str], None]
 """``done(accepted, message)``: the supervisor's answer to a request (or why it could not be sent)."""
@@ -84,16 +85,8 @@ class TaskRow(BaseModel):
     ground_truth: str = '-'
 
 
-class StaffRow(BaseModel):
-    """One HCW of the directory with availability from the RTLS."""
-
-    hcw_id: str
-    name: str = ''
-    specialty: str = ''
-    role: str = ''
-    area: str = ''
-    availability: str = 'unknown'
-    detail: str = ''
+class StaffRow(StaffEntry):
+    """One HCW of the directory with availability from the RTLS (the staff board's ``StaffMember``)."""
 
     @property
     def label(self) -> str:
