@@ -75,7 +75,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team.contracts import names
 from robot_team.contracts.clock_sync import BUSY
-from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.config import ConfigError, Scenario
 from robot_team.directory import load_staff
 from robot_team.contracts.events import EventKind
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, NodeLiveness, PatientArrival, StaffLocation
@@ -117,10 +117,7 @@ class HospitalSystemsNode(SimNode, Node):
 
     Parameters
     ----------
-    scenario
-        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
-        path) is loaded.
-    context, **node_kwargs
+    scenario, context, **node_kwargs
         As for :class:`~robot_team.sim.node_common.SimNode`.
     parameter_overrides
         As for ``rclpy.node.Node`` (see the module docstring for the ROS parameters; simulated
@@ -135,7 +132,7 @@ class HospitalSystemsNode(SimNode, Node):
 
     def __init__(self, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
                  **node_kwargs):
-        super().__init__(HOSPITAL_SYSTEMS, context=context, parameter_overrides=parameter_overrides,
+        super().__init__(HOSPITAL_SYSTEMS, scenario, context=context, parameter_overrides=parameter_overrides,
                          **node_kwargs)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
         self._timer = self._jump = None
@@ -146,11 +143,8 @@ class HospitalSystemsNode(SimNode, Node):
         self._origin = 0.0 if sim_time else now_s(self)
         self._engine_t = 0.0   # the engine's time, readable without the lock (event stamps)
         self._record = SimRecord(self, lambda: self._origin + self._engine_t)
-        name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
         try:
-            if scenario is None:
-                scenario = load_scenario(str(name))
-            self.scenario = scenario
+            scenario = self._load_scenario()
             self.pose_source = str(self.declare_parameter('pose_source', 'amcl_pose').value)
             if self.pose_source not in POSE_SOURCES:
                 raise ConfigError(f"parameter pose_source: {self.pose_source!r} is not one of "
@@ -164,7 +158,7 @@ class HospitalSystemsNode(SimNode, Node):
                                          scenario, robots=robots)
             self._tf_poses = self._watch_poses(robots, base_frame)
         except ConfigError as exc:
-            self._record.input_error(f'hospital systems cannot start: {exc}', target=str(name))
+            self._record.input_error(f'hospital systems cannot start: {exc}', target=self._scenario_name)
             raise
         self._state_file = str(self.declare_parameter('state_file', '').value)
 

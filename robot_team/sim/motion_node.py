@@ -118,7 +118,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.config import ConfigError, Scenario
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
 from robot_team.llm import lockstep
@@ -148,10 +148,7 @@ class MotionSimNode(SimNode, Node):
 
     Parameters
     ----------
-    scenario
-        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
-        path) is loaded.
-    context, **node_kwargs
+    scenario, context, **node_kwargs
         As for :class:`~robot_team.sim.node_common.SimNode`.
     parameter_overrides
         As for ``rclpy.node.Node`` (see the module docstring for the ROS parameters). The node
@@ -171,15 +168,13 @@ class MotionSimNode(SimNode, Node):
 
     def __init__(self, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
                  **node_kwargs):
-        super().__init__(MOTION_SIM, context=context, parameter_overrides=parameter_overrides, **node_kwargs)
+        super().__init__(MOTION_SIM, scenario, context=context, parameter_overrides=parameter_overrides,
+                         **node_kwargs)
         self._sim_t = 0.0   # the engine's time, readable without the lock (event stamps)
         self._record = SimRecord(self, lambda: self._sim_t)
         self._sim_clock: SimClock | None = None
-        name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
         try:
-            if scenario is None:
-                scenario = load_scenario(str(name))
-            self.scenario = scenario
+            scenario = self._load_scenario()
             world = load_world(scenario.floor_path)
             self.clock_mode = str(self.declare_parameter('clock_mode', 'wall').value)
             try:
@@ -207,7 +202,7 @@ class MotionSimNode(SimNode, Node):
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors,
                                        door_changes=scenario.door_changes)
         except ConfigError as exc:
-            self._record.input_error(f'motion simulator cannot start: {exc}', target=str(name))
+            self._record.input_error(f'motion simulator cannot start: {exc}', target=self._scenario_name)
             raise
         self.add_post_set_parameters_callback(self._parameters_set_callback)
 

@@ -14,7 +14,7 @@ import rclpy.time
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
 
-from robot_team.contracts.config import ConfigError
+from robot_team.contracts.config import ConfigError, Scenario, load_scenario
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import MAP_FRAME
 from robot_team.ros.emitter import EventEmitter
@@ -130,6 +130,9 @@ class SimNode:
     ----------
     node_name
         The node's name.
+    scenario
+        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
+        path) is loaded (:meth:`_load_scenario`).
     context
         The rclpy context (tests pass a private one).
     parameter_overrides
@@ -139,19 +142,36 @@ class SimNode:
 
     Notes
     -----
-    The constructor sets ``_lock`` (held by the node's updates), ``_stopping`` and ``_in_flight``
-    (an :class:`InFlight`). :meth:`stop` sets ``_stopping``, halts the node's updates
+    The constructor declares the ``scenario`` parameter and sets ``scenario`` (None until
+    :meth:`_load_scenario`), ``_lock`` (held by the node's updates), ``_stopping`` and
+    ``_in_flight`` (an :class:`InFlight`). :meth:`stop` sets ``_stopping``, halts the node's updates
     (:meth:`_halt`), lets an update in flight finish (it holds ``_lock``; later ones see
     ``_stopping`` and return at once) and releases every callback that waits for sim time to pass
     (:meth:`_release_waiters`); :meth:`destroy_node` then waits for those callbacks
     (``_in_flight``) before destroying the node.
     """
 
-    def __init__(self, node_name: str, *, context=None, parameter_overrides=None, **node_kwargs):
+    def __init__(self, node_name: str, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
+                 **node_kwargs):
         super().__init__(node_name, context=context, parameter_overrides=parameter_overrides, **node_kwargs)
         self._lock = threading.Lock()
         self._stopping = False
         self._in_flight = InFlight()   # blocking callbacks running (destroy_node waits for them)
+        self.scenario = scenario
+        self._scenario_name = str(self.declare_parameter('scenario',
+                                                         scenario.name if scenario else 'onboarding').value)
+
+    def _load_scenario(self) -> Scenario:
+        """Return the episode: the one given, else the one the ``scenario`` parameter names (kept as ``scenario``).
+
+        Raises
+        ------
+        ConfigError
+            If the named scenario cannot be loaded.
+        """
+        if self.scenario is None:
+            self.scenario = load_scenario(self._scenario_name)
+        return self.scenario
 
     def destroy_node(self) -> None:
         """Release the waiting callbacks, wait for them, then destroy the node."""
