@@ -21,7 +21,7 @@ from robot_team.bench import bench_episodes, bench_teams
 from robot_team.bench_llm import main as bench_main
 from robot_team.contracts.clock_sync import check_clock_mode
 from robot_team.contracts.config import ConfigError, deployment_scenario, load_scenario, scenario_names
-from robot_team.console.operator_commands import (OperatorId, console_command, escalations_app, instruct_command,
+from robot_team.console.operator_commands import (console_command, escalations_app, instruct_command,
                                                   resolve_command)
 from robot_team.evaluation.eval_command import eval_command
 from robot_team.evaluation.shift import generate_shift, write_shift
@@ -459,18 +459,8 @@ def bench_llm(
     bench_main(['--json'] if as_json else [])
 
 
-@app.command()
-def resolve(
-    escalation_id: Annotated[str, typer.Argument(help="e.g. 'esc-1'")],
-    decision: Annotated[str, typer.Argument(help="accept (the manager's proposal), reassign, retry or abort")],
-    hcw_id: Annotated[str, typer.Option(help="With 'reassign': the HCW to assign instead.")] = '',
-    note: Annotated[str, typer.Option(help='Why (recorded).')] = '',
-    operator_id: OperatorId = '',
-    domain_id: Annotated[Optional[int], typer.Option(help='ROS_DOMAIN_ID of the running team.')] = None,
-    namespace: Annotated[str, typer.Option(help="The team's ROS namespace (as given to `robot-team run`).")] = '/',
-) -> None:
-    """Answer an escalation (same as `robot-team escalations resolve`)."""
-    resolve_command(escalation_id, decision, hcw_id, note, operator_id, domain_id, namespace)
+app.command('resolve', help='Answer an escalation (same as `robot-team escalations resolve`).')(
+    resolve_command)
 
 
 @app.command()

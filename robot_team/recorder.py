@@ -35,6 +35,7 @@ from visualization_msgs.msg import MarkerArray
 
 from robot_team.contracts import names
 from robot_team.contracts.events import TeamEventModel
+from robot_team.contracts.jsonl import read_lines
 from robot_team.msg import TeamEvent
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.markers import FLOOR_MARKERS, floor_markers
@@ -147,15 +148,7 @@ def read_jsonl(path: Path) -> list[TeamEventModel]:
     ValueError
         If a line is not a valid event; the message names the line.
     """
-    events = []
-    with open(path, encoding='utf-8') as f:
-        for number, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    events.append(TeamEventModel.model_validate_json(line))
-                except ValueError as exc:
-                    raise ValueError(f'{path}:{number}: not a team event ({exc})') from exc
-    return events
+    return read_lines(path, TeamEventModel.model_validate_json, what='a team event')
 
 
 def write_mcap(events: list[TeamEventModel], path: Path, topic: str = '/team/events',

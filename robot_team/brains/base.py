@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.reports import IssueCode, Reflection, TaskStatus, TaskType
-from robot_team.tools.base import Toolbox
+from robot_team.tools.base import ToolResult, Toolbox
 from robot_team.rules.workflow.rules import TaskOutline
 
 ProgressFn = Callable[[str, str, float], None]
@@ -57,6 +57,14 @@ def failure_report(issue: str, summary: str = '', **data) -> BrainReport:
     manager's rules read (never the issue's text).
     """
     return BrainReport(status=TaskStatus.FAILURE, issue=issue, summary=summary or issue, data=data)
+
+
+def task_caller(tools: Toolbox, task: TaskSpec) -> Callable[..., ToolResult]:
+    """Return ``call(name, **args)``: :meth:`Toolbox.call <robot_team.tools.base.Toolbox.call>` for ``task``.
+
+    The protocol brains' way to call their tools: each call is journaled under ``task.task_id``.
+    """
+    return lambda name, **args: tools.call(name, task_id=task.task_id, **args)
 
 
 class RobotBrain(ABC):

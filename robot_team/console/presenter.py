@@ -21,7 +21,9 @@ from typing import Callable, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from robot_team.run_report import evidence_of, truth_text
+from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.scene import SceneState
+from robot_team.core.escalations import StaffEntry
 
 Done = Callable[[bool, str], None]
 """``done(accepted, message)``: the supervisor's answer to a request (or why it could not be sent)."""
@@ -45,28 +47,18 @@ class ConsolePort(Protocol):
         """Call ``team/supervisor/send_instruction``."""
 
 
-class EscalationRow(BaseModel):
-    """One escalation as the console lists it (see ``robot_team/msg/Escalation``)."""
+class EscalationRow(EscalationRecord):
+    """One escalation as the console lists it (see ``robot_team/msg/Escalation``).
 
-    escalation_id: str
-    task_id: str = ''
-    task_type: str = ''
-    raised_by: str = ''
-    reason: str = ''
-    options: list[str] = Field(default_factory=list)
+    The fields of :class:`~robot_team.contracts.escalation_model.EscalationRecord`, with ``kind``,
+    ``severity`` and ``state`` as the message's words (shown as they come; ``severity`` '' when
+    the message has none). ``decided_by`` (:attr:`operator_id`) holds the message's ``operator_id``:
+    who decided, or "supervisor" for a safe default.
+    """
+
     kind: str = 'issue'
     severity: str = ''
     state: str = 'open'
-    proposal: str = ''
-    due_s: float | None = None
-    notifications: int = 1
-    acknowledged_by: str = ''
-    decision: str = ''
-    hcw_id: str = ''
-    operator_id: str = Field('', description='Who decided (or "supervisor" for a safe default).')
-    note: str = ''
-    holds_team: bool = False
-    patient_id: str = Field('', description="The case's patient (a 'patient' escalation: the one to take).")
 
     @property
     def is_open(self) -> bool:
@@ -93,16 +85,8 @@ class TaskRow(BaseModel):
     ground_truth: str = '-'
 
 
-class StaffRow(BaseModel):
-    """One HCW of the directory with availability from the RTLS."""
-
-    hcw_id: str
-    name: str = ''
-    specialty: str = ''
-    role: str = ''
-    area: str = ''
-    availability: str = 'unknown'
-    detail: str = ''
+class StaffRow(StaffEntry):
+    """One HCW of the directory with availability from the RTLS (the staff board's ``StaffMember``)."""
 
     @property
     def label(self) -> str:
@@ -167,7 +151,8 @@ class ConsolePresenter:
 
     def on_escalation(self, item: dict) -> None:
         """Take an escalation's latest state (a dict as :func:`robot_team.human.escalation_dict` returns)."""
-        row = EscalationRow(**{k: v for k, v in item.items() if k in EscalationRow.model_fields})
+        fields = {'decided_by' if k == 'operator_id' else k: v for k, v in item.items()}
+        row = EscalationRow(**{k: v for k, v in fields.items() if k in EscalationRow.model_fields})
         with self._lock:
             self._escalations[row.escalation_id] = row
             if not self._selected or self._selected not in self._escalations:

@@ -34,6 +34,7 @@ from typing import Iterable, Literal, Sequence
 from robot_team.contracts.config import ConfigError, load_scenario
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.floor import DEFAULT_FLOOR, Floor, floor_path, load_floor
+from robot_team.contracts.jsonl import read_lines
 from robot_team.contracts.names import HOSPITAL_SYSTEMS, Role, role_name
 
 SAMPLE_PERIOD_S = 0.1
@@ -557,15 +558,7 @@ def read_samples(path: Path) -> list[Sample]:
     ValueError
         If a line is not a sample; the message names the line.
     """
-    samples = []
-    with open(path, encoding='utf-8') as f:
-        for number, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    samples.append(Sample.from_json(line))
-                except (ValueError, TypeError) as exc:
-                    raise ValueError(f'{path}:{number}: {exc}') from exc
-    return samples
+    return read_lines(path, Sample.from_json, (ValueError, TypeError))
 
 
 class SceneTimeline:

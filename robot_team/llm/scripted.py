@@ -16,7 +16,7 @@ from robot_team.catalog import REPORT_TOOL, TASK_OWNER, ManagerTool, Tool
 from robot_team.llm.fakeserver import text, tool_calls
 from robot_team.contracts.names import Role
 from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskType
-from robot_team.roles.display.protocol import ROLE_ORDER
+from robot_team.roles.display.protocol import care_team_order
 
 
 def results(body: dict) -> list[tuple[str, dict, dict]]:
@@ -135,8 +135,7 @@ def display(body: dict) -> dict:
     if not last.get('ok'):
         return report('failure', last.get('error') or 'tool failed')
     if last_name == Tool.FETCH_CARE_TEAM:   # show and report together
-        members = sorted(last['result']['members'], key=lambda m: next(
-            (i for i, k in enumerate(ROLE_ORDER) if k in f"{m['role']} {m['specialty']}".lower()), len(ROLE_ORDER)))
+        members = care_team_order(last['result']['members'])
         entries = [{k: m[k] for k in ('role', 'hcw_id', 'name', 'specialty')} for m in members]
         return tool_calls((Tool.SHOW_DISPLAY, {'room': room, 'title': f'{room} care team', 'layout': 'rows by role',
                                                'entries': entries}),

@@ -66,7 +66,6 @@ from pathlib import Path
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
@@ -76,7 +75,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team.contracts import names
 from robot_team.contracts.clock_sync import BUSY
-from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.config import ConfigError, Scenario
 from robot_team.directory import load_staff
 from robot_team.contracts.events import EventKind
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, NodeLiveness, PatientArrival, StaffLocation
@@ -102,7 +101,7 @@ from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
 from robot_team.ros.util import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
 from robot_team.sim.hospital import HospitalEngine
-from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d, pose_msg
+from robot_team.sim.node_common import SimNode, SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
 from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
 from robot_team.tools.localization import RobotPose
@@ -113,21 +112,16 @@ LOCATIONS_PERIOD_S = 0.2    # ROS s between two RTLS updates on ed/rtls/location
 LOCATIONS_REFRESH_S = 2.0   # ROS s between two updates carrying every HCW, changed or not
 
 
-class HospitalSystemsNode(StoppingNode, Node):
+class HospitalSystemsNode(SimNode, Node):
     """The ED's staff and systems (``hospital_systems``): RTLS, paging, badge readers, displays, arrivals.
 
     Parameters
     ----------
-    scenario
-        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
-        path) is loaded.
-    context
-        The rclpy context (tests pass a private one).
+    scenario, context, **node_kwargs
+        As for :class:`~robot_team.sim.node_common.SimNode`.
     parameter_overrides
         As for ``rclpy.node.Node`` (see the module docstring for the ROS parameters; simulated
         runs set ``use_sim_time`` true).
-    **node_kwargs
-        Passed to ``rclpy.node.Node``.
 
     Raises
     ------
@@ -138,11 +132,8 @@ class HospitalSystemsNode(StoppingNode, Node):
 
     def __init__(self, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
                  **node_kwargs):
-        super().__init__(HOSPITAL_SYSTEMS, context=context, parameter_overrides=parameter_overrides,
+        super().__init__(HOSPITAL_SYSTEMS, scenario, context=context, parameter_overrides=parameter_overrides,
                          **node_kwargs)
-        self._lock = threading.Lock()
-        self._stopping = False
-        self._in_flight = InFlight()   # page callbacks running (destroy_node waits for them)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
         self._timer = self._jump = None
         self._update_group = MutuallyExclusiveCallbackGroup()
@@ -152,21 +143,14 @@ class HospitalSystemsNode(StoppingNode, Node):
         self._origin = 0.0 if sim_time else now_s(self)
         self._engine_t = 0.0   # the engine's time, readable without the lock (event stamps)
         self._record = SimRecord(self, lambda: self._origin + self._engine_t)
-        name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
         try:
-            if scenario is None:
-                scenario = load_scenario(str(name))
-            self.scenario = scenario
+            scenario = self._load_scenario()
             self.pose_source = str(self.declare_parameter('pose_source', 'amcl_pose').value)
             if self.pose_source not in POSE_SOURCES:
                 raise ConfigError(f"parameter pose_source: {self.pose_source!r} is not one of "
                                   f"{', '.join(POSE_SOURCES)}")
             base_frame = str(self.declare_parameter('base_frame', BASE_FRAME).value)
-            period = self.declare_parameter('update_period_s', 0.1, ParameterDescriptor(dynamic_typing=True)).value
-            try:
-                self.update_period_s = float(period)
-            except (TypeError, ValueError):
-                raise ConfigError(f'parameter update_period_s: expected a number, got {period!r}') from None
+            self.update_period_s = self._number('update_period_s', 0.1)
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
             robots = tuple(self.declare_parameter('robots', scenario.robots).value)
@@ -174,7 +158,7 @@ class HospitalSystemsNode(StoppingNode, Node):
                                          scenario, robots=robots)
             self._tf_poses = self._watch_poses(robots, base_frame)
         except ConfigError as exc:
-            self._record.input_error(f'hospital systems cannot start: {exc}', target=str(name))
+            self._record.input_error(f'hospital systems cannot start: {exc}', target=self._scenario_name)
             raise
         self._state_file = str(self.declare_parameter('state_file', '').value)
 

@@ -112,14 +112,13 @@ from lifecycle_msgs.srv import GetState
 from nav2_msgs.action import ComputePathToPose
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_team.contracts.config import ConfigError, Scenario, load_scenario
+from robot_team.contracts.config import ConfigError, Scenario
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_MAX_STEP_SIZE_S, check_clock_mode
 from robot_team.llm import lockstep
@@ -136,7 +135,7 @@ from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPa
 from robot_team.sim.nav2_messages import (
     BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg, map_msg, odometry_msg, path_msg,
     path_request_problem)
-from robot_team.sim.node_common import InFlight, SimRecord, StoppingNode, pose2d
+from robot_team.sim.node_common import SimNode, SimRecord, pose2d
 from robot_team.sim.world import load_world
 
 FEEDBACK_PERIOD_S = 0.5     # sim s between feedback messages of the driving actions
@@ -144,21 +143,16 @@ STATE_PERIOD_S = 0.1        # sim s between odom/amcl_pose messages
 GET_STATE = '{node}/get_state'       # lifecycle_msgs/srv/GetState of a Nav2 lifecycle node
 
 
-class MotionSimNode(StoppingNode, Node):
+class MotionSimNode(SimNode, Node):
     """The robots' motion on the ED floor (``motion_sim``): Nav2's interfaces per robot and ``/clock``.
 
     Parameters
     ----------
-    scenario
-        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
-        path) is loaded.
-    context
-        The rclpy context (tests pass a private one).
+    scenario, context, **node_kwargs
+        As for :class:`~robot_team.sim.node_common.SimNode`.
     parameter_overrides
         As for ``rclpy.node.Node`` (see the module docstring for the ROS parameters). The node
         does not need ``use_sim_time``: it is the clock and stamps everything with its sim time.
-    **node_kwargs
-        Passed to ``rclpy.node.Node``.
 
     Raises
     ------
@@ -174,34 +168,26 @@ class MotionSimNode(StoppingNode, Node):
 
     def __init__(self, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
                  **node_kwargs):
-        super().__init__(MOTION_SIM, context=context, parameter_overrides=parameter_overrides, **node_kwargs)
+        super().__init__(MOTION_SIM, scenario, context=context, parameter_overrides=parameter_overrides,
+                         **node_kwargs)
         self._sim_t = 0.0   # the engine's time, readable without the lock (event stamps)
         self._record = SimRecord(self, lambda: self._sim_t)
-        self._lock = threading.Lock()
-        self._stopping = False
-        self._in_flight = InFlight()   # goal callbacks running (destroy_node waits for them)
         self._sim_clock: SimClock | None = None
-        name = self.declare_parameter('scenario', scenario.name if scenario else 'onboarding').value
         try:
-            if scenario is None:
-                scenario = load_scenario(str(name))
-            self.scenario = scenario
+            scenario = self._load_scenario()
             world = load_world(scenario.floor_path)
-            # Numbers may come as integers from the command line (-p tick_hz:=50): type them loosely.
-            number = ParameterDescriptor(dynamic_typing=True)
             self.clock_mode = str(self.declare_parameter('clock_mode', 'wall').value)
             try:
                 check_clock_mode(self.clock_mode, 'parameter clock_mode')
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             follow = self.clock_mode == 'follow'
-            self.real_time_factor = self._number('real_time_factor', 0.0 if follow else scenario.real_time_factor,
-                                                 number)
-            self.tick_hz = self._number('tick_hz', 100.0, number)
-            self.max_step_size = self._number('max_step_size', DEFAULT_MAX_STEP_SIZE_S, number)
-            self.follower_timeout_s = self._number('follower_timeout_s', DEFAULT_FOLLOWER_TIMEOUT_S, number)
-            self.clock_start_timeout_s = self._number('clock_start_timeout_s', 30.0, number)
-            self.min_clock_subscribers = int(self._number('min_clock_subscribers', 0, number))
+            self.real_time_factor = self._number('real_time_factor', 0.0 if follow else scenario.real_time_factor)
+            self.tick_hz = self._number('tick_hz', 100.0)
+            self.max_step_size = self._number('max_step_size', DEFAULT_MAX_STEP_SIZE_S)
+            self.follower_timeout_s = self._number('follower_timeout_s', DEFAULT_FOLLOWER_TIMEOUT_S)
+            self.clock_start_timeout_s = self._number('clock_start_timeout_s', 30.0)
+            self.min_clock_subscribers = int(self._number('min_clock_subscribers', 0))
             if not ((self.real_time_factor >= 0 if follow else self.real_time_factor > 0) and self.tick_hz > 0
                     and self.max_step_size > 0 and self.follower_timeout_s > 0):
                 raise ConfigError(f'parameters real_time_factor ({self.real_time_factor}; 0 for no cap with '
@@ -216,7 +202,7 @@ class MotionSimNode(StoppingNode, Node):
             self.engine = MotionEngine(world, robots=self.robots, closed_doors=scenario.blocked_doors,
                                        door_changes=scenario.door_changes)
         except ConfigError as exc:
-            self._record.input_error(f'motion simulator cannot start: {exc}', target=str(name))
+            self._record.input_error(f'motion simulator cannot start: {exc}', target=self._scenario_name)
             raise
         self.add_post_set_parameters_callback(self._parameters_set_callback)
 
@@ -278,13 +264,6 @@ class MotionSimNode(StoppingNode, Node):
             min_clock_subscribers=self.min_clock_subscribers, llm_clock=self.llm_clock,
             blocked_doors=list(scenario.blocked_doors),
             door_changes=[change.model_dump() for change in scenario.door_schedule])
-
-    def _number(self, name: str, default: float, descriptor: ParameterDescriptor) -> float:
-        value = self.declare_parameter(name, default, descriptor).value
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f'parameter {name}: expected a number, got {value!r}') from None
 
     def _parameters_set_callback(self, parameters) -> None:
         """Hold or resume sim time when the ``paused`` parameter is set."""

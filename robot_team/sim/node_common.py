@@ -1,4 +1,4 @@
-"""ROS helpers the simulator's two nodes share: poses, the record of their events, their shutdown.
+"""ROS helpers the simulator's two nodes share: poses, the record of their events, their base (start, shutdown).
 
 Stamps: :mod:`robot_team.ros.stamps`.
 """
@@ -12,7 +12,9 @@ from typing import Callable, Iterator
 
 import rclpy.time
 from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import ParameterDescriptor
 
+from robot_team.contracts.config import ConfigError, Scenario, load_scenario
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import MAP_FRAME
 from robot_team.ros.emitter import EventEmitter
@@ -121,15 +123,55 @@ class InFlight:
             return self._idle.wait_for(lambda: self._count == 0, timeout=timeout_s)
 
 
-class StoppingNode:
-    """The shutdown both simulator nodes share (a mixin before ``rclpy.node.Node``).
+class SimNode:
+    """The start and shutdown both simulator nodes share (a mixin before ``rclpy.node.Node``).
 
-    :meth:`stop` sets ``_stopping``, halts the node's updates (:meth:`_halt`), lets an update in
-    flight finish (it holds ``_lock``; later ones see ``_stopping`` and return at once) and
-    releases every callback that waits for sim time to pass (:meth:`_release_waiters`);
-    :meth:`destroy_node` then waits for those callbacks (``_in_flight``, an :class:`InFlight`)
-    before destroying the node. The node sets ``_stopping``, ``_lock`` and ``_in_flight``.
+    Parameters
+    ----------
+    node_name
+        The node's name.
+    scenario
+        The episode; if None, the ``scenario`` parameter (a name in ``config/scenarios`` or a
+        path) is loaded (:meth:`_load_scenario`).
+    context
+        The rclpy context (tests pass a private one).
+    parameter_overrides
+        As for ``rclpy.node.Node``.
+    **node_kwargs
+        Passed to ``rclpy.node.Node``.
+
+    Notes
+    -----
+    The constructor declares the ``scenario`` parameter and sets ``scenario`` (None until
+    :meth:`_load_scenario`), ``_lock`` (held by the node's updates), ``_stopping`` and
+    ``_in_flight`` (an :class:`InFlight`). :meth:`stop` sets ``_stopping``, halts the node's updates
+    (:meth:`_halt`), lets an update in flight finish (it holds ``_lock``; later ones see
+    ``_stopping`` and return at once) and releases every callback that waits for sim time to pass
+    (:meth:`_release_waiters`); :meth:`destroy_node` then waits for those callbacks
+    (``_in_flight``) before destroying the node.
     """
+
+    def __init__(self, node_name: str, scenario: Scenario | None = None, *, context=None, parameter_overrides=None,
+                 **node_kwargs):
+        super().__init__(node_name, context=context, parameter_overrides=parameter_overrides, **node_kwargs)
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._in_flight = InFlight()   # blocking callbacks running (destroy_node waits for them)
+        self.scenario = scenario
+        self._scenario_name = str(self.declare_parameter('scenario',
+                                                         scenario.name if scenario else 'onboarding').value)
+
+    def _load_scenario(self) -> Scenario:
+        """Return the episode: the one given, else the one the ``scenario`` parameter names (kept as ``scenario``).
+
+        Raises
+        ------
+        ConfigError
+            If the named scenario cannot be loaded.
+        """
+        if self.scenario is None:
+            self.scenario = load_scenario(self._scenario_name)
+        return self.scenario
 
     def destroy_node(self) -> None:
         """Release the waiting callbacks, wait for them, then destroy the node."""
@@ -144,6 +186,20 @@ class StoppingNode:
         with self._lock:     # an update in flight finishes first; later ones return at once
             pass
         self._release_waiters()
+
+    def _number(self, name: str, default: float) -> float:
+        """Declare the number parameter ``name`` (typed loosely: ``-p tick_hz:=50`` comes as an integer).
+
+        Raises
+        ------
+        ConfigError
+            If its value is not a number.
+        """
+        value = self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f'parameter {name}: expected a number, got {value!r}') from None
 
     def _halt(self) -> None:
         """Stop the node's timers and clock callbacks (no update starts after this)."""

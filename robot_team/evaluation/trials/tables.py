@@ -34,6 +34,29 @@ def _strict_cells(score) -> tuple[str, str]:
     return strict, '-' if score.false_successes is None else str(len(score.false_successes))
 
 
+_RUN_COLUMNS = ('Outcome', 'Expected', 'Points (attempted/floor)', 'Strict points (attempted/floor)', 'False successes',
+                'LLM decisions', 'Fallback decisions', 'Takeovers', 'Human decisions')
+"""The columns of a run's score, as the runs' and the chance runs' tables show them (:func:`_run_cells`)."""
+
+
+def _run_cells(r) -> list:
+    """Return a run's score as the cells of :data:`_RUN_COLUMNS`."""
+    s, d = r.score, r.score.decisions
+    strict, false = _strict_cells(s)
+    return [s.outcome, r.expected_outcome, f'{s.attempted.points:g} / {s.floor.points:g} of {s.attempted.max_points:g}',
+            strict, false, d.get('llm', 0), d.get('fallback', 0), s.takeovers, d.get('human', 0)]
+
+
+def _row(cells) -> str:
+    """Return a Markdown table row of ``cells`` (each as an f-string writes it)."""
+    return '| ' + ' | '.join(format(c) for c in cells) + ' |'
+
+
+def _head(columns) -> list[str]:
+    """Return a Markdown table's header lines: the ``columns`` and the line under them."""
+    return [_row(columns), '|' + '---|' * len(columns)]
+
+
 def markdown(summary: EvalSummary) -> str:
     """Return the evaluation as Markdown tables shaped like the published Tables III and IV (a row per scenario)."""
     ref = summary.reference
@@ -84,27 +107,14 @@ def markdown(summary: EvalSummary) -> str:
         lines.append('| ' + ' | '.join(row) + ' |')
     lines += ['', '## Runs', '', 'Decisions by source: llm (the LLM), fallback (the protocol brain in its place: '
               'endpoint down, or a takeover after a stall; the attempted view leaves these out), human.', '',
-              '| Scenario | Run | Outcome | Expected | Points (attempted/floor) | Strict points (attempted/floor) '
-              '| False successes | LLM decisions | Fallback decisions | Takeovers | Human decisions |',
-              '|---|---|---|---|---|---|---|---|---|---|---|']
+              *_head(['Scenario', 'Run', *_RUN_COLUMNS])]
     for r in summary.runs:
-        s, d = r.score, r.score.decisions
-        strict, false = _strict_cells(s)
-        lines.append(f'| {r.scenario} | {r.condition}/trial-{r.trial} | {s.outcome} | {r.expected_outcome} '
-                     f'| {s.attempted.points:g} / {s.floor.points:g} of {s.attempted.max_points:g} | {strict} '
-                     f"| {false} | {d.get('llm', 0)} | {d.get('fallback', 0)} | {s.takeovers} | {d.get('human', 0)} |")
+        lines.append(_row([r.scenario, f'{r.condition}/trial-{r.trial}', *_run_cells(r)]))
     if summary.chance_runs:
-        lines += ['', '## Chance runs', '', '| Scenario | Run | Seed | Outcome | Expected | Points (attempted/floor) '
-                  '| Strict points (attempted/floor) | False successes | LLM decisions | Fallback decisions '
-                  '| Takeovers | Human decisions | Wall s |',
-                  '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+        lines += ['', '## Chance runs', '', *_head(['Scenario', 'Run', 'Seed', *_RUN_COLUMNS, 'Wall s'])]
         for r in summary.chance_runs:
-            s, d = r.score, r.score.decisions
-            strict, false = _strict_cells(s)
-            lines.append(f'| {r.scenario} | {CHANCE_DIR}/{r.condition}/trial-{r.trial} | {r.seed} | {s.outcome} '
-                         f'| {r.expected_outcome} | {s.attempted.points:g} / {s.floor.points:g} of '
-                         f"{s.attempted.max_points:g} | {strict} | {false} | {d.get('llm', 0)} "
-                         f"| {d.get('fallback', 0)} | {s.takeovers} | {d.get('human', 0)} | {r.wall_time_s:.0f} |")
+            lines.append(_row([r.scenario, f'{CHANCE_DIR}/{r.condition}/trial-{r.trial}', r.seed, *_run_cells(r),
+                               f'{r.wall_time_s:.0f}']))
     found = [(r, f) for r in [*summary.runs, *summary.chance_runs] for f in r.score.false_successes or []]
     lines += ['', '## False successes', '']
     lines += [f"- {r.scenario} {CHANCE_DIR + '/' if r.chance else ''}{r.condition}/trial-{r.trial}: "

@@ -7,7 +7,7 @@ display robot's tools only (:mod:`robot_team.roles.display.decl`);
 
 from __future__ import annotations
 
-from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report
+from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report, task_caller
 from robot_team.catalog import Tool, negative_finding
 from robot_team.contracts.reports import TaskStatus
 from robot_team.tools.base import Toolbox
@@ -16,12 +16,24 @@ ROLE_ORDER = ('physician', 'nurse', 'technician', 'therapist')
 """The care team's roles in the order the layout shows them (a member of no such role last)."""
 
 
+def care_team_order(members: list[dict]) -> list[dict]:
+    """Return care-team ``members`` (dicts with ``role`` and ``specialty``) in :data:`ROLE_ORDER`.
+
+    A member's rank is the first role of :data:`ROLE_ORDER` named in their role or specialty
+    (any case); a member of no such role comes last. Stable: equal ranks keep their order.
+    """
+    def rank(member):
+        text = f"{member['role']} {member['specialty']}".lower()
+        return next((i for i, key in enumerate(ROLE_ORDER) if key in text), len(ROLE_ORDER))
+    return sorted(members, key=rank)
+
+
 class DisplayProtocolBrain(RobotBrain):
     """Fetch the room's care team, plan a layout, show it through the display service."""
 
     def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
         """Show ``task.room``'s care team; an empty team or a refused display is a failure."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
+        call = task_caller(tools, task)
         progress('fetching', f'fetching the care team of {task.room}', 0.2)
         team = call(Tool.FETCH_CARE_TEAM.value, room=task.room)
         if not team.ok:
@@ -30,11 +42,7 @@ class DisplayProtocolBrain(RobotBrain):
         empty = negative_finding(Tool.FETCH_CARE_TEAM.value, team.args, team.output, task.hcw_id)
         if empty:
             return failure_report(empty, failed_tool=Tool.FETCH_CARE_TEAM.value)
-
-        def rank(member):
-            text = f"{member['role']} {member['specialty']}".lower()
-            return next((i for i, key in enumerate(ROLE_ORDER) if key in text), len(ROLE_ORDER))
-        ordered = sorted(members, key=rank)
+        ordered = care_team_order(members)
         layout = 'one row per member, by role: ' + ', '.join(f"{m['role']} ({m['name']})" for m in ordered)
         title = f'{task.room} care team'
         if task.context.get('patient_id'):

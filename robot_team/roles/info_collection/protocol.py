@@ -7,7 +7,7 @@ info-collection robot's tools only (:mod:`robot_team.roles.info_collection.decl`
 
 from __future__ import annotations
 
-from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report
+from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report, task_caller
 from robot_team.catalog import Tool, negative_finding
 from robot_team.contracts.reports import TaskStatus
 from robot_team.tools.base import Toolbox
@@ -18,7 +18,7 @@ class InfoCollectionProtocolBrain(RobotBrain):
 
     def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
         """Identify who scanned at ``task.room``; a badge unknown to the directory is a failure."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
+        call = task_caller(tools, task)
         progress('reading', f'reading the badge scan at {task.room}', 0.1)
         scan = call(Tool.READ_BADGE_SCAN.value, room=task.room)
         if not scan.ok:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report
+from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec, failure_report, task_caller
 from robot_team.catalog import Tool, negative_finding
 from robot_team.contracts.reports import TaskStatus
 from robot_team.tools.base import Toolbox
@@ -23,7 +23,7 @@ class NavigationProtocolBrain(RobotBrain):
 
     def execute(self, task: TaskSpec, tools: Toolbox, progress: ProgressFn) -> BrainReport:
         """Find HCW ``task.hcw_id`` and escort them to ``task.room``; report failure on any issue."""
-        call = lambda name, **kw: tools.call(name, task_id=task.task_id, **kw)  # noqa: E731
+        call = task_caller(tools, task)
         hcw, room = task.hcw_id, task.room
         progress('locating', f'locating HCW #{hcw}', 0.05)
         found = call(Tool.LOCATE_STAFF.value, hcw_ids=[hcw])
