@@ -41,7 +41,7 @@ from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPri
 
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.floor import Floor
-from robot_team.contracts.names import MAP_FRAME
+from robot_team.contracts.names import MAP_FRAME, RobotId
 from robot_team.ros.stamps import s_to_time
 from robot_team.contracts.scene import (
     AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z, ROLE_COLOURS,
@@ -171,7 +171,7 @@ def escalation_entity(scene: Scene, floor: Floor, escalation_id: str) -> SceneEn
 
 
 def scene_update(scene: Scene, floor: Floor | None, *, with_floor: bool = False,
-                 robots: Iterable[str] | None = None, hcws: Iterable[str] | None = None,
+                 robots: Iterable[RobotId] | None = None, hcws: Iterable[str] | None = None,
                  cases: bool = True) -> SceneUpdate:
     """Return a ``SceneUpdate`` of ``scene``: the given robots and HCWs (None: all), cases and escalations.
 
