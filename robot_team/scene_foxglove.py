@@ -115,12 +115,12 @@ def floor_entity(floor: Floor, t: float = 0.0) -> SceneEntity:
                        texts=texts, metadata=_meta(name=floor.name, rooms=len(floor.rooms)))
 
 
-def robot_entity(scene: Scene, name: str) -> SceneEntity:
-    """Return robot ``name`` of ``scene`` as its ``robot/<name>`` entity (it must have a pose)."""
-    r = scene.robots[name]
+def robot_entity(scene: Scene, robot: RobotId) -> SceneEntity:
+    """Return robot ``robot`` of ``scene`` as its ``robot/<robot>`` entity (it must have a pose)."""
+    r = scene.robots[robot]
     colour = _colour(ROLE_COLOURS.get(r.role, (0.95, 0.5, 0.1)))
     return SceneEntity(
-        timestamp=stamp(r.stamp_s), frame_id=MAP_FRAME, id=f'robot/{name}',
+        timestamp=stamp(r.stamp_s), frame_id=MAP_FRAME, id=f'robot/{robot}',
         cylinders=[CylinderPrimitive(pose=_pose(r.x, r.y, ROBOT_Z / 2), size=Vector3(x=0.6, y=0.6, z=ROBOT_Z),
                                      bottom_scale=1.0, top_scale=1.0, color=colour)],
         arrows=[ArrowPrimitive(pose=_pose(r.x, r.y, ROBOT_Z + 0.05, r.yaw), shaft_length=0.5, shaft_diameter=0.08,

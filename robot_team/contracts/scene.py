@@ -52,7 +52,7 @@ CaseState = Literal['waiting', 'open', 'closed']
 class RobotView:
     """One robot: pose in ``map`` (``x``, ``y`` m, ``yaw`` rad, at ``stamp_s``) and what it works on."""
 
-    name: str
+    name: RobotId
     x: float = math.nan
     y: float = math.nan
     yaw: float = 0.0

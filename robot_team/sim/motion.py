@@ -132,7 +132,7 @@ class _Goal:
 
 @dataclass
 class _RobotState:
-    name: str
+    name: RobotId
     x: float
     y: float
     yaw: float
@@ -188,7 +188,7 @@ class MotionEngine:
             world.room(room)
         self._grid_shape = (resolution, robot_radius)
         self._build_grid()
-        self._robots: dict[str, _RobotState] = {}
+        self._robots: dict[RobotId, _RobotState] = {}
         for name in robots:
             dock = world.dock(name).pose
             self._robots[name] = _RobotState(name, dock.x, dock.y, dock.yaw)
