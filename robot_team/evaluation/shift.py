@@ -593,7 +593,7 @@ WAIT_COLOUR = 'lightgrey'
 ROBOT_COLOUR = 'tab:cyan'
 
 
-def plot_timeline(cases: list[dict], robot_spans: dict[str, list[tuple[float, float, str]]], path) -> Path:
+def plot_timeline(cases: list[dict], robot_spans: dict[RobotId, list[tuple[float, float, str]]], path) -> Path:
     """Draw the shift's timeline as a PNG (matplotlib, Agg canvas); return the path.
 
     One row per case, by arrival: a tick at ``arrival_s``, grey from there to ``started_s``

@@ -75,7 +75,7 @@ class SceneFeed:
         self.watch(robots)
 
     @property
-    def robots(self) -> list[str]:
+    def robots(self) -> list[RobotId]:
         """The robots whose poses are watched."""
         with self._lock:
             return list(self._poses)

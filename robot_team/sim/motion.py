@@ -201,7 +201,7 @@ class MotionEngine:
     # --- queries ----------------------------------------------------------------------------------
 
     @property
-    def robots(self) -> tuple[str, ...]:
+    def robots(self) -> tuple[RobotId, ...]:
         """Names of the simulated robots."""
         return tuple(self._robots)
 

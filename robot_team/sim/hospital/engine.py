@@ -159,7 +159,7 @@ class HospitalEngine:
     # --- queries ----------------------------------------------------------------------------------
 
     @property
-    def robots(self) -> tuple[str, ...]:
+    def robots(self) -> tuple[RobotId, ...]:
         """Names of the robots HCWs may follow."""
         return self._watch.names
 
