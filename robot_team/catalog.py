@@ -45,7 +45,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
 
-from robot_team.contracts.names import Role, Tool, role_name
+from robot_team.contracts.names import RobotId, Role, Tool, role_name
 from robot_team.contracts.reports import TaskType
 from robot_team.roles.base import (  # noqa: F401 - the declarations' types, importable from the catalog
     AT_DOOR_M,
@@ -193,9 +193,9 @@ def outside_task(tool: str, args: Mapping[str, Any], task: Mapping[ClosedSet, st
     return problems
 
 
-def tools_of(owner: 'Role | str') -> list[ToolDecl]:
-    """Return the tools ``owner`` (a role or its name) owns, in declaration order (empty for an unknown owner)."""
-    value = owner.value if isinstance(owner, Role) else owner
+def tools_of(role: 'Role | str') -> list[ToolDecl]:
+    """Return the tools of role ``role`` (a :class:`Role` or its value) in declaration order (none if unknown)."""
+    value = role.value if isinstance(role, Role) else role
     return [t for t in TOOLS if t.owner.value == value]
 
 
@@ -218,7 +218,7 @@ def rubric_tool(use: RubricUse) -> str:
     raise KeyError(f'no tool declared for rubric use {use.value!r}')
 
 
-def role_of(robot: 'Role | str') -> RoleDecl:
+def role_of(robot: 'Role | RobotId') -> RoleDecl:
     """Return the declaration of operational robot ``robot``'s role (a role's name, or ``<role>_<n>`` of a fleet).
 
     Raises

@@ -41,7 +41,7 @@ from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPri
 
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.floor import Floor
-from robot_team.contracts.names import MAP_FRAME
+from robot_team.contracts.names import MAP_FRAME, RobotId
 from robot_team.ros.stamps import s_to_time
 from robot_team.contracts.scene import (
     AVAILABILITY_COLOURS, ESCALATION_COLOUR, ESI_COLOURS, HCW_Z, KIND_COLOURS, KIND_HEIGHTS, ROBOT_Z, ROLE_COLOURS,
@@ -115,12 +115,12 @@ def floor_entity(floor: Floor, t: float = 0.0) -> SceneEntity:
                        texts=texts, metadata=_meta(name=floor.name, rooms=len(floor.rooms)))
 
 
-def robot_entity(scene: Scene, name: str) -> SceneEntity:
-    """Return robot ``name`` of ``scene`` as its ``robot/<name>`` entity (it must have a pose)."""
-    r = scene.robots[name]
+def robot_entity(scene: Scene, robot: RobotId) -> SceneEntity:
+    """Return robot ``robot`` of ``scene`` as its ``robot/<robot>`` entity (it must have a pose)."""
+    r = scene.robots[robot]
     colour = _colour(ROLE_COLOURS.get(r.role, (0.95, 0.5, 0.1)))
     return SceneEntity(
-        timestamp=stamp(r.stamp_s), frame_id=MAP_FRAME, id=f'robot/{name}',
+        timestamp=stamp(r.stamp_s), frame_id=MAP_FRAME, id=f'robot/{robot}',
         cylinders=[CylinderPrimitive(pose=_pose(r.x, r.y, ROBOT_Z / 2), size=Vector3(x=0.6, y=0.6, z=ROBOT_Z),
                                      bottom_scale=1.0, top_scale=1.0, color=colour)],
         arrows=[ArrowPrimitive(pose=_pose(r.x, r.y, ROBOT_Z + 0.05, r.yaw), shaft_length=0.5, shaft_diameter=0.08,
@@ -171,7 +171,7 @@ def escalation_entity(scene: Scene, floor: Floor, escalation_id: str) -> SceneEn
 
 
 def scene_update(scene: Scene, floor: Floor | None, *, with_floor: bool = False,
-                 robots: Iterable[str] | None = None, hcws: Iterable[str] | None = None,
+                 robots: Iterable[RobotId] | None = None, hcws: Iterable[str] | None = None,
                  cases: bool = True) -> SceneUpdate:
     """Return a ``SceneUpdate`` of ``scene``: the given robots and HCWs (None: all), cases and escalations.
 

@@ -54,7 +54,7 @@ from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
 from robot_team.msg import (
     Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
     TeamHold)
-from robot_team.contracts.names import Role
+from robot_team.contracts.names import RobotId, Role
 from robot_team.contracts.reports import (
     OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
 from robot_team.contracts.clock_sync import unscheduled
@@ -106,7 +106,7 @@ class _AwaitedResult:
     recorded copy on ``team/task_reports``; :meth:`deliver` lets the first one through.
     """
 
-    def __init__(self, task_id: str, robot: str, done):
+    def __init__(self, task_id: str, robot: RobotId, done):
         self.task_id, self.robot, self.done = task_id, robot, done
         self.delivered = threading.Event()
         self._lock = threading.Lock()
@@ -344,7 +344,7 @@ class ManagerNode(Node):
 
     # -- ManagerPorts (called from the core's worker thread) --
 
-    def path_lengths(self, robots: list[str], hcw_id: str) -> dict[str, float]:
+    def path_lengths(self, robots: list[RobotId], hcw_id: str) -> dict[RobotId, float]:
         """Return each navigation robot of ``robots``' planned path length to HCW ``hcw_id``, m.
 
         Where the RTLS (``ed/rtls/locate_staff``) locates the HCW, planned by each robot's Nav2
@@ -370,7 +370,7 @@ class ManagerNode(Node):
                 continue
         return lengths
 
-    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
+    def authorize(self, task_type: str, robot: RobotId, reason: str, hcw_id: str = '',
                   case_id: str = '') -> Authorization:
         """Ask ``team/supervisor/authorize_task`` about case ``case_id``'s delegation naming ``hcw_id``.
 
@@ -410,7 +410,7 @@ class ManagerNode(Node):
         """Submit the reflection's report to ``team/supervisor/submit_report`` (raises ToolError on timeout)."""
         return submit_report(self._submit, report, self._timeout)
 
-    def send_task(self, robot: str, task: TaskSpec, done) -> None:
+    def send_task(self, robot: RobotId, task: TaskSpec, done) -> None:
         """Send an ExecuteTask goal to ``<robot>/execute_task``; ``done(report, error)`` when it ends."""
         client = self._robots[robot]
         wait_for_server(client, self._timeout, f'action server of {robot}')
@@ -442,7 +442,7 @@ class ManagerNode(Node):
             handle.get_result_async().add_done_callback(on_result)
         client.send_goal_async(goal).add_done_callback(on_goal)
 
-    def _wait_one_server(self, robot: str) -> None:
+    def _wait_one_server(self, robot: RobotId) -> None:
         """Wait (up to ``service_timeout_s`` wall) until the graph shows one ExecuteTask server of ``robot``.
 
         Only for a robot the supervisor noticed lost and back: its dead incarnation stays in the graph

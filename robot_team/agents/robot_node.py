@@ -35,7 +35,7 @@ from robot_team.contracts.errors import ToolError
 from robot_team.contracts.events import EventKind
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
-from robot_team.contracts.names import Role, team_name
+from robot_team.contracts.names import NO_ROBOT, RobotId, Role, team_name
 from robot_team.contracts.reports import TaskReportModel
 from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
@@ -109,8 +109,8 @@ class RobotNode(Node):
         If ``role`` is not an operational robot.
     """
 
-    def __init__(self, role: str, brain: RobotBrain | None = None, *, robot: str = '', namespace: str | None = None,
-                 context=None, parameter_overrides=None):
+    def __init__(self, role: str, brain: RobotBrain | None = None, *, robot: RobotId = NO_ROBOT,
+                 namespace: str | None = None, context=None, parameter_overrides=None):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
         robot = robot or role

@@ -57,6 +57,7 @@ from rclpy.node import Node
 
 from robot_team.contracts import names
 from robot_team.contracts.config import ConfigError, Deadlines, Scenario, load_scenario
+from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.core.escalations import (
     EscalationDesk,
     EscalationPolicy,
@@ -132,7 +133,7 @@ HOLD_CANCELS = hold_cancels(names.OPERATIONAL_ROLES)
 """The actions :func:`hold_cancels` gives for the team of one robot per role."""
 
 
-def _back_pause(robot: str) -> str:
+def _back_pause(robot: RobotId) -> str:
     """Return why the deadlines are paused while ``robot``'s back notice waits (one pause per robot)."""
     return f'{robot} is back: its goals are cancelled before the team hears it'
 
@@ -384,7 +385,7 @@ class SupervisorNode(Node):
             return
         self._liveness_pub.publish(notice)
 
-    def _cancel_then_announce(self, robot: str, notice: NodeLiveness) -> None:
+    def _cancel_then_announce(self, robot: RobotId, notice: NodeLiveness) -> None:
         """Cancel a reconnected ``robot``'s goals, then announce it is back (at most BACK_NOTICE_WAIT_S later).
 
         Its action servers may be discovered again a moment after its liveliness: the cancel waits
@@ -442,7 +443,7 @@ class SupervisorNode(Node):
                                         escalation_ids=hold.escalation_ids, reason=hold.reason,
                                         held_by=hold.held_by, since=s_to_stamp(hold.since_s or 0.0)))
 
-    def stop_robots(self, reason: str, robot: str = '') -> list:
+    def stop_robots(self, reason: str, robot: RobotId = NO_ROBOT) -> list:
         """Cancel every goal of every robot's (or only ``robot``'s) task and Nav2 actions (zero goal ID: all goals).
 
         Returns the cancel requests' futures (servers not reachable now are recorded and skipped).

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Callable, Literal, Union
 from pydantic import BaseModel, Field
 
 from robot_team.contracts.escalation_model import EscalationRecord
+from robot_team.contracts.names import RobotId
 from robot_team.contracts.reports import IssueCode, Reflection, TaskStatus, TaskType
 from robot_team.tools.base import ToolResult, Toolbox
 from robot_team.rules.workflow.rules import TaskOutline
@@ -109,7 +110,7 @@ class TaskRecord(BaseModel):
 
     task_id: str
     task_type: TaskType
-    robot: str
+    robot: RobotId
     hcw_id: str = ''
     room: str = ''
     delegated_s: float = Field(0.0, description='When the supervisor authorized it, ROS time, s.')
@@ -194,7 +195,7 @@ class ManagerObservation(BaseModel):
         default_factory=list, description='What team/staff says of each HCW, in the order of staff_ids.')
     lost_robots: list[str] = Field(
         default_factory=list, description='Team nodes the supervisor noticed lost and not back yet (team/liveness).')
-    robots: list[str] = Field(
+    robots: list[RobotId] = Field(
         default_factory=list, description="The team's operational robots (a fleet's are <role>_<n>); empty: one "
                                           'per role, named after it.')
     engaged_hcws: dict[str, str] = Field(
@@ -224,7 +225,7 @@ class Delegate(BaseModel):
 
     action: Literal['delegate'] = 'delegate'
     task_type: TaskType
-    robot: str
+    robot: RobotId
     room: str
     hcw_id: str = ''
     instructions: str = ''

@@ -15,19 +15,20 @@ from robot_team.bringup.gazebo import BridgeEntry, clock_bridge, model_config, r
 from robot_team.bringup.nav2 import params_yaml, write_map
 from robot_team.bringup.platform import MOBILE_ROBOTS
 from robot_team.contracts.floor import Floor
+from robot_team.contracts.names import RobotId
 
 
-def model_path(robot: str) -> str:
+def model_path(robot: RobotId) -> str:
     """Return the SDFormat model of ``robot``: ``models/<robot>/model.sdf``."""
     return f'models/{robot}/model.sdf'
 
 
-def bridge_path(robot: str) -> str:
+def bridge_path(robot: RobotId) -> str:
     """Return the ros_gz_bridge configuration of ``robot`` (or of the clock, robot ``'clock'``)."""
     return f'config/gz_bridge/{robot}.yaml'
 
 
-def nav2_params_path(robot: str) -> str:
+def nav2_params_path(robot: RobotId) -> str:
     """Return Nav2's parameter file of ``robot``: ``config/nav2/<robot>.yaml``."""
     return f'config/nav2/{robot}.yaml'
 
@@ -49,7 +50,7 @@ def bridge_yaml(entries: list[BridgeEntry], what: str) -> str:
             + yaml.safe_dump([e.as_dict() for e in entries], sort_keys=False))
 
 
-def write_robot(floor: Floor, robot: str, root: Path, source: str) -> list[Path]:
+def write_robot(floor: Floor, robot: RobotId, root: Path, source: str) -> list[Path]:
     """Write ``robot``'s model, bridge configuration and Nav2 parameters under ``root``; return their paths.
 
     ``robot`` is a role's robot or a fleet's (``<role>_<n>``): its model, Gazebo topics and

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from robot_team.contracts import names
-from robot_team.contracts.names import role_name
+from robot_team.contracts.names import RobotId, role_name
 from robot_team.bringup.platform import DISPLAY_ROBOT, PLATFORM, SCREEN, BasePlatform
 
 SCAN = 'scan'                 # sensor_msgs/LaserScan, relative to the robot's namespace
@@ -56,7 +56,7 @@ JOINT_STATE_PUBLISHER = ('gz-sim-joint-state-publisher-system', 'gz::sim::system
 LIDAR_TYPE = 'gpu_lidar'
 
 
-def gz_topic(robot: str, name: str) -> str:
+def gz_topic(robot: RobotId, name: str) -> str:
     """Return the Gazebo topic ``/model/<robot>/<name>`` (scoped by the model's name)."""
     return f'/model/{robot}/{name}'
 
@@ -107,7 +107,7 @@ def _wheel(side: str, y: float, p: BasePlatform) -> str:
 '''
 
 
-def robot_model_sdf(robot: str, platform: BasePlatform = PLATFORM) -> str:
+def robot_model_sdf(robot: RobotId, platform: BasePlatform = PLATFORM) -> str:
     """Return the SDFormat 1.9 model of ``robot``: a differential-drive base with a 2-D lidar.
 
     A display robot (of a fleet too) also carries a screen on a mast. The model's name is ``robot``; its
@@ -200,7 +200,7 @@ def robot_model_sdf(robot: str, platform: BasePlatform = PLATFORM) -> str:
 '''
 
 
-def model_config(robot: str) -> str:
+def model_config(robot: RobotId) -> str:
     """Return the ``model.config`` (Gazebo model manifest) of ``robot``'s model."""
     display = role_name(robot) == DISPLAY_ROBOT
     kind = 'display robot (base, lidar, screen)' if display else 'mobile base with a 2-D lidar'
@@ -233,7 +233,7 @@ class BridgeEntry:
                 'direction': self.direction, 'lazy': False}
 
 
-def robot_bridge(robot: str) -> list[BridgeEntry]:
+def robot_bridge(robot: RobotId) -> list[BridgeEntry]:
     """Return the bridge entries of ``robot`` (ROS names relative to its namespace; see the module docstring)."""
     return [
         BridgeEntry(CMD_VEL, gz_topic(robot, CMD_VEL), CMD_VEL_TYPE, 'gz.msgs.Twist', 'ROS_TO_GZ'),

@@ -37,6 +37,7 @@ from robot_team.bringup.nav2 import closed_door_panels, compare_to_grid, load_ma
 from robot_team.bringup.platform import MOBILE_ROBOTS, PLATFORM
 from robot_team.contracts.clock_sync import CLOCK_MODES
 from robot_team.contracts.config import ConfigError, deployment_scenario, load_scenario, share_dir
+from robot_team.contracts.names import RobotId
 from robot_team.fhir.gateway import TOKEN_ENV, GatewayConfigError, check_binding
 from robot_team.contracts.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
@@ -526,7 +527,7 @@ def door_sdf(panel: Wall, floor: Floor) -> str:
             f'<visual name="visual">{geometry}</visual></link></model></sdf>')
 
 
-def gazebo_robot(robot: str, floor: Floor, share: Path, team_ns: str, map_file: Path) -> list:
+def gazebo_robot(robot: RobotId, floor: Floor, share: Path, team_ns: str, map_file: Path) -> list:
     """Return what one robot needs in Gazebo: spawn at its dock, its bridge, its lidar's TF, its Nav2.
 
     Its model, bridge configuration and Nav2 parameters are read from ``share`` (the paths of
@@ -555,7 +556,7 @@ def nav2_include(namespace: str, map_file: Path, params_file: Path, use_sim_time
         ('use_keepout_zones', 'False'), ('use_speed_zones', 'False'), ('slam', 'False')))
 
 
-def plan_robot(*, robot: str, team_namespace: str = '/', brain: str = 'protocol', kb: str = 'true',
+def plan_robot(*, robot: RobotId, team_namespace: str = '/', brain: str = 'protocol', kb: str = 'true',
                floor: str = 'ed_floor.yaml', staff_db: str = '', use_sim_time: str = 'false', nav2: str = 'false',
                map_yaml: str = '', params_file: str = '', pose_source: str = 'auto',
                share: Path | None = None) -> Plan:

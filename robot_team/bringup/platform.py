@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robot_team.contracts.names import Role
+from robot_team.contracts.names import RobotId, Role
 
-MOBILE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Role if r is not Role.MANAGER)
+MOBILE_ROBOTS: tuple[RobotId, ...] = tuple(RobotId(r.value) for r in Role if r is not Role.MANAGER)
 """The robots with a base (a Gazebo model, a Nav2 stack, a dock): every robot but the manager,
 which runs on the team's server."""
 

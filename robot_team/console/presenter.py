@@ -20,6 +20,7 @@ from typing import Callable, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.run_report import evidence_of, truth_text
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.scene import SceneState
@@ -79,7 +80,7 @@ class TaskRow(BaseModel):
 
     task_id: str
     task_type: str = ''
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
     status: Literal['running', 'success', 'failure'] = 'running'
     issue: str = ''
     ground_truth: str = '-'
@@ -173,14 +174,14 @@ class ConsolePresenter:
             self._staff = [StaffRow(**{k: v for k, v in s.items() if k in StaffRow.model_fields}) for s in staff]
             self._changed('staff')
 
-    def on_task_authorized(self, task_id: str, task_type: str, robot: str) -> None:
+    def on_task_authorized(self, task_id: str, task_type: str, robot: RobotId) -> None:
         """Put an authorized task on the board (running until its report)."""
         with self._lock:
             if task_id not in self._tasks:
                 self._tasks[task_id] = TaskRow(task_id=task_id, task_type=task_type, robot=robot)
             self._changed('tasks')
 
-    def on_task_report(self, task_id: str, task_type: str, robot: str, status: str, issue: str,
+    def on_task_report(self, task_id: str, task_type: str, robot: RobotId, status: str, issue: str,
                        evidence: dict) -> None:
         """Take a recorded report: status, issue and the ground truth from its evidence."""
         truth = truth_text(evidence_of(task_type, evidence))

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from robot_team.contracts import names
+from robot_team.contracts.names import RobotId
 
 PACKAGE = 'robot_team'
 
@@ -318,7 +319,7 @@ class Scenario(BaseModel):
         return names.parse_fleet(','.join(f'{role}={count}' for role, count in value.items()), 'scenario fleet')
 
     @property
-    def robots(self) -> list[str]:
+    def robots(self) -> list[RobotId]:
         """The operational robots' names, role by role in workflow order (:func:`~.names.fleet_robots`)."""
         return [r for role in names.OPERATIONAL_ROLES for r in names.fleet_robots(role, self.fleet.get(role, 1))]
 

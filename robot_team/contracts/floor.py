@@ -45,6 +45,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from robot_team.contracts.config import ConfigError, load_yaml, share_dir
+from robot_team.contracts.names import RobotId
 
 FLOORS_FOLDER = 'config/floors'
 """Where floor descriptions live in the share folder (a bare name is looked up there)."""
@@ -189,7 +190,7 @@ class BadgeReader:
 class Dock:
     """A robot's charging dock: where the robot starts, as a map-frame pose."""
 
-    robot: str
+    robot: RobotId
     pose: Pose2D
 
 
@@ -242,7 +243,7 @@ class Floor:
         except KeyError:
             raise FloorError(f"unknown room '{name}': expected one of {', '.join(self.rooms)}") from None
 
-    def dock(self, robot: str) -> Dock:
+    def dock(self, robot: RobotId) -> Dock:
         """Return the dock of ``robot``; a fleet's first robot (``<role>_1``) without one of its own uses ``<role>``'s.
 
         Raises
@@ -338,7 +339,7 @@ class BadgeReaderSpec(_Spec):
 class DockSpec(_Spec):
     """A robot's dock: the robot's name and its start pose [x, y, yaw] (m, rad)."""
 
-    robot: str = Field(min_length=1)
+    robot: RobotId = Field(min_length=1)
     pose: tuple[float, float, float] = Field(description='[x, y, yaw], m and rad.')
 
 

@@ -29,7 +29,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, Role
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, RECORDER, RobotId, Role
 
 LIVELINESS_LEASE_S = 2.0
 """DDS liveliness lease of each node's announcement, wall s: a lost node is noticed within it.
@@ -48,7 +48,7 @@ WATCHED: tuple[str, ...] = (Role.NAVIGATION.value, Role.INFO_COLLECTION.value, R
 """The nodes the supervisor watches: the team but itself, the recorder and the simulator's nodes."""
 
 
-def watched(robots: Iterable[str]) -> list[str]:
+def watched(robots: Iterable[RobotId]) -> list[str]:
     """Return the nodes the supervisor watches in a team whose operational robots are ``robots`` (a fleet's too)."""
     return [*robots, *(n for n in WATCHED if n not in OPERATIONAL_ROBOTS)]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from typing import NewType
 
 
 class Role(str, Enum):
@@ -31,6 +32,14 @@ class Role(str, Enum):
     NAVIGATION = 'navigation_robot'
     INFO_COLLECTION = 'info_collection_robot'
     DISPLAY = 'display_robot'
+
+
+RobotId = NewType('RobotId', str)
+"""One robot's ID: its node name and its namespace in the team namespace, e.g. ``'navigation_robot'``,
+or ``'navigation_robot_2'`` in a fleet (:func:`fleet_robots`). Its kind is a :class:`Role`
+(:func:`role_name` gives the role's value)."""
+NO_ROBOT = RobotId('')
+"""The empty robot ID: no robot (an unassigned task, a team-wide escalation) or, as a filter, every robot."""
 
 
 class Tool(str, Enum):
@@ -121,7 +130,7 @@ OPERATIONAL_ROLES: tuple[str, ...] = tuple(r.value for r in Role if r is not Rol
 """The roles of the robots that run tasks (every :class:`Role` but the manager), in workflow order."""
 
 
-def fleet_robots(role: 'Role | str', count: int = 1) -> list[str]:
+def fleet_robots(role: 'Role | str', count: int = 1) -> list[RobotId]:
     """Return the names of ``count`` robots of ``role``: the role's own name for one robot.
 
     Several robots of a role are ``<role>_1``, ``<role>_2``... (nav2_bringup's multi-robot
@@ -136,10 +145,10 @@ def fleet_robots(role: 'Role | str', count: int = 1) -> list[str]:
     name = role.value if isinstance(role, Role) else str(role)
     if int(count) < 1:
         raise ValueError(f'a fleet has at least one robot per role; got {count} for {name}')
-    return [name] if int(count) == 1 else [f'{name}_{i}' for i in range(1, int(count) + 1)]
+    return [RobotId(name)] if int(count) == 1 else [RobotId(f'{name}_{i}') for i in range(1, int(count) + 1)]
 
 
-def role_name(robot: str) -> str:
+def role_name(robot: RobotId) -> str:
     """Return the role of robot ``robot``: ``'navigation_robot'`` for ``'navigation_robot_2'`` and itself.
 
     A name that is neither a role nor ``<role>_<n>`` (n >= 1) is returned unchanged: it is no
@@ -152,7 +161,7 @@ def role_name(robot: str) -> str:
     return match['role'] if match and match['role'] in OPERATIONAL_ROLES else name
 
 
-def validate_robots(robots, what: str = 'robots') -> list[str]:
+def validate_robots(robots, what: str = 'robots') -> list[RobotId]:
     """Return ``robots`` (the team's operational robots' names) as a list, after checking it.
 
     Each name is a role's or ``<role>_<n>`` (:func:`fleet_robots`), none twice, and every
@@ -163,7 +172,7 @@ def validate_robots(robots, what: str = 'robots') -> list[str]:
     ValueError
         Naming ``what``, the names that are not robots of a role, repeated, or the roles with none.
     """
-    names = [str(r) for r in robots]
+    names = [RobotId(str(r)) for r in robots]
     wrong = [r for r in names if role_name(r) not in OPERATIONAL_ROLES]
     twice = sorted({r for r in names if names.count(r) > 1})
     missing = [role for role in OPERATIONAL_ROLES if role not in {role_name(r) for r in names}]
@@ -176,7 +185,7 @@ def validate_robots(robots, what: str = 'robots') -> list[str]:
     return names
 
 
-def role_robots(robot: str, robots) -> list[str]:
+def role_robots(robot: RobotId, robots) -> list[RobotId]:
     """Return the robots a delegation to ``robot`` may go to among the team's ``robots``.
 
     ``robot`` itself if it is one of them (or ``robots`` is empty: one robot per role, named
@@ -210,7 +219,7 @@ def parse_fleet(text: str, what: str = 'fleet') -> dict[str, int]:
     return fleet
 
 
-def robot_name(robot: 'Role | str', relative: str) -> str:
+def robot_name(robot: 'Role | RobotId', relative: str) -> str:
     """Return ``relative`` in ``robot``'s namespace, relative to the team namespace.
 
     E.g. ``robot_name('display_robot', 'execute_task') == 'display_robot/execute_task'``, which a

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from robot_team.contracts.names import RobotId
+
 
 class TaskType(str, Enum):
     """The ED onboarding workflow's tasks, in their prescribed order (then the reflection)."""
@@ -65,7 +67,7 @@ class TaskReportModel(BaseModel):
 
     task_id: str = Field(min_length=1, description='Task ID issued by the supervisor.')
     task_type: TaskType
-    robot: str = Field(min_length=1, description='Namespace of the robot that executed the task.')
+    robot: RobotId = Field(min_length=1, description='Namespace of the robot that executed the task.')
     status: TaskStatus
     issue: str = Field('', description="'' when there is no issue, else the problem in one sentence.")
     issue_code: IssueCode = Field(IssueCode.NONE, description="The issue's typed cause where a rule acts on it "
@@ -92,7 +94,7 @@ class TaskOutcome(BaseModel):
 
     task_type: TaskType
     status: TaskStatus
-    robot: str
+    robot: RobotId
     summary: str = Field(min_length=1)
 
 

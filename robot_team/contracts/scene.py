@@ -35,7 +35,7 @@ from robot_team.contracts.config import ConfigError, load_scenario
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.floor import DEFAULT_FLOOR, Floor, floor_path, load_floor
 from robot_team.contracts.jsonl import read_lines
-from robot_team.contracts.names import HOSPITAL_SYSTEMS, Role, role_name
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, NO_ROBOT, RobotId, Role, role_name
 
 SAMPLE_PERIOD_S = 0.1
 """Least ROS time between two kept samples of one robot or HCW that moves, s (10 Hz)."""
@@ -52,7 +52,7 @@ CaseState = Literal['waiting', 'open', 'closed']
 class RobotView:
     """One robot: pose in ``map`` (``x``, ``y`` m, ``yaw`` rad, at ``stamp_s``) and what it works on."""
 
-    name: str
+    name: RobotId
     x: float = math.nan
     y: float = math.nan
     yaw: float = 0.0
@@ -96,7 +96,7 @@ class HcwView:
     availability: str = ''        # available | busy | off_shift
     detail: str = ''
     state: str = ''               # idle | waiting | following | entering | arrived
-    robot: str = ''               # the robot they wait for or follow
+    robot: RobotId = NO_ROBOT               # the robot they wait for or follow
 
     @property
     def following(self) -> str:
@@ -133,7 +133,7 @@ class TaskView:
 
     task_id: str
     task_type: str = ''
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
     room: str = ''
     hcw_id: str = ''
     case_id: str = ''
@@ -151,7 +151,7 @@ class EscalationView:
     kind: str = ''
     severity: str = ''
     task_id: str = ''
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
     room: str = ''
     case_id: str = ''
     reason: str = ''
@@ -197,7 +197,7 @@ class Scene:
     """A consistent copy of the scene (what :meth:`SceneState.snapshot` returns); ``t_s``: latest stamp seen, s."""
 
     t_s: float
-    robots: dict[str, RobotView]
+    robots: dict[RobotId, RobotView]
     hcws: dict[str, HcwView]
     cases: dict[str, CaseView]
     tasks: dict[str, TaskView]
@@ -229,7 +229,7 @@ class SceneState:
         per :data:`SAMPLE_PERIOD_S` per moving entity.
     """
 
-    def __init__(self, floor: Floor | None = None, robots: Sequence[str] = (), keep_samples: bool = False):
+    def __init__(self, floor: Floor | None = None, robots: Sequence[RobotId] = (), keep_samples: bool = False):
         self.floor = floor
         self._lock = threading.Lock()
         self._robots = {r: RobotView(r) for r in robots}
@@ -247,7 +247,7 @@ class SceneState:
 
     # --- updates ------------------------------------------------------------------------------
 
-    def observe_robot(self, robot: str, x: float, y: float, yaw: float, stamp_s: float) -> None:
+    def observe_robot(self, robot: RobotId, x: float, y: float, yaw: float, stamp_s: float) -> None:
         """Take a robot's pose: map frame, ``x``, ``y`` (m), ``yaw`` (rad), at ROS time ``stamp_s`` (s)."""
         with self._lock:
             view = self._robots.setdefault(robot, RobotView(robot))
@@ -256,7 +256,7 @@ class SceneState:
 
     def observe_staff(self, hcw_id: str, *, x: float, y: float, yaw: float = 0.0, stamp_s: float,
                       area: str = '', specialty: str = '', availability: str = '', detail: str = '',
-                      state: str = '', robot: str = '') -> None:
+                      state: str = '', robot: RobotId = NO_ROBOT) -> None:
         """Take one RTLS location of an HCW (fields as ``robot_team/msg/StaffLocation``; m, rad, s)."""
         values = {'x': float(x), 'y': float(y), 'yaw': float(yaw), 'area': area, 'specialty': specialty,
                   'availability': availability, 'detail': detail, 'state': state, 'robot': robot}

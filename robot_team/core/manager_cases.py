@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from robot_team.brains.base import GuardFeedback, ManagerBrain, ManagerObservation, PatientInfo, TaskRecord
 from robot_team.contracts.cases import WaitingCase, case_key, next_case
 from robot_team.core.manager_store import ClosedCase, ManagerState, OpenCase, WaitingPatient
-from robot_team.contracts.names import role_name
+from robot_team.contracts.names import RobotId, role_name
 from robot_team.rules.workflow.rules import engaged_hcws
 
 
@@ -112,7 +112,7 @@ class CaseBook:
         for lane in self.lanes.values():
             yield lane.obs
 
-    def new_observation(self, robots: list[str], lessons: list[str]) -> ManagerObservation:
+    def new_observation(self, robots: list[RobotId], lessons: list[str]) -> ManagerObservation:
         """Return a new case's observation: the team's staff board and lost robots, ``robots``, ``lessons``.
 
         Called with the lock held.
@@ -144,7 +144,7 @@ class CaseBook:
             del self.task_case[task]
         return woken
 
-    def busy_elsewhere(self, lane: Lane, robot: str) -> str:
+    def busy_elsewhere(self, lane: Lane, robot: RobotId) -> str:
         """Return the ID of a task ``robot`` runs for another open case than ``lane``'s ('' none; lock held)."""
         for other in self.lanes.values():
             if other is not lane:
@@ -160,7 +160,7 @@ class CaseBook:
         """
         return engaged_hcws({other.case_id: other.obs.outlines() for other in self.lanes.values() if other is not lane})
 
-    def robot_free(self, robot: str) -> list[Lane]:
+    def robot_free(self, robot: RobotId) -> list[Lane]:
         """Wake the cases waiting for ``robot`` or for any robot of its role; return them (takes the lock)."""
         with self.lock:
             woken = [lane for lane in self.lanes.values() if lane.parked in (robot, role_name(robot))]

@@ -13,6 +13,7 @@ import threading
 from typing import Callable
 
 from robot_team.brains.base import FeedbackKind, GuardFeedback, ManagerObservation
+from robot_team.contracts.names import RobotId
 from robot_team.core.manager_cases import Lane
 from robot_team.contracts.events import EventKind
 
@@ -57,7 +58,7 @@ class BrainFeedback:
         self._update(lane, '', lambda o: o.feedback.append(feedback))
 
     @staticmethod
-    def robot_busy(lane: Lane, robot: str, busy_with: str) -> None:
+    def robot_busy(lane: Lane, robot: RobotId, busy_with: str) -> None:
         """Tell ``lane``'s brain that its case waits for ``robot``, busy with task ``busy_with`` of another (lock held).
 
         It does not wake the brain: the case decides again once the robot is free.

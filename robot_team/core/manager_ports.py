@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from robot_team.brains.base import TaskSpec
+from robot_team.contracts.names import RobotId
 from robot_team.contracts.reports import EscalationAnswer, ReportAnswer, TaskReportModel
 from robot_team.rules.workflow.state import Authorization
 
@@ -27,7 +28,7 @@ class ManagerPorts(Protocol):
     reached in time; the core records it and tells the brain.
     """
 
-    def authorize(self, task_type: str, robot: str, reason: str, hcw_id: str = '',
+    def authorize(self, task_type: str, robot: RobotId, reason: str, hcw_id: str = '',
                   case_id: str = '') -> Authorization:
         """Ask the supervisor's gate for a delegation naming HCW ``hcw_id`` (``team/supervisor/authorize_task``).
 
@@ -38,13 +39,13 @@ class ManagerPorts(Protocol):
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask the supervisor to escalate (``team/supervisor/request_escalation``)."""
 
-    def send_task(self, robot: str, task: TaskSpec, done: TaskDone) -> None:
+    def send_task(self, robot: RobotId, task: TaskSpec, done: TaskDone) -> None:
         """Send ``task`` to ``robot`` (``<robot>/execute_task``); call ``done`` once it ends (any thread)."""
 
     def submit_report(self, report: TaskReportModel) -> ReportAnswer:
         """Submit the manager's own report (the reflection) to the supervisor (``team/supervisor/submit_report``)."""
 
-    def path_lengths(self, robots: list[str], hcw_id: str) -> dict[str, float]:
+    def path_lengths(self, robots: list[RobotId], hcw_id: str) -> dict[RobotId, float]:
         """Return how far each of ``robots`` would drive to HCW ``hcw_id``: its planned path's length, m.
 
         Nav2's ``<robot>/compute_path_to_pose`` from the robot's pose to where the RTLS

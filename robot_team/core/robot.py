@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
 from robot_team.contracts.events import EventKind
+from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.rules.grounding import contradictions, success_problems, world_problems
 from robot_team.contracts.reports import TaskReportModel, TaskStatus
 from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, role_of
@@ -62,7 +63,7 @@ class RobotCore:
     """
 
     def __init__(self, role: str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float],
-                 observe: Observe | None = None, *, robot: str = ''):
+                 observe: Observe | None = None, *, robot: RobotId = NO_ROBOT):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
         self.role = role

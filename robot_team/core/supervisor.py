@@ -30,7 +30,7 @@ from robot_team.core.supervisor_state import CaseArrival, SupervisorState
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.events import EventKind, case_emitter
 from robot_team.contracts.liveness import LivenessChange
-from robot_team.contracts.names import OPERATIONAL_ROLES, SUPERVISOR, Role, role_name
+from robot_team.contracts.names import OPERATIONAL_ROLES, SUPERVISOR, RobotId, Role, role_name
 from robot_team.contracts.reports import TaskReportModel, TaskType
 from robot_team.rules.workflow.deadlines import MANAGER_DEADLINES, Deadline
 from robot_team.rules.workflow.policy import DuplicateReport, WorkflowPolicy
@@ -88,7 +88,7 @@ class SupervisorCore:
                  publish_decision: Callable[[EscalationRecord], None],
                  publish_report: Callable[[TaskReportModel], None] | None = None,
                  publish_directive: Callable[[Directive], None] | None = None, cases_at_once: int = 1,
-                 robots: Sequence[str] = OPERATIONAL_ROLES):
+                 robots: Sequence[RobotId] = OPERATIONAL_ROLES):
         if int(cases_at_once) < 0:
             raise ValueError(f'cases_at_once must be 0 (no limit) or more (got {cases_at_once!r})')
         self.cases_at_once = int(cases_at_once)
@@ -320,7 +320,7 @@ class SupervisorCore:
         holder = self._book.holder(escalation_id)
         return holder is not None and self._let_go(holder)
 
-    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
+    def authorize(self, task_type: str, robot: RobotId, reason: str, requested_by: str, now_s: float, *,
                   hcw_id: str = '', staff: Mapping[str, StaffFacts] | None = None,
                   case_id: str = '') -> Authorization:
         """Decide a delegation request against the workflow rules; record the decision.
@@ -336,7 +336,7 @@ class SupervisorCore:
         with self._on(policy):
             return self._authorize(policy, task_type, robot, reason, requested_by, now_s, hcw_id, staff, case_id)
 
-    def _authorize(self, policy: WorkflowPolicy | None, task_type: str, robot: str, reason: str, requested_by: str,
+    def _authorize(self, policy: WorkflowPolicy | None, task_type: str, robot: RobotId, reason: str, requested_by: str,
                    now_s: float, hcw_id: str, staff: Mapping[str, StaffFacts] | None, case_id: str) -> Authorization:
         """:meth:`authorize` for ``policy``'s case (None: ``case_id`` is not open here)."""
         owns = task_type in {t.value for t in TaskType} and role_name(robot) == TASK_OWNER[TaskType(task_type)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from robot_team.contracts.cases import WaitingCase, later_case_prefix, next_case
+from robot_team.contracts.names import RobotId
 from robot_team.core.supervisor_state import CaseArrival, SupervisorState
 from robot_team.rules.workflow.policy import WorkflowPolicy
 from robot_team.rules.workflow.rules import engaged_hcws
@@ -168,7 +169,7 @@ class SupervisorCases:
         if policy.patient_id and policy.done:
             self.kept.setdefault(policy.patient_id, policy)
 
-    def busy_elsewhere(self, robot: str, policy: WorkflowPolicy | None) -> str:
+    def busy_elsewhere(self, robot: RobotId, policy: WorkflowPolicy | None) -> str:
         """Return the ID of a task ``robot`` runs for another open case than ``policy``'s ('' none)."""
         for other in self.open_policies:
             if other is policy:

@@ -28,6 +28,7 @@ from matplotlib.patches import Patch
 from robot_team.contracts.config import (
     DoorChange, OperatorAnswer, PatientSpec, Scenario, StaffOverride, load_staff_seed)
 from robot_team.contracts.floor import load_floor
+from robot_team.contracts.names import RobotId
 
 # --- Published figures and the generator's parameters -------------------------------------
 
@@ -418,7 +419,7 @@ def _expected(case: dict) -> str:
     return case['expected_outcome'] or 'success'
 
 
-def summarize_shift(cases: list[dict], *, robots: dict[str, float], duration_s: float) -> dict:
+def summarize_shift(cases: list[dict], *, robots: dict[RobotId, float], duration_s: float) -> dict:
     """Summarise a shift's cases and robots: what ``shift.json``'s ``summary`` holds.
 
     Parameters
@@ -592,7 +593,7 @@ WAIT_COLOUR = 'lightgrey'
 ROBOT_COLOUR = 'tab:cyan'
 
 
-def plot_timeline(cases: list[dict], robot_spans: dict[str, list[tuple[float, float, str]]], path) -> Path:
+def plot_timeline(cases: list[dict], robot_spans: dict[RobotId, list[tuple[float, float, str]]], path) -> Path:
     """Draw the shift's timeline as a PNG (matplotlib, Agg canvas); return the path.
 
     One row per case, by arrival: a tick at ``arrival_s``, grey from there to ``started_s``

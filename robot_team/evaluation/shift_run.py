@@ -25,7 +25,7 @@ from robot_team.evaluation.rubric import score_run
 from robot_team.evaluation.shift import plot_timeline, summarize_shift, write_summary_md
 from robot_team.evaluation.truth import TruthInputError, false_successes
 from robot_team.contracts.events import EventKind, TeamEventModel
-from robot_team.contracts.names import Role, role_name
+from robot_team.contracts.names import RobotId, Role, role_name
 from robot_team.run_report import case_events
 from robot_team.runner import run_episode
 
@@ -55,7 +55,7 @@ def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, flo
 
 
 def robot_waits(events: list[TeamEventModel], spans: dict[str, list[tuple[float, float, str]]],
-                robots: list[str], esi: dict[str, int], step_s: float = 0.0) -> dict:
+                robots: list[RobotId], esi: dict[str, int], step_s: float = 0.0) -> dict:
     """Check every wait for a robot against the robots' busy spans (:func:`robot_spans`): what a fleet must never show.
 
     A wait starts at the manager's ``waiting_for_robot`` observation of a case (for a robot or a

@@ -60,7 +60,7 @@ from robot_team.catalog import TASK_OWNER, Tool, same_care_team
 from robot_team.contracts.config import ConfigError, PatientSpec, Scenario, StaffSeed
 from robot_team.directory import DirectoryError, StaffDirectory, load_staff
 from robot_team.contracts.events import EventKind, TeamEventModel
-from robot_team.contracts.names import SUPERVISOR, Role
+from robot_team.contracts.names import NO_ROBOT, SUPERVISOR, RobotId, Role
 from robot_team.recorder import read_jsonl
 from robot_team.contracts.reports import TaskType
 
@@ -168,7 +168,7 @@ class TaskTruth(BaseModel):
 
     task_id: str
     task_type: TaskType
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
     hcw_id: str = Field('', description="Navigation: the delegation's HCW; info collection: the escorted HCW.")
     room: str = Field('', description="The delegation's room (the patient's when it names none).")
     delegated_s: float | None = Field(None, description='Sim time of the delegation, s (None: not on the record).')

@@ -582,9 +582,9 @@ def _delegate_variant(base: dict, kind: TaskType, obs: ManagerObservation, staff
     variant = copy.deepcopy(base)
     props = variant['properties']
     props['task_type'] = {'type': 'string', 'enum': [kind.value]}
-    owner = TASK_OWNER[kind]   # the role (the manager sends it to its nearest idle robot), or one of its robots
-    fleet = [r for r in role_robots(owner, obs.robots) if r != owner and not lost_robot_refusal(r, obs.lost_robots)]
-    props['robot'] = {'type': 'string', 'enum': [owner, *fleet]}
+    role = TASK_OWNER[kind]   # the role (the manager sends it to its nearest idle robot), or one of its robots
+    fleet = [r for r in role_robots(role, obs.robots) if r != role and not lost_robot_refusal(r, obs.lost_robots)]
+    props['robot'] = {'type': 'string', 'enum': [role, *fleet]}
     staff = list(staff)
     allowed = [h for h in staff if h not in refused_hcws(kind.value, obs, staff)]
     if staff and not allowed:   # every HCW refused: escalating is what is left

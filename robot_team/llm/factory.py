@@ -22,7 +22,7 @@ from robot_team.llm.lockstep import ClockHoldPublisher, check_llm_clock
 from robot_team.llm.manager_brain import LLMManagerBrain
 from robot_team.llm.robot_brain import LLMRobotBrain
 from robot_team.llm.settings import LLMSettings
-from robot_team.contracts.names import Role
+from robot_team.contracts.names import RobotId, Role
 
 LLM_BRAINS = ('openai', 'local', 'random')
 """Brain kinds backed by an LLM endpoint (``random``: the chance endpoint, a random chooser)."""
@@ -94,8 +94,8 @@ def check_decoding(decoding: str) -> str:
     return decoding
 
 
-def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager] | None:
-    """Return the ChatClient ``hold`` for ``node`` under ``llm_clock`` (None for ``realtime``).
+def clock_hold(node, robot: RobotId, llm_clock: str) -> Callable[[], ContextManager] | None:
+    """Return the ChatClient ``hold`` for robot ``robot`` (``node``, the holder) under ``llm_clock`` (None: realtime).
 
     Raises
     ------
@@ -104,7 +104,7 @@ def clock_hold(node, holder: str, llm_clock: str) -> Callable[[], ContextManager
     """
     if check_llm_clock(llm_clock, 'parameter llm_clock') == 'realtime':
         return None
-    return ClockHoldPublisher(node, holder)
+    return ClockHoldPublisher(node, robot)
 
 
 def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None,

@@ -70,28 +70,28 @@ def parse_kb(text: str) -> list[tuple[str, set[str], str]]:
 
 
 @functools.lru_cache(maxsize=16)
-def kb_for(robot: str, folder: str | None = None) -> str:
-    """Return the KB sections meant for ``robot`` (or ``all``) as compact Markdown, then its worked example."""
+def kb_for(role: str, folder: str | None = None) -> str:
+    """Return the KB sections meant for role ``role`` (or ``all``) as compact Markdown, then its worked example."""
     root = Path(folder) if folder else share_dir() / 'config' / 'kb'
     parts = []
     for file in sorted(root.glob('*.md')):
         for title, audience, body in parse_kb(file.read_text(encoding='utf-8')):
-            if robot in audience or 'all' in audience:
+            if role in audience or 'all' in audience:
                 parts.append(f'{title}:\n{body}')
-    example = worked_example(robot)
+    example = worked_example(role)
     if example:
         parts.append(example)
     return '\n'.join(parts)
 
 
-def worked_example(robot: str) -> str:
-    """Return ``robot``'s worked example, generated from the catalog and the workflow ('' for an unknown robot).
+def worked_example(role: str) -> str:
+    """Return role ``role``'s worked example, generated from the catalog and the workflow ('' for an unknown role).
 
     An operational robot: its tools in the catalog's order, one call per reply, then the report,
     with what a success report needs (the catalog's proofs). The manager: the workflow's task
     types in order with their owners, what to do after a failure, then the reflection.
     """
-    if robot == Role.MANAGER.value:
+    if role == Role.MANAGER.value:
         steps = [f'{ManagerTool.DELEGATE_TASK.value} {{task_type: {kind.value}, robot: {TASK_OWNER[kind]}, '
                  f'hcw_id: {"the assigned HCW" if kind is OPERATIONAL_TASKS[0] else "the escorted HCW"}}}, '
                  f'then wait for its report' for kind in OPERATIONAL_TASKS]
@@ -99,8 +99,8 @@ def worked_example(robot: str) -> str:
                      f'available HCW (handles_task_id: the failed task) or {ManagerTool.ESCALATE_TO_SUPERVISOR.value}')
         steps.append(f'when every task succeeded (or a human decided): {ManagerTool.SUBMIT_REFLECTION.value} with '
                      f'one outcome per task type, as the record says')
-    elif robot in ROLES_BY_NAME:
-        decls = tools_of(robot)
+    elif role in ROLES_BY_NAME:
+        decls = tools_of(role)
         steps = [f'{d.name}: {d.usage or d.text}' for d in decls]
         proofs = '; '.join(d.proof.text for d in decls if d.proof is not None)
         steps.append(f'{REPORT_TOOL} success only when {proofs}, with data from the results; otherwise '

@@ -179,21 +179,21 @@ every item and its free texts ends within a small model's ``max_tokens`` (384 fo
 a model that looped inside a waypoint list had its report cut there, and was taken over."""
 
 
-def report_schema(robot: str) -> dict:
-    """Return ``robot``'s ``submit_report`` definition: its ``data`` described by the role's ``report_data``.
+def report_schema(role: str) -> dict:
+    """Return role ``role``'s ``submit_report`` definition: its ``data`` described by the role's ``report_data``.
 
     The items are optional properties (:data:`REPORT_ITEM` values) with their descriptions
     (:attr:`~robot_team.catalog.RoleDecl.report_data`), and the only keys: a reply must end within
     its ``max_tokens`` (a reply cut there is refused), and a small model that loops adds key after
     key to an open object (the JSON schema decoder bounds an object's keys only by listing them).
-    Other findings go into the summary. A robot without a role declaration gets the bare schema.
+    Other findings go into the summary. A name without a role declaration gets the bare schema.
     """
     tool = function_schema(REPORT_TOOL, SubmitReport.__doc__, SubmitReport)
-    role = ROLES_BY_NAME.get(robot)
-    if role is not None and role.report_data:
+    decl = ROLES_BY_NAME.get(role)
+    if decl is not None and decl.report_data:
         tool['function']['parameters']['properties']['data'] = {
             'type': 'object', 'additionalProperties': False,
-            'properties': {key: {**REPORT_ITEM, 'description': what} for key, what in role.report_data}}
+            'properties': {key: {**REPORT_ITEM, 'description': what} for key, what in decl.report_data}}
     return tool
 
 

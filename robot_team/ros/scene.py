@@ -25,6 +25,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from robot_team.contracts import names
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.geometry import quaternion_to_yaw
+from robot_team.contracts.names import RobotId
 from robot_team.msg import StaffLocation, TeamEvent
 from robot_team.ros.messages import amcl_pose_qos, event_from_msg, events_qos
 from robot_team.ros.stamps import stamp_to_s
@@ -57,7 +58,7 @@ class SceneFeed:
         If ``team_namespace`` is not a valid ROS namespace.
     """
 
-    def __init__(self, node, scene: SceneState, team_namespace: str = '/', robots: Sequence[str] = (),
+    def __init__(self, node, scene: SceneState, team_namespace: str = '/', robots: Sequence[RobotId] = (),
                  events: bool = False):
         self.node = node
         self.scene = scene
@@ -74,12 +75,12 @@ class SceneFeed:
         self.watch(robots)
 
     @property
-    def robots(self) -> list[str]:
+    def robots(self) -> list[RobotId]:
         """The robots whose poses are watched."""
         with self._lock:
             return list(self._poses)
 
-    def watch(self, robots: Sequence[str]) -> None:
+    def watch(self, robots: Sequence[RobotId]) -> None:
         """Subscribe to the ``amcl_pose`` of each robot not yet watched."""
         with self._lock:
             for robot in robots:
@@ -114,7 +115,7 @@ class SceneFeed:
         for sub in subscriptions:
             self.node.destroy_subscription(sub)
 
-    def _pose(self, robot: str, msg) -> None:
+    def _pose(self, robot: RobotId, msg) -> None:
         p = msg.pose.pose
         self.scene.observe_robot(robot, p.position.x, p.position.y, quaternion_to_yaw(p.orientation),
                                  stamp_to_s(msg.header.stamp))

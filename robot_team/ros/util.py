@@ -18,7 +18,7 @@ from rclpy.executors import ExternalShutdownException
 
 from robot_team.contracts.config import ConfigError
 from robot_team.contracts.errors import ToolError
-from robot_team.contracts.names import SUBMIT_REPORT, validate_robots
+from robot_team.contracts.names import SUBMIT_REPORT, RobotId, validate_robots
 from robot_team.contracts.reports import ReportAnswer
 from robot_team.ros.messages import report_to_msg
 from robot_team.ros.stamps import now_s
@@ -193,7 +193,7 @@ def spin_node(name: str, make_node, make_executor, args=None) -> int:
     return 0
 
 
-def declare_robots(node, default) -> list[str]:
+def declare_robots(node, default) -> list[RobotId]:
     """Declare ``node``'s ``robots`` parameter (string array) and return the team's operational robots.
 
     Default ``default`` (the scenario's fleet, :attr:`robot_team.contracts.config.Scenario.robots`); checked

@@ -17,9 +17,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from robot_team.contracts.names import Role
+from robot_team.contracts.names import RobotId, Role
 
-BASE_ROBOTS: tuple[str, ...] = tuple(r.value for r in Role if r is not Role.MANAGER)
+BASE_ROBOTS: tuple[RobotId, ...] = tuple(RobotId(r.value) for r in Role if r is not Role.MANAGER)
 """The robots with a mobile base (every role but the manager): the ones that move on the floor."""
 
 

@@ -92,6 +92,7 @@ from robot_team.contracts.names import (
     PATIENT_ARRIVALS,
     SHOW_DISPLAY,
     STAFF_LOCATIONS,
+    RobotId,
     robot_name,
 )
 from robot_team.ros.clock import follow_clock
@@ -262,7 +263,7 @@ class HospitalSystemsNode(SimNode, Node):
                                      callback_group=self._pose_group)
         return sources
 
-    def _observe_odometry(self, robot: str, msg: Odometry, pose: bool) -> None:
+    def _observe_odometry(self, robot: RobotId, msg: Odometry, pose: bool) -> None:
         """Hand one odometry message's twist (and, if ``pose``, its pose) to the engine, at its stamp."""
         twist = msg.twist.twist
         with self._lock:
@@ -272,7 +273,7 @@ class HospitalSystemsNode(SimNode, Node):
         if pose:
             self._observe(robot, msg.header, msg.pose.pose)
 
-    def _observe(self, robot: str, header, pose) -> None:
+    def _observe(self, robot: RobotId, header, pose) -> None:
         """Hand one pose message to the engine, at its stamp (at the engine's time if unstamped)."""
         p = pose2d(pose)
         with self._lock:

@@ -43,6 +43,7 @@ import numpy as np
 
 from robot_team.contracts import names
 from robot_team.contracts.config import ConfigError
+from robot_team.contracts.names import RobotId
 from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import OccupancyGrid
@@ -97,7 +98,7 @@ class GoalStatus:
     """
 
     goal_id: int
-    robot: str
+    robot: RobotId
     target: Pose2D
     state: str
     pose: Pose2D
@@ -115,7 +116,7 @@ class GoalStatus:
 @dataclass
 class _Goal:
     goal_id: int
-    robot: str
+    robot: RobotId
     target: Pose2D
     path: Polyline
     started_at: float
@@ -131,7 +132,7 @@ class _Goal:
 
 @dataclass
 class _RobotState:
-    name: str
+    name: RobotId
     x: float
     y: float
     yaw: float
@@ -173,7 +174,7 @@ class MotionEngine:
     :meth:`drain_events`), in the order they happened.
     """
 
-    def __init__(self, world: EdWorld, robots: Sequence[str] = BASE_ROBOTS, closed_doors: Iterable[str] = (),
+    def __init__(self, world: EdWorld, robots: Sequence[RobotId] = BASE_ROBOTS, closed_doors: Iterable[str] = (),
                  max_speed: float = 0.5, resolution: float = 0.1, robot_radius: float = 0.3,
                  door_changes: Iterable = ()):
         if not max_speed > 0:
@@ -187,7 +188,7 @@ class MotionEngine:
             world.room(room)
         self._grid_shape = (resolution, robot_radius)
         self._build_grid()
-        self._robots: dict[str, _RobotState] = {}
+        self._robots: dict[RobotId, _RobotState] = {}
         for name in robots:
             dock = world.dock(name).pose
             self._robots[name] = _RobotState(name, dock.x, dock.y, dock.yaw)
@@ -200,23 +201,23 @@ class MotionEngine:
     # --- queries ----------------------------------------------------------------------------------
 
     @property
-    def robots(self) -> tuple[str, ...]:
+    def robots(self) -> tuple[RobotId, ...]:
         """Names of the simulated robots."""
         return tuple(self._robots)
 
-    def _robot(self, robot: str) -> _RobotState:
+    def _robot(self, robot: RobotId) -> _RobotState:
         try:
             return self._robots[robot]
         except KeyError:
             raise SimInputError(f"unknown robot '{robot}': expected one of "
                                 f"{', '.join(self._robots)}") from None
 
-    def robot_pose(self, robot: str) -> Pose2D:
+    def robot_pose(self, robot: RobotId) -> Pose2D:
         """Return the robot's current map-frame pose (m, rad). Raises SimInputError for an unknown robot."""
         r = self._robot(robot)
         return Pose2D(r.x, r.y, r.yaw)
 
-    def robot_velocity(self, robot: str) -> tuple[float, float]:
+    def robot_velocity(self, robot: RobotId) -> tuple[float, float]:
         """Return the robot's current (linear m/s, angular rad/s) velocity in its base frame."""
         r = self._robot(robot)
         return r.speed, r.yaw_rate
@@ -234,7 +235,7 @@ class MotionEngine:
                        error_code=error_code, navigation_time_s=self.t - goal.started_at,
                        area=self.world.room_at(r.x, r.y), action=goal.action)
 
-    def start_goal(self, robot: str, target: Pose2D) -> int:
+    def start_goal(self, robot: RobotId, target: Pose2D) -> int:
         """Send ``robot`` to ``target`` (map frame); return the new goal's ID (Nav2 ``navigate_to_pose``).
 
         An active goal of the same robot is preempted (it ends ``aborted``). The path is planned at
@@ -249,7 +250,7 @@ class MotionEngine:
         """
         return self.start_through_poses(robot, [target], action=NAVIGATE_TO_POSE)
 
-    def start_through_poses(self, robot: str, targets: Sequence[Pose2D],
+    def start_through_poses(self, robot: RobotId, targets: Sequence[Pose2D],
                             action: str = NAVIGATE_THROUGH_POSES) -> int:
         """Send ``robot`` through ``targets`` in order (map frame, m/rad); return the new goal's ID.
 
@@ -308,7 +309,7 @@ class MotionEngine:
                      waypoint_s=waypoint_s)
         return self._accept(r, goal, poses=[[t.x, t.y, t.yaw] for t in targets] if len(targets) > 1 else None)
 
-    def start_follow_path(self, robot: str, path: Sequence[Sequence[float]], final_yaw: float) -> int:
+    def start_follow_path(self, robot: RobotId, path: Sequence[Sequence[float]], final_yaw: float) -> int:
         """Drive ``robot`` along ``path`` as given (Nav2 ``follow_path``); return the new goal's ID.
 
         The robot first moves straight from its pose to the path's first point, then along the
@@ -389,7 +390,7 @@ class MotionEngine:
                        target_area=self.world.room_at(goal.target.x, goal.target.y), action=goal.action, **extra)
         return goal.goal_id
 
-    def plan(self, robot: str, goal: Pose2D, start: Pose2D | None = None) -> np.ndarray:
+    def plan(self, robot: RobotId, goal: Pose2D, start: Pose2D | None = None) -> np.ndarray:
         """Plan a path for ``robot`` without moving it (Nav2 ``compute_path_to_pose``).
 
         Parameters
@@ -433,7 +434,7 @@ class MotionEngine:
                        use_start=start is not None, target_area=self.world.room_at(goal.x, goal.y))
         return path
 
-    def cancel_goal(self, robot: str) -> bool:
+    def cancel_goal(self, robot: RobotId) -> bool:
         """Cancel the robot's active goal (it stops where it is); return whether there was one."""
         r = self._robot(robot)
         if r.goal is None or r.goal.state != ACTIVE:
@@ -459,7 +460,7 @@ class MotionEngine:
                           poses_remaining=0 if g.state == SUCCEEDED else total - g.waypoints_reached,
                           poses_total=total)
 
-    def goal_status(self, robot: str) -> GoalStatus | None:
+    def goal_status(self, robot: RobotId) -> GoalStatus | None:
         """Return the status of the robot's latest goal, or None if it never had one."""
         r = self._robot(robot)
         return self.goal(r.goal.goal_id) if r.goal is not None else None

@@ -124,7 +124,7 @@ from robot_team.contracts.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_
 from robot_team.llm import lockstep
 from robot_team.contracts.names import (
     AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES,
-    NAVIGATE_TO_POSE, ODOM, robot_name)
+    NAVIGATE_TO_POSE, ODOM, RobotId, robot_name)
 from robot_team.ros.stamps import s_to_duration
 from robot_team.ros.util import spin_node
 from robot_team.sim.clock_source import ClockSettings, SimClock
@@ -332,7 +332,7 @@ class MotionSimNode(SimNode, Node):
         """Accept or reject a client request to begin an action."""
         return GoalResponse.ACCEPT
 
-    def handle_accepted_callback(self, robot: str, goal_handle) -> None:
+    def handle_accepted_callback(self, robot: RobotId, goal_handle) -> None:
         """Abort the robot's previous navigation goal (any of the three driving actions), then execute."""
         with self._goal_locks[robot]:
             previous = self._goal_handles.get(robot)
@@ -345,7 +345,7 @@ class MotionSimNode(SimNode, Node):
         """Accept or reject a client request to cancel an action."""
         return CancelResponse.ACCEPT
 
-    def _finish(self, robot: str, goal_handle, spec: DriveAction, state: str, error_code: int,
+    def _finish(self, robot: RobotId, goal_handle, spec: DriveAction, state: str, error_code: int,
                 message: str, status: GoalStatus | None = None, request=None, failed_index: int | None = None):
         """Move the goal to a terminal state (if still ours) and return its result."""
         result = spec.result(int(error_code), message, state, status, request, failed_index)
@@ -359,22 +359,22 @@ class MotionSimNode(SimNode, Node):
                     goal_handle.abort()
         return result
 
-    def execute_callback(self, robot: str, goal_handle):
+    def execute_callback(self, robot: RobotId, goal_handle):
         """Drive the robot to the goal pose, publishing feedback every 0.5 s sim."""
         with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[NAVIGATE_TO_POSE])
 
-    def navigate_through_poses_callback(self, robot: str, goal_handle):
+    def navigate_through_poses_callback(self, robot: RobotId, goal_handle):
         """Drive the robot through the goal poses in order, publishing feedback every 0.5 s sim."""
         with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[NAVIGATE_THROUGH_POSES])
 
-    def follow_path_callback(self, robot: str, goal_handle):
+    def follow_path_callback(self, robot: RobotId, goal_handle):
         """Drive the robot along the given path, publishing feedback every 0.5 s sim."""
         with self._in_flight():
             return self._drive(robot, goal_handle, self._specs[FOLLOW_PATH])
 
-    def _drive(self, robot: str, goal_handle, spec: DriveAction):
+    def _drive(self, robot: RobotId, goal_handle, spec: DriveAction):
         request = goal_handle.request
         try:
             start = spec.parse(request)
@@ -429,12 +429,12 @@ class MotionSimNode(SimNode, Node):
                     goal_handle.publish_feedback(feedback)
             self._sim_clock.wait_tick()
 
-    def compute_path_callback(self, robot: str, goal_handle):
+    def compute_path_callback(self, robot: RobotId, goal_handle):
         """Plan a path on the grid from the start (or the robot's pose) to the goal; never moves the robot."""
         with self._in_flight():
             return self._compute_path(robot, goal_handle)
 
-    def _compute_path(self, robot: str, goal_handle):
+    def _compute_path(self, robot: RobotId, goal_handle):
         request = goal_handle.request
         result = ComputePathToPose.Result()
         problem = path_request_problem(request)

@@ -23,7 +23,7 @@ from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
 
 from robot_team.contracts.names import (
-    BASE_FRAME, FOLLOW_PATH, MAP_FRAME, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM_FRAME)
+    BASE_FRAME, FOLLOW_PATH, MAP_FRAME, NAVIGATE_THROUGH_POSES, NAVIGATE_TO_POSE, ODOM_FRAME, RobotId)
 from robot_team.ros.stamps import s_to_duration, s_to_stamp
 from robot_team.sim.grid import PlanningError, WallGrid
 from robot_team.sim.motion import ABORTED, ACTIVE, SUCCEEDED, FollowPathError, GoalStatus
@@ -210,7 +210,7 @@ def path_request_problem(request) -> tuple[int, str] | None:
     return None
 
 
-def odometry_msg(robot: str, pose: Pose2D, speed: float, yaw_rate: float, t: float) -> Odometry:
+def odometry_msg(robot: RobotId, pose: Pose2D, speed: float, yaw_rate: float, t: float) -> Odometry:
     """Return ``robot``'s odometry at sim time ``t`` (s): ``pose`` (m, rad), ``speed`` (m/s), ``yaw_rate`` (rad/s).
 
     In frame ``odom`` (== ``map``), child ``<robot>/base_link``, as a base controller publishes it.

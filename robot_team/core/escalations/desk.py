@@ -23,7 +23,7 @@ from robot_team.core.supervisor_state import SupervisorState
 from robot_team.contracts.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
 from robot_team.contracts.events import EventKind
-from robot_team.contracts.names import SUPERVISOR, Role
+from robot_team.contracts.names import NO_ROBOT, SUPERVISOR, RobotId, Role
 from robot_team.contracts.reports import OPERATIONAL_TASKS
 from robot_team.rules.workflow.state import Authorization, WorkflowRule
 
@@ -44,7 +44,7 @@ class DeskPorts(Protocol):
     def publish_hold(self, hold: HoldState) -> None:
         """Publish the team hold (``team/hold``)."""
 
-    def stop_robots(self, reason: str, robot: str = '') -> None:
+    def stop_robots(self, reason: str, robot: RobotId = NO_ROBOT) -> None:
         """Cancel every goal of every robot (or only ``robot``'s): ``execute_task`` and Nav2 actions."""
 
 
@@ -224,7 +224,7 @@ class EscalationDesk:
 
     # -- the workflow gate while held --
 
-    def authorize(self, task_type: str, robot: str, reason: str, requested_by: str, now_s: float, *,
+    def authorize(self, task_type: str, robot: RobotId, reason: str, requested_by: str, now_s: float, *,
                   hcw_id: str = '', case_id: str = '') -> Authorization:
         """Refuse every delegation while the team is held (rule ``held``); else ask the core.
 

@@ -104,21 +104,21 @@ def _role_misalignments(rec: Record, task_type: TaskType) -> list[tuple[int, Tea
 
 def delegation_accuracy(rec: Record, task_type: TaskType, view: str) -> Cell:
     """Score whether ``task_type`` was delegated to the robot that owns it (0.5: the manager pre-fetched)."""
-    owner, findings = TASK_OWNER[task_type], []
+    role, findings = TASK_OWNER[task_type], []
     metric = Metric.DELEGATION_ACCURACY
     requests = _requests(rec, task_type)
     stripped = _role_misalignments(rec, task_type)
     if view == 'attempted':
         for _, request in requests:
             robot = request.data.get('robot', request.target)
-            if role_name(robot) != owner:
-                findings.append((0.0, f'asked {robot} to do {task_type.value} (owner: {owner})'))
+            if role_name(robot) != role:
+                findings.append((0.0, f'asked {robot} to do {task_type.value} (owner: {role})'))
         for event in rec.refusals:
-            if _caller(event) == MANAGER and _tool_owner(event) == owner:
-                findings.append((0.5, f"the manager also called {owner}'s tool {event.target} itself (refused)"))
+            if _caller(event) == MANAGER and _tool_owner(event) == role:
+                findings.append((0.5, f"the manager also called {role}'s tool {event.target} itself (refused)"))
         for _, event in stripped:
             found = '; '.join(event.data.get('found') or []) or event.reason
-            findings.append((0.5, f'the manager passed a pre-fetched result to {owner} ({found}; removed)'))
+            findings.append((0.5, f'the manager passed a pre-fetched result to {role} ({found}; removed)'))
         windows = _pending_failure_windows(rec, view)
         for index, event in rec.kind(EventKind.WORKFLOW_VIOLATION):
             if event.data.get('who') == MANAGER or as_task_type(event.data.get('task_type')) is not task_type:
@@ -131,8 +131,8 @@ def delegation_accuracy(rec: Record, task_type: TaskType, view: str) -> Cell:
         if not delegated:
             return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} was never delegated')
         for task in delegated:
-            if role_name(task.robot) != owner:
-                findings.append((0.0, f'{task.task_id} went to {task.robot} (owner: {owner})'))
+            if role_name(task.robot) != role:
+                findings.append((0.0, f'{task.task_id} went to {task.robot} (owner: {role})'))
         # the request each delegation went out from: the latest one of that type before it; the
         # manager's guard strips pre-fetched results between the two
         sent = []
@@ -145,8 +145,8 @@ def delegation_accuracy(rec: Record, task_type: TaskType, view: str) -> Cell:
     for _, request in sent:
         keys = _prefetched(request, task_type)
         if keys:
-            findings.append((0.5, f"the manager passed a pre-fetched result to {owner} ({', '.join(keys)})"))
-    return _cell(metric, task_type, findings, f'delegated to {owner}, the owner, with no pre-fetched result')
+            findings.append((0.5, f"the manager passed a pre-fetched result to {role} ({', '.join(keys)})"))
+    return _cell(metric, task_type, findings, f'delegated to {role}, the owner, with no pre-fetched result')
 
 
 def completion_judgment(rec: Record, task_type: TaskType, view: str) -> Cell:
@@ -318,26 +318,26 @@ def reflection_quality(rec: Record, view: str, judge: ReflectionJudge | None = N
 
 def tool_usage(rec: Record, task_type: TaskType, view: str) -> Cell:
     """Score whether the task's tool was used, and only by its owner."""
-    metric, owner, findings = Metric.TOOL_USAGE, TASK_OWNER[task_type], []
+    metric, role, findings = Metric.TOOL_USAGE, TASK_OWNER[task_type], []
     tasks = [t for t in rec.of_type(task_type) if t.delegated_at is not None or t.reported]
     if not tasks:
         return Cell(metric=metric, task=task_type, score=0.0, reason=f'{task_type.value} never ran: no tool used')
     called = {tool for t in tasks for tool in t.tools_called}
     for task in tasks:
         if not task.tools_called:
-            findings.append((0.0, f'{owner} used no tool on {task.task_id}'))
+            findings.append((0.0, f'{role} used no tool on {task.task_id}'))
     for tool in KEY_TOOLS[task_type]:
         if tool not in called:
-            findings.append((0.0, f'{owner} never called {tool}'))
+            findings.append((0.0, f'{role} never called {tool}'))
     if view == 'attempted':
         for event in rec.refusals:
             caller, tool_owner = _caller(event), _tool_owner(event)
-            if tool_owner == owner and caller != owner:
-                findings.append((0.0, f'{caller} tried {owner}\'s tool {event.target} (refused)'))
-            elif caller == owner and tool_owner != owner:
-                findings.append((0.0, f'{owner} tried {event.target}, which it does not own (refused)'))
+            if tool_owner == role and caller != role:
+                findings.append((0.0, f'{caller} tried {role}\'s tool {event.target} (refused)'))
+            elif caller == role and tool_owner != role:
+                findings.append((0.0, f'{role} tried {event.target}, which it does not own (refused)'))
     used = ', '.join(sorted(called))
-    return _cell(metric, task_type, findings, f'{used} used by {owner} only')
+    return _cell(metric, task_type, findings, f'{used} used by {role} only')
 
 
 def _reasoning_items(task_type: TaskType, report: dict) -> list[tuple[str, bool]]:

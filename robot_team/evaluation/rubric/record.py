@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from robot_team.catalog import TASK_OWNER
 from robot_team.contracts.decisions import without_fallback
 from robot_team.contracts.events import EventKind, TeamEventModel
-from robot_team.contracts.names import Role
+from robot_team.contracts.names import NO_ROBOT, RobotId, Role
 from robot_team.contracts.reports import TaskType
 
 MANAGER = Role.MANAGER.value
@@ -27,7 +27,7 @@ class Task:
 
     task_id: str
     task_type: TaskType
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
     hcw_id: str = ''
     delegated_at: int | None = None
     report_at: int | None = None

@@ -15,6 +15,7 @@ import pickle
 from typing import Any, Sequence
 
 from robot_team.contracts.config import ConfigError, Scenario, StaffSeed
+from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, SimEvent, SimInputError, Timeline
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.hospital.displays import RoomDisplays
@@ -63,7 +64,7 @@ class HospitalEngine:
     :meth:`drain_events`), in the order they happened.
     """
 
-    def __init__(self, world: EdWorld, staff: StaffSeed, scenario: Scenario, robots: Sequence[str] = BASE_ROBOTS,
+    def __init__(self, world: EdWorld, staff: StaffSeed, scenario: Scenario, robots: Sequence[RobotId] = BASE_ROBOTS,
                  hcw_speed: float = 1.2, page_response_delay_s: float = 8.0, resolution: float = 0.1,
                  clearance: float = 0.35):
         if not hcw_speed > 0:
@@ -158,7 +159,7 @@ class HospitalEngine:
     # --- queries ----------------------------------------------------------------------------------
 
     @property
-    def robots(self) -> tuple[str, ...]:
+    def robots(self) -> tuple[RobotId, ...]:
         """Names of the robots HCWs may follow."""
         return self._watch.names
 
@@ -174,12 +175,12 @@ class HospitalEngine:
             raise SimInputError(f"unknown HCW '{hcw_id}': not in the staff directory "
                                 f"(known: {', '.join(self._hcws)})") from None
 
-    def robot_pose(self, robot: str) -> Pose2D | None:
+    def robot_pose(self, robot: RobotId) -> Pose2D | None:
         """Return where ``robot`` was last seen (map frame, m, rad), or None if never. Raises SimInputError."""
         self._watch.check(robot)
         return self._watch.pose(robot)
 
-    def robot_stopped(self, robot: str) -> bool:
+    def robot_stopped(self, robot: RobotId) -> bool:
         """Return whether ``robot`` stopped: odometry standing for 1 s, else seen still or silent (see the package).
 
         Raises
@@ -223,7 +224,7 @@ class HospitalEngine:
 
     # --- inputs -----------------------------------------------------------------------------------
 
-    def observe_motion(self, robot: str, speed: float, yaw_rate: float, stamp: float | None = None) -> None:
+    def observe_motion(self, robot: RobotId, speed: float, yaw_rate: float, stamp: float | None = None) -> None:
         """Record ``robot``'s odometry twist: ``speed`` (m/s, forward) and ``yaw_rate`` (rad/s) at ``stamp``.
 
         ``stamp`` is the twist's time (s, on this engine's clock; None: now). Once a robot's
@@ -238,7 +239,7 @@ class HospitalEngine:
         self._watch.check(robot)
         self._watch.observe_motion(robot, speed, yaw_rate, stamp, self.t)
 
-    def observe_robot(self, robot: str, x: float, y: float, yaw: float = 0.0, stamp: float | None = None) -> None:
+    def observe_robot(self, robot: RobotId, x: float, y: float, yaw: float = 0.0, stamp: float | None = None) -> None:
         """Record that ``robot`` was seen at (``x``, ``y``, ``yaw``) (map frame, m, rad) at time ``stamp``.
 
         ``stamp`` is the observation's time (s, on this engine's clock; None: now). HCWs following
@@ -261,7 +262,7 @@ class HospitalEngine:
             if hcw.robot == robot:
                 self._motion.robot_seen(hcw, before, here)
 
-    def page(self, hcw_id: str, robot: str = '', message: str = '', room: str = '') -> Page:
+    def page(self, hcw_id: str, robot: RobotId = NO_ROBOT, message: str = '', room: str = '') -> Page:
         """Page an HCW, asking them to meet and follow ``robot`` ('' for none) to ``room`` ('' unnamed).
 
         Available HCWs acknowledge ``page_response_delay_s`` later; busy ones never answer;
@@ -291,7 +292,7 @@ class HospitalEngine:
         """
         return self._screens.render(room, title, entries, layout)
 
-    def robot_lost(self, robot: str) -> list[str]:
+    def robot_lost(self, robot: RobotId) -> list[str]:
         """Tell the HCWs following (or about to follow) ``robot`` to wait where they are; return their IDs.
 
         The team's supervisor noticed the robot lost (``team/liveness``): its escort is off. The HCW

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from robot_team.contracts.names import RobotId
 from robot_team.sim.common import EventLog, Polyline, segment_near
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.hospital.readers import BadgeReaders
@@ -64,14 +65,14 @@ class HcwMotion:
         self._readers = readers
         self._log = log
 
-    def escort(self, hcw: Hcw, robot: str, room: str) -> None:
+    def escort(self, hcw: Hcw, robot: RobotId, room: str) -> None:
         """``hcw`` acknowledged a page naming ``robot`` ('' none) and ``room`` ('' unnamed): wait for it."""
         if robot and not (hcw.state == 'following' and hcw.robot == robot):
             hcw.state, hcw.robot, hcw.trail = 'waiting', robot, None
         if robot:   # a new escort: the room it ends in, they badge in (an encounter starts with a tap)
             hcw.destination, hcw.scanned_room = room, ''
 
-    def release(self, hcw: Hcw, robot: str) -> bool:
+    def release(self, hcw: Hcw, robot: RobotId) -> bool:
         """``robot`` was lost: if ``hcw`` follows or waits for it, they wait where they are; return whether so."""
         if hcw.robot != robot or hcw.state not in ('following', 'waiting'):
             return False

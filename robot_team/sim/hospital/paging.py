@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from robot_team.contracts.names import RobotId
 from robot_team.sim.common import EventLog, SimInputError
 
 
@@ -21,7 +22,7 @@ class Page:
 
     page_id: int
     hcw_id: str
-    robot: str
+    robot: RobotId
     message: str
     sent_at: float
     delivered: bool
@@ -57,7 +58,7 @@ class Pager:
         self.pages: dict[int, Page] = {}
         self.pending: list[int] = []
 
-    def send(self, hcw_id: str, availability: str, robot: str, message: str, room: str, t: float) -> Page:
+    def send(self, hcw_id: str, availability: str, robot: RobotId, message: str, room: str, t: float) -> Page:
         """Page the HCW ``hcw_id`` (now ``availability``) at sim time ``t`` (s); return the page.
 
         It is delivered unless the HCW is ``off_shift``, and awaits an answer if they are ``available``.

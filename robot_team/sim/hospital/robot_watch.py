@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from robot_team.contracts.names import RobotId
 from robot_team.sim.common import SimInputError
 from robot_team.sim.world import Pose2D
 
@@ -70,27 +71,27 @@ class RobotWatch:
     Times are on the engine's clock (s); the caller passes its time now to each call that needs it.
     """
 
-    def __init__(self, robots: Sequence[str]):
+    def __init__(self, robots: Sequence[RobotId]):
         self.names = tuple(robots)
         self.seen: dict[str, _SeenRobot] = {}
         self.odometry: dict[str, _Odometry] = {}
 
-    def check(self, robot: str) -> None:
+    def check(self, robot: RobotId) -> None:
         """Raise :class:`~robot_team.sim.common.SimInputError` if ``robot`` is not one of :attr:`names`."""
         if robot not in self.names:
             raise SimInputError(f"unknown robot '{robot}': expected one of {', '.join(self.names)}")
 
-    def pose(self, robot: str) -> Pose2D | None:
+    def pose(self, robot: RobotId) -> Pose2D | None:
         """Return where ``robot`` was last seen (map frame, m, rad), or None if never."""
         seen = self.seen.get(robot)
         return None if seen is None else Pose2D(seen.x, seen.y, seen.yaw)
 
-    def position(self, robot: str) -> tuple[float, float] | None:
+    def position(self, robot: RobotId) -> tuple[float, float] | None:
         """Return where ``robot`` was last seen, ``(x, y)`` (m), or None if never."""
         seen = self.seen.get(robot)
         return None if seen is None else (seen.x, seen.y)
 
-    def stopped(self, robot: str, now: float) -> bool:
+    def stopped(self, robot: RobotId, now: float) -> bool:
         """Return whether ``robot`` stopped at time ``now`` (s): see the module."""
         seen = self.seen.get(robot)
         if seen is None:
@@ -108,7 +109,7 @@ class RobotWatch:
         for seen in self.seen.values():
             seen.updates_since += 1
 
-    def observe_motion(self, robot: str, speed: float, yaw_rate: float, stamp: float | None, now: float) -> None:
+    def observe_motion(self, robot: RobotId, speed: float, yaw_rate: float, stamp: float | None, now: float) -> None:
         """Record ``robot``'s odometry twist: ``speed`` (m/s) and ``yaw_rate`` (rad/s) at ``stamp`` (s; None: ``now``).
 
         Values that are not finite, and a twist older than the last one, are ignored.
@@ -129,7 +130,7 @@ class RobotWatch:
         else:
             odometry.standing_since = None
 
-    def observe_pose(self, robot: str, x: float, y: float, yaw: float, stamp: float | None,
+    def observe_pose(self, robot: RobotId, x: float, y: float, yaw: float, stamp: float | None,
                      now: float) -> tuple[float, float] | None:
         """Record that ``robot`` was seen at (``x``, ``y``, ``yaw``) (m, rad) at ``stamp`` (s; None: ``now``).
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from robot_team.contracts.config import ConfigError, Scenario, StaffChange, StaffMember, StaffSeed
+from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.sim.common import EventLog, Polyline
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.world import EdWorld, Pose2D, WorldError
@@ -33,7 +34,7 @@ class StaffRecord:
     availability: str
     detail: str
     state: str = 'idle'
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Hcw:
     availability: str
     detail: str
     state: str = 'idle'           # idle | waiting | following | entering | arrived
-    robot: str = ''
+    robot: RobotId = NO_ROBOT
     trail: Polyline | None = None
     s: float = 0.0
     entering_room: str = ''
