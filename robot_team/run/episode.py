@@ -4,15 +4,10 @@ Two modes share everything but process layout (:class:`Episode`, :func:`run_epis
 
 - in-process (default): every node in this process, one multi-threaded executor
   (:class:`robot_team.ros.executor.TeamExecutor`);
-- ``processes=True``: each node in its own process (``python -m <module> --ros-args ...``),
-  exactly as ``ros2 run``/``ros2 launch`` would start them; this process only records. A
-  node that dies is recorded as ``node_crashed`` with its exit code and last log lines and, once
-  the team has started, started again as launch's ``respawn`` does: the same command line,
-  parameters and environment after ``restart_delay_s`` (0.5 wall s), at most ``max_restarts``
-  times per node (3), each recorded as ``node_restarted`` (:mod:`robot_team.run.restarts`,
-  :mod:`robot_team.run.processes`). The node processes get the team's Fast DDS profile
-  (participant lease 3 s), so a killed node leaves the ROS graph within seconds rather than Fast
-  DDS's default 20 s.
+- ``processes=True``: each node in its own process, exactly as ``ros2 run``/``ros2 launch`` would
+  start them; this process only records. A node that dies is recorded and, once the team has
+  started, started again as launch's ``respawn`` does (:mod:`robot_team.run.processes`,
+  :mod:`robot_team.run.restarts`: ``restart_delay_s`` 0.5 wall s, ``max_restarts`` 3 per node).
 
 The simulator's two nodes (``hospital_systems`` and ``motion_sim``, the clock source) start with
 the team; ``motion_sim`` starts paused and holds sim time at 0 until every node is up and has
@@ -148,9 +143,8 @@ class Episode(NodeProcesses):
                                           expected=self.scenario.expected_outcomes)
         threads_before = set(threading.enumerate())
         context = rclpy.Context()
-        rclpy.init(args=['--ros-args', '--log-level', self.log_level,
-                         *namespace_args(self.namespace, self.scenario.robots)],
-                   context=context, domain_id=self.domain_id)
+        rclpy.init(args=['--ros-args', '--log-level', self.log_level, *self._namespace_args()], context=context,
+                   domain_id=self.domain_id)
         executor = TeamExecutor(num_threads=8, context=context)
         sim_time = [Parameter('use_sim_time', value=True)]
         recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self._on_event)
@@ -288,6 +282,13 @@ class Episode(NodeProcesses):
         return wait_started(recorder, self.team.expected(), timeout_s, interrupt,
                             check_children=self._check_children, restart_due=self._restart_due, down=self._down,
                             logs=self.out_dir / 'logs')
+
+    def _namespace_args(self, node: str | None = None) -> list[str]:
+        """Return the ``--ros-args`` remaps that put the team (or one ``node`` of it) in its namespace.
+
+        See :func:`robot_team.run.dds.namespace_args`.
+        """
+        return namespace_args(self.namespace, self.scenario.robots, node)
 
     def _record_input_error(self, exc: ConfigError, wall_time: float) -> None:
         """Write the record and report of a run stopped by bad input, before any node started."""

@@ -19,10 +19,8 @@ import time
 from pathlib import Path
 
 import robot_team
-from robot_team.contracts.config import Scenario
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import MOTION_SIM
-from robot_team.run.dds import namespace_args
 from robot_team.run.lifecycle import Interrupt
 from robot_team.run.restarts import RestartPolicy, dds_environment
 
@@ -35,19 +33,17 @@ class NodeProcesses:
     """The node processes of an episode: started, watched, restarted, measured and stopped.
 
     A base of the episode, which provides what the processes are started with and recorded by:
-    ``scenario`` (its robots get their namespaces), ``out_dir`` (the run folder: the processes'
-    working directory, ``logs/``), ``domain_id``, ``log_level``, ``namespace``, ``restarts`` (the
+    ``out_dir`` (the run folder: the processes' working directory, ``logs/``), ``domain_id``,
+    ``log_level``, ``_namespace_args(node)`` (a node's namespace remaps), ``restarts`` (the
     :class:`RestartPolicy`), ``events`` (the emitter of ``node_crashed``/``node_restarted``),
     ``_interrupt`` (the episode's :class:`robot_team.run.lifecycle.Interrupt`, None before it
     runs) and ``_team_started`` (True once every node started). :meth:`_init_processes` sets up
     the bookkeeping.
     """
 
-    scenario: Scenario
     out_dir: Path
     domain_id: int
     log_level: str
-    namespace: str
     restarts: RestartPolicy
     events: object
     _interrupt: Interrupt | None
@@ -81,8 +77,7 @@ class NodeProcesses:
             self._start_process(name, argv, params)
 
     def _start_process(self, name: str, argv: list[str], params: dict) -> None:
-        args = list(argv) + ['--ros-args', '--log-level', self.log_level,
-                             *namespace_args(self.namespace, self.scenario.robots, name)]
+        args = list(argv) + ['--ros-args', '--log-level', self.log_level, *self._namespace_args(name)]
         for key, value in params.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             args += ['-p', f'{key}:={text}']
