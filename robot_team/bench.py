@@ -4,7 +4,7 @@
 and reports per run: wall time of the whole episode (team start-up included), sim time at the
 episode's end, and the sim clock's rate (sim seconds per wall second between the simulator's
 first and last event, i.e. while the floor runs). Pure orchestration over
-:func:`robot_team.runner.run_episode`.
+:func:`robot_team.run.episode.run_episode`.
 
 :func:`bench_teams` runs a team alone, then ``teams`` teams at once on this machine, each a
 ``robot-team run`` process in its own namespace (``/t<k>``) and ROS domain, exactly as a user
@@ -27,7 +27,7 @@ from pathlib import Path
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.names import MOTION_SIM
 from robot_team.recorder import read_jsonl
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 DECISION_KINDS = (EventKind.DELEGATION, EventKind.TASK_REPORT, EventKind.JUDGMENT, EventKind.ALTERNATIVE_PROPOSED,
                   EventKind.ESCALATION, EventKind.HUMAN_DECISION, EventKind.TAKEOVER, EventKind.SAFE_DEFAULT,

@@ -24,13 +24,13 @@ from robot_team.agents.robot_node import RobotNode
 from robot_team.contracts.config import load_scenario
 from robot_team.llm.fakeserver import ScriptedServer
 from robot_team.llm.scripted import ideal_policies
-from robot_team.runner import Episode
+from robot_team.run.episode import Episode
 
 
 def run_once(kb: bool, domain_id: int | None = None) -> dict:
     """Run the onboarding transcript once through the team's ROS graph; return tokens, requests, overhead.
 
-    The whole team runs in this process (``robot_team.runner.Episode``, in-process mode: the same
+    The whole team runs in this process (``robot_team.run.episode.Episode``, in-process mode: the same
     node classes and cores as ``robot-team run``) on the embedded simulator, every brain an LLM
     brain whose ``openai`` client talks to the loopback scripted server. Tokens come from the
     ``llm_reply`` events of the record (as in ``report.json``); the bridge overhead from the

@@ -1,6 +1,6 @@
 """The ``robot-team`` command line: run ED episodes and list scenarios.
 
-Commands stay thin: parse options, call :mod:`robot_team.runner`, print.
+Commands stay thin: parse options, call :mod:`robot_team.run`, print.
 """
 
 from __future__ import annotations
@@ -28,18 +28,19 @@ from robot_team.evaluation.shift import generate_shift, write_shift
 from robot_team.evaluation.shift_run import run_shift
 from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
 from robot_team.fhir.gateway import TOKEN_ENV, check_binding
-from robot_team.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
+from robot_team.run.lifecycle import EXIT_BAD_INPUT, EXIT_NOT_STARTED, exit_code
 from robot_team.llm.llm_command import llm_app
 from robot_team.llm.factory import LLM_BRAINS
 from robot_team.llm.local import MODEL_HELP
 from robot_team.llm.settings import LLMSettings
 from robot_team.run_report import truth_text
-from robot_team import runner
+from robot_team.run import episode
 from robot_team.contracts.names import parse_fleet
 from robot_team.recorder import read_jsonl
 from robot_team.contracts.reports import WORKFLOW_ORDER
-from robot_team.restarts import DEFAULT_MAX_RESTARTS
-from robot_team.runner import check_brain, ensure_localhost_dds
+from robot_team.run.restarts import DEFAULT_MAX_RESTARTS
+from robot_team.run.dds import ensure_localhost_dds
+from robot_team.run.llm_endpoint import check_brain
 from robot_team.contracts.scene import SCENE_FILE, SceneTimeline, floor_of, read_samples
 
 app = typer.Typer(help='Accountable LLM-driven robot team for the emergency department (ROS 2).',
@@ -69,7 +70,7 @@ STATUS_STYLE = {'success': 'green', 'failure': 'red', 'escalated': 'yellow', 'he
 
 @contextmanager
 def _exit_on_refusal(*, start: bool = False):
-    """Print why a command was refused and exit with the code scripts test for (:mod:`robot_team.lifecycle`).
+    """Print why a command was refused and exit with the code scripts test for (:mod:`robot_team.run.lifecycle`).
 
     A :class:`~robot_team.contracts.config.ConfigError` or ``ValueError`` (bad input) exits with
     ``EXIT_BAD_INPUT``; with ``start``, a ``RuntimeError`` (the team did not start) exits with
@@ -261,11 +262,11 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
                        foxglove=(None, '127.0.0.1'), jump_ahead=True):
 
     if quiet:
-        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
-                                  log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
-                                  namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
-                                  max_restarts=max_restarts, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host,
-                                  foxglove_port=foxglove[0], foxglove_host=foxglove[1], jump_ahead=jump_ahead)
+        return episode.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+                                   log_level=log_level, real_time_factor=real_time_factor, brain_options=options,
+                                   namespace=namespace, llm_clock=llm_clock, local_model=model, clock=clock,
+                                   max_restarts=max_restarts, seed=seed, fhir_port=fhir_port, fhir_host=fhir_host,
+                                   foxglove_port=foxglove[0], foxglove_host=foxglove[1], jump_ahead=jump_ahead)
     steps = [t.value for t in WORKFLOW_ORDER]
     with Progress(SpinnerColumn(), TextColumn('[bold]{task.description}'), BarColumn(),
                   TextColumn('{task.fields[status]}'), TimeElapsedColumn(), console=console) as progress:
@@ -280,12 +281,12 @@ def _run_with_progress(scenario, out, brain, processes, domain_id, real_time_fac
             elif event.kind == 'reflection':
                 done = len(steps)
             progress.update(bar, status=status[:110], **({'completed': done} if done else {}))
-        return runner.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
-                                  log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
-                                  brain_options=options, namespace=namespace, llm_clock=llm_clock,
-                                  local_model=model, clock=clock, max_restarts=max_restarts, seed=seed,
-                                  fhir_port=fhir_port, fhir_host=fhir_host, foxglove_port=foxglove[0],
-                                  foxglove_host=foxglove[1], jump_ahead=jump_ahead)
+        return episode.run_episode(scenario, out, brain=brain, processes=processes, domain_id=domain_id,
+                                   log_level=log_level, real_time_factor=real_time_factor, on_event=on_event,
+                                   brain_options=options, namespace=namespace, llm_clock=llm_clock,
+                                   local_model=model, clock=clock, max_restarts=max_restarts, seed=seed,
+                                   fhir_port=fhir_port, fhir_host=fhir_host, foxglove_port=foxglove[0],
+                                   foxglove_host=foxglove[1], jump_ahead=jump_ahead)
 
 
 def print_summary(report: dict) -> None:

@@ -26,7 +26,7 @@ from robot_team.contracts.config import Scenario, load_scenario
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.names import HOSPITAL_SYSTEMS, SUPERVISOR, Role
 from robot_team.recorder import read_jsonl, read_mcap_events
-from robot_team.runner import Episode
+from robot_team.run.episode import Episode
 
 NOTICE_BOUND_S = 5.0
 """A loss must be noticed within this many wall seconds (issue 19; the liveliness lease is 2 s)."""
@@ -99,7 +99,7 @@ def run_fault(fault: Fault, out_dir: Path | str, scenario: Scenario | str = 'onb
     Raises
     ------
     ConfigError, RuntimeError
-        As :func:`robot_team.runner.run_episode`.
+        As :func:`robot_team.run.episode.run_episode`.
     """
     scenario = scenario if isinstance(scenario, Scenario) else load_scenario(str(scenario))
     out = Path(out_dir)

@@ -1,6 +1,6 @@
 """What an episode or a deployment starts: the team's nodes, the simulator's, their parameters.
 
-The one plan below both the embedded run (:mod:`robot_team.runner`) and the launch files
+The one plan below both the embedded run (:mod:`robot_team.run`) and the launch files
 (:mod:`robot_team.bringup.plan`): which nodes make up the team (:data:`TEAM`, :func:`team_nodes`),
 which the embedded simulator adds (:data:`SIM_NODES`), the run folder's inputs they read
 (:func:`prepare`: the staff directory, the resolved scenario) and each team node's ROS

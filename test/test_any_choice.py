@@ -37,7 +37,7 @@ from ros_helpers import release_domain_ids, reserve_domain_id  # noqa: E402
 from robot_team.contracts.config import load_scenario, scenario_names  # noqa: E402
 from robot_team.evaluation.truth import audit  # noqa: E402
 from robot_team.run_report import HELD_FOR_HUMAN  # noqa: E402
-from robot_team.runner import run_episode  # noqa: E402
+from robot_team.run.episode import run_episode  # noqa: E402
 
 EXAMPLES = int(os.environ.get('ROBOT_TEAM_ANY_CHOICE_EXAMPLES', '2'))
 

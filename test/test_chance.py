@@ -269,7 +269,7 @@ def test_bad_brain_or_seed_is_bad_input(tmp_path):
 def test_a_random_team_runs_a_real_episode_to_a_report(tmp_path, domain_id):
     pytest.importorskip('rclpy')
     from robot_team.contracts.config import load_scenario
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     short = load_scenario('all_available').model_copy(update={'time_limit_s': 400.0})   # a short episode
     result = run_episode(short, tmp_path / 'run', brain='random', seed=4, domain_id=domain_id,
                          brain_options={'kb': False})

@@ -244,7 +244,7 @@ def test_the_clock_jumps_across_the_wait_for_a_late_patient_and_the_team_decides
     """A whole episode: only it shows that every node's "nothing now" holds while the clock jumps."""
     from robot_team.bench import decision_sequence
     from robot_team.contracts.config import load_scenario
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     base = load_scenario('onboarding')
     arrival = base.patient.arrival_time_s + 180.5
     late = base.model_copy(update={'name': 'late-patient',

@@ -39,7 +39,7 @@ def test_colcon_build_installs_interfaces_python_and_node_executables(tmp_path):
     assert {'motion_sim', 'hospital_systems', 'manager', 'navigation_robot', 'info_collection_robot',
             'display_robot', 'supervisor', 'scripted_operator', 'team_recorder'} <= executables
     site = next(install.glob('lib/python3*/site-packages/robot_team'))
-    assert (site / 'msg').is_dir() and (site / 'runner.py').exists()
+    assert (site / 'msg').is_dir() and (site / 'run' / 'episode.py').exists()
     assert 'extend_path' in (site / '__init__.py').read_text(), 'our __init__.py must replace the generated one'
     assert (install / 'share' / 'robot_team' / 'config' / 'scenarios' / 'onboarding.yaml').exists()
     for shared in ('launch/ed_floor.launch.py', 'launch/robot.launch.py', 'launch/team.launch.py',

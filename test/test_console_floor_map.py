@@ -50,7 +50,7 @@ def test_the_map_draws_robots_the_escorted_hcw_and_the_patient_where_the_record_
     from robot_team.console.presenter import ConsolePresenter
     from robot_team.console.ros_client import ConsoleClient
     from robot_team.console.widget import SupervisorConsoleWidget
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
 
     app = qt.QtWidgets.QApplication.instance() or qt.QtWidgets.QApplication(['test'])
     context = rclpy.Context()

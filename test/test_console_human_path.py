@@ -31,7 +31,7 @@ def escalating_onboarding(tmp_path):
 
 
 def test_a_person_resolves_holds_and_releases_through_the_console(ros_context, executor, domain_id, tmp_path):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     scenario = escalating_onboarding(tmp_path)
     result = {}
     team = threading.Thread(target=lambda: result.update(run=run_episode(

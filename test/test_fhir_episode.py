@@ -1,6 +1,6 @@
 """FHIR Encounters into a running team (issue 28): one real episode, several checks.
 
-``robot_team.runner.run_episode`` runs the whole team in-process (protocol brain, embedded
+``robot_team.run.episode.run_episode`` runs the whole team in-process (protocol brain, embedded
 simulator) with the FHIR gateway on a free loopback port. A real HTTP client (``urllib``) posts
 R5 subscription-notification Bundles built and serialized with ``fhir.resources``: an emergency
 Encounter opens a case the team serves to success; the same Encounter again is the same case; a
@@ -16,7 +16,7 @@ import pytest
 
 from fhir_samples import encounter, free_port, notification, post
 from robot_team.contracts.config import load_scenario
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 
 def test_encounters_open_serve_repeat_and_cancel_cases_in_a_running_team(tmp_path, domain_id):

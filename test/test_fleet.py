@@ -16,11 +16,11 @@ from robot_team.catalog import role_of
 from robot_team.cli import app
 from robot_team.contracts.config import load_scenario
 from robot_team.contracts.floor import FloorError, load_floor
-from robot_team.lifecycle import EXIT_BAD_INPUT
+from robot_team.run.lifecycle import EXIT_BAD_INPUT
 from robot_team.contracts.liveness import watched
 from robot_team.contracts.names import OPERATIONAL_ROLES, fleet_robots, parse_fleet, role_name, validate_robots
 from robot_team.nodes_plan import team_nodes
-from robot_team.runner import Episode
+from robot_team.run.episode import Episode
 from robot_team.sim.motion import MotionEngine
 from robot_team.sim.world import load_world
 

@@ -135,7 +135,7 @@ def test_team_nodes_respawn_and_get_the_dds_profile_unless_one_is_set(tmp_path, 
 
     from robot_team.bringup.launch_actions import plan_actions
     from robot_team.bringup.plan import plan_team
-    from robot_team.restarts import FASTDDS_PROFILES_VARIABLE
+    from robot_team.run.restarts import FASTDDS_PROFILES_VARIABLE
     monkeypatch.delenv(FASTDDS_PROFILES_VARIABLE, raising=False)
     actions = plan_actions(plan_team(out_dir=str(tmp_path / 'a')))
     assert len([a for a in actions if isinstance(a, SetEnvironmentVariable)]) == 1

@@ -288,7 +288,7 @@ def test_robot_plan_for_a_physical_robot(tmp_path):
 
 
 def test_team_nodes_respawn_and_what_cannot_resume_does_not(tmp_path):
-    from robot_team.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE
+    from robot_team.run.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE
     from robot_team.nodes_plan import TEAM
     team = {*TEAM, *plans.HOSPITAL_SYSTEMS, 'fhir_gateway'}   # (the gateway respawns as the team does)
     for label, plan in _all_plans(tmp_path):

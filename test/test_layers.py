@@ -61,7 +61,7 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     copy = tmp_path / 'robot_team'
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns('__pycache__'))
     names = copy / 'contracts' / 'names.py'
-    names.write_text(names.read_text() + '\nfrom robot_team import runner  # noqa: E402,F401\n')
+    names.write_text(names.read_text() + '\nfrom robot_team.run import episode  # noqa: E402,F401\n')
     config = tmp_path / 'setup.cfg'
     config.write_text((ROOT / 'setup.cfg').read_text())
     exe = shutil.which('lint-imports', path=str(Path(sys.executable).parent)) or shutil.which('lint-imports')
@@ -70,7 +70,7 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     run = subprocess.run([exe, '--config', str(config), '--no-cache'], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300, env={'PYTHONPATH': str(tmp_path), 'PATH': '/usr/bin:/bin'})
     assert run.returncode != 0 and 'BROKEN' in run.stdout
-    assert 'robot_team.contracts.names -> robot_team.runner' in run.stdout
+    assert 'robot_team.contracts.names -> robot_team.run.episode' in run.stdout
 
 
 def _lint_copy(tmp_path: Path, edits: dict[str, str]) -> subprocess.CompletedProcess:
@@ -90,7 +90,8 @@ def _lint_copy(tmp_path: Path, edits: dict[str, str]) -> subprocess.CompletedPro
 
 
 @pytest.mark.parametrize('edits, chain', [
-    ({'bringup/platform.py': 'from robot_team import runner'}, 'robot_team.bringup.platform -> robot_team.runner'),
+    ({'bringup/platform.py': 'from robot_team.run import episode'},
+     'robot_team.bringup.platform -> robot_team.run.episode'),
     # indirectly: the plan below the runner (which the layers let import a node) loading the simulator
     ({'nodes_plan.py': 'from robot_team.sim import world'}, 'robot_team.nodes_plan -> robot_team.sim.world'),
     ({'bringup/gazebo.py': 'from robot_team.agents import robot_node'}, 'robot_team.agents.robot_node'),

@@ -665,14 +665,14 @@ def test_token_counts_offline_follow_the_cookbook():
 def test_cli_run_passes_kb_and_the_llm_sim_speed(monkeypatch):
     from typer.testing import CliRunner
 
-    import robot_team.runner
+    import robot_team.run.episode
     from robot_team.cli import app
     seen = {}
 
     def fake_run_episode(scenario, out, **kwargs):
         seen.update(kwargs)
         raise RuntimeError('stopped by the test')
-    monkeypatch.setattr(robot_team.runner, 'run_episode', fake_run_episode)
+    monkeypatch.setattr(robot_team.run.episode, 'run_episode', fake_run_episode)
     result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--no-kb', '--quiet', '--out', '/tmp/unused'])
     assert result.exit_code == 3 and 'stopped by the test' in result.output   # the team did not start
     assert seen['brain'] == 'openai' and seen['brain_options'] == {'kb': False}

@@ -26,7 +26,7 @@ def events(result, kind):
 
 
 def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     with ScriptedServer(scripted.ideal_policies()) as server:
         llm_env(server)
         result = run_episode('onboarding', tmp_path / 'run', brain='openai', domain_id=domain_id,
@@ -45,7 +45,7 @@ def test_well_behaved_llm_team_onboards_through_ros(tmp_path, domain_id, llm_env
 
 
 def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id, llm_env):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     with ScriptedServer(misbehaving_policies()) as server:
         llm_env(server, handover=False)   # the echoed failure is left to the supervisor's deadline
         result = run_episode(escalate_only('onboarding'), tmp_path / 'run', brain='openai', domain_id=domain_id,
@@ -72,7 +72,7 @@ def test_misbehaving_llm_team_is_kept_correct_by_the_guards(tmp_path, domain_id,
 
 @pytest.mark.parametrize('scenario', ['no_path', 'unknown_badge'])
 def test_llm_team_escalates_what_it_cannot_fix(scenario, tmp_path, domain_id, llm_env):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     with ScriptedServer(scripted.ideal_policies()) as server:
         llm_env(server)
         result = run_episode(scenario, tmp_path / 'run', brain='openai', domain_id=domain_id,
@@ -86,7 +86,7 @@ def test_llm_team_escalates_what_it_cannot_fix(scenario, tmp_path, domain_id, ll
 
 def test_a_recorded_run_replays_offline_through_ros(tmp_path, domain_id, llm_env, monkeypatch):
     from robot_team.llm.client import Cassette
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     cassette = tmp_path / 'onboarding.jsonl'
     monkeypatch.setenv('ROBOT_TEAM_LLM_CASSETTE', str(cassette))
     monkeypatch.setenv('ROBOT_TEAM_LLM_CASSETTE_MODE', 'record')

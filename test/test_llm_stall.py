@@ -45,7 +45,7 @@ def llm_env(monkeypatch):
 
 
 def run(scenario, tmp_path, domain_id, **kw):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     return run_episode(scenario, tmp_path / 'run', brain='openai', domain_id=domain_id,
                        brain_options={'kb': False}, real_time_factor=REAL_TIME_FACTOR, clock='wall', **kw)
 

@@ -167,7 +167,7 @@ def test_run_with_a_model_that_is_not_installed_is_bad_input(tmp_path, monkeypat
     monkeypatch.setitem(MODELS, MODEL_1_5B.name, missing)
     result = CliRunner().invoke(app, ['run', '--brain', 'local', '--model', '1.5b', '--quiet',
                                       '--out', str(tmp_path / 'run')])
-    assert result.exit_code == 2, result.output    # bad input (robot_team.lifecycle's exit codes)
+    assert result.exit_code == 2, result.output    # bad input (robot_team.run.lifecycle's exit codes)
     text = ' '.join(result.output.split())
     assert f"local model '{MODEL_1_5B.name}'" in text and 'requirements/local-llm-1.5b.txt' in text
     report = json.loads((tmp_path / 'run' / 'report.json').read_text())
@@ -184,7 +184,7 @@ def test_openai_brain_without_an_endpoint_names_the_local_one(tmp_path, monkeypa
     for name in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ROBOT_TEAM_LLM_BASE_URL', 'ROBOT_TEAM_LLM_API_KEY'):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(app, ['run', '--brain', 'openai', '--quiet', '--out', str(tmp_path / 'run')])
-    assert result.exit_code == 2    # bad input (robot_team.lifecycle's exit codes)
+    assert result.exit_code == 2    # bad input (robot_team.run.lifecycle's exit codes)
     text = ' '.join(result.output.split())
     assert 'no LLM endpoint configured' in text and 'robot-team run --brain local' in text
     report = json.loads((tmp_path / 'run' / 'report.json').read_text())
@@ -235,7 +235,7 @@ def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, dom
     from robot_team.contracts.config import load_scenario
     from robot_team.evaluation.rubric import score_run_dir
     from robot_team.llm.record import exchanges
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     # The wall time of a CPU model is bounded by the number of requests: a small budget per task
     # (a stuck small model reports failure sooner), and each request charged 20 sim s in lockstep
     # within a 600 s sim limit (at most ~30 requests).

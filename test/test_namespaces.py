@@ -13,7 +13,7 @@ import pytest
 
 from robot_team.contracts.config import ConfigError
 from robot_team.contracts.names import clock_remap, join, team_namespace_of, validate_namespace
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 
 def test_namespace_helpers():

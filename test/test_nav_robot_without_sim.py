@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 BLOCKER = textwrap.dedent('''
     import sys

@@ -1,6 +1,6 @@
 """Restart of a node that dies (issue 19): the policy, the runner's bookkeeping, DDS liveliness, a real kill.
 
-- :class:`robot_team.restarts.RestartPolicy` without ROS: delay, attempts, exhaustion, never;
+- :class:`robot_team.run.restarts.RestartPolicy` without ROS: delay, attempts, exhaustion, never;
 - the runner's wiring without ROS: a node process that always exits nonzero is restarted
   ``max_restarts`` times with the same command line, its log appended, then stays down
   (recorded); a node that dies during start-up is still a start error, never restarted;
@@ -27,9 +27,9 @@ import pytest
 
 from robot_team.contracts.config import load_scenario
 from robot_team.contracts.events import EventKind
-from robot_team.restarts import (FASTDDS_PROFILES_VARIABLE, RestartError, RestartPolicy, dds_environment,
-                                 liveness_profile)
-from robot_team.runner import Episode
+from robot_team.run.restarts import (FASTDDS_PROFILES_VARIABLE, RestartError, RestartPolicy, dds_environment,
+                                     liveness_profile)
+from robot_team.run.episode import Episode
 
 from ros_helpers import wait_for
 

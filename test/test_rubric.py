@@ -26,7 +26,7 @@ NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DIS
 @pytest.fixture(scope='module')
 def recorded_dir(tmp_path_factory):
     """The run folder of one protocol-brain onboarding episode (the published case)."""
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     folder = tmp_path_factory.mktemp('onboarding')
     result = run_episode('onboarding', folder, domain_id=reserve_domain_id())
     assert result.report['outcome'] == 'success', json.dumps(result.report['tasks'], indent=1)[:2000]

@@ -21,7 +21,7 @@ NAV, INFO, DISPLAY = TaskType.NAVIGATION, TaskType.INFO_COLLECTION, TaskType.DIS
 
 
 def test_scripted_failure_modes_lose_the_expected_points(tmp_path, domain_id, monkeypatch):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     with fakeserver.ScriptedServer(misbehaving_policies()) as server:
         use_llm_server(monkeypatch, server, handover=False)   # the echo is left to the deadline
         result = run_episode(escalate_only('onboarding'), tmp_path / 'run', brain='openai', domain_id=domain_id,

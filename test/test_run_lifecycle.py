@@ -43,7 +43,7 @@ def hanging_manager(server, n=50, delay_s=120.0):
 
 
 def test_two_in_process_episodes_back_to_back_leave_nothing_running(tmp_path, domain_id, monkeypatch, capfd):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     with ScriptedServer(scripted.ideal_policies()) as server:
         use_llm_server(monkeypatch, server)
         monkeypatch.setenv('ROBOT_TEAM_LLM_TIMEOUT_S', '100')
@@ -162,7 +162,7 @@ def test_ctrl_c_stops_a_run_with_one_process_per_node(tmp_path, domain_id):
 
 def test_sigint_while_a_robot_waits_on_a_page_stops_at_once_in_process(tmp_path, domain_id):
     """The simulator holds the page in sim time; the stop releases it (it once hung the executor's shutdown)."""
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     paging, sent = threading.Event(), []
 
     def on_event(event):

@@ -41,7 +41,7 @@ def decoder(channel):
 
 
 def test_a_websocket_client_receives_the_live_scene_of_a_running_episode(domain_id, tmp_path):
-    from robot_team.runner import Episode
+    from robot_team.run.episode import Episode
     episode = Episode(load_scenario('onboarding'), tmp_path / 'run', domain_id=domain_id, foxglove_port=0)
     result = {}
     runner = threading.Thread(target=lambda: result.update(run=episode.run()), daemon=True)

@@ -28,7 +28,7 @@ NAV = 'navigation_robot'
 
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
-    from robot_team.runner import run_episode
+    from robot_team.run.episode import run_episode
     out = tmp_path_factory.mktemp('scene_run')
     domain = reserve_domain_id()
     try:

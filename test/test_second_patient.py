@@ -21,12 +21,12 @@ from robot_team.contracts.cases import WaitingCase, case_key, next_case
 from robot_team.contracts.config import load_scenario
 from robot_team.core.manager_cases import run_outcome
 from robot_team.contracts.events import EventKind, TeamEventModel
-from robot_team.lifecycle import EXIT_AS_EXPECTED, exit_code
+from robot_team.run.lifecycle import EXIT_AS_EXPECTED, exit_code
 from robot_team.msg import PatientArrival
 from robot_team.run_report import case_results
 from robot_team.contracts.reports import TaskReportModel
 from robot_team.ros.messages import reliable_qos
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 from robot_team.rules.workflow.rules import StaffFacts
 from team_harness import InMemoryTeam, Recorder
 from test_no_stall import ROBOTS, supervisor

@@ -108,7 +108,7 @@ def test_kill_9_of_the_supervisor_mid_task_in_a_whole_episode(domain_id, tmp_pat
     from pathlib import Path
 
     import robot_team
-    from robot_team.runner import Episode
+    from robot_team.run.episode import Episode
     scenario = load_scenario('onboarding')
     episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id, real_time_factor=4.0)
     restarted = {}

@@ -14,7 +14,7 @@ from robot_team.contracts.config import ConfigError, load_scenario
 from robot_team.evaluation.truth import audit, load_truth
 from robot_team.contracts.events import sequence_gaps
 from robot_team.recorder import read_jsonl
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 REPORT_KEYS = {'scenario', 'outcome', 'tasks', 'escalations', 'sim_time_s', 'wall_time_s', 'reflection', 'events'}
 
@@ -141,7 +141,7 @@ def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
     import threading
     import time
 
-    from robot_team.runner import Episode
+    from robot_team.run.episode import Episode
     scenario = load_scenario('all_available').model_copy(update={'time_limit_s': 400.0})
     # no restart (max_restarts 0): the robot stays down (test/test_restart.py: a killed robot restarts)
     episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id, max_restarts=0)

@@ -447,7 +447,7 @@ class ManagerNode(Node):
 
         Only for a robot the supervisor noticed lost and back: its dead incarnation stays in the graph
         (and matched) until DDS drops its participant (its lease: 3 s with the team's profile,
-        :mod:`robot_team.restarts`); a goal sent meanwhile may reach only the dead one. The
+        :mod:`robot_team.run.restarts`); a goal sent meanwhile may reach only the dead one. The
         supervisor says it is back once the dead one left its own graph; this covers the manager's
         graph lagging behind.
         """

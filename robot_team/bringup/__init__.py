@@ -8,10 +8,11 @@
   anything starts); ``launch/*.launch.py`` turn it into launch actions.
 - :mod:`~robot_team.bringup.episode`: the episode's end for ``ros2 launch`` (record and report.json).
 
-No import of ``robot_team.sim``, ``robot_team.runner`` or the nodes (``robot_team.agents``), not
-even indirectly (a contract of ``setup.cfg``): the launch files run
-on machines (physical robots) where the simulator is not used. What the team's nodes are and
-their parameters come from :mod:`robot_team.nodes_plan`, below the runner. rclpy is imported
+No import of ``robot_team.sim``, ``robot_team.run`` (but its rclpy-free :mod:`robot_team.run.restarts`:
+the restart defaults and DDS profile launch's respawn shares) or the nodes (``robot_team.agents``),
+not even indirectly (a contract of ``setup.cfg``): the launch files run on machines (physical
+robots) where the simulator is not used. What the team's nodes are and their parameters come from
+:mod:`robot_team.nodes_plan`, below the runner. rclpy is imported
 (through :mod:`robot_team.tools.localization` and :mod:`robot_team.llm.lockstep`, for their
 names): a physical robot has ROS 2 installed; :mod:`~robot_team.bringup.episode` is a node.
 """

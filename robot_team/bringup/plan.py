@@ -9,7 +9,7 @@ world, model, bridge, params or map file, a robot without a dock, a map that dis
 world.
 
 The team's nodes (manager, supervisor, operator, robots) and the hospital's systems respawn when
-they die, as ``robot-team run --processes`` restarts them (:mod:`robot_team.restarts`: the same
+they die, as ``robot-team run --processes`` restarts them (:mod:`robot_team.run.restarts`: the same
 delay and the same most restarts), and every process of a launch gets the team's Fast DDS profile
 (participant lease 3 s: a dead node leaves the graph within seconds) unless
 ``FASTDDS_DEFAULT_PROFILES_FILE`` is already set. What cannot resume is not respawned (see
@@ -43,8 +43,8 @@ from robot_team.contracts.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
 from robot_team.nodes_plan import node_parameters, prepare, team_nodes
-from robot_team.restarts import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE,
-                                 LIVENESS_PROFILE)
+from robot_team.run.restarts import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE,
+                                     LIVENESS_PROFILE)
 from robot_team.tools.localization import POSE_SOURCES
 
 PACKAGE = 'robot_team'

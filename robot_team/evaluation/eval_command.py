@@ -18,10 +18,10 @@ from robot_team.evaluation.judge import make_judge
 from robot_team.evaluation.parallel import SchedulerError
 from robot_team.evaluation.trials import (
     CHANCE_BRAIN, CONDITIONS, TrialInterrupted, parallel_domains, run_trials, write_outputs)
-from robot_team.lifecycle import exit_code
+from robot_team.run.lifecycle import exit_code
 from robot_team.llm.local import MODEL_HELP, check_model, resolve_model
 from robot_team.llm.lockstep import check_llm_clock
-from robot_team.runner import check_brain
+from robot_team.run.llm_endpoint import check_brain
 
 console = Console()
 

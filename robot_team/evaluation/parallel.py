@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from robot_team.lifecycle import Interrupt
+from robot_team.run.lifecycle import Interrupt
 
 SCHEDULER_TIMEOUT_S = 10.0
 """Wall seconds to wait for the scheduler at ``scheduler``'s address to answer."""

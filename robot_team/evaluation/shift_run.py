@@ -2,7 +2,7 @@
 
 A shift is a :class:`~robot_team.contracts.config.Scenario` with ``arrivals`` (a shift file, or
 :func:`robot_team.evaluation.shift.generate_shift`). It runs as one episode of one team on the
-embedded simulator (:func:`robot_team.runner.run_episode`): every arrival opens a case, served
+embedded simulator (:func:`robot_team.run.episode.run_episode`): every arrival opens a case, served
 ``cases_at_once`` at a time (the shift's), most urgent first (``robot_team.contracts.cases``). ``shift.json``::
 
     {shift, brain, cases_at_once, fleet, kb, lessons, outcome, wall_time_s, sim_time_s,
@@ -27,7 +27,7 @@ from robot_team.evaluation.truth import TruthInputError, false_successes
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.names import RobotId, Role, role_name
 from robot_team.run_report import case_events
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 
 def robot_spans(events: list[TeamEventModel]) -> dict[str, list[tuple[float, float, str]]]:
@@ -119,7 +119,7 @@ def case_rubric(events: list[TeamEventModel], case_id: str) -> dict:
 def run_shift(shift: Scenario, out_dir: Path | str, **options) -> dict:
     """Run ``shift`` on one team and write ``shift.json``, ``summary.md`` and ``summary.png`` in ``out_dir``.
 
-    ``options`` go to :func:`robot_team.runner.run_episode` (brain, domain_id, clock...). Returns
+    ``options`` go to :func:`robot_team.run.episode.run_episode` (brain, domain_id, clock...). Returns
     the ``shift.json`` content (see the module docstring; times in sim s).
     """
     out = Path(out_dir)

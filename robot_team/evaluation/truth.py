@@ -78,7 +78,7 @@ REASSIGN = 'reassign'
 """The human decision that names the HCW to escort (``robot_team.contracts.config.OperatorAnswer.decision``)."""
 
 EVENTS_FILE, STAFF_FILE, SCENARIO_FILE = 'events.jsonl', 'staff.sqlite', 'scenario.json'
-"""The files of a run folder the truth is read from (written by :func:`robot_team.runner.run_episode`)."""
+"""The files of a run folder the truth is read from (written by :func:`robot_team.run.episode.run_episode`)."""
 
 Availability = Literal['available', 'busy', 'off_shift', '']
 

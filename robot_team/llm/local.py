@@ -307,7 +307,7 @@ class LocalEndpoint:
     """A started :class:`LocalServer` as another process on this machine uses it: URL, model, settings.
 
     Picklable (a Dask worker of ``robot-team eval --jobs N`` gets one); it stands in for the
-    server where :func:`robot_team.runner.run_episode` takes ``local_llm``. The process that
+    server where :func:`robot_team.run.episode.run_episode` takes ``local_llm``. The process that
     started the server stops it: :meth:`stop` does nothing.
 
     Attributes

@@ -14,7 +14,7 @@ from robot_team.evaluation.trials.results import TrialInterrupted, TrialResult
 from robot_team.evaluation.trials.spec import (
     CHANCE_BRAIN, CHANCE_DIR, CONDITIONS, TRIAL_FILE, completed_trial, default_llm_clock, trial_dir, trial_spec)
 from robot_team.evaluation.truth import load_run
-from robot_team.runner import run_episode
+from robot_team.run.episode import run_episode
 
 
 def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: str = 'protocol',
@@ -26,7 +26,7 @@ def run_trial(scenario: str, out: Path, condition: str, trial: int, *, brain: st
     """Run (or reuse) one trial and score it.
 
     ``llm_clock`` defaults to :func:`default_llm_clock`; ``local_llm``: a started local endpoint
-    shared by the trials of ``brain`` 'local' (see :func:`robot_team.runner.run_episode`);
+    shared by the trials of ``brain`` 'local' (see :func:`robot_team.run.episode.run_episode`);
     ``model``: the name of the model it serves (recorded in ``trial.json``; a trial of another
     model is not reused). ``per_scenario`` puts the trial under ``DIR/<scenario name>/``
     (:func:`trial_dir`). ``namespace``: the team's ROS namespace (default '/'). ``seed`` (brain

@@ -1,6 +1,6 @@
 """Restarting a node that died, as a deployment does (rclpy-free).
 
-Two pieces shared by ``robot-team run --processes`` (:mod:`robot_team.runner`) and the launch
+Two pieces shared by ``robot-team run --processes`` (:mod:`robot_team.run.processes`) and the launch
 files (:mod:`robot_team.bringup.plan`, launch's ``respawn``):
 
 - :class:`RestartPolicy`: which crashed node processes start again, after what delay (wall
