@@ -5,6 +5,8 @@
   on an import of those from bringup;
 - no module of ``robot_team`` loads another by name (``importlib``, ``__import__``, ``runpy``):
   an import the contracts cannot see;
+- every module in a layer (its own package named, or itself), and bringup forbidden every module of the
+  run layer but its restart defaults;
 - no import cycle among ``robot_team`` modules, counting every import (also inside functions);
 - an import inside a function only for an optional dependency, at most 15 in all;
 - no tool or role name written as a literal outside ``robot_team.catalog`` and ``robot_team.contracts.names``;
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import configparser
 import re
 import shutil
 import subprocess
@@ -32,6 +35,8 @@ OPTIONAL = ('PySide6', 'python_qt_binding', 'xllamacpp', 'matplotlib', 'launch',
             'nav2_simple_commander', 'tf2_ros', 'ament_index_python', 'robot_team.console.app', 'distributed',
             'robot_team.console.replay')
 """What a function may import: optional dependencies (and the console's Qt app and replay, which need one)."""
+GENERATED = {'msg', 'srv', 'action'}
+"""Subpackages rosidl generates into robot_team (not ours: no layer)."""
 
 
 def _sources() -> list[tuple[str, ast.Module]]:
@@ -54,6 +59,38 @@ def test_import_linter_contracts_hold():
     run = _lint_imports(ROOT / 'setup.cfg')
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert 'BROKEN' not in run.stdout and run.stdout.count('KEPT') == 4
+
+
+def _contract(name: str) -> configparser.SectionProxy:
+    config = configparser.ConfigParser(inline_comment_prefixes=None)
+    config.read(ROOT / 'setup.cfg')
+    return config[f'importlinter:contract:{name}']
+
+
+def _modules_in(text: str) -> set[str]:
+    return set(re.findall(r'^\s*(robot_team(?:\.\w+)*)\s*$', text.replace(':', '\n').replace('|', '\n'), re.M))
+
+
+def test_every_module_is_in_a_layer():
+    # A module the layers contract does not name, nor any package above it, is checked by nothing:
+    # each layer is a package (or a named module), so a new module falls in its package's layer.
+    listed = _modules_in(_contract('layers')['layers'])
+    unlisted = []
+    for module, tree in _sources():
+        if module == 'robot_team' or module.split('.')[1] in GENERATED:
+            continue
+        parts = module.split('.')
+        covered = any('.'.join(parts[:k]) in listed for k in range(2, len(parts) + 1))
+        docstring_only = all(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) for node in tree.body)
+        if not covered and not (docstring_only and any(m.startswith(module + '.') for m in listed)):
+            unlisted.append(module)
+    assert not unlisted, f'modules in no layer of setup.cfg [importlinter:contract:layers]: {unlisted}'
+
+
+def test_bringup_is_forbidden_every_run_module_but_the_restart_defaults():
+    forbidden = _modules_in(_contract('bringup-without-simulator')['forbidden_modules'])
+    run = {module for module, _ in _sources() if module.startswith('robot_team.run.')}
+    assert run - forbidden == {'robot_team.run.restarts'}, sorted(run - forbidden)
 
 
 def test_an_upward_import_breaks_the_layers(tmp_path):
