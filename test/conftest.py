@@ -11,6 +11,12 @@ import pytest
 from ros_helpers import release_domain_ids, reserve_domain_id
 
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+if os.environ.get('PYTEST_XDIST_WORKER'):
+    # A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment (a run in one process
+    # has neither): rich fixes a console's width when the console is made, at the CLI's import, so the
+    # tests that widen its tables (CliRunner's env={'COLUMNS': ...}) would get 80 columns there.
+    for name in ('COLUMNS', 'LINES'):
+        os.environ.pop(name, None)
 
 
 @pytest.fixture
