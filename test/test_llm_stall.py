@@ -4,9 +4,10 @@ Each test runs ``run_episode(..., brain='openai')`` on the embedded simulator wi
 talking to a scripted loopback server, and a manager that fails in one way a real model did:
 it answers in text only, it stops acting after a report (endless nudges), it sends a task type
 outside the closed set, its endpoint dies mid-run. Each time the supervisor escalates within
-its deadline (sim time), the protocol brain takes over the manager's role, and nothing goes
-unrecorded: every request has its reply or error, every invalid call its event, the record
-has no gap, and the rubric's attempted view does not credit the LLM with the fallback's work.
+its deadline (sim time, on the follow clock), the protocol brain takes over the manager's role,
+and nothing goes unrecorded: every request has its reply or error, every invalid call its event,
+the record has no gap, and the rubric's attempted view does not credit the LLM with the
+fallback's work.
 """
 
 import threading
@@ -15,6 +16,7 @@ import time
 import pytest
 
 from llm_scripts import use_llm_server
+from robot_team.contracts.clock_sync import DEFAULT_MAX_STEP_SIZE_S
 from robot_team.contracts.config import OperatorAnswer, load_scenario
 from robot_team.evaluation.rubric import score_run
 from robot_team.llm import scripted
@@ -26,10 +28,14 @@ pytest.importorskip('robot_team.sim.motion_node')
 CHECK_PERIOD_S = 0.5
 """The supervisor's deadline check period, sim s (a missed deadline is escalated within it)."""
 
-REAL_TIME_FACTOR = 40.0
+LATENCY_S = 2 * DEFAULT_MAX_STEP_SIZE_S
+"""Sim s the supervisor may take to receive a cue, or to record a miss: two steps of the follow clock.
 
-LATENCY_S = 0.1 * REAL_TIME_FACTOR
-"""Sim s the supervisor may take to notice and record a miss: 0.1 s of wall time (a loaded machine) at 40x."""
+The episodes run on the follow clock, which steps only once every node (the supervisor too) caught
+up: how busy the machine is changes how long a step takes in wall time, never what a step sees. A
+message published in one step reaches the supervisor in that step or the next (it and the next
+``/clock`` may be taken in either order).
+"""
 
 
 @pytest.fixture
@@ -47,7 +53,7 @@ def llm_env(monkeypatch):
 def run(scenario, tmp_path, domain_id, **kw):
     from robot_team.run.episode import run_episode
     return run_episode(scenario, tmp_path / 'run', brain='openai', domain_id=domain_id,
-                       brain_options={'kb': False}, real_time_factor=REAL_TIME_FACTOR, clock='wall', **kw)
+                       brain_options={'kb': False}, clock='follow', **kw)
 
 
 def of(result, kind, actor=None):
@@ -81,7 +87,7 @@ def assert_escalated_in_time(result, deadline_kind, cue_event, deadline_s):
     assert missed, [e.summary for e in of(result, 'deadline_missed')]
     escalation = next(e for e in of(result, 'escalation', 'supervisor') if e.stamp_s >= missed[0].stamp_s)
     assert escalation.data['raised_by'] == 'supervisor'
-    assert abs(missed[0].data['due_s'] - cue_event.stamp_s - deadline_s) < LATENCY_S   # runs from the cue
+    assert abs(missed[0].data['due_s'] - cue_event.stamp_s - deadline_s) <= LATENCY_S   # runs from the cue
     # one latency for the supervisor to receive the cue (the deadline starts then), one to record the miss
     assert deadline_s <= escalation.stamp_s - cue_event.stamp_s <= deadline_s + CHECK_PERIOD_S + 2 * LATENCY_S
     [takeover] = of(result, 'takeover', 'manager')

@@ -292,7 +292,10 @@ def test_locate_page_and_display_services(graph_factory):
 
 
 def test_escort_produces_badge_scan_and_arrival(graph_factory):
-    graph = graph_factory('unknown_badge', rtf=100.0)
+    # The hospital sees the robot only through amcl_pose (nothing while it stands): it infers a
+    # stop from seconds of silence. On the follow clock (capped at 100x) sim time waits for the
+    # hospital, so a busy machine cannot stretch the silence between two poses past that.
+    graph = graph_factory('unknown_badge', rtf=100.0, motion_params=[Parameter('clock_mode', value='follow')])
     arrivals, scans = [], []
     graph.client.create_subscription(PatientArrival, PATIENT_ARRIVALS, arrivals.append, LATCHED)
     graph.client.create_subscription(BadgeScan, BADGE_SCANS, scans.append,
@@ -318,6 +321,7 @@ def test_escort_produces_badge_scan_and_arrival(graph_factory):
     assert all(s.header.stamp.sec > 0 for s in scans)
     assert wait_for(lambda: graph.sim_events('hcw_arrived'), 5.0)
     assert graph.sim_events('hcw_arrived')[0].data['room'] == 'ER-12'
+    assert graph.motion.clock_followers == ['/hospital_systems']
 
 
 @pytest.mark.multiprocess
