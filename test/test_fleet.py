@@ -6,6 +6,8 @@ name is what the gate, the liveness watch, the hold's cancels and the simulator 
 behaviour with a fleet is in ``test_cases_at_once``; a real graph in ``test_second_patient``.
 """
 
+import json
+
 import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
@@ -18,7 +20,11 @@ from robot_team.contracts.config import load_scenario
 from robot_team.contracts.floor import FloorError, load_floor
 from robot_team.run.lifecycle import EXIT_BAD_INPUT
 from robot_team.contracts.liveness import watched
-from robot_team.contracts.names import OPERATIONAL_ROLES, fleet_robots, parse_fleet, role_name, validate_robots
+from robot_team.brains.protocol import protocol_robot_brain
+from robot_team.contracts.names import (
+    OPERATIONAL_ROLES, Role, fleet_robots, parse_fleet, role_name, validate_robots)
+from robot_team.core.robot import RobotCore
+from robot_team.tools.base import Toolbox
 from robot_team.nodes_plan import team_nodes
 from robot_team.run.episode import Episode
 from robot_team.sim.motion import MotionEngine
@@ -36,6 +42,26 @@ def test_a_fleets_robots_are_named_after_their_role_and_parse_back(fleet):
     assert all(role_of(r).role.value == role_name(r) for r in robots)
     assert parse_fleet(','.join(f'{role}={n}' for role, n in fleet.items())) == fleet
     assert fleet_robots('display_robot', 1) == ['display_robot']   # one robot: the role's own name
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(list(Role)), st.integers(2, 12))
+def test_a_role_is_its_name_wherever_a_name_goes(role, n):
+    # A Role member in an f-string, str() or JSON is its value: a fleet's name built from the
+    # member, a log line, a node name never read 'Role.NAVIGATION'.
+    assert f'{role}_{n}' == f'{role.value}_{n}' and str(role) == role.value
+    assert json.loads(json.dumps({'role': role})) == {'role': role.value}
+    assert Role(str(role)) is role
+    assert role_name(f'{role}_{n}') == (role if role in OPERATIONAL_ROLES else f'{role}_{n}')
+
+
+def test_a_robot_core_keeps_its_role_as_a_role_and_refuses_an_unknown_one():
+    brain = protocol_robot_brain('display_robot')
+    core = RobotCore('display_robot', brain, Toolbox('display_robot_2'), emit=lambda *a, **k: None,
+                     now=lambda: 0.0, robot='display_robot_2')
+    assert core.role is Role.DISPLAY and core.robot == 'display_robot_2'
+    with pytest.raises(ValueError, match="unknown robot role 'vacuum_robot'"):
+        RobotCore('vacuum_robot', brain, Toolbox('vacuum_robot'), emit=lambda *a, **k: None, now=lambda: 0.0)
 
 
 @pytest.mark.parametrize('name', ['manager', 'navigation_robot_0', 'navigation_robot_x', 'vacuum_robot_2',

@@ -49,7 +49,7 @@ from robot_team.tools.base import Toolbox
 from robot_team.tools.roles import implementation_class
 
 
-def make_brain(role: str, brain: str, *, events=None, kb: bool = True, base_url: str = '',
+def make_brain(role: Role, brain: str, *, events=None, kb: bool = True, base_url: str = '',
                hold=None, model: str = '', decoding: str = '') -> RobotBrain:
     """Return robot ``role``'s brain of kind ``brain`` ('protocol', or an LLM brain: 'openai', 'local', 'random').
 
@@ -109,11 +109,12 @@ class RobotNode(Node):
         If ``role`` is not an operational robot.
     """
 
-    def __init__(self, role: str, brain: RobotBrain | None = None, *, robot: RobotId = NO_ROBOT,
+    def __init__(self, role: Role | str, brain: RobotBrain | None = None, *, robot: RobotId = NO_ROBOT,
                  namespace: str | None = None, context=None, parameter_overrides=None):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
-        robot = robot or role
+        role = Role(role)
+        robot = robot or RobotId(role.value)
         # The robot's own namespace (default /<robot>); a command-line ``-r __ns:=...`` overrides it.
         super().__init__(robot, namespace=namespace or f'/{robot}', context=context,
                          parameter_overrides=parameter_overrides or [])
@@ -313,7 +314,7 @@ class RobotNode(Node):
         super().destroy_node()
 
 
-def _main(role: str, args=None) -> int:
+def _main(role: Role, args=None) -> int:
     # Multi-threaded: the brain blocks in the action's execute callback while other threads
     # deliver service responses, Nav2 feedback and results to its tools.
     return spin_node(role, lambda: RobotNode(role), lambda: MultiThreadedExecutor(num_threads=4), args)
@@ -321,17 +322,17 @@ def _main(role: str, args=None) -> int:
 
 def main_navigation(args=None) -> int:
     """Run the navigation robot (``ros2 run robot_team navigation_robot``)."""
-    return _main(Role.NAVIGATION.value, args)
+    return _main(Role.NAVIGATION, args)
 
 
 def main_info_collection(args=None) -> int:
     """Run the info-collection robot (``ros2 run robot_team info_collection_robot``)."""
-    return _main(Role.INFO_COLLECTION.value, args)
+    return _main(Role.INFO_COLLECTION, args)
 
 
 def main_display(args=None) -> int:
     """Run the display robot (``ros2 run robot_team display_robot``)."""
-    return _main(Role.DISPLAY.value, args)
+    return _main(Role.DISPLAY, args)
 
 
 def main(args=None) -> int:

@@ -211,7 +211,7 @@ class ManagerProtocolBrain(ManagerBrain):
         return Reflection(task_outcomes=outcomes, recovery_attempts=recovery, lessons_learned=lessons)
 
 
-def protocol_robot_brain(role: str) -> RobotBrain:
+def protocol_robot_brain(role: Role | str) -> RobotBrain:
     """Return the protocol brain of robot ``role`` (namespace).
 
     Raises

@@ -25,7 +25,19 @@ from enum import Enum
 from typing import NewType
 
 
-class Role(str, Enum):
+class NameEnum(str, Enum):
+    """A closed set of names whose members *are* their names: ``str()`` and f-strings give the value.
+
+    As Python 3.11's ``enum.StrEnum`` (the package supports 3.10): ``f'{Role.NAVIGATION}_2'`` is
+    ``'navigation_robot_2'``, never ``'Role.NAVIGATION_2'``, so a member can go wherever its name goes
+    (a node name, a namespace, a log line, a message field).
+    """
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Role(NameEnum):
     """The roles (kinds of robot) of the ED team; the value is the node name of its first robot (and its namespace)."""
 
     MANAGER = 'manager'
@@ -42,7 +54,7 @@ NO_ROBOT = RobotId('')
 """The empty robot ID: no robot (an unassigned task, a team-wide escalation) or, as a filter, every robot."""
 
 
-class Tool(str, Enum):
+class Tool(NameEnum):
     """The operational robots' tools (the value is the name the LLM and the record use).
 
     Declared here, with the roles, so that every module below the catalog (each role's

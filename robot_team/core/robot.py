@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from robot_team.brains.base import BrainReport, ProgressFn, RobotBrain, TaskSpec
 from robot_team.contracts.events import EventKind
-from robot_team.contracts.names import NO_ROBOT, RobotId
+from robot_team.contracts.names import NO_ROBOT, RobotId, Role
 from robot_team.rules.grounding import contradictions, success_problems, world_problems
 from robot_team.contracts.reports import TaskReportModel, TaskStatus
 from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, role_of
@@ -40,7 +40,7 @@ class RobotCore:
     Parameters
     ----------
     role
-        ``'navigation_robot'``, ``'info_collection_robot'`` or ``'display_robot'``.
+        Its :class:`~robot_team.contracts.names.Role` (or the role's name): kept as the member.
     brain
         The robot's brain.
     toolbox
@@ -62,12 +62,12 @@ class RobotCore:
         If ``role`` is not an operational robot.
     """
 
-    def __init__(self, role: str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float],
+    def __init__(self, role: Role | str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float],
                  observe: Observe | None = None, *, robot: RobotId = NO_ROBOT):
         if role not in ROLE_TASK:
             raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
-        self.role = role
-        self.robot = robot or role
+        self.role = Role(role)
+        self.robot = robot or RobotId(self.role.value)
         self.task_type = ROLE_TASK[role]
         self.brain = brain
         self.toolbox = toolbox

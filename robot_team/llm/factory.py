@@ -107,7 +107,7 @@ def clock_hold(node, robot: RobotId, llm_clock: str) -> Callable[[], ContextMana
     return ClockHoldPublisher(node, robot)
 
 
-def llm_robot_brain(role: str, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None,
+def llm_robot_brain(role: Role, kind: str, *, emit=None, kb: bool = True, base_url: str = '', hold=None,
                     model: str = '', decoding: str = ''):
     """Return robot ``role``'s LLM brain of ``kind`` (see :func:`brain_settings`; ``hold`` from :func:`clock_hold`)."""
     settings = brain_settings(kind, base_url, model, decoding)

@@ -70,7 +70,7 @@ def parse_kb(text: str) -> list[tuple[str, set[str], str]]:
 
 
 @functools.lru_cache(maxsize=16)
-def kb_for(role: str, folder: str | None = None) -> str:
+def kb_for(role: Role | str, folder: str | None = None) -> str:
     """Return the KB sections meant for role ``role`` (or ``all``) as compact Markdown, then its worked example."""
     root = Path(folder) if folder else share_dir() / 'config' / 'kb'
     parts = []
@@ -84,7 +84,7 @@ def kb_for(role: str, folder: str | None = None) -> str:
     return '\n'.join(parts)
 
 
-def worked_example(role: str) -> str:
+def worked_example(role: Role | str) -> str:
     """Return role ``role``'s worked example, generated from the catalog and the workflow ('' for an unknown role).
 
     An operational robot: its tools in the catalog's order, one call per reply, then the report,

@@ -83,9 +83,9 @@ class LLMRobotBrain(RobotBrain):
         message it will see, minus the tool's own work (the robot's physical action).
     """
 
-    def __init__(self, role: str, settings: LLMSettings | None = None, emit: Emit | None = None, *,
+    def __init__(self, role: Role | str, settings: LLMSettings | None = None, emit: Emit | None = None, *,
                  kb: bool = True, client: ChatClient | None = None):
-        self.role = role
+        self.role = Role(role)
         self.settings = settings or LLMSettings()
         self._emit = emit or no_emit
         self.client = client or ChatClient(self.settings, role, emit)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from robot_team.brains.base import BrainReport, ManagerObservation
 from robot_team.catalog import REPORT_TOOL, ROLES_BY_NAME, TOOLS, ManagerTool
 from robot_team.contracts.escalation_model import closing_abort
+from robot_team.contracts.names import Role
 from robot_team.contracts.reports import OPERATIONAL_TASKS, Reflection, TaskStatus
 from robot_team.tools.base import Toolbox
 from robot_team.rules.workflow.rules import TaskOutline, reflection_wait
@@ -179,7 +180,7 @@ every item and its free texts ends within a small model's ``max_tokens`` (384 fo
 a model that looped inside a waypoint list had its report cut there, and was taken over."""
 
 
-def report_schema(role: str) -> dict:
+def report_schema(role: Role | str) -> dict:
     """Return role ``role``'s ``submit_report`` definition: its ``data`` described by the role's ``report_data``.
 
     The items are optional properties (:data:`REPORT_ITEM` values) with their descriptions
