@@ -2,7 +2,9 @@
 
 The test plays the manager: it sends ExecuteTask goals and checks the robots' reports, their
 ground-truth evidence, cancellation, bad input (unknown room, staff directory that cannot be
-opened) and role enforcement (a robot rejects another robot's task).
+opened) and role enforcement (a robot rejects another robot's task). The simulator runs the
+follow clock (capped at 50x): sim time waits for the robots and the hospital, so a busy machine
+cannot change what they see (the hospital infers a stop from seconds without a pose).
 """
 
 import json
@@ -43,7 +45,8 @@ def graph(ros_context, executor, tmp_path):
         sim = [HospitalSystemsNode(scenario, context=ros_context,
                                    parameter_overrides=[Parameter('use_sim_time', value=True)]),
                MotionSimNode(scenario, context=ros_context,
-                             parameter_overrides=[Parameter('real_time_factor', value=50.0)])]
+                             parameter_overrides=[Parameter('real_time_factor', value=50.0),
+                                                  Parameter('clock_mode', value='follow')])]
         client_node = rclpy.create_node('test_manager', context=ros_context)
         # the test is the supervisor too: it takes every report a robot submits (as the real one, on
         # team/supervisor/submit_report), so a robot never waits out its timeouts for a supervisor
