@@ -28,13 +28,15 @@ pytest.importorskip('robot_team.sim.motion_node')
 CHECK_PERIOD_S = 0.5
 """The supervisor's deadline check period, sim s (a missed deadline is escalated within it)."""
 
-LATENCY_S = 2 * DEFAULT_MAX_STEP_SIZE_S
-"""Sim s the supervisor may take to receive a cue, or to record a miss: two steps of the follow clock.
+LATENCY_S = 10 * DEFAULT_MAX_STEP_SIZE_S
+"""Sim s the supervisor may take to serve a cue, or to record a miss: ten steps of the follow clock.
 
-The episodes run on the follow clock, which steps only once every node (the supervisor too) caught
-up: how busy the machine is changes how long a step takes in wall time, never what a step sees. A
-message published in one step reaches the supervisor in that step or the next (it and the next
-``/clock`` may be taken in either order).
+The episodes run on the follow clock, which steps only once every node (the supervisor too)
+acknowledged the last step. A node acknowledges a step when it receives ``/clock``, not once it
+has served every callback waiting for it, so on a busy machine a report may wait a few steps before
+the supervisor serves it (3 beside the other xdist worker, stop 40's rehearsal). The deadline runs
+from that moment (the ``started_s`` of its record), which the tests check exactly; this bound only
+says that the supervisor took the cue up, and recorded the miss, soon: seconds, not minutes.
 """
 
 
@@ -87,9 +89,12 @@ def assert_escalated_in_time(result, deadline_kind, cue_event, deadline_s):
     assert missed, [e.summary for e in of(result, 'deadline_missed')]
     escalation = next(e for e in of(result, 'escalation', 'supervisor') if e.stamp_s >= missed[0].stamp_s)
     assert escalation.data['raised_by'] == 'supervisor'
-    assert abs(missed[0].data['due_s'] - cue_event.stamp_s - deadline_s) <= LATENCY_S   # runs from the cue
-    # one latency for the supervisor to receive the cue (the deadline starts then), one to record the miss
-    assert deadline_s <= escalation.stamp_s - cue_event.stamp_s <= deadline_s + CHECK_PERIOD_S + 2 * LATENCY_S
+    miss = missed[0].data
+    # the deadline starts when the supervisor serves the cue, never before it; it is due deadline_s later
+    assert 0.0 <= miss['started_s'] - cue_event.stamp_s <= LATENCY_S, (miss['started_s'], cue_event.stamp_s)
+    assert miss['due_s'] == pytest.approx(miss['started_s'] + deadline_s) and miss['deadline_s'] == deadline_s
+    # the escalation comes once it is due, never before, within a check period (and the latency) after
+    assert miss['due_s'] <= escalation.stamp_s <= miss['due_s'] + CHECK_PERIOD_S + LATENCY_S
     [takeover] = of(result, 'takeover', 'manager')
     assert takeover.data['escalation_id'] == escalation.data['escalation_id']
     directive = of(result, 'safe_default', 'supervisor')[0]
