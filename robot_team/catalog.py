@@ -226,12 +226,25 @@ def role_of(robot: 'Role | RobotId') -> RoleDecl:
     KeyError
         If ``robot`` is not an operational robot (e.g. the manager).
     """
-    value = robot.value if isinstance(robot, Role) else robot
+    value = str(robot)   # a Role is its name (names.NameEnum)
     try:
         return ROLES_BY_NAME[role_name(value)]
     except KeyError:
         raise KeyError(f'{value!r} is not an operational robot (expected one of {", ".join(OPERATIONAL_ROBOTS)})') \
             from None
+
+
+def operational_role(role: 'Role | str') -> Role:
+    """Return ``role`` (a role, or a role's name) as the :class:`Role` of an operational robot.
+
+    Raises
+    ------
+    ValueError
+        If ``role`` is not an operational robot's role (e.g. the manager, or a fleet robot's name).
+    """
+    if role not in ROLE_TASK:
+        raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
+    return Role(role)
 
 
 _TOOL_ATTR = '__robot_team_tool__'

@@ -34,7 +34,7 @@ LATENCY_S = 10 * DEFAULT_MAX_STEP_SIZE_S
 The episodes run on the follow clock, which steps only once every node (the supervisor too)
 acknowledged the last step. A node acknowledges a step when it receives ``/clock``, not once it
 has served every callback waiting for it, so on a busy machine a report may wait a few steps before
-the supervisor serves it (3 beside the other xdist worker, stop 40's rehearsal). The deadline runs
+the supervisor serves it (3 beside the other xdist worker in a rehearsal, 2026-11-28). The deadline runs
 from that moment (the ``started_s`` of its record), which the tests check exactly; this bound only
 says that the supervisor took the cue up, and recorded the miss, soon: seconds, not minutes.
 """

@@ -28,7 +28,7 @@ from robot_team.contracts import names
 from robot_team.action import ExecuteTask
 from robot_team.brains.base import RobotBrain, TaskSpec
 from robot_team.brains.protocol import protocol_robot_brain
-from robot_team.catalog import ROLE_TASK, role_of
+from robot_team.catalog import ROLE_TASK, operational_role, role_of
 from robot_team.contracts.config import ConfigError
 from robot_team.core.robot import RobotCore
 from robot_team.contracts.errors import ToolError
@@ -111,9 +111,7 @@ class RobotNode(Node):
 
     def __init__(self, role: Role | str, brain: RobotBrain | None = None, *, robot: RobotId = NO_ROBOT,
                  namespace: str | None = None, context=None, parameter_overrides=None):
-        if role not in ROLE_TASK:
-            raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
-        role = Role(role)
+        role = operational_role(role)
         robot = robot or RobotId(role.value)
         # The robot's own namespace (default /<robot>); a command-line ``-r __ns:=...`` overrides it.
         super().__init__(robot, namespace=namespace or f'/{robot}', context=context,

@@ -20,7 +20,7 @@ from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import NO_ROBOT, RobotId, Role
 from robot_team.rules.grounding import contradictions, success_problems, world_problems
 from robot_team.contracts.reports import TaskReportModel, TaskStatus
-from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, role_of
+from robot_team.catalog import ROLE_TASK, TaskFacts, WorldFact, operational_role, role_of
 from robot_team.tools.base import Toolbox
 
 Emit = Callable[..., object]
@@ -64,11 +64,9 @@ class RobotCore:
 
     def __init__(self, role: Role | str, brain: RobotBrain, toolbox: Toolbox, emit: Emit, now: Callable[[], float],
                  observe: Observe | None = None, *, robot: RobotId = NO_ROBOT):
-        if role not in ROLE_TASK:
-            raise ValueError(f"unknown robot role '{role}': expected one of {', '.join(ROLE_TASK)}")
-        self.role = Role(role)
+        self.role = operational_role(role)
         self.robot = robot or RobotId(self.role.value)
-        self.task_type = ROLE_TASK[role]
+        self.task_type = ROLE_TASK[self.role]
         self.brain = brain
         self.toolbox = toolbox
         self._emit = emit
