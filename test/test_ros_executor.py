@@ -137,6 +137,35 @@ def test_a_qos_event_reaches_its_callback(ros_context):
         spinning.close()
 
 
+def test_a_parameter_and_a_type_description_request_are_served(ros_context):
+    # A node's parameter and type-description services are waited on every EVENT_POLL_S only, and
+    # its own services on every wait: each is answered, and only the tools' ones are left out between.
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+    from type_description_interfaces.srv import GetTypeDescription
+
+    from robot_team.ros.executor import _is_infrastructure
+
+    node = Node('params', context=ros_context, parameter_overrides=[Parameter('speed', value=0.5)],
+                automatically_declare_parameters_from_overrides=True)
+    node.create_service(Trigger, 'own', lambda _req, res: Trigger.Response(success=True))
+    assert sorted(_is_infrastructure(s) for s in node.services).count(False) == 1
+    asker = Node('asker', context=ros_context)
+    spinning, asking = _Spinning(ros_context, [node]), _Spinning(ros_context, [asker])
+    try:
+        params = AsyncParameterClient(asker, 'params')
+        assert params.wait_for_services(timeout_sec=10.0)
+        assert wait_future(params.get_parameters(['speed']), 10.0, 'get_parameters').values[0].double_value == 0.5
+        describe = asker.create_client(GetTypeDescription, '/params/get_type_description')
+        assert describe.wait_for_service(timeout_sec=10.0)
+        reply = wait_future(describe.call_async(GetTypeDescription.Request(type_name='std_srvs/srv/Trigger')),
+                            10.0, 'get_type_description')    # answered (no type hash asked for: refused)
+        assert isinstance(reply, GetTypeDescription.Response) and not reply.successful
+    finally:
+        spinning.close()
+        asking.close()
+
+
 def test_a_node_waits_for_its_first_clock_before_its_ros_time_has_started(ros_context, executor):
     # A robot restarted mid-episode must not stamp its work at t = 0 (before the task it serves).
     from rclpy.parameter import Parameter

@@ -16,9 +16,10 @@ for every node's acknowledgement, it spends most of the GIL on its own bookkeepi
 :class:`TeamExecutor` is a ``MultiThreadedExecutor`` (same pool, same callback groups, the same
 order of callbacks and the same rules for which entity may run) that hands a callback to the pool
 once, wakes once per callback, builds the wait set in one pass per node, and waits on the QoS
-event handlers (incompatible QoS or type; the team registers no event callback of its own) every
-:data:`EVENT_POLL_S` only. The blocking model is unchanged: a callback may block its worker
-thread waiting for a future that another worker completes.
+event handlers (incompatible QoS or type; the team registers no event callback of its own) and
+the nodes' parameter and type-description services every :data:`EVENT_POLL_S` only. The
+blocking model is unchanged: a callback may block its worker thread waiting for a future that
+another worker completes.
 
 It reads the same private state of ``rclpy.executors.Executor`` as rclpy's own executors
 (``_tasks``, ``_guard``, an entity's ``_executor_event``) and a mutually exclusive group's
@@ -42,9 +43,25 @@ from rclpy.utilities import timeout_sec_to_nsec
 
 EVENT_POLL_S = 0.1
 """Wall seconds between two waits on the nodes' QoS event handlers (incompatible QoS or type, and
-any event callback a node registers): a QoS event is handled at most this late. Each publisher and
-subscription has such handlers (about half of a team's waitable entities), each some Python calls
-per wait set built; the waits in between leave them out."""
+any event callback a node registers) and on their infrastructure services (parameters, type
+descriptions: :data:`INFRASTRUCTURE_SERVICES`): such an event or request is handled at most this
+late. Each publisher and subscription has QoS event handlers (about half of a team's waitable
+entities) and each node seven such services (most of the services a team has), each some Python
+calls per wait set built; the waits in between leave them out."""
+
+INFRASTRUCTURE_SERVICES = frozenset({'rcl_interfaces', 'type_description_interfaces'})
+"""Interface packages of the services every rclpy node offers for tools (``ros2 param``: the six
+parameter services; ``ros2 interface``: ``~/get_type_description``), waited on every
+:data:`EVENT_POLL_S` only: they serve people and tools, never the team's own exchanges."""
+
+
+def _is_infrastructure(service) -> bool:
+    """Return whether ``service`` is one of a node's tool-facing services (cached on the service)."""
+    slow = getattr(service, '_team_infrastructure', None)
+    if slow is None:
+        slow = service.srv_type.__module__.split('.', 1)[0] in INFRASTRUCTURE_SERVICES
+        service._team_infrastructure = slow
+    return slow
 
 
 def _can_execute(entity) -> bool:
@@ -223,8 +240,10 @@ class TeamExecutor(MultiThreadedExecutor):
             ready_waitables = []
             try:
                 for node in nodes_to_use:
+                    services = node.services if with_events else [
+                        srv for srv in node.services if not _is_infrastructure(srv)]
                     kinds = (_enter_executable(node.timers, entered), _enter_executable(node.subscriptions, entered),
-                             _enter_executable(node.clients, entered), _enter_executable(node.services, entered))
+                             _enter_executable(node.clients, entered), _enter_executable(services, entered))
                     n_timers += len(kinds[0])
                     n_subs += len(kinds[1])
                     n_clients += len(kinds[2])
@@ -289,7 +308,7 @@ class TeamExecutor(MultiThreadedExecutor):
                     waitable.add_to_wait_set(wait_set)
 
                 wait_nsec = timeout_nsec
-                if not with_events and timeout_nsec != 0:   # take QoS events up when due
+                if not with_events and timeout_nsec != 0:   # take QoS events and tools' requests up when due
                     due_nsec = timeout_sec_to_nsec(max(self._events_due - time.monotonic(), 0.0))
                     wait_nsec = due_nsec if timeout_nsec < 0 else min(timeout_nsec, due_nsec)
                 wait_set.wait(wait_nsec)

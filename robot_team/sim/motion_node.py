@@ -78,7 +78,8 @@ Parameters
     event (and no robot drives), sim time jumps to the step before it (:mod:`robot_team.contracts.clock_sync`;
     ``sim`` event ``clock_jump``). The same decisions, sooner.
 ``tick_hz`` (float, default 100)
-    Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement).
+    Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement;
+    without a speed cap it steps only then, and ticks at most 20 times a second).
 ``paused`` (bool, default false; may be set while running)
     Hold sim time (``/clock`` keeps being published, unchanged), as Gazebo's pause does. A
     launcher starts the node paused next to the team and resumes it once every node is up.
