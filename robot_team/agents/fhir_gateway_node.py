@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import threading
 
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Header
 
@@ -39,6 +38,7 @@ from robot_team.fhir.server import GatewayServer
 from robot_team.contracts.floor import load_floor
 from robot_team.msg import PatientArrival
 from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.messages import reliable_qos
 from robot_team.ros.stamps import now_s, s_to_stamp
 from robot_team.ros.util import spin_node
@@ -149,7 +149,7 @@ def main(args=None) -> int:
     """Run the FHIR gateway (``ros2 run robot_team fhir_gateway``)."""
     # Multi-threaded: an HTTP request waits for the supervisor's answer, which a done-callback
     # on an executor thread delivers; the HTTP server has threads of its own.
-    return spin_node('fhir_gateway', FhirGatewayNode, MultiThreadedExecutor, args)
+    return spin_node('fhir_gateway', FhirGatewayNode, TeamExecutor, args)
 
 
 if __name__ == '__main__':

@@ -35,7 +35,6 @@ import time
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team.contracts import names
@@ -59,6 +58,7 @@ from robot_team.contracts.reports import (
     OPERATIONAL_TASKS, EscalationAnswer, IssueCode, ReportAnswer, ReportError, TaskReportModel)
 from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
+from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.messages import reliable_qos, report_from_msg
@@ -503,7 +503,7 @@ def main(args=None) -> int:
     """Run the manager (``ros2 run robot_team manager``)."""
     # Multi-threaded: report results, escalations and human decisions arrive while the brain
     # thread waits on service futures.
-    return spin_node(Role.MANAGER.value, ManagerNode, lambda: MultiThreadedExecutor(num_threads=4), args)
+    return spin_node(Role.MANAGER.value, ManagerNode, lambda: TeamExecutor(num_threads=4), args)
 
 
 if __name__ == '__main__':

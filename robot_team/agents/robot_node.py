@@ -21,7 +21,6 @@ import threading
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from robot_team.contracts import names
@@ -39,6 +38,7 @@ from robot_team.contracts.names import NO_ROBOT, RobotId, Role, team_name
 from robot_team.contracts.reports import TaskReportModel
 from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
+from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.messages import reliable_qos, report_to_msg
@@ -315,7 +315,7 @@ class RobotNode(Node):
 def _main(role: Role, args=None) -> int:
     # Multi-threaded: the brain blocks in the action's execute callback while other threads
     # deliver service responses, Nav2 feedback and results to its tools.
-    return spin_node(role, lambda: RobotNode(role), lambda: MultiThreadedExecutor(num_threads=4), args)
+    return spin_node(role, lambda: RobotNode(role), lambda: TeamExecutor(num_threads=4), args)
 
 
 def main_navigation(args=None) -> int:

@@ -69,7 +69,6 @@ from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -96,6 +95,7 @@ from robot_team.contracts.names import (
     robot_name,
 )
 from robot_team.ros.clock import follow_clock
+from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.messages import amcl_pose_qos
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
@@ -465,7 +465,7 @@ def main(args=None) -> int:
     """Run the hospital systems node until interrupted."""
     # Pages block a thread each while they wait for (sim) time to pass: give the executor one
     # per concurrent page, plus the update and the other services.
-    return spin_node(HOSPITAL_SYSTEMS, HospitalSystemsNode, lambda: MultiThreadedExecutor(num_threads=8), args)
+    return spin_node(HOSPITAL_SYSTEMS, HospitalSystemsNode, lambda: TeamExecutor(num_threads=8), args)
 
 
 if __name__ == '__main__':

@@ -115,7 +115,6 @@ from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -126,6 +125,7 @@ from robot_team.llm import lockstep
 from robot_team.contracts.names import (
     AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES,
     NAVIGATE_TO_POSE, ODOM, RobotId, robot_name)
+from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.stamps import s_to_duration
 from robot_team.ros.util import spin_node
 from robot_team.sim.clock_source import ClockSettings, SimClock
@@ -485,7 +485,7 @@ def main(args=None) -> int:
     """Run the motion simulator node until interrupted."""
     # Goals block a thread each while they wait for sim time to pass: give the executor one per
     # robot goal and concurrent plan, plus the tick and the lifecycle services.
-    return spin_node(MOTION_SIM, MotionSimNode, lambda: MultiThreadedExecutor(num_threads=16), args)
+    return spin_node(MOTION_SIM, MotionSimNode, lambda: TeamExecutor(num_threads=16), args)
 
 
 if __name__ == '__main__':
