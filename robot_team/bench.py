@@ -52,25 +52,37 @@ def bench_episodes(scenario: str = 'onboarding', runs: int = 5, processes: bool 
                    domain_id: int | None = None, out_dir: Path | None = None) -> dict:
     """Run ``scenario`` ``runs`` times; return per-run figures and their medians/maxima.
 
-    Returns ``{'scenario', 'mode', 'runs': [{wall_time_s, sim_time_s, clock_rate, outcome}],
-    'median_wall_time_s', 'max_wall_time_s', 'median_clock_rate', 'min_clock_rate',
-    'all_outcomes_as_expected'}``; times in seconds.
+    Returns ``{'scenario', 'mode', 'runs': [{wall_time_s, sim_time_s, clock_rate, outcome,
+    node_crashes, restarts, same_decisions}], 'median_wall_time_s', 'max_wall_time_s',
+    'median_clock_rate', 'min_clock_rate', 'all_outcomes_as_expected', 'node_crashes',
+    'runs_with_the_first_runs_decisions', 'out_dir'}``; times in seconds. ``node_crashes`` counts
+    the ``node_crashed`` events (a node process that died, one process per node: its native stack
+    is in ``logs/<node>.log``), ``restarts`` the restarts per node (``report.json``'s
+    ``restarts``), ``same_decisions`` whether the run's :func:`decision_sequence` is the first
+    run's.
     """
     root = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix='robot_team_bench_'))
     rows = []
     expected = True
+    first = None
     for k in range(runs):
         result = run_episode(scenario, root / f'run-{k}', processes=processes, domain_id=domain_id)
         report = result.report
         expected = expected and bool(report['outcome_as_expected'])
+        decisions = decision_sequence(result.events)
+        first = decisions if first is None else first
         rows.append({'wall_time_s': report['wall_time_s'], 'sim_time_s': report['sim_time_s'],
-                     'clock_rate': round(clock_rate(result.events) or 0.0, 2), 'outcome': report['outcome']})
+                     'clock_rate': round(clock_rate(result.events) or 0.0, 2), 'outcome': report['outcome'],
+                     'node_crashes': sum(e.kind == EventKind.NODE_CRASHED.value for e in result.events),
+                     'restarts': dict(report.get('restarts', {}).get('restarts', {})),
+                     'same_decisions': decisions == first})
     walls = [r['wall_time_s'] for r in rows]
     rates = [r['clock_rate'] for r in rows]
     return {'scenario': scenario, 'mode': 'processes' if processes else 'in-process', 'runs': rows,
             'median_wall_time_s': round(statistics.median(walls), 3), 'max_wall_time_s': max(walls),
             'median_clock_rate': round(statistics.median(rates), 2), 'min_clock_rate': min(rates),
-            'all_outcomes_as_expected': expected, 'out_dir': str(root)}
+            'all_outcomes_as_expected': expected, 'node_crashes': sum(r['node_crashes'] for r in rows),
+            'runs_with_the_first_runs_decisions': sum(r['same_decisions'] for r in rows), 'out_dir': str(root)}
 
 
 def decision_sequence(events: list[TeamEventModel]) -> list[tuple]:

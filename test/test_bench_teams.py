@@ -46,3 +46,21 @@ def test_the_decision_sequence_ignores_times_and_wording_but_not_choices():
     assert decision_sequence(a) == decision_sequence(b)
     c = [b[0].model_copy(update={'data': {**b[0].data, 'hcw_id': '90'}}), b[1]]
     assert decision_sequence(c) != decision_sequence(a)
+
+
+def test_bench_counts_node_crashes_restarts_and_runs_with_the_first_runs_decisions(tmp_path, domain_id):
+    from robot_team.bench import bench_episodes
+    res = bench_episodes('no_path', runs=2, processes=True, domain_id=domain_id, out_dir=tmp_path)
+    assert res['mode'] == 'processes' and res['all_outcomes_as_expected']
+    assert [sorted(r) for r in res['runs']] == [sorted(('wall_time_s', 'sim_time_s', 'clock_rate', 'outcome',
+                                                        'node_crashes', 'restarts', 'same_decisions'))] * 2
+    # Nothing crashed in these runs: the counts say so from each run's own record and report.
+    for k, row in enumerate(res['runs']):
+        events = read_jsonl(tmp_path / f'run-{k}' / 'events.jsonl')
+        assert row['node_crashes'] == sum(e.kind == 'node_crashed' for e in events) == 0
+        report = json.loads((tmp_path / f'run-{k}' / 'report.json').read_text())
+        assert row['restarts'] == report['restarts']['restarts'] == {}
+    first, second = (decision_sequence(read_jsonl(tmp_path / f'run-{k}' / 'events.jsonl')) for k in (0, 1))
+    assert first[-1][0] == 'episode_finished'
+    assert res['runs'][1]['same_decisions'] == (first == second)
+    assert res['runs_with_the_first_runs_decisions'] == 1 + (first == second) and res['node_crashes'] == 0
