@@ -55,11 +55,11 @@ def bench_episodes(scenario: str = 'onboarding', runs: int = 5, processes: bool 
     Returns ``{'scenario', 'mode', 'runs': [{wall_time_s, sim_time_s, clock_rate, outcome,
     node_crashes, restarts, same_decisions}], 'median_wall_time_s', 'max_wall_time_s',
     'median_clock_rate', 'min_clock_rate', 'all_outcomes_as_expected', 'node_crashes',
-    'runs_with_the_first_runs_decisions', 'out_dir'}``; times in seconds. ``node_crashes`` counts
-    the ``node_crashed`` events (a node process that died, one process per node: its native stack
-    is in ``logs/<node>.log``), ``restarts`` the restarts per node (``report.json``'s
-    ``restarts``), ``same_decisions`` whether the run's :func:`decision_sequence` is the first
-    run's.
+    'runs_with_the_first_runs_decisions', 'out_dir'}``; times in seconds. ``node_crashes`` is the
+    report's count of ``node_crashed`` events (its ``guards``: a node process that died, one
+    process per node, its native stack in ``logs/<node>.log``), ``restarts`` the restarts per node
+    (the report's ``restarts``, one process per node only), ``same_decisions`` whether the run's
+    :func:`decision_sequence` is the first run's.
     """
     root = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix='robot_team_bench_'))
     rows = []
@@ -73,7 +73,7 @@ def bench_episodes(scenario: str = 'onboarding', runs: int = 5, processes: bool 
         first = decisions if first is None else first
         rows.append({'wall_time_s': report['wall_time_s'], 'sim_time_s': report['sim_time_s'],
                      'clock_rate': round(clock_rate(result.events) or 0.0, 2), 'outcome': report['outcome'],
-                     'node_crashes': sum(e.kind == EventKind.NODE_CRASHED.value for e in result.events),
+                     'node_crashes': report['guards'].get(EventKind.NODE_CRASHED.value, 0),
                      'restarts': dict(report.get('restarts', {}).get('restarts', {})),
                      'same_decisions': decisions == first})
     walls = [r['wall_time_s'] for r in rows]
