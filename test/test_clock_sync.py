@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from robot_team.contracts.clock_sync import (
-    BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, FollowGate, RateCap, check_clock_mode)
+    BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, RETURN_SETTLE_S, FollowGate, RateCap, check_clock_mode)
 from ros_helpers import FakeWall, wait_for
 
 
@@ -66,6 +66,10 @@ def test_a_follower_that_waited_with_everyone_on_a_lost_one_is_not_counted_behin
     assert gate.lost_within(2.0) and not gate.lost_within(0.5)   # lost 1 wall s ago
     gate.ack('/navigation_robot', 3.0)                # the link is back
     assert not gate.lost_within(60.0) and gate.returned() == ['/navigation_robot']
+    # the rest of the graph notices it back in wall time too: real time a while longer
+    assert gate.back_within(RETURN_SETTLE_S) and gate.real_time_due()
+    wall.t += RETURN_SETTLE_S
+    assert not gate.back_within(RETURN_SETTLE_S) and not gate.real_time_due()
 
 
 def test_the_clock_jumps_to_the_step_before_the_next_event_once_everyone_was_quiet_twice():
@@ -236,6 +240,9 @@ def test_a_follower_that_stops_answering_no_longer_holds_the_team_and_is_recorde
         assert graph.motion.sim_time - during <= (time.monotonic() - since) * 1.0 + 1.0  # at most at real time
         assert wait_for(lambda: graph.sim_events('clock_follower_back'), 5.0)  # it answered again
         assert graph.sim_events('clock_follower_back')[0].data['follower'] == '/slow_robot'
+        back, since = graph.motion.sim_time, time.monotonic()   # still at most real time for RETURN_SETTLE_S:
+        time.sleep(1.0)                                         # the others notice it back in wall time too
+        assert graph.motion.sim_time - back <= (time.monotonic() - since) * 1.0 + 1.0
     finally:
         graph.close()
 

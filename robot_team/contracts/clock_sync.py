@@ -36,7 +36,7 @@ A follower that stops acknowledging (a node that died or hangs) cannot freeze th
 ``follower_timeout_s`` wall seconds behind, it no longer counts (:meth:`FollowGate.ready` reports
 it as lost, the node records it); its next acknowledgement makes it count again. While one is
 lost, sim time runs at most at real time for a while (:data:`LOST_FOLLOWER_RATE`,
-:data:`LOST_FOLLOWER_WINDOW_S`).
+:data:`LOST_FOLLOWER_WINDOW_S`), and for :data:`RETURN_SETTLE_S` after it is back.
 
 :class:`FollowGate` is the clock source's bookkeeping; :class:`RateCap` its optional speed cap.
 """
@@ -75,6 +75,18 @@ LOST_FOLLOWER_WINDOW_S = 60.0
 follower away longer is taken for gone (a node that died and is not restarted: the rest of the
 episode must not run at real time); a cut that long meets the supervisor's deadlines in sim time
 as it would in the world's, only sooner in wall time."""
+
+RETURN_SETTLE_S = 5.0
+"""Wall s after a lost follower is back during which :data:`LOST_FOLLOWER_RATE` still applies.
+
+The clock sees a follower back when its acknowledgements arrive again; the rest of the graph
+sees it back in wall time too, but by other means and in any order: the supervisor by DDS
+liveliness, then it cancels the robot's stale goals before it tells the manager (at most
+``supervisor_node.BACK_NOTICE_WAIT_S``, 5 wall s). A clock free to run at its full speed
+meanwhile would spend the manager's deadline before the manager could know the robot is back
+(a rehearsal under load: the liveliness came about 1 wall s after the acknowledgements, 40 sim s
+at 40x, and the 60 s issue-handling deadline of a 30 s network cut passed). At real time, those
+seconds cost what they would cost a physical team."""
 
 JUMP_AHEAD_MAX_S = 60.0
 """Sim seconds one jump of the follow clock covers at most (:meth:`FollowGate.jump_target`): a long
@@ -121,6 +133,7 @@ class _Follower:
     wall: float          # when that acknowledgement arrived (monotonic wall s)
     lost: bool = False
     lost_wall: float = 0.0   # when it stopped counting (monotonic wall s)
+    back_wall: float | None = None   # when it counted again after it was lost (monotonic wall s)
     next_event_s: float = BUSY   # its next scheduled work, as of its latest acknowledgement (sim s)
     quiet_acks: int = 0          # its consecutive acknowledgements with nothing to do
 
@@ -174,7 +187,7 @@ class FollowGate:
                 # the same time again (a resend) counts no further, but work now resets the count
                 entry.quiet_acks = (entry.quiet_acks + forward) if quiet else 0
                 if entry.lost:
-                    entry.lost = False
+                    entry.lost, entry.back_wall = False, self._wall()
                     self._returned.append(follower)
 
     def jump_target(self, t: float, step: float, own_next_event_s: float = NOTHING_SCHEDULED,
@@ -249,6 +262,21 @@ class FollowGate:
         with self._lock:
             now = self._wall()
             return any(entry.lost and now - entry.lost_wall < window_s for entry in self._followers.values())
+
+    def back_within(self, settle_s: float) -> bool:
+        """Return whether a follower that was lost counts again since less than ``settle_s`` wall s."""
+        with self._lock:
+            now = self._wall()
+            return any(not entry.lost and entry.back_wall is not None and now - entry.back_wall < settle_s
+                       for entry in self._followers.values())
+
+    def real_time_due(self, window_s: float = LOST_FOLLOWER_WINDOW_S, settle_s: float = RETURN_SETTLE_S) -> bool:
+        """Return whether sim time must run at most at :data:`LOST_FOLLOWER_RATE` now.
+
+        While a follower is lost (for ``window_s`` wall s after it stopped counting) and for
+        ``settle_s`` wall s after one is back (see :data:`RETURN_SETTLE_S`).
+        """
+        return self.lost_within(window_s) or self.back_within(settle_s)
 
 
 class RateCap:

@@ -33,7 +33,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from robot_team.contracts.clock_sync import LOST_FOLLOWER_RATE, LOST_FOLLOWER_WINDOW_S, FollowGate, RateCap
+from robot_team.contracts.clock_sync import LOST_FOLLOWER_RATE, FollowGate, RateCap
 from robot_team.contracts.events import EventKind
 from robot_team.llm import lockstep
 from robot_team.msg import ClockAck
@@ -281,7 +281,7 @@ class SimClock:
                 return False
             held_for = self._holds.take_step() if self._holds is not None else 0.0
             step = self.settings.max_step_size + held_for
-            lost = self._gate.lost_within(LOST_FOLLOWER_WINDOW_S)   # sim time not ahead of a cut-off host
+            lost = self._gate.real_time_due()   # sim time not ahead of a cut-off host, nor of its return
             if not self._cap.allows(self._engine.t, step, LOST_FOLLOWER_RATE if lost else None):
                 return False
             if self.settings.jump_ahead and not lost and not held_for:
