@@ -32,11 +32,11 @@ import json
 import threading
 import time
 
-from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
+from robot_team.ros.action_client import TeamActionClient
 from robot_team.contracts import names
 from robot_team.action import ExecuteTask
 from robot_team.brains.base import ManagerBrain, PatientInfo, StaffInfo, SupervisorInstruction, TaskSpec
@@ -181,8 +181,8 @@ class ManagerNode(Node):
         except ConfigError as exc:
             self.events.emit(EventKind.INPUT_ERROR, 'manager cannot start', reason=str(exc))
             raise
-        self._robots = {robot: ActionClient(self, ExecuteTask, names.robot_name(robot, names.EXECUTE_TASK),
-                                            callback_group=self._group) for robot in robots}
+        self._robots = {robot: TeamActionClient(self, ExecuteTask, names.robot_name(robot, names.EXECUTE_TASK),
+                                                callback_group=self._group) for robot in robots}
         # choosing among a fleet's idle navigation robots: where the HCW is, each robot's planned path there
         self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
         self._planners = {robot: ComputePathClient(self, names.robot_name(robot, names.COMPUTE_PATH_TO_POSE),

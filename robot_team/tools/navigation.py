@@ -22,8 +22,8 @@ import rclpy.utilities
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
 from nav2_msgs.action import ComputePathToPose, NavigateToPose
-from rclpy.action import ActionClient
 
+from robot_team.ros.action_client import TeamActionClient
 from robot_team.contracts import names
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.geometry import quaternion_to_yaw, yaw_to_quaternion
@@ -94,7 +94,7 @@ class NavigateToPoseClient:
     def __init__(self, node, action_name: str, callback_group=None):
         self._node = node
         self._action_name = action_name
-        self._client = ActionClient(node, NavigateToPose, action_name, callback_group=callback_group)
+        self._client = TeamActionClient(node, NavigateToPose, action_name, callback_group=callback_group)
         self._goal_handle = None
         self._cancel_requested = False
         self._lock = threading.Lock()
@@ -283,7 +283,7 @@ class ComputePathClient:
     def __init__(self, node, action_name: str = names.COMPUTE_PATH_TO_POSE, callback_group=None):
         self._node = node
         self._action_name = action_name
-        self._client = ActionClient(node, ComputePathToPose, action_name, callback_group=callback_group)
+        self._client = TeamActionClient(node, ComputePathToPose, action_name, callback_group=callback_group)
 
     def plan(self, goal: tuple[float, float], start: tuple[float, float] | None = None, *,
              timeout_s: float = SERVER_WAIT_S) -> list[tuple[float, float]]:

@@ -1,0 +1,70 @@
+"""An rclpy action client whose ``send_goal_async`` future always completes.
+
+rclpy 9.1.2 (Kilted, the PyPI wheels ``requirements/ros.txt`` pins) registers a goal's future
+twice in :meth:`rclpy.action.ActionClient.send_goal_async`: once under the client's lock, right
+after the goal request is sent, then again outside the lock with a second ``Future`` that replaces
+the first and is the one returned. When the server answers before the second registration (an
+executor thread takes and handles the response in that window: a loaded machine, a server in the
+same process), the response completes the first future, which is then forgotten, and the returned
+future never completes: the goal was accepted and runs, and its client waits for a response that
+already came, with no warning. Observed once in the suite (``test_eval_cli`` with two teams in one
+process: the navigation robot's ``compute_path_to_pose`` goal, see docs/faults.md).
+
+Upstream: the race was ros2/rclpy#1123, fixed by ros2/rclpy#1308 (the registration moved under the
+lock), whose leftover second registration ros2/rclpy#1532 removed (October 2025; backports for
+Jazzy and Humble: ros2/rclpy#1536, #1537). :class:`TeamActionClient` registers once, under the
+lock, the way those fixes do; everything else is rclpy's ``ActionClient``.
+"""
+
+from __future__ import annotations
+
+from rclpy.action import ActionClient
+from rclpy.task import Future
+
+
+class TeamActionClient(ActionClient):
+    """``rclpy.action.ActionClient`` with a ``send_goal_async`` whose future completes (see the module).
+
+    Same constructor, same methods; only :meth:`send_goal_async` differs.
+    """
+
+    def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None) -> Future:
+        """Send ``goal`` and return a future that completes with its ``ClientGoalHandle``.
+
+        The future is set when the server answers (accepted or rejected), however soon it does:
+        it is registered under the client's lock before that lock lets the response be taken.
+        ``feedback_callback(feedback_msg)`` is registered before the goal is sent, so feedback
+        that comes before this returns is not missed. ``goal_uuid``: a
+        ``unique_identifier_msgs/UUID``; None for a random one.
+
+        Raises
+        ------
+        TypeError
+            If ``goal`` is not this action's ``Goal``.
+        RuntimeError
+            If the goal request's sequence number is already pending (rcl reused it).
+        """
+        if not isinstance(goal, self._action_type.Goal):
+            raise TypeError(f'goal must be a {self._action_type.Goal.__name__} of this action, '
+                            f'got {type(goal).__name__}')
+        request = self._action_type.Impl.SendGoalService.Request()
+        request.goal_id = self._generate_random_uuid() if goal_uuid is None else goal_uuid
+        request.goal = goal
+        uuid_key = bytes(request.goal_id.uuid)
+        if feedback_callback is not None:
+            self._feedback_callbacks[uuid_key] = feedback_callback
+        future = Future()
+        with self._lock:
+            try:
+                sequence_number = self._client_handle.send_goal_request(request)
+            except Exception:
+                self._feedback_callbacks.pop(uuid_key, None)
+                raise
+            if sequence_number in self._pending_goal_requests:
+                raise RuntimeError(f'goal request sequence number {sequence_number} of '
+                                   f'{self._action_name} is already pending')
+            self._pending_goal_requests[sequence_number] = future
+            self._goal_sequence_number_to_goal_id[sequence_number] = request.goal_id
+            future.add_done_callback(self._remove_pending_goal_request)
+            self.add_future(future)   # the executor waits on it
+        return future
