@@ -71,7 +71,7 @@ Parameters
     most at real time.
 ``real_time_factor`` (float, default the scenario's in ``wall``, 0 in ``follow``)
     Sim seconds per wall second; in ``follow`` an upper bound (0: none).
-``max_step_size`` (float, sim s, default 0.25)
+``max_step_size`` (float, sim s, default 1.0: :data:`~robot_team.contracts.clock_sync.DEFAULT_MAX_STEP_SIZE_S`)
     The follow clock's step.
 ``jump_ahead`` (bool, default true)
     ``follow`` without a speed cap: while every follower has nothing to do but wait for a scheduled
