@@ -20,10 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from robot_team.contracts.config import (
     DoorChange, OperatorAnswer, PatientSpec, Scenario, StaffOverride, load_staff_seed)
@@ -611,6 +607,13 @@ def plot_timeline(cases: list[dict], robot_spans: dict[RobotId, list[tuple[float
     OSError
         If the file cannot be written.
     """
+    # matplotlib, an optional dependency (issue 15), only where a figure is drawn: every CLI
+    # command imports this module, and matplotlib is about a second of each command's start-up.
+    # A Figure made without pyplot saves a PNG through the Agg canvas by itself (matplotlib's
+    # "Embedding in a web application server" example).
+    from matplotlib import figure, lines, patches
+    Figure, Line2D, Patch = figure.Figure, lines.Line2D, patches.Patch
+
     for case in cases:
         missing = [k for k in ('patient_id', 'arrival_s', 'started_s', 'outcome') if k not in case]
         if missing:
@@ -630,7 +633,6 @@ def plot_timeline(cases: list[dict], robot_spans: dict[RobotId, list[tuple[float
 
     rows = len(ordered) + len(robot_spans)
     fig = Figure(figsize=(12, max(3.0, 0.28 * rows + 1.4)))
-    FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     labels = []
     minutes = 60.0
