@@ -1,9 +1,10 @@
-"""A goal the server answers before ``send_goal_async`` returns still completes the client's future.
+"""TeamActionClient: a goal answered before ``send_goal_async`` returns, a client made while spinning.
 
 rclpy 9.1.2's ``ActionClient.send_goal_async`` returns a second future, registered after the
-client's lock let the response be handled (robot_team.ros.action_client). To open that window
-every time, the test pauses the sending thread at each Python call it makes after the goal
-request went out (``sys.setprofile``), the way a loaded machine descheduled it once in the suite.
+client's lock let the response be handled, and its constructor makes the client a waitable before
+it has that lock (robot_team.ros.action_client). To open each window every time, the tests pause
+the sending or constructing thread at the Python calls it makes past the point of the race
+(``sys.setprofile``), the way a loaded machine descheduled it once in the suite.
 """
 
 import sys
@@ -40,20 +41,58 @@ def _send_paused(client, goal):
         sys.setprofile(None)
 
 
+def _construct_paused(make, seen: threading.Event):
+    """Return ``make()``, its thread held once the client is a waitable until ``seen`` (the executor used it)."""
+    added = threading.Event()
+
+    def profile(frame, event, arg):
+        if event == 'return' and frame.f_code.co_name == 'add_waitable':
+            added.set()
+        elif event == 'call' and added.is_set() and not seen.is_set():
+            seen.wait(5.0)
+
+    sys.setprofile(profile)
+    try:
+        return make(), added.is_set()
+    finally:
+        sys.setprofile(None)
+
+
+class _Spinning:
+    """An executor spinning in a thread; what ended its spin, if anything did, in :attr:`errors`."""
+
+    def __init__(self, executor):
+        self.executor = executor
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except Exception as exc:  # noqa: BLE001 - kept for the test to assert on
+            self.errors.append(exc)
+
+    def add_node(self, node):
+        self.executor.add_node(node)
+
+
 @pytest.fixture(params=['MultiThreadedExecutor', 'TeamExecutor'])
 def spinning(request, ros_context):
     """An executor of the kind the team's programs use, spinning in a thread."""
     from rclpy.executors import MultiThreadedExecutor
     kind = MultiThreadedExecutor if request.param == 'MultiThreadedExecutor' else TeamExecutor
-    executor = kind(num_threads=4, context=ros_context)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    yield executor
-    executor.shutdown(timeout_sec=2.0)
-    thread.join(timeout=5.0)
+    spinning = _Spinning(kind(num_threads=4, context=ros_context))
+    yield spinning
+    spinning.executor.shutdown(timeout_sec=2.0)
+    spinning.thread.join(timeout=5.0)
 
 
-def _graph(ros_context, spinning):
+def _graph(ros_context, spinning, make_client=None):
+    """Start a ``compute_path_to_pose`` server and a client node; return the node, the goals served, the client.
+
+    ``make_client(node)`` makes the client before the node spins (the construction race is not at stake).
+    """
     import rclpy
 
     served = []
@@ -66,16 +105,15 @@ def _graph(ros_context, spinning):
     server_node = rclpy.create_node('planner_server', context=ros_context)
     ActionServer(server_node, ComputePathToPose, 'compute_path_to_pose', execute)
     client_node = rclpy.create_node('robot', context=ros_context)
+    client = make_client(client_node) if make_client is not None else None
     spinning.add_node(server_node)
     spinning.add_node(client_node)
-    return client_node, served
+    return client_node, served, client
 
 
-def test_a_goal_answered_before_send_goal_async_returns_completes_its_future(ros_context, spinning):
-    client_node, served = _graph(ros_context, spinning)
-    client = TeamActionClient(client_node, ComputePathToPose, 'compute_path_to_pose')
-    assert client.wait_for_server(timeout_sec=10.0)
-    for attempt in range(3):
+def _completes_goals(client, served, goals: int) -> None:
+    """Assert that ``goals`` goals sent one by one with the window open are each answered, run and finished."""
+    for attempt in range(goals):
         future, sent = _send_paused(client, ComputePathToPose.Goal())
         assert sent, 'the profile hook never saw the goal request go out: the test opened no window'
         assert wait_for(future.done, timeout=5.0), f'goal {attempt}: the goal response never completed the future'
@@ -84,14 +122,21 @@ def test_a_goal_answered_before_send_goal_async_returns_completes_its_future(ros
         assert wait_for(lambda: bytes(handle.goal_id.uuid) in served, 5.0), f'goal {attempt}: the server never ran it'
         result = handle.get_result_async()
         assert wait_for(result.done, timeout=5.0), f'goal {attempt}: no result'
+
+
+def test_a_goal_answered_before_send_goal_async_returns_completes_its_future(ros_context, spinning):
+    _node, served, client = _graph(
+        ros_context, spinning, lambda node: TeamActionClient(node, ComputePathToPose, 'compute_path_to_pose'))
+    assert client.wait_for_server(timeout_sec=10.0)
+    _completes_goals(client, served, 3)
     # nothing left registered: each future was registered once and removed once
     assert wait_for(lambda: not client._pending_goal_requests and not client._futures, 5.0)
 
 
 def test_rclpys_own_client_loses_that_response(ros_context, spinning):
     """The same window with rclpy's ``ActionClient``: while this holds, TeamActionClient is needed."""
-    client_node, served = _graph(ros_context, spinning)
-    client = ActionClient(client_node, ComputePathToPose, 'compute_path_to_pose')
+    _node, served, client = _graph(
+        ros_context, spinning, lambda node: ActionClient(node, ComputePathToPose, 'compute_path_to_pose'))
     assert client.wait_for_server(timeout_sec=10.0)
     future, sent = _send_paused(client, ComputePathToPose.Goal())
     assert sent
@@ -99,3 +144,39 @@ def test_rclpys_own_client_loses_that_response(ros_context, spinning):
     assert not wait_for(future.done, timeout=2.0), (
         "rclpy's ActionClient completed the future: the installed rclpy has ros2/rclpy#1532's fix, "
         'robot_team.ros.action_client.TeamActionClient may go')
+
+
+def _probing(base):
+    """``base`` (an action client class) that sets ``seen`` once an executor asks it for its entities."""
+    class Probe(base):
+        seen = threading.Event()
+
+        def get_num_entities(self):
+            type(self).seen.set()
+            return super().get_num_entities()
+    return Probe
+
+
+def test_a_client_made_on_a_spinning_node_leaves_the_executor_spinning(ros_context, spinning):
+    client_node, served, _ = _graph(ros_context, spinning)
+    probe = _probing(TeamActionClient)
+    client, added = _construct_paused(
+        lambda: probe(client_node, ComputePathToPose, 'compute_path_to_pose'), probe.seen)
+    assert added, 'the profile hook never saw the client become a waitable: the test opened no window'
+    assert probe.seen.is_set(), 'the executor never built a wait set with the half-made client in it'
+    assert spinning.thread.is_alive() and not spinning.errors, spinning.errors
+    assert client.wait_for_server(timeout_sec=10.0)
+    _completes_goals(client, served, 1)
+
+
+def test_rclpys_own_client_made_on_a_spinning_node_can_stop_the_executor(ros_context, spinning):
+    """The same window with rclpy's ``ActionClient``: while this holds, TeamActionClient is needed."""
+    client_node, _served, _ = _graph(ros_context, spinning)
+    probe = _probing(ActionClient)
+    _client, added = _construct_paused(
+        lambda: probe(client_node, ComputePathToPose, 'compute_path_to_pose'), probe.seen)
+    assert added and probe.seen.is_set()
+    assert wait_for(lambda: spinning.errors, 5.0), (
+        "rclpy's ActionClient has its lock before it is a waitable: the installed rclpy has ros2/rclpy#1591, "
+        'the lock in robot_team.ros.action_client.TeamActionClient may go')
+    assert isinstance(spinning.errors[0], AttributeError) and '_lock' in str(spinning.errors[0])

@@ -1,4 +1,4 @@
-"""An rclpy action client whose ``send_goal_async`` future always completes.
+"""An rclpy action client whose ``send_goal_async`` future always completes, safe to create while spinning.
 
 rclpy 9.1.2 (Kilted, the PyPI wheels ``requirements/ros.txt`` pins) registers a goal's future
 twice in :meth:`rclpy.action.ActionClient.send_goal_async`: once under the client's lock, right
@@ -13,10 +13,20 @@ process: the navigation robot's ``compute_path_to_pose`` goal, see docs/faults.m
 Upstream: the race was ros2/rclpy#1123, fixed by ros2/rclpy#1308 (the registration moved under the
 lock), whose leftover second registration ros2/rclpy#1532 removed (October 2025; backports for
 Jazzy and Humble: ros2/rclpy#1536, #1537). :class:`TeamActionClient` registers once, under the
-lock, the way those fixes do; everything else is rclpy's ``ActionClient``.
+lock, the way those fixes do.
+
+rclpy 9.1.2 also makes a new client a waitable of its node (which wakes the node's executor)
+before it creates the lock that ``get_num_entities`` and ``add_to_wait_set`` take: an executor
+spinning in another thread that builds its wait set in between raises ``AttributeError: 'ActionClient'
+object has no attribute '_lock'`` and stops spinning (ros2/rclpy#1589, fixed by ros2/rclpy#1591 in
+rclpy 10.0.5, Rolling, February 2026). Seen once in the suite: a client created on a node an
+executor already spun. :class:`TeamActionClient` has its lock before it is a waitable. Everything
+else is rclpy's ``ActionClient``.
 """
 
 from __future__ import annotations
+
+import threading
 
 from rclpy.action import ActionClient
 from rclpy.task import Future
@@ -25,8 +35,24 @@ from rclpy.task import Future
 class TeamActionClient(ActionClient):
     """``rclpy.action.ActionClient`` with a ``send_goal_async`` whose future completes (see the module).
 
-    Same constructor, same methods; only :meth:`send_goal_async` differs.
+    Same constructor and methods as rclpy's; :meth:`send_goal_async` differs, and the client's
+    lock exists before the client is a waitable of ``node``, so ``node`` may already be spinning in
+    another thread.
     """
+
+    def __init__(self, node, action_type, action_name, **kwargs):
+        self._team_lock = threading.Lock()
+        self._logger = node.get_logger().get_child('action_client')   # rclpy sets it after add_waitable too
+        super().__init__(node, action_type, action_name, **kwargs)
+
+    @property
+    def _lock(self) -> threading.Lock:
+        """The client's lock (rclpy's ``_lock``), made before the client became a waitable."""
+        return self._team_lock
+
+    @_lock.setter
+    def _lock(self, _late_lock: threading.Lock) -> None:
+        """Keep the first lock: rclpy's ``__init__`` assigns a new one once the executor may hold this one."""
 
     def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None) -> Future:
         """Send ``goal`` and return a future that completes with its ``ClientGoalHandle``.
