@@ -103,8 +103,14 @@ class TeamRecorder(Node):
         self._markers.publish(floor_markers(self.scene.snapshot(), self.scene.floor, self.get_clock().now().to_msg()))
 
     def event_callback(self, msg) -> None:
-        """Store one event (and pass it to ``on_event``)."""
-        event = event_from_msg(msg)
+        """Store one event received on ``team/events`` (and pass it to ``on_event``)."""
+        self.add(event_from_msg(msg))
+
+    def add(self, event: TeamEventModel) -> None:
+        """Store ``event`` as if received (and pass it to ``on_event``); thread-safe.
+
+        For the runner's own events when nothing spins this node any more (its executor stopped).
+        """
         self._feed.on_event(event)
         with self._changed:
             self._events.append(event)

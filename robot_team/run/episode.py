@@ -3,7 +3,10 @@
 Two modes share everything but process layout (:class:`Episode`, :func:`run_episode`):
 
 - in-process (default): every node in this process, one multi-threaded executor
-  (:class:`robot_team.ros.executor.TeamExecutor`);
+  (:class:`robot_team.ros.executor.TeamExecutor`); an exception that ends its spin (a callback's,
+  or one raised building its wait set) is recorded as ``node_crashed`` (target ``executor``) and
+  the executor spun again, at most ``max_restarts`` times, after which the team is down
+  (:class:`robot_team.run.lifecycle.SpinThread`);
 - ``processes=True``: each node in its own process, exactly as ``ros2 run``/``ros2 launch`` would
   start them; this process only records. A node that dies is recorded and, once the team has
   started, started again as launch's ``respawn`` does (:mod:`robot_team.run.processes`,
@@ -47,7 +50,7 @@ from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.executor import TeamExecutor
 from robot_team.run.clock import clock_report, clock_resumer, wall_budget_s
 from robot_team.run.dds import ensure_localhost_dds, namespace_args
-from robot_team.run.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
+from robot_team.run.lifecycle import Interrupt, SpinThread, shutdown_executor, stop_nodes, threads_left
 from robot_team.run.llm_endpoint import EpisodeLLM
 from robot_team.run.nodes import EpisodeNodes
 from robot_team.run.processes import NOT_RESTARTABLE, NodeProcesses
@@ -55,6 +58,24 @@ from robot_team.run.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_
 from robot_team.run.waits import wait_finished, wait_started
 from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
 from robot_team.scene_foxglove import FoxgloveServer
+
+
+EXECUTOR = 'executor'
+"""``target`` of the ``node_crashed`` event that records an exception ending the executor's spin."""
+
+
+class _RunnerEvents:
+    """The runner's event emitter: each event published, and stored directly once nothing spins the recorder."""
+
+    def __init__(self, emitter: EventEmitter, recorder: TeamRecorder, spin: SpinThread):
+        self._emitter, self._recorder, self._spin = emitter, recorder, spin
+
+    def emit(self, kind, summary: str, /, **data) -> TeamEventModel:
+        """Emit as :meth:`robot_team.ros.emitter.EventEmitter.emit`; return the event."""
+        event = self._emitter.emit(kind, summary, **data)
+        if self._spin.gave_up:   # the recorder's subscription is never taken again
+            self._recorder.add(event)
+        return event
 
 
 @dataclass
@@ -116,6 +137,8 @@ class Episode(NodeProcesses):
                                  jump_ahead=self.jump_ahead, fhir_port=self.fhir_port, fhir_host=self.fhir_host)
         self._interrupt: Interrupt | None = None
         self._team_started = False
+        self._spin: SpinThread | None = None   # spins this process's executor (run())
+        self._spin_failures = 0                # how many of its failures were recorded
         self._init_processes()
         self.nodes: list = []
         """The nodes this process ran (in-process mode; kept after the run for inspection)."""
@@ -150,10 +173,11 @@ class Episode(NodeProcesses):
         recorder = TeamRecorder(context=context, parameter_overrides=sim_time, on_event=self._on_event)
         if self.foxglove is not None:
             self.foxglove.live.scene = recorder.scene
-        self.events = EventEmitter(recorder, 'runner')
+        # an exception that ends the executor's spin is recorded and spun past (_check_team)
+        spin = self._spin = SpinThread(executor, 'episode-executor', self.restarts.max_restarts)
+        self.events = _RunnerEvents(EventEmitter(recorder, 'runner'), recorder, spin)
         nodes = self.nodes = [recorder]
         executor.add_node(recorder)
-        spin = threading.Thread(target=executor.spin, name='episode-executor', daemon=True)
         spin.start()
         start_error: RuntimeError | None = None
         with Interrupt() as interrupt:
@@ -230,12 +254,17 @@ class Episode(NodeProcesses):
             finished = wait_finished(
                 recorder, interrupt, time_limit_s=self.scenario.time_limit_s, open_record=self.open_record,
                 wall_budget_s=wall_budget_s(self.scenario.time_limit_s, self.real_time_factor, self.llm_clock),
-                emit=self.events.emit, check_children=self._check_children, restart_due=self._restart_due,
+                emit=self.events.emit, check_children=self._check_team, restart_due=self._restart_due,
                 down=self._down)
             if finished is None and not interrupt.is_set() and self.scenario.open_ended:
                 outcome, why = time_limit_outcome(recorder.events())
                 self.events.emit(EventKind.EPISODE_FINISHED, f'run stopped: the manager stays down ({outcome})',
                                  reason=f'nobody serves the patients any more: {why}', outcome=outcome)
+            elif finished is None and not interrupt.is_set() and self._spin.gave_up and not self.processes:
+                outcome, why = time_limit_outcome(recorder.events())
+                self.events.emit(EventKind.EPISODE_FINISHED,
+                                 f"episode stopped: the team's executor stopped ({outcome})",
+                                 reason=f'every node of the team stopped with it: {why}', outcome=outcome)
             elif finished is None and not interrupt.is_set():
                 outcome, why = time_limit_outcome(recorder.events())
                 self.events.emit(EventKind.EPISODE_FINISHED, f'episode stopped: time limit reached ({outcome})',
@@ -280,8 +309,28 @@ class Episode(NodeProcesses):
         and stays down, or the team did not start within ``timeout_s`` (wall).
         """
         return wait_started(recorder, self.team.expected(), timeout_s, interrupt,
-                            check_children=self._check_children, restart_due=self._restart_due, down=self._down,
+                            check_children=self._check_team, restart_due=self._restart_due, down=self._down,
                             logs=self.out_dir / 'logs')
+
+    def _check_team(self) -> None:
+        """Record each node process that ended (:meth:`_check_children`) and each exception that stopped the executor.
+
+        The executor (:class:`~robot_team.run.lifecycle.SpinThread`) spins again after such an
+        exception, up to ``max_restarts`` times; after that, in-process, every node of the team is
+        down (the waits end) and the runner's events are stored without it.
+        """
+        self._check_children()
+        failures = self._spin.take_failures()
+        for attempt, failure in enumerate(failures, start=self._spin_failures + 1):
+            then = 'spun again' if failure.spun_again else 'not spun again: its nodes stay down'
+            self.events.emit(EventKind.NODE_CRASHED, f"the team's executor stopped on {failure.error}; {then}",
+                             target=EXECUTOR, reason='an exception ended the executor\'s spin()',
+                             error=failure.error, log_tail=failure.traceback_tail, restart=failure.spun_again,
+                             restart_attempt=attempt, max_restarts=self.restarts.max_restarts,
+                             nodes=sorted(node.get_name() for node in self.nodes))
+        self._spin_failures += len(failures)
+        if self._spin.gave_up and not self.processes:
+            self._down.update(self.team.expected())
 
     def _namespace_args(self, node: str | None = None) -> list[str]:
         """Return the ``--ros-args`` remaps that put the team (or one ``node`` of it) in its namespace.
