@@ -17,6 +17,7 @@ from rclpy.node import Node  # noqa: E402
 from std_msgs.msg import Int64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from ros_helpers import wait_for  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
 from robot_team.ros.util import wait_for_server, wait_future  # noqa: E402
 
@@ -192,3 +193,75 @@ def test_a_node_waits_for_its_first_clock_before_its_ros_time_has_started(ros_co
         for node in (follower, source):
             executor.remove_node(node)
             node.destroy_node()
+
+
+def _destroyed_while_waited(ros_context, make_executor):
+    """Destroy a node whose QoS event handler the executor has entered but not yet added to its wait set.
+
+    The executor's thread is held (``threading.setprofile``) at its first call of that handler's
+    ``add_to_wait_set`` until another thread destroyed the node: the window a node destroyed while
+    its executor spins hits now and then. Return whether a timer of another node still ticks
+    afterwards, and what ended the executor's spin (None: nothing).
+    """
+    from rclpy.event_handler import EventHandler
+    doomed = rclpy.create_node('doomed', context=ros_context)
+    doomed.create_publisher(Int64, 'chatter', 10)   # its QoS event handlers are waitables
+    handlers = {id(w) for w in doomed.waitables if isinstance(w, EventHandler)}
+    assert handlers
+    ticking = rclpy.create_node('ticking', context=ros_context)
+    ticks = []
+    ticking.create_timer(0.01, lambda: ticks.append(1))
+    at_window, destroyed = threading.Event(), threading.Event()
+
+    def profile(frame, event, arg):
+        if (event == 'call' and frame.f_code.co_name == 'add_to_wait_set' and not at_window.is_set()
+                and id(frame.f_locals.get('self')) in handlers):
+            at_window.set()
+            destroyed.wait(5.0)
+
+    executor = make_executor()
+    executor.add_node(doomed)
+    executor.add_node(ticking)
+    ended = []
+
+    def spin():
+        try:
+            executor.spin()
+        except Exception as exc:  # noqa: BLE001 - what ended the spin, for the test
+            ended.append(exc)
+
+    threading.setprofile(profile)   # for the threads started from now on: the executor's
+    try:
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+    finally:
+        threading.setprofile(None)
+    try:
+        assert at_window.wait(10.0), 'the executor never added the handler to a wait set'
+        executor.remove_node(doomed)
+        doomed.destroy_node()
+        destroyed.set()
+        before = len(ticks)
+        still_ticking = wait_for(lambda: len(ticks) >= before + 10, 5.0)
+        return still_ticking, (ended[0] if ended else None)
+    finally:
+        destroyed.set()
+        executor.shutdown(timeout_sec=2.0)
+        thread.join(timeout=5.0)
+        ticking.destroy_node()
+
+
+def test_a_node_destroyed_while_its_wait_set_is_built_leaves_the_executor_spinning(ros_context):
+    still_ticking, ended = _destroyed_while_waited(
+        ros_context, lambda: TeamExecutor(num_threads=2, context=ros_context))
+    assert ended is None and still_ticking, f'the executor stopped: {ended!r}'
+
+
+def test_rclpys_executor_stops_on_a_node_destroyed_while_its_wait_set_is_built(ros_context):
+    """The same window on rclpy's ``MultiThreadedExecutor`` (ros2/rclpy#1284): fails once rclpy has #1590."""
+    from rclpy.exceptions import InvalidHandle
+    from rclpy.executors import MultiThreadedExecutor
+    still_ticking, ended = _destroyed_while_waited(
+        ros_context, lambda: MultiThreadedExecutor(num_threads=2, context=ros_context))
+    assert isinstance(ended, InvalidHandle) and not still_ticking, (
+        f"rclpy's executor went on ({ended!r}): the installed rclpy drops invalid waitables (ros2/rclpy#1590)")

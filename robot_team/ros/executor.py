@@ -17,7 +17,10 @@ for every node's acknowledgement, it spends most of the GIL on its own bookkeepi
 order of callbacks and the same rules for which entity may run) that hands a callback to the pool
 once, wakes once per callback, builds the wait set in one pass per node, and waits on the QoS
 event handlers (incompatible QoS or type; the team registers no event callback of its own) and
-the nodes' parameter and type-description services every :data:`EVENT_POLL_S` only. The
+the nodes' parameter and type-description services every :data:`EVENT_POLL_S` only, and leaves
+out a waitable destroyed while its wait set is built (a node destroyed while the executor spins,
+as a restarted node's old one: rclpy 9.1.2's executors stop spinning on it, ros2/rclpy#1284, fixed
+by ros2/rclpy#1590 in rclpy 10.0.5, not in the Kilted wheel). The
 blocking model is unchanged: a callback may block its worker thread waiting for a future that
 another worker completes.
 
@@ -82,6 +85,14 @@ def _can_execute(entity) -> bool:
     if kind is MutuallyExclusiveCallbackGroup:
         return group._active_entity is None
     return group.can_execute(entity)
+
+
+def _is_ready(waitable, wait_set) -> bool:
+    """Return ``waitable.is_ready(wait_set)``; False for a waitable destroyed since it was added."""
+    try:
+        return waitable.is_ready(wait_set)
+    except InvalidHandle:
+        return False
 
 
 def _enter_executable(entities, entered: list, check: bool = True) -> list:
@@ -304,8 +315,13 @@ class TeamExecutor(MultiThreadedExecutor):
                     wait_set.add_timer(handle)
                 for _gc, handle in guards:
                     wait_set.add_guard_condition(handle)
+                waiting = set()   # ids of the waitables in the wait set
                 for waitable in in_wait_set:
-                    waitable.add_to_wait_set(wait_set)
+                    try:
+                        waitable.add_to_wait_set(wait_set)
+                    except InvalidHandle:   # destroyed since it was entered (its node destroyed meanwhile)
+                        continue
+                    waiting.add(id(waitable))
 
                 wait_nsec = timeout_nsec
                 if not with_events and timeout_nsec != 0:   # take QoS events and tools' requests up when due
@@ -327,10 +343,9 @@ class TeamExecutor(MultiThreadedExecutor):
                     if handle.pointer in guards_ready:
                         gc._executor_triggered = True
 
-                waiting = set(map(id, in_wait_set))   # waitables checked while the wait set exists
-                for node in nodes_to_use:
+                for node in nodes_to_use:   # waitables checked while the wait set exists
                     for wt in node.waitables:
-                        if id(wt) in waiting and wt.is_ready(wait_set) and wt.callback_group.can_execute(wt):
+                        if id(wt) in waiting and _is_ready(wt, wait_set) and wt.callback_group.can_execute(wt):
                             ready_waitables.append((wt, node))
             finally:
                 for handle in reversed(entered):
