@@ -41,15 +41,24 @@ def ros_context(domain_id):
 
 @pytest.fixture
 def executor(ros_context):
-    """A MultiThreadedExecutor bound to ``ros_context``, spinning in a background thread."""
-    import threading
+    """rclpy's MultiThreadedExecutor bound to ``ros_context``, spinning in a background thread.
 
+    rclpy 9.1.2's executors stop spinning when a node is destroyed while its wait set is built
+    (ros2/rclpy#1284, fixed by #1590 in rclpy 10.0.5), as a test that restarts a node does: the
+    thread (:class:`robot_team.run.lifecycle.SpinThread`) spins again past that ``InvalidHandle``.
+    Any other exception that ended the spin fails the test.
+    """
+    from rclpy.exceptions import InvalidHandle
     from rclpy.executors import MultiThreadedExecutor
+
+    from robot_team.run.lifecycle import SpinThread
     exe = MultiThreadedExecutor(num_threads=4, context=ros_context)
-    thread = threading.Thread(target=exe.spin, daemon=True)
+    thread = SpinThread(exe, 'test-executor', max_respins=5)
     thread.start()
     try:
         yield exe
     finally:
         exe.shutdown(timeout_sec=2.0)
         thread.join(timeout=5.0)
+    failures = [f for f in thread.take_failures() if not isinstance(f.exception, InvalidHandle)]
+    assert not failures, f'the executor stopped spinning: {failures[0].error}\n' + '\n'.join(failures[0].traceback_tail)

@@ -320,6 +320,8 @@ class Episode(NodeProcesses):
         down (the waits end) and the runner's events are stored without it.
         """
         self._check_children()
+        if self._spin is None:   # nothing spins yet (run() not started)
+            return
         failures = self._spin.take_failures()
         for attempt, failure in enumerate(failures, start=self._spin_failures + 1):
             then = 'spun again' if failure.spun_again else 'not spun again: its nodes stay down'

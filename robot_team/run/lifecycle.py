@@ -99,10 +99,11 @@ class Interrupt:
 class SpinFailure:
     """An exception that ended an executor's ``spin()`` (see :class:`SpinThread`).
 
-    ``error``: ``'Type: message'``; ``traceback_tail``: the last lines of its traceback;
-    ``spun_again``: whether :class:`SpinThread` spun the executor again after it.
+    ``exception``: the exception; ``error``: ``'Type: message'``; ``traceback_tail``: the last
+    lines of its traceback; ``spun_again``: whether :class:`SpinThread` spun the executor again.
     """
 
+    exception: Exception
     error: str
     traceback_tail: list[str]
     spun_again: bool
@@ -153,7 +154,7 @@ class SpinThread(threading.Thread):
                 with self._lock:
                     again = len(self._failures) < self._max_respins
                     tail = traceback.format_exc().rstrip().splitlines()[-12:]
-                    self._failures.append(SpinFailure(f'{type(exc).__name__}: {exc}', tail, again))
+                    self._failures.append(SpinFailure(exc, f'{type(exc).__name__}: {exc}', tail, again))
                     if not again:
                         self.gave_up = True
                         return
