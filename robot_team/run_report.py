@@ -29,6 +29,7 @@ scan and directory record for info collection, the display service reply for dis
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import Counter
 from pathlib import Path
@@ -202,6 +203,9 @@ def case_report_path(out_dir: Path, case_id: str) -> Path:
 def write_case_report(events: list[TeamEventModel], case_id: str, out_dir: Path, **fields) -> Path:
     """Write :func:`case_report` of ``case_id`` (``fields``: its keyword arguments) to :func:`case_report_path`.
 
+    Atomic: the report goes to ``<path>.tmp``, then replaces ``path``, so a program that watches
+    ``cases/`` (or reads a report as soon as it exists) never reads a partial one.
+
     Raises
     ------
     KeyError
@@ -212,7 +216,9 @@ def write_case_report(events: list[TeamEventModel], case_id: str, out_dir: Path,
     report = case_report(events, case_id, **fields)
     path = case_report_path(out_dir, case_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str))
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(json.dumps(report, indent=2, default=str))
+    os.replace(tmp, path)
     return path
 
 

@@ -320,3 +320,38 @@ def test_an_llm_manager_hears_earlier_lessons_with_its_kb_and_starts_each_case_a
             assert ('Lessons' in brain.update_text(obs)) is kb and brain.messages == []
         finally:
             brain.close()
+
+
+def test_a_case_report_appears_whole_never_half_written(tmp_path):
+    """``cases/<case>.json`` is only ever made by a rename: a reader never opens it empty or partial.
+
+    Found by ``test_deployment``: it read a report the moment the file existed, and got ''.
+    """
+    import json
+    import sys
+
+    from robot_team.run_report import case_report_path, write_case_report
+
+    def event(t, kind, actor='supervisor', **data):
+        return TeamEventModel(stamp_s=float(t), wall_time=0.0, seq=int(t), actor=actor, kind=kind, data=data)
+    events = [event(1, 'sim', 'hospital_systems', what='patient_arrival', patient_id='P-1'),
+              event(1.1, EventKind.CASE_OPENED.value, case_id='P-1', room='ER-1', esi_level=3, arrived_s=1.1),
+              event(90, EventKind.CASE_CLOSED.value, 'manager', case_id='P-1', outcome='success')]
+    final = case_report_path(tmp_path, 'P-1')
+    seen = []   # (audit event, path) for the final path, while watching
+
+    def audit(name, args):
+        if watching and name in ('open', 'os.rename') and any(str(a) == str(final) for a in args[:2]):
+            seen.append((name, args[1] if name == 'open' else 'to'))
+    watching = False
+    sys.addaudithook(audit)   # (cannot be removed: it does nothing once ``watching`` is False)
+    for _ in range(2):   # a new report, then one replacing it
+        watching = True
+        try:
+            path = write_case_report(events, 'P-1', tmp_path, scenario='s', brain='protocol', mode='in-process')
+        finally:
+            watching = False
+        assert path == final and json.loads(final.read_text())['outcome'] == 'success'
+        assert seen == [('os.rename', 'to')], f'the report was written in place: {seen}'
+        seen.clear()
+    assert sorted(p.name for p in final.parent.iterdir()) == ['P-1.json']
