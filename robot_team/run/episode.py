@@ -138,7 +138,6 @@ class Episode(NodeProcesses):
         self._interrupt: Interrupt | None = None
         self._team_started = False
         self._spin: SpinThread | None = None   # spins this process's executor (run())
-        self._spin_failures = 0                # how many of its failures were recorded
         self._init_processes()
         self.nodes: list = []
         """The nodes this process ran (in-process mode; kept after the run for inspection)."""
@@ -322,15 +321,13 @@ class Episode(NodeProcesses):
         self._check_children()
         if self._spin is None:   # nothing spins yet (run() not started)
             return
-        failures = self._spin.take_failures()
-        for attempt, failure in enumerate(failures, start=self._spin_failures + 1):
+        for failure in self._spin.take_failures():
             then = 'spun again' if failure.spun_again else 'not spun again: its nodes stay down'
             self.events.emit(EventKind.NODE_CRASHED, f"the team's executor stopped on {failure.error}; {then}",
                              target=EXECUTOR, reason='an exception ended the executor\'s spin()',
                              error=failure.error, log_tail=failure.traceback_tail, restart=failure.spun_again,
-                             restart_attempt=attempt, max_restarts=self.restarts.max_restarts,
+                             restart_attempt=failure.attempt, max_restarts=self.restarts.max_restarts,
                              nodes=sorted(node.get_name() for node in self.nodes))
-        self._spin_failures += len(failures)
         if self._spin.gave_up and not self.processes:
             self._down.update(self.team.expected())
 

@@ -100,13 +100,15 @@ class SpinFailure:
     """An exception that ended an executor's ``spin()`` (see :class:`SpinThread`).
 
     ``exception``: the exception; ``error``: ``'Type: message'``; ``traceback_tail``: the last
-    lines of its traceback; ``spun_again``: whether :class:`SpinThread` spun the executor again.
+    lines of its traceback; ``spun_again``: whether :class:`SpinThread` spun the executor again;
+    ``attempt``: its number among the thread's failures (1 for the first).
     """
 
     exception: Exception
     error: str
     traceback_tail: list[str]
     spun_again: bool
+    attempt: int
 
 
 class SpinThread(threading.Thread):
@@ -154,7 +156,8 @@ class SpinThread(threading.Thread):
                 with self._lock:
                     again = len(self._failures) < self._max_respins
                     tail = traceback.format_exc().rstrip().splitlines()[-12:]
-                    self._failures.append(SpinFailure(exc, f'{type(exc).__name__}: {exc}', tail, again))
+                    self._failures.append(SpinFailure(exc, f'{type(exc).__name__}: {exc}', tail, again,
+                                                      attempt=len(self._failures) + 1))
                     if not again:
                         self.gave_up = True
                         return
