@@ -20,6 +20,7 @@ from rclpy.action import ActionClient, ActionServer  # noqa: E402
 from ros_helpers import wait_for  # noqa: E402
 from robot_team.ros.action_client import TeamActionClient  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
+from robot_team.run.lifecycle import SpinThread  # noqa: E402
 
 PAUSE_S = 0.1   # per Python call the sender makes once its goal request is out: the response is handled meanwhile
 
@@ -59,19 +60,12 @@ def _construct_paused(make, seen: threading.Event):
 
 
 class _Spinning:
-    """An executor spinning in a thread; what ended its spin, if anything did, in :attr:`errors`."""
+    """An executor spinning in a :class:`SpinThread` that stops at the first exception (kept there)."""
 
     def __init__(self, executor):
         self.executor = executor
-        self.errors: list[BaseException] = []
-        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread = SpinThread(executor, 'spin-under-test', max_respins=0)
         self.thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception as exc:  # noqa: BLE001 - kept for the test to assert on
-            self.errors.append(exc)
 
     def add_node(self, node):
         self.executor.add_node(node)
@@ -164,7 +158,8 @@ def test_a_client_made_on_a_spinning_node_leaves_the_executor_spinning(ros_conte
         lambda: probe(client_node, ComputePathToPose, 'compute_path_to_pose'), probe.seen)
     assert added, 'the profile hook never saw the client become a waitable: the test opened no window'
     assert probe.seen.is_set(), 'the executor never built a wait set with the half-made client in it'
-    assert spinning.thread.is_alive() and not spinning.errors, spinning.errors
+    failures = spinning.thread.take_failures()
+    assert spinning.thread.is_alive() and not failures, failures
     assert client.wait_for_server(timeout_sec=10.0)
     _completes_goals(client, served, 1)
 
@@ -176,7 +171,8 @@ def test_rclpys_own_client_made_on_a_spinning_node_can_stop_the_executor(ros_con
     _client, added = _construct_paused(
         lambda: probe(client_node, ComputePathToPose, 'compute_path_to_pose'), probe.seen)
     assert added and probe.seen.is_set()
-    assert wait_for(lambda: spinning.errors, 5.0), (
+    assert wait_for(lambda: spinning.thread.gave_up, 5.0), (
         "rclpy's ActionClient has its lock before it is a waitable: the installed rclpy has ros2/rclpy#1591, "
         'the lock in robot_team.ros.action_client.TeamActionClient may go')
-    assert isinstance(spinning.errors[0], AttributeError) and '_lock' in str(spinning.errors[0])
+    error = spinning.thread.take_failures()[0].exception
+    assert isinstance(error, AttributeError) and '_lock' in str(error)

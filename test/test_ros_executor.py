@@ -20,6 +20,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from ros_helpers import wait_for  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
 from robot_team.ros.util import wait_for_server, wait_future  # noqa: E402
+from robot_team.run.lifecycle import SpinThread  # noqa: E402
 
 
 class _Spinning:
@@ -222,17 +223,10 @@ def _destroyed_while_waited(ros_context, make_executor):
     executor = make_executor()
     executor.add_node(doomed)
     executor.add_node(ticking)
-    ended = []
-
-    def spin():
-        try:
-            executor.spin()
-        except Exception as exc:  # noqa: BLE001 - what ended the spin, for the test
-            ended.append(exc)
+    thread = SpinThread(executor, 'spin-under-test', max_respins=0)   # stops at the first exception, kept
 
     threading.setprofile(profile)   # for the threads started from now on: the executor's
     try:
-        thread = threading.Thread(target=spin, daemon=True)
         thread.start()
     finally:
         threading.setprofile(None)
@@ -243,7 +237,8 @@ def _destroyed_while_waited(ros_context, make_executor):
         destroyed.set()
         before = len(ticks)
         still_ticking = wait_for(lambda: len(ticks) >= before + 10, 5.0)
-        return still_ticking, (ended[0] if ended else None)
+        ended = thread.take_failures()
+        return still_ticking, (ended[0].exception if ended else None)
     finally:
         destroyed.set()
         executor.shutdown(timeout_sec=2.0)

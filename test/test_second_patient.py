@@ -187,12 +187,14 @@ def test_the_manager_serves_both_cases_in_turn_without_leaking_one_into_the_othe
     assert unowned == ['episode_finished']   # every other event of the cores names its case
 
 
+def event(t, kind, actor='supervisor', **data):
+    """A recorded event at sim time ``t`` (s), numbered ``int(t)``."""
+    return TeamEventModel(stamp_s=float(t), wall_time=0.0, seq=int(t), actor=actor, kind=kind, data=data)
+
+
 def test_the_run_outcome_and_each_case_in_the_report():
     assert run_outcome(['success']) == 'success' and run_outcome(['escalated', 'escalated']) == 'escalated'
     assert run_outcome(['success', 'escalated']) == 'escalated' and run_outcome(['escalated', 'failure']) == 'failure'
-
-    def event(t, kind, actor='supervisor', **data):
-        return TeamEventModel(stamp_s=float(t), wall_time=0.0, seq=int(t), actor=actor, kind=kind, data=data)
     events = [event(1, 'sim', 'hospital_systems', what='patient_arrival', patient_id='A'),
               event(1.1, EventKind.CASE_OPENED.value, case_id='A', room='ER-1', esi_level=3, arrived_s=1.1),
               event(2, EventKind.DELEGATION_AUTHORIZED.value, case_id='A', task_id='nav-1'),
@@ -332,13 +334,11 @@ def test_a_case_report_appears_whole_never_half_written(tmp_path):
 
     from robot_team.run_report import case_report_path, write_case_report
 
-    def event(t, kind, actor='supervisor', **data):
-        return TeamEventModel(stamp_s=float(t), wall_time=0.0, seq=int(t), actor=actor, kind=kind, data=data)
     events = [event(1, 'sim', 'hospital_systems', what='patient_arrival', patient_id='P-1'),
               event(1.1, EventKind.CASE_OPENED.value, case_id='P-1', room='ER-1', esi_level=3, arrived_s=1.1),
               event(90, EventKind.CASE_CLOSED.value, 'manager', case_id='P-1', outcome='success')]
     final = case_report_path(tmp_path, 'P-1')
-    seen = []   # (audit event, path) for the final path, while watching
+    seen = []   # (audit event, its mode or 'to') for each open or rename of the final path, while watching
 
     def audit(name, args):
         if watching and name in ('open', 'os.rename') and any(str(a) == str(final) for a in args[:2]):
