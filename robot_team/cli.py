@@ -5,6 +5,7 @@ Commands stay thin: parse options, call :mod:`robot_team.run`, print.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import statistics
@@ -508,7 +509,12 @@ app.add_typer(llm_app, name='llm')
 
 
 def main() -> int:
-    """Entry point of ``robot-team``."""
+    """Entry point of ``robot-team``.
+
+    A native crash of this process (a fatal signal in rclpy or the middleware, e.g. SIGSEGV) leaves
+    the Python stacks of all its threads on stderr (:mod:`faulthandler`), as every node process does.
+    """
+    faulthandler.enable()
     ensure_localhost_dds()
     app()
     return 0

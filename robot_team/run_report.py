@@ -29,7 +29,6 @@ scan and directory record for info collection, the display service reply for dis
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import Counter
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Callable
 from robot_team.catalog import EVIDENCE_TOOLS, ROLES, TOOLS_BY_NAME
 from robot_team.contracts.decisions import count_decisions, count_takeovers
 from robot_team.contracts.events import EventKind, TeamEventModel, sequence_gaps
+from robot_team.contracts.files import write_atomically
 from robot_team.contracts.names import SUPERVISOR, Role
 
 GUARD_KINDS = (EventKind.TOOL_REFUSED, EventKind.DELEGATION_REFUSED, EventKind.WORKFLOW_VIOLATION,
@@ -203,7 +203,7 @@ def case_report_path(out_dir: Path, case_id: str) -> Path:
 def write_case_report(events: list[TeamEventModel], case_id: str, out_dir: Path, **fields) -> Path:
     """Write :func:`case_report` of ``case_id`` (``fields``: its keyword arguments) to :func:`case_report_path`.
 
-    Atomic: the report goes to ``<path>.tmp``, then replaces ``path``, so a program that watches
+    Atomic (:func:`~robot_team.contracts.files.write_atomically`): a program that watches
     ``cases/`` (or reads a report as soon as it exists) never reads a partial one.
 
     Raises
@@ -216,10 +216,7 @@ def write_case_report(events: list[TeamEventModel], case_id: str, out_dir: Path,
     report = case_report(events, case_id, **fields)
     path = case_report_path(out_dir, case_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(json.dumps(report, indent=2, default=str))
-    os.replace(tmp, path)
-    return path
+    return write_atomically(path, json.dumps(report, indent=2, default=str))
 
 
 class OpenRecord:

@@ -5,6 +5,7 @@ with a socket lock, as ament_cmake_ros's domain_coordinator does) and its own rc
 graphs of parallel or successive tests cannot hear each other.
 """
 
+import gc
 import os
 import pytest
 
@@ -17,6 +18,21 @@ if os.environ.get('PYTEST_XDIST_WORKER'):
     # tests that widen its tables (CliRunner's env={'COLUMNS': ...}) would get 80 columns there.
     for name in ('COLUMNS', 'LINES'):
         os.environ.pop(name, None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    """Collect a ROS test's garbage once its fixtures are torn down (its executors stopped, its context shut down).
+
+    rclpy entities are not safe to destroy while another thread waits on a wait set (ros2/rclpy#260,
+    #760). Left to the garbage collector, a test's unreachable rclpy objects were destroyed in the
+    middle of a later test while that test's executor waited: a worker died of SIGSEGV in a
+    rehearsal (2026-11-29, "Garbage-collecting" in ``test_sim_node.py`` beside a spinning executor).
+    Collected here, they are destroyed while no executor of the test spins.
+    """
+    yield
+    if 'domain_id' in item.fixturenames:   # every test that builds a ROS graph reserves its own domain
+        gc.collect()
 
 
 @pytest.fixture
@@ -51,7 +67,7 @@ def executor(ros_context):
     from rclpy.exceptions import InvalidHandle
     from rclpy.executors import MultiThreadedExecutor
 
-    from robot_team.run.lifecycle import SpinThread
+    from robot_team.ros.spin import SpinThread
     exe = MultiThreadedExecutor(num_threads=4, context=ros_context)
     thread = SpinThread(exe, 'test-executor', max_respins=5)
     thread.start()

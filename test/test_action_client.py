@@ -20,7 +20,7 @@ from rclpy.action import ActionClient, ActionServer  # noqa: E402
 from ros_helpers import wait_for  # noqa: E402
 from robot_team.ros.action_client import TeamActionClient  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
-from robot_team.run.lifecycle import SpinThread  # noqa: E402
+from robot_team.ros.spin import SpinThread  # noqa: E402
 
 PAUSE_S = 0.1   # per Python call the sender makes once its goal request is out: the response is handled meanwhile
 

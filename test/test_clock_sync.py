@@ -106,6 +106,23 @@ def test_the_clock_jumps_to_the_step_before_the_next_event_once_everyone_was_qui
         gate.jump_target(14.0, 0.0)
 
 
+def test_no_jump_until_as_many_followers_as_expected_were_heard():
+    wall = FakeWall()
+    gate = FollowGate(follower_timeout_s=2.0, wall=wall, expected=2)
+    for t in (0.0, 1.0, 2.0):                              # one quiet follower of the two expected
+        gate.ack('/manager', t, 3600.0)
+    assert gate.heard == 1 and gate.jump_target(2.0, 1.0) is None
+    for t in (1.0, 2.0):
+        gate.ack('/navigation_robot/navigation_robot', t, 3600.0)
+    assert gate.heard == 2 and gate.jump_target(2.0, 1.0) == 2.0 + JUMP_AHEAD_MAX_S
+    gate.ack('/manager', 3.0, 3600.0)
+    assert gate.ready(3.0) == (False, [])
+    wall.t += 3.0
+    assert gate.ready(3.0)[1] and gate.heard == 2 and gate.followers == ['/manager']   # a lost one was heard
+    with pytest.raises(ValueError, match='expected'):
+        FollowGate(expected=-1)
+
+
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(wakes=st.lists(st.one_of(st.just(NOTHING_SCHEDULED), st.floats(0.0, 500.0)), min_size=1, max_size=5),
        t=st.integers(0, 300), step=st.sampled_from([0.25, 0.5, 1.0]))
@@ -155,9 +172,13 @@ def test_a_clock_mode_is_follow_or_wall():
 
 
 class Graph:
-    """motion_sim on the follow clock, one follower whose callbacks can be blocked, an event listener."""
+    """motion_sim on the follow clock, one follower whose callbacks can be blocked, an event listener.
 
-    def __init__(self, context, **params):
+    ``next_event``: given the follower node, returns its ``next_event`` for :func:`follow_clock`
+    (None: always busy).
+    """
+
+    def __init__(self, context, next_event=None, **params):
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
         from rclpy.parameter import Parameter
@@ -171,7 +192,7 @@ class Graph:
         overrides = [Parameter('clock_mode', value='follow')] + [Parameter(k, value=v) for k, v in params.items()]
         self.motion = MotionSimNode(context=context, parameter_overrides=overrides)
         self.follower = Node('slow_robot', context=context, parameter_overrides=[Parameter('use_sim_time', value=True)])
-        self.follower_clock = follow_clock(self.follower)
+        self.follower_clock = follow_clock(self.follower, next_event(self.follower) if next_event else None)
         self.block_s = 0.0
         self.blocks = 0
         # In the follower's default callback group, as its time source's /clock subscription.
@@ -247,28 +268,83 @@ def test_a_follower_that_stops_answering_no_longer_holds_the_team_and_is_recorde
         graph.close()
 
 
-def test_the_clock_jumps_across_the_wait_for_a_late_patient_and_the_team_decides_as_without(domain_id, tmp_path):
-    """A whole episode: only it shows that every node's "nothing now" holds while the clock jumps."""
+def test_the_clock_neither_starts_nor_jumps_ahead_past_a_follower_it_has_not_heard(ros_context):
+    """CI, stop 42: the clock started with one of a deployment's seven followers discovered and jumped
+    780 s across a robot's escort. A follower not heard from cannot say it is busy: none may be jumped past."""
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    from robot_team.msg import ClockAck
+    from robot_team.contracts.names import CLOCK_ACKS
+    from robot_team.ros.clock import clock_acks_qos, follow_clock
+
+    def quiet(node):   # nothing to do for 1,000 sim s
+        return lambda: node.get_clock().now().nanoseconds * 1e-9 + 1000.0
+
+    graph = Graph(ros_context, next_event=quiet, min_clock_followers=2, clock_start_timeout_s=1.0)
+    late = silent = None
+    try:
+        assert wait_for(lambda: graph.sim_events('clock_started'), 10.0)
+        (shortfall,) = [e for e in graph.events if e.kind == 'input_error']
+        assert shortfall.data['followers_unheard'] == 1
+        assert wait_for(lambda: graph.motion.sim_time > 5.0, 10.0)
+        assert not graph.sim_events('clock_jump')           # one of the two expected was heard: steps only
+        late = Node('late_robot', context=ros_context, parameter_overrides=[Parameter('use_sim_time', value=True)])
+        late_follower = follow_clock(late, quiet(late))
+        graph.executors[1].add_node(late)
+        assert wait_for(lambda: graph.sim_events('clock_jump'), 10.0)   # both heard, both quiet: it jumps
+        assert late_follower.node_name in graph.motion.clock_followers
+        silent = Node('silent_robot', context=ros_context)   # matched on the acknowledgements, never heard
+        publisher = silent.create_publisher(ClockAck, CLOCK_ACKS, clock_acks_qos())
+        assert wait_for(lambda: publisher.get_subscription_count() == 1, 10.0)
+        time.sleep(0.3)                                       # a jump decided before the match lands
+        jumps, at = len(graph.sim_events('clock_jump')), graph.motion.sim_time
+        assert wait_for(lambda: graph.motion.sim_time > at + 5.0, 10.0)
+        time.sleep(0.3)
+        assert len(graph.sim_events('clock_jump')) == jumps   # steps only, again
+    finally:
+        if late is not None:
+            graph.executors[1].remove_node(late)
+        graph.close()
+        for node in (late, silent):
+            if node is not None:
+                node.destroy_node()
+
+
+def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_decides_as_without(domain_id, tmp_path):
+    """A whole episode: only it shows that every node's "nothing now" holds while the clock jumps.
+
+    ``unknown_badge`` with its patient three minutes late: the clock jumps across the wait for
+    the patient, and inside the case across the wait for the scripted person's answer (10 s
+    after the escalation). The team makes the decisions of the same case stepped through.
+    """
     from robot_team.bench import decision_sequence
     from robot_team.contracts.config import load_scenario
     from robot_team.run.episode import run_episode
-    base = load_scenario('onboarding')
+    base = load_scenario('unknown_badge')
     arrival = base.patient.arrival_time_s + 180.5
     late = base.model_copy(update={'name': 'late-patient',
                                    'patient': base.patient.model_copy(update={'arrival_time_s': arrival})})
     jumped = run_episode(late, tmp_path / 'late', domain_id=domain_id, log_level='warn')
     jumps = [(e.data['from_s'], e.data['to_s']) for e in jumped.events
              if e.kind == 'sim' and e.data.get('what') == 'clock_jump']
-    assert jumped.report['clock']['jumps'] == len(jumps) >= 3
-    assert sum(to - start for start, to in jumps) >= 150 and max(to for _, to in jumps) < arrival
+    assert jumped.report['clock']['jumps'] == len(jumps) >= 4
+    assert sum(to - start for start, to in jumps if to < arrival) >= 150
+    [opened] = [e.stamp_s for e in jumped.events if e.kind == 'case_opened']
+    [closed] = [e.stamp_s for e in jumped.events if e.kind == 'case_closed' and e.actor == 'supervisor']
+    [asked] = [e.stamp_s for e in jumped.events if e.kind == 'escalation']
+    [answered] = [e.stamp_s for e in jumped.events if e.kind == 'human_decision']
+    assert [j for j in jumps if asked <= j[0] and j[1] < answered], ('no jump across the wait for the answer', jumps)
+    assert all(to <= opened or start >= asked for start, to in jumps), 'a jump while a robot worked'
+    assert max(to for _, to in jumps) < closed
     engines = [e for e in jumped.events if e.actor in ('hospital_systems', 'motion_sim') and e.kind == 'sim'
                and e.data.get('what') != 'clock_jump']
     happened = [(e.data.get('sim_time_s', e.stamp_s), e.summary) for e in engines]   # the engines' own times
     assert not [(t, text) for t, text in happened for start, to in jumps if start < t < to]
     [arrived] = [e.data['sim_time_s'] for e in engines if e.data.get('what') == 'patient_arrival']
     assert arrived == pytest.approx(arrival)
-    # the same decisions as the patient who arrives at once, where the clock had nothing to jump
-    alone = run_episode(base, tmp_path / 'base', domain_id=domain_id, log_level='warn')
-    assert alone.report['clock']['jumps'] == 0
-    assert decision_sequence(jumped.events) == decision_sequence(alone.events)
-    assert jumped.report['outcome'] == alone.report['outcome'] == 'success'
+    # the same decisions as the patient who arrives at once, stepped through
+    stepped = run_episode(base, tmp_path / 'base', domain_id=domain_id, log_level='warn', jump_ahead=False)
+    assert stepped.report['clock']['jumps'] == 0
+    assert decision_sequence(jumped.events) == decision_sequence(stepped.events)
+    assert jumped.report['outcome'] == stepped.report['outcome'] == 'escalated'

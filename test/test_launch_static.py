@@ -138,6 +138,9 @@ def test_embedded_floor_plan(tmp_path):
     follow = plans.plan_floor(sim='embedded', brain='openai', clock='follow', out_dir=str(tmp_path / 'f'))
     motion = follow.after_team[0].parameters[0]
     assert motion['clock_mode'] == 'follow' and 'real_time_factor' not in motion   # no cap, no LLM pace
+    # every node team_ready waits for follows the clock: none may be jumped past before it is heard
+    assert motion['min_clock_followers'] == len(follow.team_ready.parameters[0]['nodes']) == 7
+    assert 'min_clock_followers' not in plan.after_team[0].parameters[0]   # the wall clock follows nobody
     brains = [n.parameters[0] for n in follow.first if n.parameters and n.parameters[0].get('brain') == 'openai']
     assert len(brains) == 4 and all(p['llm_clock'] == 'lockstep' for p in brains)   # they announce LLM waits
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from robot_team.llm.lockstep import HoldTracker, check_llm_clock
+from robot_team.llm.lockstep import LLM_REQUEST, SERVER_DISCOVERY, HoldTracker, check_llm_clock
 from ros_helpers import FakeWall
 
 
@@ -28,6 +28,22 @@ def test_tracker_holds_while_any_hold_is_active_and_charges_a_step_per_ended_hol
     tracker.update('manager/1', 'manager', True)                      # a late duplicate start is ignored
     assert not tracker.held() and tracker.take_step() == 4.0 and tracker.take_step() == 0.0
     assert tracker.holds_seen == 2 and tracker.held_wall_s == pytest.approx(5.0)
+
+
+def test_a_wait_for_discovery_holds_sim_time_and_charges_none_of_it():
+    """A node waiting for DDS to find a server holds sim time as an LLM request does, but the wait is
+    wall time of a busy machine, not of the ED: it costs no sim time when it ends."""
+    wall = FakeWall()
+    tracker = HoldTracker(max_hold_s=60.0, wall=wall, hold_step_s=2.0)
+    tracker.update('manager/1', 'manager', True, SERVER_DISCOVERY)
+    wall.t += 12.0
+    assert tracker.held() and tracker.active == ['manager']
+    tracker.update('manager/2', 'manager', True, LLM_REQUEST)
+    tracker.update('manager/1', 'manager', False, SERVER_DISCOVERY)
+    assert tracker.held() and tracker.take_step() == 0.0
+    tracker.update('manager/2', 'manager', False, '')   # a release's reason is not read: the start's counts
+    assert not tracker.held() and tracker.take_step() == 2.0
+    assert tracker.holds_seen == 2 and tracker.held_wall_s == pytest.approx(12.0)
 
 
 def test_a_lost_release_expires_after_max_hold_s_and_is_reported():
@@ -158,3 +174,33 @@ def test_the_follow_clock_ticks_slowly_while_held_and_steps_as_soon_as_the_hold_
         assert sim._timer.timer_period_ns == int(1e9 / sim.tick_hz)
     finally:
         _close(executor, brain, sim)
+
+
+def test_a_discovery_hold_that_ends_in_an_error_is_released_and_recorded(ros_context):
+    """A node's wait for a server that never appears (a ToolError out of the block) still releases
+    its hold, so sim time runs again, and the wait is on the record as not found."""
+    from robot_team.agents.discovery import DiscoveryHold
+    from robot_team.contracts.errors import ToolError
+    from robot_team.llm.lockstep import clock_holds_qos
+    from robot_team.msg import ClockHold
+    from robot_team.contracts.names import CLOCK_HOLDS
+    from ros_helpers import wait_for
+
+    node = rclpy.create_node('waiter', context=ros_context)
+    executor = rclpy.executors.SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    holds, recorded = [], []
+    node.create_subscription(ClockHold, CLOCK_HOLDS, holds.append, clock_holds_qos())
+    hold = DiscoveryHold(node, 'navigation_robot', lambda kind, summary, **data: recorded.append((kind, data)))
+    try:
+        with pytest.raises(ToolError, match='gone'):
+            with hold('service ed/rtls/locate_staff') as hold_id:
+                raise ToolError('gone')
+        assert wait_for(lambda: executor.spin_once(timeout_sec=0.05) or len(holds) == 2, timeout=10.0), holds
+        assert [(h.hold_id, h.active, h.reason) for h in holds] == [(hold_id, True, SERVER_DISCOVERY),
+                                                                    (hold_id, False, SERVER_DISCOVERY)]
+        [(kind, data)] = recorded
+        assert kind == 'observation' and (data['server'], data['found']) == ('service ed/rtls/locate_staff', False)
+    finally:
+        executor.shutdown()
+        node.destroy_node()

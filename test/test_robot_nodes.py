@@ -34,7 +34,8 @@ def graph(ros_context, executor, tmp_path):
     """Build sim + robots for a scenario; return a function that adds them and an ExecuteTask sender."""
     created = []
 
-    def build(scenario_name, roles, staff_db=None, **scenario_changes):
+    def build(scenario_name, roles, staff_db=None, hospital=True, **scenario_changes):
+        """``hospital``: False leaves the hospital's systems out; ``client_node.add_hospital()`` adds them."""
         scenario = load_scenario(scenario_name).model_copy(update=scenario_changes)
         if staff_db is None:
             staff_db = str(tmp_path / 'staff.sqlite')
@@ -42,8 +43,11 @@ def graph(ros_context, executor, tmp_path):
         overrides = [Parameter('use_sim_time', value=True), Parameter('staff_db', value=staff_db),
                      Parameter('floor', value=str(scenario.floor_path))]
         robots = {role: RobotNode(role, context=ros_context, parameter_overrides=overrides) for role in roles}
-        sim = [HospitalSystemsNode(scenario, context=ros_context,
-                                   parameter_overrides=[Parameter('use_sim_time', value=True)]),
+
+        def make_hospital():
+            return HospitalSystemsNode(scenario, context=ros_context,
+                                       parameter_overrides=[Parameter('use_sim_time', value=True)])
+        sim = [*([make_hospital()] if hospital else []),
                MotionSimNode(scenario, context=ros_context,
                              parameter_overrides=[Parameter('real_time_factor', value=50.0),
                                                   Parameter('clock_mode', value='follow')])]
@@ -64,6 +68,12 @@ def graph(ros_context, executor, tmp_path):
         for node in [*robots.values(), *sim, client_node]:
             executor.add_node(node)
             created.append(node)
+
+        def add_hospital():
+            node = make_hospital()
+            executor.add_node(node)
+            created.append(node)
+        client_node.add_hospital = add_hospital
         return robots, client_node
 
     yield build
@@ -204,3 +214,46 @@ def test_staff_directory_that_cannot_be_opened_is_a_task_failure(graph, tmp_path
     assert report.status.value == 'failure'
     assert 'staff directory unavailable' in report.issue and str(broken) in report.issue
     assert wait_for(lambda: any(e.kind == 'task_report' for e in robots['display_robot'].events.history))
+
+
+def test_a_robot_holds_sim_time_while_a_server_it_calls_is_not_discovered_yet(graph):
+    """The display robot's ``show_display`` finds no display service (the hospital's systems are not up
+    yet): DDS discovery is wall time, so the robot holds the team's sim time (``team/clock_holds``,
+    reason ``server_discovery``) and the real clock source stands still until the service appears;
+    then the call goes through."""
+    from rosgraph_msgs.msg import Clock
+
+    from robot_team.contracts.names import CLOCK_HOLDS
+    from robot_team.llm.lockstep import SERVER_DISCOVERY, clock_holds_qos
+    from robot_team.msg import ClockHold
+    from robot_team.ros.stamps import stamp_to_s
+
+    robots, client = graph('all_available', ['display_robot'], hospital=False)
+    holds, clock = [], []
+    client.create_subscription(ClockHold, CLOCK_HOLDS, holds.append, clock_holds_qos())
+    client.create_subscription(Clock, '/clock', lambda msg: clock.append(stamp_to_s(msg.clock)), 10)
+
+    def active():
+        released = {h.hold_id for h in holds if not h.active}
+        return [(h.holder, h.reason) for h in holds if h.active and h.hold_id not in released]
+    result = {}
+    sender = threading.Thread(target=lambda: result.update(report=send_task(client, 'display_robot', 'display')[2]),
+                              daemon=True)
+    sender.start()
+    assert wait_for(active, timeout=30.0), 'the robot held nothing while the display service was missing'
+    assert active() == [('display_robot', SERVER_DISCOVERY)]
+    time.sleep(1.0)   # a step the clock source published before the hold reached it may still come
+    held_at = max(clock)
+    time.sleep(2.0)
+    assert max(clock) == held_at, 'sim time ran on while the robot waited for discovery'
+    client.add_hospital()
+    sender.join(60.0)
+    # the call went through once the service was found (whether the screen's content then reached the
+    # robot in its observation window is discovery of a publisher started late: not this test's point)
+    [shown] = [r for r in result['report'].evidence['tool_journal'] if r['tool'] == 'show_display']
+    assert shown['output']['success'] is True, shown
+    assert not active() and wait_for(lambda: max(clock) > held_at, timeout=10.0)
+    waits = [e.data for e in robots['display_robot'].events.history
+             if e.kind == 'observation' and e.data.get('cue') == 'server_discovery']
+    assert [(w['server'], w['found']) for w in waits] == [('service ed/display/show', True)], waits
+    assert waits[0]['waited_wall_s'] >= 2.0

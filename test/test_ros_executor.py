@@ -20,7 +20,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from ros_helpers import wait_for  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
 from robot_team.ros.util import wait_for_server, wait_future  # noqa: E402
-from robot_team.run.lifecycle import SpinThread  # noqa: E402
+from robot_team.ros.spin import SpinThread  # noqa: E402
 
 
 class _Spinning:

@@ -2,7 +2,8 @@
 
 - Two in-process episodes back to back, the first ending with an LLM request in flight: after
   it, no thread it started is alive and no request is in flight (client and server side), and
-  the second episode runs clean (no callback on a destroyed node).
+  the second episode runs clean (no callback on a destroyed node), its record and report on disk
+  before its executor and nodes are destroyed.
 - ``robot-team run`` (a subprocess) stopped by SIGTERM while the manager waits on its LLM, and
   by Ctrl-C (SIGINT to the process group) with one process per node: it stops within seconds,
   exits 128 + the signal, and writes ``report.json`` (outcome ``interrupted``) and the record.
@@ -43,7 +44,7 @@ def hanging_manager(server, n=50, delay_s=120.0):
 
 
 def test_two_in_process_episodes_back_to_back_leave_nothing_running(tmp_path, domain_id, monkeypatch, capfd):
-    from robot_team.run.episode import run_episode
+    from robot_team.run.episode import Episode, run_episode
     with ScriptedServer(scripted.ideal_policies()) as server:
         use_llm_server(monkeypatch, server)
         monkeypatch.setenv('ROBOT_TEAM_LLM_TIMEOUT_S', '100')
@@ -68,10 +69,23 @@ def test_two_in_process_episodes_back_to_back_leave_nothing_running(tmp_path, do
         assert left == []
         capfd.readouterr()
         server.faults.clear()
+        # The record and the report are on disk before the executor and the nodes are destroyed
+        # (a native crash there must not lose them); the report says so until the teardown ended.
+        on_disk = {}
+        destroy = Episode._destroy
+
+        def destroy_seen(episode, *args):
+            on_disk['report'] = json.loads((episode.out_dir / 'report.json').read_text())
+            on_disk['events'] = len(read_jsonl(episode.out_dir / 'events.jsonl'))
+            return destroy(episode, *args)
+        monkeypatch.setattr(Episode, '_destroy', destroy_seen)
         # (the follow clock: its decisions do not depend on how busy the machine is)
         second = run_episode('onboarding', tmp_path / 'second', brain='openai', domain_id=domain_id,
                              brain_options={'kb': False})
         assert second.report['outcome'] == 'success' and second.report['teardown']['clean']
+        assert on_disk['events'] == len(second.events) and on_disk['report']['outcome'] == 'success'
+        assert on_disk['report']['teardown']['clean'] is False and 'pending' in on_disk['report']['teardown']
+        assert json.loads((tmp_path / 'second' / 'report.json').read_text())['teardown'] == second.report['teardown']
         assert not [e for e in second.events if e.kind == 'llm_error']
         assert second.report['events']['complete']
         err = capfd.readouterr().err

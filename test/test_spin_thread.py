@@ -1,4 +1,4 @@
-"""An exception that ends the executor's spin is kept, recorded, and spun past (robot_team.run.lifecycle.SpinThread).
+"""An exception that ends the executor's spin is kept, recorded, and spun past (robot_team.ros.spin.SpinThread).
 
 rclpy's executors end ``spin()`` on the first exception a callback (or building the wait set)
 raises; with the whole team in one executor that would stop every node at once. The runner's
@@ -18,7 +18,8 @@ from robot_team.contracts.config import load_scenario  # noqa: E402
 from robot_team.contracts.events import EventKind  # noqa: E402
 from robot_team.contracts.names import Role  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
-from robot_team.run.lifecycle import SpinThread, shutdown_executor  # noqa: E402
+from robot_team.ros.spin import SpinThread  # noqa: E402
+from robot_team.run.lifecycle import shutdown_executor  # noqa: E402
 
 
 def _ticking(ros_context, raise_on):

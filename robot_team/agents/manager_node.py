@@ -49,6 +49,7 @@ from robot_team.contracts.errors import ToolError
 from robot_team.contracts.geometry import path_length
 from robot_team.contracts.escalation_model import EscalationKind, EscalationRecord
 from robot_team.contracts.events import EventKind
+from robot_team.agents.discovery import DiscoveryHold
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_manager_brain
 from robot_team.msg import (
     Escalation, HumanDecision, Instruction, NodeLiveness, PatientArrival, StaffBoard, SupervisorDirective, TaskReport,
@@ -63,7 +64,7 @@ from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.messages import reliable_qos, report_from_msg
 from robot_team.ros.stamps import now_s
-from robot_team.ros.util import declare_robots, spin_node, submit_report, wait_for_server, wait_future
+from robot_team.ros.util import SERVER_WAIT_S, declare_robots, spin_node, submit_report, wait_for_server, wait_future
 from robot_team.srv import AuthorizeTask, LocateStaff, RequestEscalation, SubmitReport
 from robot_team.tools.navigation import ComputePathClient
 from robot_team.rules.workflow.state import Authorization, WorkflowRule
@@ -109,6 +110,8 @@ class _AwaitedResult:
     def __init__(self, task_id: str, robot: RobotId, done):
         self.task_id, self.robot, self.done = task_id, robot, done
         self.delivered = threading.Event()
+        self.recorded = False   # the supervisor's copy came: the result's grace (wall time) runs
+        self.response_owed = True   # its ExecuteTask goal has no response yet (the follow clock does not jump)
         self._lock = threading.Lock()
 
     def deliver(self) -> bool:
@@ -129,7 +132,9 @@ class ManagerNode(Node):
         Its brain; default from the ``brain`` and ``issue_handling`` parameters.
     context, parameter_overrides
         As for :class:`rclpy.node.Node`. Parameters: ``brain``, ``issue_handling``,
-        ``service_timeout_s`` (wall s to wait for the supervisor and the robots), ``kb``,
+        ``service_timeout_s`` (wall s to wait for an answer of the supervisor, the RTLS or a robot's
+        planner; a server not discovered yet is waited for :data:`~robot_team.ros.util.SERVER_WAIT_S`
+        with sim time held), ``kb``,
         ``state_db`` (SQLite file of what the manager knows, e.g. beside the run's record, taken up
         by a restarted manager: :mod:`robot_team.core.manager_store`; empty: nothing kept),
         ``robots`` (the team's operational robots, default one per role; a fleet's are
@@ -139,6 +144,9 @@ class ManagerNode(Node):
     ----------
     core : ManagerCore
         The manager's logic; ``core.finished`` is set when the episode ends (``core.outcome``).
+    discovery_hold : DiscoveryHold
+        Holds the team's sim time while the manager waits for DDS to discover a server, and
+        records the wait (:mod:`robot_team.agents.discovery`).
     """
 
     def __init__(self, brain: ManagerBrain | None = None, *, context=None, parameter_overrides=None):
@@ -170,6 +178,7 @@ class ManagerNode(Node):
         self._restarted: set[str] = set()   # robots back as a new incarnation (their goals wait for one server)
         self._awaited: dict[str, _AwaitedResult] = {}   # task_id -> its goal whose ExecuteTask result is owed
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.discovery_hold = DiscoveryHold(self, Role.MANAGER.value, self.events.emit)
 
         qos = reliable_qos()
         self._authorize = self.create_client(AuthorizeTask, names.AUTHORIZE_TASK, callback_group=self._group)
@@ -226,8 +235,9 @@ class ManagerNode(Node):
                                  callback_group=self._group)
         self._worker = threading.Thread(target=self.core.run, args=(self._stop,), name='manager-brain', daemon=True)
         self._worker.start()
-        # the follow clock waits for this node, and jumps ahead only while it is at rest (ros.clock)
-        self._clock_follower = follow_clock(self, lambda: unscheduled(self.core.at_rest))
+        # the follow clock waits for this node, and jumps ahead only while it waits for a message and
+        # did not act since its last acknowledgement (ros.clock)
+        self._clock_follower = follow_clock(self, self._next_event, activity=lambda: self.events.count)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'manager ready with brain {type(self.core.brain).__name__}'
                          + (' (restarted: its record taken up)' if self.core.restored else ''),
@@ -292,6 +302,7 @@ class ManagerNode(Node):
             return
         awaited = self._awaited.get(report.task_id)
         if awaited is not None and report.issue_code is IssueCode.NONE and not awaited.delivered.is_set():
+            awaited.recorded = True
             timer = None
 
             def fire():
@@ -299,7 +310,21 @@ class ManagerNode(Node):
                 self.destroy_timer(timer)
                 self._take_recorded_report(awaited, report)
             timer = self.create_timer(RESULT_GRACE_S, fire, callback_group=self._group, clock=self._steady)
+        elif awaited is not None and report.issue_code is not IssueCode.NONE:
+            awaited.response_owed = False   # closed by the supervisor (a lost robot's): no response is owed any more
         self.core.on_task_closed(report)
+
+    def _next_event(self) -> float:
+        """Return the manager's ``next_event_s`` for the follow clock: none scheduled while it only waits for a message.
+
+        It has work now (:data:`~robot_team.contracts.clock_sync.BUSY`) while its core is not
+        :attr:`~robot_team.core.manager.ManagerCore.idle`, while an ExecuteTask goal it sent has
+        no response yet (a robot's new incarnation answers once DDS has matched it: wall time),
+        and while a result's grace runs (a report the supervisor recorded whose ExecuteTask result
+        has not come: :data:`RESULT_GRACE_S`, wall time).
+        """
+        owed = any(a.response_owed or (a.recorded and not a.delivered.is_set()) for a in list(self._awaited.values()))
+        return unscheduled(self.core.idle and not owed)
 
     def _take_recorded_report(self, awaited: _AwaitedResult, report: TaskReportModel) -> None:
         """Take the supervisor's recorded copy of a report whose ExecuteTask result did not come.
@@ -312,7 +337,7 @@ class ManagerNode(Node):
         """
         if not awaited.deliver():
             return
-        self._awaited.pop(awaited.task_id, None)
+        self._awaited.pop(awaited.task_id, None)   # its goal response, if lost too, is owed no more
         self.events.emit(EventKind.OBSERVATION, f'{awaited.task_id} taken from the supervisor\'s record',
                          target=awaited.task_id, reason=f'its ExecuteTask result from {awaited.robot} did not come '
                          f'within {RESULT_GRACE_S:g} s of the report on {names.TASK_REPORTS}',
@@ -356,7 +381,7 @@ class ManagerNode(Node):
         ToolError
             If the RTLS does not answer within ``service_timeout_s``.
         """
-        wait_for_server(self._rtls, self._timeout, f'service {names.LOCATE_STAFF}')
+        self._find(self._rtls, f'service {names.LOCATE_STAFF}')
         found = wait_future(self._rtls.call_async(LocateStaff.Request(hcw_ids=[hcw_id])), self._timeout,
                             f'response of {names.LOCATE_STAFF}').staff
         where = next((s.pose.pose.position for s in found if s.hcw_id == hcw_id), None)
@@ -382,7 +407,7 @@ class ManagerNode(Node):
             If the supervisor does not answer within ``service_timeout_s``, or answers with a
             rule this manager does not know.
         """
-        wait_for_server(self._authorize, self._timeout, f'service {names.AUTHORIZE_TASK}')
+        self._find(self._authorize, f'service {names.AUTHORIZE_TASK}')
         response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
             task_type=task_type, robot=robot, reason=reason, requested_by=Role.MANAGER.value, hcw_id=hcw_id,
             case_id=case_id)),
@@ -399,7 +424,7 @@ class ManagerNode(Node):
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask ``team/supervisor/request_escalation`` (raises ToolError on timeout)."""
-        wait_for_server(self._escalate, self._timeout, f'service {names.REQUEST_ESCALATION}')
+        self._find(self._escalate, f'service {names.REQUEST_ESCALATION}')
         response = wait_future(self._escalate.call_async(RequestEscalation.Request(
             task_id=task_id, reason=reason, options=options)), self._timeout,
             f'response of {names.REQUEST_ESCALATION}')
@@ -408,14 +433,14 @@ class ManagerNode(Node):
 
     def submit_report(self, report: TaskReportModel) -> ReportAnswer:
         """Submit the reflection's report to ``team/supervisor/submit_report`` (raises ToolError on timeout)."""
-        return submit_report(self._submit, report, self._timeout)
+        return submit_report(self._submit, report, self._timeout, self.discovery_hold)
 
     def send_task(self, robot: RobotId, task: TaskSpec, done) -> None:
         """Send an ExecuteTask goal to ``<robot>/execute_task``; ``done(report, error)`` when it ends."""
-        client = self._robots[robot]
-        wait_for_server(client, self._timeout, f'action server of {robot}')
+        self._find(self._robots[robot], f'action server of {robot}')
         if robot in self._restarted:
             self._wait_one_server(robot)
+        client = self._robots[robot]
         goal = ExecuteTask.Goal(task_id=task.task_id, task_type=task.task_type.value, room=task.room,
                                 hcw_id=task.hcw_id, instructions=task.instructions,
                                 context_json=json.dumps(task.context, default=str))
@@ -433,6 +458,7 @@ class ManagerNode(Node):
                 done(None, f'invalid report from {robot} on {task.task_id}: {exc}')
 
         def on_goal(future):
+            awaited.response_owed = False
             handle = future.result()
             if not handle.accepted:
                 if awaited.deliver():
@@ -440,10 +466,29 @@ class ManagerNode(Node):
                     done(None, f'{robot} rejected goal {task.task_id}')
                 return
             handle.get_result_async().add_done_callback(on_result)
-        client.send_goal_async(goal).add_done_callback(on_goal)
+        try:
+            client.send_goal_async(goal).add_done_callback(on_goal)
+        except BaseException:   # nothing was sent: no response is owed (the caller records the error)
+            self._awaited.pop(task.task_id, None)
+            raise
+
+    def _find(self, client, what: str) -> None:
+        """Wait until the server of ``client`` (named ``what``) is available.
+
+        Where it is not ready at once, with the team's sim time held and the wait recorded
+        (:mod:`robot_team.agents.discovery`), :data:`~robot_team.ros.util.SERVER_WAIT_S` wall s at
+        most. A robot that is gone is noticed by the supervisor by its liveliness
+        (:mod:`robot_team.contracts.liveness`), not here.
+
+        Raises
+        ------
+        ToolError
+            If the server does not appear within ``SERVER_WAIT_S`` wall s.
+        """
+        wait_for_server(client, SERVER_WAIT_S, what, self.discovery_hold)
 
     def _wait_one_server(self, robot: RobotId) -> None:
-        """Wait (up to ``service_timeout_s`` wall) until the graph shows one ExecuteTask server of ``robot``.
+        """Wait until the graph shows one ExecuteTask server of ``robot`` (sim time held; service_timeout_s at most).
 
         Only for a robot the supervisor noticed lost and back: its dead incarnation stays in the graph
         (and matched) until DDS drops its participant (its lease: 3 s with the team's profile,
@@ -452,18 +497,18 @@ class ManagerNode(Node):
         graph lagging behind.
         """
         topic = names.robot_name(robot, f'{names.EXECUTE_TASK}/_action/status')
+        if self.count_publishers(topic) <= 1:
+            return
         deadline = time.monotonic() + self._timeout
-        waited = False
-        while self.count_publishers(topic) > 1 and time.monotonic() < deadline and not self._stop.is_set():
-            waited = True
-            time.sleep(0.05)
-        if waited:
-            servers = self.count_publishers(topic)
-            self.events.emit(EventKind.OBSERVATION, f'{robot} has {servers} action server(s) in the graph',
-                             target=robot, reason='a restarted robot: the goal waits until its dead incarnation '
-                             'has left the graph' if servers <= 1 else 'the dead incarnation is still in the graph '
-                             f'after {self._timeout:g} s: the goal goes anyway', cue='robot_servers',
-                             servers=servers)
+        with self.discovery_hold(f'the graph to drop the dead incarnation of {robot}'):
+            while self.count_publishers(topic) > 1 and time.monotonic() < deadline and not self._stop.is_set():
+                time.sleep(0.05)
+        servers = self.count_publishers(topic)
+        self.events.emit(EventKind.OBSERVATION, f'{robot} has {servers} action server(s) in the graph',
+                         target=robot, reason='a restarted robot: the goal waits until its dead incarnation '
+                         'has left the graph' if servers <= 1 else 'the dead incarnation is still in the graph '
+                         f'after {self._timeout:g} s: the goal goes anyway', cue='robot_servers',
+                         servers=servers)
 
     def now(self) -> float:
         """Return ROS time, s (sim time under use_sim_time)."""

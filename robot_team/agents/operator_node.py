@@ -20,7 +20,7 @@ from robot_team.contracts.config import ConfigError, OperatorAnswer, Scenario, l
 from robot_team.contracts.escalation_model import EscalationKind
 from robot_team.contracts.events import EventKind
 from robot_team.msg import Escalation
-from robot_team.contracts.clock_sync import unscheduled
+from robot_team.contracts.clock_sync import BUSY, NOTHING_SCHEDULED
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
@@ -86,6 +86,7 @@ class ScriptedOperatorNode(Node):
         self._used: set[int] = set()
         self._seen: set[str] = set()
         self._pending: list[dict] = []      # {'escalation': msg, 'answer': OperatorAnswer, 'due_s': float}
+        self._in_flight: set[str] = set()   # escalations whose answer was sent and not answered yet
         self._waiting_logged: set[str] = set()
 
         self._group = MutuallyExclusiveCallbackGroup()
@@ -95,11 +96,20 @@ class ScriptedOperatorNode(Node):
                                  callback_group=self._group)
         # On the node's clock: ROS time, i.e. sim time under use_sim_time.
         self._timer = self.create_timer(POLL_PERIOD_S, self.answer_callback, callback_group=self._group)
-        # the follow clock waits for this node, and jumps ahead only while no answer is due (ros.clock)
-        self._clock_follower = follow_clock(self, lambda: unscheduled(not self._pending))
+        # the follow clock waits for this node, and jumps ahead no further than its next answer (ros.clock)
+        self._clock_follower = follow_clock(self, self._next_answer_s, activity=lambda: self.events.count)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'scripted operator ready with {len(self.script)} answer(s)',
                          script=[a.model_dump() for a in self.script])
+
+    def _next_answer_s(self) -> float:
+        """Return the ROS time (s) of the next scripted answer due (``inf``: none): the follow clock's jump ahead.
+
+        :data:`~robot_team.contracts.clock_sync.BUSY` while an answer sent waits for the supervisor's reply.
+        """
+        if self._in_flight:
+            return BUSY
+        return min((p['due_s'] for p in list(self._pending)), default=NOTHING_SCHEDULED)
 
     def escalation_callback(self, msg) -> None:
         """Pick the scripted answer to a new escalation and schedule it after its delay."""
@@ -157,11 +167,13 @@ class ScriptedOperatorNode(Node):
                          + (f' {answer.hcw_id}' if answer.hcw_id else ''), target=escalation.escalation_id,
                          reason=answer.note, stage='sent', escalation_id=escalation.escalation_id,
                          task_id=escalation.task_id, decision=answer.decision, hcw_id=answer.hcw_id)
+        self._in_flight.add(escalation.escalation_id)
         future = self._client.call_async(request)
         future.add_done_callback(lambda f: self._answered(escalation.escalation_id, answer, f))
 
     def _answered(self, escalation_id: str, answer: OperatorAnswer, future) -> None:
         """Record the supervisor's answer to a decision."""
+        self._in_flight.discard(escalation_id)
         exc = future.exception()
         if exc is not None:
             accepted, message = False, f'service call failed: {exc}'

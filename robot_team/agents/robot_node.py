@@ -32,6 +32,7 @@ from robot_team.contracts.config import ConfigError
 from robot_team.core.robot import RobotCore
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.events import EventKind
+from robot_team.agents.discovery import DiscoveryHold
 from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
 from robot_team.contracts.names import NO_ROBOT, RobotId, Role, team_name
@@ -132,8 +133,11 @@ class RobotNode(Node):
         self.toolbox = Toolbox(role, self.events, clock=lambda: now_s(self))
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
+        self._accepted: set[str] = set()   # task IDs of goals accepted whose execution has not begun
         self._stopping = False
         self._running_task = ''
+        # its tools' waits for a server DDS has not discovered yet hold sim time (robot_team.ros.util.wait_for_server)
+        self.discovery_hold = DiscoveryHold(self, self.robot, self.events.emit)
         self._add_tools()
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
@@ -155,7 +159,8 @@ class RobotNode(Node):
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
         # the follow clock waits for this node, and jumps ahead only while it runs no task (ros.clock)
-        self._clock_follower = follow_clock(self, lambda: unscheduled(not self._busy.locked()))
+        self._clock_follower = follow_clock(self, lambda: unscheduled(not (self._busy.locked() or self._accepted)),
+                                            activity=lambda: self.events.count)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'{self.robot} ready with tools {", ".join(self.toolbox.names())}',
                          tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)
@@ -198,6 +203,7 @@ class RobotNode(Node):
             self.events.emit(EventKind.DELEGATION_REFUSED, f'{self.robot} rejected {goal.task_id}: busy',
                              target=goal.task_id, reason='a task is already running', task_id=goal.task_id)
             return GoalResponse.REJECT
+        self._accepted.add(goal.task_id)   # runs from now on (execute_callback): the clock does not jump meanwhile
         return GoalResponse.ACCEPT
 
     def hold_callback(self, msg) -> None:
@@ -230,6 +236,7 @@ class RobotNode(Node):
         """Run the brain on the task, verify its claim, publish and return the report."""
         goal = goal_handle.request
         with self._busy:
+            self._accepted.discard(goal.task_id)
             self._running_task = goal.task_id
             try:
                 report = self._run(goal, goal_handle)
@@ -267,7 +274,7 @@ class RobotNode(Node):
             return report
         for attempt in range(1, SUBMIT_ATTEMPTS + 1):
             try:
-                answer = submit_report(self._submit, report, self._timeout)
+                answer = submit_report(self._submit, report, self._timeout, self.discovery_hold)
             except ToolError as exc:
                 if attempt < SUBMIT_ATTEMPTS and not self._stopping:
                     # a supervisor that died with the request is restarted: ask the new one

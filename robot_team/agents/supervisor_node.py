@@ -56,6 +56,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from robot_team.contracts import names
+from robot_team.contracts.clock_sync import BUSY
 from robot_team.contracts.config import ConfigError, Deadlines, Scenario, load_scenario
 from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.core.escalations import (
@@ -83,7 +84,6 @@ from robot_team.msg import (
 )
 from robot_team.contracts.reports import TaskReportModel
 from robot_team.contracts.liveness import LivenessChange, watched
-from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import LivenessWatch, announce_alive
 from robot_team.ros.emitter import EventEmitter
@@ -247,8 +247,9 @@ class SupervisorNode(Node):
         self._liveness_pub = self.create_publisher(NodeLiveness, names.LIVENESS, reliable_qos())
         self.liveness = LivenessWatch(self, watched(robots), self.liveness_callback,
                                       callback_group=self._group)
-        # the follow clock waits for this node, and jumps ahead only while it is at rest (ros.clock)
-        self._clock_follower = follow_clock(self, lambda: unscheduled(self.desk.at_rest))
+        # the follow clock waits for this node, and jumps ahead no further than its next deadline,
+        # expiry or re-notification, never in a step it acted in (ros.clock)
+        self._clock_follower = follow_clock(self, self._next_event, activity=lambda: self.events.count)
         self._heartbeat = announce_alive(self)
         self.events.emit(EventKind.NODE_STARTED, 'supervisor ready: workflow gate, deadlines, escalations',
                          scenario=scenario.name if scenario is not None else '',
@@ -353,6 +354,18 @@ class SupervisorNode(Node):
         response.accepted, response.result, response.message = end.accepted, end.result, end.message
         response.escalation_id = end.escalation_id
         return response
+
+    def _next_event(self) -> float:
+        """Return the ROS time (s) of the supervisor's next work of its own, for the follow clock's jump ahead.
+
+        :data:`~robot_team.contracts.clock_sync.BUSY` while a node it watches is lost: whether and
+        when it comes back (a restart, a host back on the network) is a matter of wall time, and
+        the team waits on it; else :meth:`EscalationDesk.next_event_s
+        <robot_team.core.escalations.EscalationDesk.next_event_s>`.
+        """
+        if self.liveness.tracker.lost():
+            return BUSY
+        return self.desk.next_event_s(now_s(self))
 
     def deadline_callback(self) -> None:
         """Escalate every deadline missed by now (ROS time); expire and re-notify escalations."""

@@ -39,6 +39,7 @@ from rclpy.node import Node
 from robot_team.contracts import names
 from robot_team.contracts.config import ConfigError, Scenario, load_scenario
 from robot_team.contracts.events import EventKind
+from robot_team.contracts.files import write_atomically
 from robot_team.msg import TeamEvent
 from robot_team.contracts.names import team_name
 from robot_team.nodes_plan import TEAM
@@ -230,7 +231,7 @@ class EpisodeRecorder(TeamRecorder):
                                'cases': dict(self.open_record.reports) if self.open_record is not None else {}}
             if self.open_ended and report['outcome'] == 'timeout':   # no episode end: stopped by a person
                 report['outcome'] = 'interrupted'
-            (out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
+            write_atomically(out_dir / 'report.json', json.dumps(report, indent=2, default=str))
             self.report = report
             self.finished.set()
             return report

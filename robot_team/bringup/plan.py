@@ -464,10 +464,12 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
     pose_source = 'amcl_pose' if sim == 'embedded' else 'auto'
     plan.first += _team_nodes(loaded, paths, brain, options, team_ns, True, pose_source)
     plan.first += fhir_gateway(fhir_port, fhir_host, paths, team_ns, True)
-    plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns,
-                               ({'timeout_s': 60.0, 'nodes': [*team_nodes(loaded), *HOSPITAL_SYSTEMS]},))
+    awaited = [*team_nodes(loaded), *HOSPITAL_SYSTEMS]
+    plan.team_ready = NodeSpec(PACKAGE, 'team_ready', 'team_ready', team_ns, ({'timeout_s': 60.0, 'nodes': awaited},))
     plan.recorder = _recorder(out, paths['scenario'], brain, team_ns, True)
     sim_params = {'scenario': paths['scenario'], 'clock_mode': clock}
+    if clock == 'follow':   # every node team_ready waits for follows the clock: none may be jumped past unheard
+        sim_params['min_clock_followers'] = len(awaited)
     if rtf is not None:
         sim_params['real_time_factor'] = rtf
     # The hospital's systems respawn, as a deployment restarts them, and take up the floor they saved.

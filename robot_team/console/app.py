@@ -10,7 +10,6 @@ the PNG and returns.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -22,9 +21,13 @@ from robot_team.console.qt import QtCore, QtWidgets, exec_app
 from robot_team.console.ros_client import ConsoleClient
 from robot_team.console.widget import SupervisorConsoleWidget
 from robot_team.contracts.names import validate_namespace
+from robot_team.ros.spin import SpinFailure, SpinThread
 
 SETTLE_S = 0.5
 """After the supervisor is discovered, how long its transient-local history gets to arrive, wall s."""
+
+MAX_RESPINS = 5
+"""How many exceptions ending the console's ROS spin it spins past before it stops receiving (and says so)."""
 
 
 def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_id: str = '',
@@ -66,8 +69,7 @@ def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_
     client = ConsoleClient(node, presenter, namespace)
     executor = SingleThreadedExecutor(context=context)   # callbacks never block (services: call_async)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, name='console-ros', daemon=True)
-    spinner.start()
+    spinner = start_spinning(executor, presenter, node.get_logger())
     widget = SupervisorConsoleWidget(presenter)
     widget.resize(*size)
     try:
@@ -82,6 +84,25 @@ def run_console(*, domain_id: int | None = None, namespace: str = '/', operator_
         spinner.join(timeout=5.0)
         node.destroy_node()
         context.try_shutdown()
+
+
+def start_spinning(executor, presenter: ConsolePresenter, logger) -> SpinThread:
+    """Spin ``executor`` on a thread that tells ``presenter`` (and ``logger``) what ends its spin; return it started.
+
+    An exception that ends the spin (a callback's) is logged with its traceback's tail and
+    shown on the console's status line; the executor spins again up to :data:`MAX_RESPINS`
+    times, then the console says on its banner that it no longer receives the team
+    (:meth:`ConsolePresenter.on_spin_failure`), instead of showing a stale team as current.
+    """
+    def tell(failure: SpinFailure) -> None:
+        logger.error(f'the console\'s spin ended: {failure.error} (failure {failure.attempt}, '
+                     f"{'spinning again' if failure.spun_again else 'no longer receiving'})\n"
+                     + '\n'.join(failure.traceback_tail))
+        presenter.on_spin_failure(failure.error, failure.spun_again, failure.attempt)
+
+    spinner = SpinThread(executor, 'console-ros', MAX_RESPINS, on_failure=tell)
+    spinner.start()
+    return spinner
 
 
 def dispose(app, widget) -> None:

@@ -139,6 +139,7 @@ class ConsolePresenter:
         self._staff: list[StaffRow] = []
         self._hold = HoldView()
         self._lost: dict[str, str] = {}
+        self._not_receiving = ''
         self._selected = ''
         self._status = Status()
         self._pending = 0
@@ -210,6 +211,29 @@ class ConsolePresenter:
             elif self._lost.pop(node, None) is not None:
                 self._set_status('ok', f"{node} back ({'restarted' if restarted else 'reconnected'})")
             self._changed('liveness')
+
+    def on_spin_failure(self, error: str, spun_again: bool, attempt: int) -> None:
+        """Take an exception that ended the console's own ROS spin (``error``: ``'Type: message'``).
+
+        ``spun_again``: whether the console spins again (it still receives, but what the failed
+        callback carried may be missing); otherwise it receives nothing more, and
+        :meth:`not_receiving` says so until the console is restarted. ``attempt``: the failure's
+        number (1 for the first).
+        """
+        with self._lock:
+            if spun_again:
+                self._set_status('error', f'the console\'s ROS side raised {error} (failure {attempt}); it receives '
+                                          'again, but an update may be missing')
+            else:
+                self._not_receiving = (f'the console stopped receiving the team after {attempt} failure(s) '
+                                       f'(last: {error}); what it shows is no longer updated - restart it')
+                self._set_status('error', self._not_receiving)
+            self._changed('spin')
+
+    def not_receiving(self) -> str:
+        """Return why the console no longer receives the team's state ('' while it does)."""
+        with self._lock:
+            return self._not_receiving
 
     def lost_nodes(self) -> dict[str, str]:
         """Return the team nodes lost now, each with what the console says about it."""

@@ -23,6 +23,8 @@ TASK_COLUMNS = ('Task', 'Type', 'Robot', 'Status', 'Issue', 'Ground truth')
 STATE_COLOURS = {'open': '#c62828', 'acknowledged': '#ef6c00', 'resolved': '#2e7d32', 'expired': '#6a1b9a',
                  'running': '#1565c0', 'success': '#2e7d32', 'failure': '#c62828'}
 STATUS_COLOURS = {'info': '#37474f', 'ok': '#2e7d32', 'error': '#c62828'}
+ALERT_BANNER_STYLE = 'QLabel { background: #c62828; color: white; padding: 4px; font-weight: bold; }'
+"""The banner's style while something needs a person: the team held, a node lost, the console not receiving."""
 
 
 class SupervisorConsoleWidget(QtWidgets.QWidget):
@@ -212,16 +214,18 @@ class SupervisorConsoleWidget(QtWidgets.QWidget):
         if hold.active:
             self.hold_label.setText(f"TEAM HELD by {', '.join(hold.escalation_ids)} ({hold.held_by}): {hold.reason}"
                                     ' - robots stopped; resolve the hold escalation to release it')
-            self.hold_label.setStyleSheet('QLabel { background: #c62828; color: white; padding: 4px; '
-                                          'font-weight: bold; }')
+            self.hold_label.setStyleSheet(ALERT_BANNER_STYLE)
         else:
             self.hold_label.setText('Team running (not held)')
             self.hold_label.setStyleSheet('QLabel { background: #e8f5e9; color: #1b5e20; padding: 4px; }')
         lost = p.lost_nodes()
         if lost:   # a node down matters as much as a hold: the same banner, after it
             self.hold_label.setText(self.hold_label.text() + ' | LOST: ' + '; '.join(lost.values()))
-            self.hold_label.setStyleSheet('QLabel { background: #c62828; color: white; padding: 4px; '
-                                          'font-weight: bold; }')
+            self.hold_label.setStyleSheet(ALERT_BANNER_STYLE)
+        stopped = p.not_receiving()
+        if stopped:   # nothing shown is current any more: first on the banner
+            self.hold_label.setText('NOT RECEIVING: ' + stopped + ' | ' + self.hold_label.text())
+            self.hold_label.setStyleSheet(ALERT_BANNER_STYLE)
 
         selected = p.selected
         rows = p.escalations()

@@ -30,7 +30,13 @@ the grid of steps (it lands on the last step before the event, which then comes 
 step), so every node sees the events at the same sim times as without it: the same decisions.
 It is bounded by :data:`JUMP_AHEAD_MAX_S`, and never made while a follower is lost, a brain holds
 the clock or a speed cap is set, nor when nothing is scheduled anywhere (what comes next comes
-from outside, e.g. a deployment's FHIR Encounters: sim time then runs on step by step).
+from outside, e.g. a deployment's FHIR Encounters: sim time then runs on step by step). Nor while
+a node that follows the clock may not have been heard yet: fewer followers heard than the
+launcher expects (``expected``, the node's ``min_clock_followers``), or a node matched on
+``team/clock_acks`` whose first acknowledgement has not come. A follower the gate has not heard
+from cannot say it is busy: a deployment's robot still starting up, DDS discovery lagging on a
+loaded host (CI: the clock started with one of seven followers heard and jumped 780 s across a
+robot's escort; every deadline of the case passed before the robot could report).
 
 A follower that stops acknowledging (a node that died or hangs) cannot freeze the team: after
 ``follower_timeout_s`` wall seconds behind, it no longer counts (:meth:`FollowGate.ready` reports
@@ -147,20 +153,26 @@ class FollowGate:
         Wall seconds a follower may stay behind before it no longer counts.
     wall
         Monotonic wall clock, s (tests may pass their own).
+    expected
+        How many followers the launcher starts: no jump ahead until that many were heard (see
+        the module); 0 when unknown.
 
     Thread-safe: :meth:`ack` runs in a subscription callback, :meth:`ready` in the clock's step.
 
     Raises
     ------
     ValueError
-        If ``follower_timeout_s`` is not positive.
+        If ``follower_timeout_s`` is not positive or ``expected`` is negative.
     """
 
     def __init__(self, follower_timeout_s: float = DEFAULT_FOLLOWER_TIMEOUT_S,
-                 wall: Callable[[], float] = time.monotonic):
+                 wall: Callable[[], float] = time.monotonic, expected: int = 0):
         if not follower_timeout_s > 0:
             raise ValueError(f'follower_timeout_s must be positive, got {follower_timeout_s}')
+        if expected < 0:
+            raise ValueError(f'expected must be 0 or more followers, got {expected}')
         self.follower_timeout_s = float(follower_timeout_s)
+        self.expected = int(expected)
         self._wall = wall
         self._lock = threading.Lock()
         self._followers: dict[str, _Follower] = {}
@@ -200,7 +212,8 @@ class FollowGate:
         anywhere (what comes next comes from outside, e.g. a deployment's FHIR Encounters: sim
         time then runs as usual, not in jumps), and unless every follower
         counts, acknowledged ``t`` and said "nothing now" in its last :data:`QUIET_ACKS_TO_JUMP`
-        acknowledgements (see the module). The caller checks the rest (holds, caps, lost followers).
+        acknowledgements, and at least ``expected`` followers were heard (see the module). The
+        caller checks the rest (holds, caps, lost followers, matched followers not heard yet).
 
         Raises
         ------
@@ -211,8 +224,8 @@ class FollowGate:
             raise ValueError(f'step must be positive, got {step}')
         with self._lock:
             entries = list(self._followers.values())
-            if not entries or any(e.lost or e.acked_s < t - 1e-9 or e.quiet_acks < QUIET_ACKS_TO_JUMP
-                                  for e in entries):
+            if (not entries or len(entries) < self.expected
+                    or any(e.lost or e.acked_s < t - 1e-9 or e.quiet_acks < QUIET_ACKS_TO_JUMP for e in entries)):
                 return None
             wake = min([own_next_event_s, *(e.next_event_s for e in entries)])
         if math.isinf(wake):   # nothing scheduled anywhere: what comes next comes from outside (a deployment)
@@ -250,6 +263,12 @@ class FollowGate:
         with self._lock:
             out, self._returned = self._returned, []
         return out
+
+    @property
+    def heard(self) -> int:
+        """How many followers acknowledged at least once (those that count now and those lost)."""
+        with self._lock:
+            return len(self._followers)
 
     @property
     def followers(self) -> list[str]:

@@ -156,6 +156,7 @@ class ManagerCore:
         self._reflection = ReflectionStep(ports, self._emit, self._feedback, self._lock)
         self._wake = threading.Event()
         self._held = threading.Event()
+        self._deciding = False   # a decision round runs (run()'s thread)
         self._announced: set[str] = set()
         self._early: dict[str, tuple] = {}   # decisions on escalations not announced yet, several cases open
         self.finished = threading.Event()
@@ -214,6 +215,19 @@ class ManagerCore:
         brain: :mod:`robot_team.contracts.clock_sync`'s jump ahead needs two such looks in a row).
         """
         return not (self._book.lanes or self._book.waiting or self._held_on or self._restored_running)
+
+    @property
+    def idle(self) -> bool:
+        """Whether the manager waits for a message now, its cases open or not: no decision due or running.
+
+        Its work only ever comes in messages (a patient, a robot's result, a person's decision, the
+        supervisor's directives) and none is waiting to be decided: no decision round runs, none
+        is due (or the team is held, and a release comes as a message), no task a restarted manager
+        took up still running. A manager at rest is idle. Read without the lock, as
+        :attr:`at_rest` (the follow clock's jump ahead: :mod:`robot_team.contracts.clock_sync`).
+        """
+        return not (self._deciding or self._restored_running
+                    or (self._wake.is_set() and not self._held.is_set() and not self._stopped.is_set()))
 
     # -- cases and their observations --
 
@@ -590,7 +604,11 @@ class ManagerCore:
             if self._held.is_set():   # the team is held: decide again once it is released
                 stop.wait(poll_s)
             elif self._wake.wait(poll_s) and not stop.is_set():
-                self.step()
+                self._deciding = True
+                try:
+                    self.step()
+                finally:
+                    self._deciding = False
 
     def stop(self) -> None:
         """End :meth:`run` with the run: no further decision, the brains' requests cancelled (any thread)."""

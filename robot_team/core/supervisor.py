@@ -18,6 +18,7 @@ the deadlines' events (:mod:`robot_team.core.supervisor_deadlines`), the directi
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import Callable, Mapping, Sequence
 
@@ -566,6 +567,27 @@ class SupervisorCore:
             if deadline.kind in MANAGER_DEADLINES:
                 self._apply_safe_default(deadline, escalation_id, reason)
         return opened
+
+    def next_scheduled_s(self, now_s: float, deadlines: bool = True) -> float:
+        """Return the ROS time (s) of the core's next work of its own, after ``now_s``: ``inf`` for none.
+
+        The earliest of the pending deadlines of the cases :meth:`check_deadlines` checks (with
+        ``deadlines``; while the team is held only :meth:`check_waiting` runs), and of the times a
+        patient not asked about yet will have waited ``deadlines.onboarding_s`` since arriving.
+        Between ``now_s`` and it, :meth:`check_deadlines` and :meth:`check_waiting` find nothing
+        to do unless a message changes the cases first (the follow clock's jump ahead:
+        :mod:`robot_team.contracts.clock_sync`). A deadline a case waiting for a robot moves on
+        (:meth:`_wait_for_robots`) is given where it is now: the clock then jumps less far.
+        """
+        times = []
+        if deadlines:
+            times += [p.next_due_s() for p in self._book.live_policies() if not p.done]
+        limit = self.policy.deadlines.onboarding_s
+        arrivals = [*self._book.waiting.values(),
+                    *(self._book.opened[p.patient_id] for p in self.open_policies if p.patient_id in self._book.opened)]
+        times += [a.arrived_s + limit for a in arrivals
+                  if a.patient_id not in self._book.asked and a.arrived_s + limit > now_s]
+        return min(times, default=math.inf)
 
     def check_waiting(self, now_s: float) -> None:
         """Give a person every patient who has waited ``deadlines.onboarding_s`` since arriving with nobody asked.

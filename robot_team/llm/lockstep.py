@@ -9,6 +9,10 @@ evaluation measures the decisions, not the model's latency: every request costs 
 time whatever the model's speed, and supervisor deadlines still bound how many requests a brain
 may spend. ``realtime`` stays the default for live runs, where the floor does not wait.
 
+The same topic holds sim time while a node waits for DDS to discover a server it must call (reason
+:data:`SERVER_DISCOVERY`: the manager's and the robots' calls, :func:`robot_team.ros.util.wait_for_server`);
+such a hold costs no sim time, so a slow discovery on a busy machine costs wall time only.
+
 A lost release (a node that died mid-request) cannot freeze an episode: each hold expires after
 ``max_hold_s`` wall seconds (the clock source's parameter, default :data:`DEFAULT_MAX_HOLD_S`)
 and the expiry is recorded (a ``sim`` event, ``what: clock_hold_expired``).
@@ -38,6 +42,15 @@ LLM_CLOCKS = ('realtime', 'lockstep')
 
 DEFAULT_HOLD_STEP_S = 2.0
 """Sim seconds charged per ended hold (one LLM request): about a hosted model's tool-call latency."""
+
+LLM_REQUEST = 'llm_request'
+"""Hold reason: a brain waits on its LLM endpoint (charged ``hold_step_s`` sim s when it ends)."""
+SERVER_DISCOVERY = 'server_discovery'
+"""Hold reason: a node waits for DDS to discover a server it must call (e.g. the manager, a robot's
+ExecuteTask server; a robot, the RTLS or Nav2). Discovery is wall time that depends on how busy the
+machine is, not on the ED; such a hold is charged no sim time."""
+UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY})
+"""Hold reasons that cost no sim time when they end; any other reason costs ``hold_step_s``."""
 
 DEFAULT_MAX_HOLD_S = STALL_TIMEOUT_S
 """Wall seconds after which a hold expires: a request that holds sim time is given up as stalled then
@@ -72,7 +85,8 @@ class HoldTracker:
     max_hold_s
         Wall seconds after which a hold expires.
     hold_step_s
-        Sim seconds to advance per hold that ended (:meth:`take_step`).
+        Sim seconds to advance per hold that ended (:meth:`take_step`), but for a hold whose reason
+        is in :data:`UNCHARGED_REASONS`.
     on_expired
         Called ``on_expired(hold_id, holder, age_s)`` for each hold that expired.
     wall
@@ -102,22 +116,24 @@ class HoldTracker:
         self._on_expired = on_expired
         self._wall = wall
         self._lock = threading.Lock()
-        self._active: dict[str, tuple[str, float]] = {}   # hold_id -> (holder, wall start)
+        self._active: dict[str, tuple[str, float, float]] = {}   # hold_id -> (holder, wall start, sim s owed)
         self._ended: set[str] = set()                     # releases seen (a late duplicate start is ignored)
         self._since: float | None = None
         self.holds_seen = 0
         self.held_wall_s = 0.0
         self.expired = 0
 
-    def update(self, hold_id: str, holder: str, active: bool) -> None:
-        """Start (``active``) or end one hold."""
+    def update(self, hold_id: str, holder: str, active: bool, reason: str = LLM_REQUEST) -> None:
+        """Start (``active``) or end one hold; ``reason`` (as the hold's start says) sets its charge."""
         with self._lock:
             if active and hold_id not in self._active and hold_id not in self._ended:
-                self._active[hold_id] = (holder, self._wall())
+                owed = 0.0 if reason in UNCHARGED_REASONS else self.hold_step_s
+                self._active[hold_id] = (holder, self._wall(), owed)
                 self.holds_seen += 1
             elif not active and hold_id not in self._ended:
-                if self._active.pop(hold_id, None) is not None:
-                    self._steps += self.hold_step_s
+                started = self._active.pop(hold_id, None)
+                if started is not None:
+                    self._steps += started[2]
                 self._ended.add(hold_id)
             self._account(self._wall())
 
@@ -126,7 +142,7 @@ class HoldTracker:
         expired = []
         with self._lock:
             now = self._wall()
-            for hold_id, (holder, start) in list(self._active.items()):
+            for hold_id, (holder, start, _) in list(self._active.items()):
                 if now - start > self.max_hold_s:
                     del self._active[hold_id]
                     self._ended.add(hold_id)
@@ -148,7 +164,7 @@ class HoldTracker:
             self._since = None
 
     def take_step(self) -> float:
-        """Return the sim seconds owed for holds that ended since the last call (``hold_step_s`` each)."""
+        """Return the sim seconds owed for holds that ended since the last call (``hold_step_s`` each, 0 uncharged)."""
         with self._lock:
             steps, self._steps = self._steps, 0.0
         return steps
@@ -157,7 +173,7 @@ class HoldTracker:
     def active(self) -> list[str]:
         """The holders of the active holds."""
         with self._lock:
-            return [holder for holder, _ in self._active.values()]
+            return [holder for holder, _, _ in self._active.values()]
 
 
 def clock_holds_qos():
@@ -175,10 +191,10 @@ class ClockHoldPublisher:
     holder
         Who holds (recorded with each hold), e.g. ``'manager'``.
     reason
-        Why, e.g. ``'llm_request'``.
+        Why: :data:`LLM_REQUEST` (charged ``hold_step_s``) or :data:`SERVER_DISCOVERY` (charged nothing).
     """
 
-    def __init__(self, node, holder: str, reason: str = 'llm_request'):
+    def __init__(self, node, holder: str, reason: str = LLM_REQUEST):
         self._msg = ClockHold
         self._pub = node.create_publisher(ClockHold, team_name(node, CLOCK_HOLDS), clock_holds_qos())
         self.holder = holder
@@ -234,7 +250,7 @@ def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None
     tracker = HoldTracker(max_hold, on_expired=expired, hold_step_s=step)
 
     def take(msg: ClockHold) -> None:
-        tracker.update(msg.hold_id, msg.holder, msg.active)
+        tracker.update(msg.hold_id, msg.holder, msg.active, msg.reason)
         if on_update is not None:
             on_update()
 

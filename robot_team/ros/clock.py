@@ -11,7 +11,11 @@ source in ``wall`` mode (or Gazebo) ignores the acknowledgements.
 
 With each acknowledgement a node tells when its next scheduled work is (``next_event_s``, from the
 ``next_event`` it passes to :func:`follow_clock`; a node that passes none always has work now), so
-that the clock may jump across quiet time (:mod:`robot_team.contracts.clock_sync`).
+that the clock may jump across quiet time (:mod:`robot_team.contracts.clock_sync`). A node that
+did something on the record since its previous acknowledgement (``activity``: its
+:class:`~robot_team.ros.emitter.EventEmitter`'s count grew) has work now, whatever
+``next_event`` says: what it just sent (a delegation, a report, an escalation) gets whole steps to
+reach its receiver and make it busy before the clock may jump.
 """
 
 from __future__ import annotations
@@ -50,11 +54,18 @@ class ClockFollower:
         to do now, :data:`~robot_team.contracts.clock_sync.NOTHING_SCHEDULED` when nothing is scheduled,
         :data:`~robot_team.contracts.clock_sync.BUSY` while it has work; called in the time source's
         ``/clock`` callback, so it must be quick and never wait. None: always busy.
+    activity
+        Returns a count that grows whenever the node acts (its events emitted so far: an
+        :class:`~robot_team.ros.emitter.EventEmitter`'s ``count``); an acknowledgement after it
+        grew says :data:`~robot_team.contracts.clock_sync.BUSY`. None: ``next_event`` alone.
     """
 
-    def __init__(self, node, next_event: Callable[[], float] | None = None):
+    def __init__(self, node, next_event: Callable[[], float] | None = None,
+                 activity: Callable[[], int] | None = None):
         self.node_name = node.get_fully_qualified_name()
         self._next_event = next_event
+        self._activity = activity
+        self._seen_activity = activity() if activity is not None else 0
         self._clock = node.get_clock()
         self._pub = node.create_publisher(ClockAck, team_name(node, CLOCK_ACKS), clock_acks_qos())
         self._jump = self._clock.create_jump_callback(
@@ -68,14 +79,19 @@ class ClockFollower:
     def ack(self) -> None:
         """Publish the node's current ROS time as processed (at start, then at each forward jump)."""
         next_event = BUSY if self._next_event is None else float(self._next_event())
+        if self._activity is not None:
+            count = self._activity()
+            if count != self._seen_activity:
+                self._seen_activity, next_event = count, BUSY
         self._pub.publish(ClockAck(node=self.node_name, clock=self._clock.now().to_msg(), next_event_s=next_event))
 
 
-def follow_clock(node, next_event: Callable[[], float] | None = None) -> ClockFollower | None:
+def follow_clock(node, next_event: Callable[[], float] | None = None,
+                 activity: Callable[[], int] | None = None) -> ClockFollower | None:
     """Make ``node`` follow its team's clock when it runs on sim time; return the follower (None otherwise).
 
-    ``next_event``: see :class:`ClockFollower`.
+    ``next_event``, ``activity``: see :class:`ClockFollower`.
     """
     if not node.get_parameter('use_sim_time').value:
         return None
-    return ClockFollower(node, next_event)
+    return ClockFollower(node, next_event, activity)

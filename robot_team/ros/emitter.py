@@ -52,6 +52,11 @@ class EventEmitter:
         """Who emits these events."""
         return self._actor
 
+    @property
+    def count(self) -> int:
+        """How many events were emitted so far (the last one's ``seq``): a node's activity, for the follow clock."""
+        return self._seq
+
     def emit(self, kind: 'EventKind | str', summary: str, /, *, target: str = '', reason: str = '',
              **data: Any) -> TeamEventModel:
         """Stamp, number, publish and log one event; return it.

@@ -6,11 +6,12 @@ and for ROS (sim) time with these helpers while other executor threads deliver t
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
 import time
-from typing import Callable, TypeVar
+from typing import Callable, ContextManager, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
@@ -70,12 +71,16 @@ SERVER_POLL_S = 0.002
 """Wall s between checks while waiting for a server (rclpy's own waits sleep 0.25 s between checks)."""
 
 
-def wait_for_server(client, timeout_s: float, what: str) -> None:
+def wait_for_server(client, timeout_s: float, what: str,
+                    hold: Callable[[str], ContextManager] | None = None) -> None:
     """Wait until a service or action server is available (checked every 2 ms).
 
     rclpy's ``wait_for_service``/``wait_for_server`` sleep 0.25 s whenever the server is not
     ready yet (e.g. while DDS still matches a client made at start-up); under a sim clock at 40x
-    that is 10 s of sim time, so this checks readiness itself.
+    that is 10 s of sim time, so this checks readiness itself. ``hold``: where the server is not
+    ready at once, the wait runs inside ``with hold(what):`` (a node's hold of the team's sim time
+    while DDS discovers the server: :class:`robot_team.agents.discovery.DiscoveryHold`, which
+    records the wait); nothing is held for a server ready at once.
 
     Raises
     ------
@@ -83,11 +88,24 @@ def wait_for_server(client, timeout_s: float, what: str) -> None:
         If no server appears within ``timeout_s`` wall seconds.
     """
     ready = getattr(client, 'server_is_ready', None) or client.service_is_ready
+    if ready():
+        return
     deadline = time.monotonic() + timeout_s
-    while not ready():
-        if time.monotonic() >= deadline:
-            raise ToolError(f'{what} is not available (waited {timeout_s:.0f} s)')
-        time.sleep(SERVER_POLL_S)
+    with hold(what) if hold is not None else contextlib.nullcontext():
+        while not ready():
+            if time.monotonic() >= deadline:
+                raise ToolError(f'{what} is not available (waited {timeout_s:.0f} s)')
+            time.sleep(SERVER_POLL_S)
+
+
+def discovery_hold_of(node) -> Callable[[str], ContextManager] | None:
+    """Return the hold of the team's sim time that ``node`` offers while it waits on DDS discovery, or None.
+
+    The team's nodes that call servers (the manager, the robots) set a ``discovery_hold`` attribute
+    (a :class:`robot_team.agents.discovery.DiscoveryHold`) before they build their tools; a tool
+    passes it to :func:`wait_for_server`. Any other node: None.
+    """
+    return getattr(node, 'discovery_hold', None)
 
 
 def wait_clock_started(node, timeout_s: float) -> bool:
@@ -135,17 +153,18 @@ def watch_ros_time(node, look: Callable[[], T], until: Callable[[T], bool], time
     return seen['value']
 
 
-def submit_report(client, report, timeout_s: float):
+def submit_report(client, report, timeout_s: float, hold: Callable[[str], ContextManager] | None = None):
     """Call ``team/supervisor/submit_report`` with ``report`` (a TaskReportModel) through ``client``.
 
-    Returns the supervisor's :class:`~robot_team.contracts.reports.ReportAnswer`.
+    Returns the supervisor's :class:`~robot_team.contracts.reports.ReportAnswer`. ``hold``: as for
+    :func:`wait_for_server`, while the service is not found yet.
 
     Raises
     ------
     ToolError
         If the supervisor does not answer within ``timeout_s`` (wall s).
     """
-    wait_for_server(client, timeout_s, f'service {SUBMIT_REPORT}')
+    wait_for_server(client, timeout_s, f'service {SUBMIT_REPORT}', hold)
     response = wait_future(client.call_async(SubmitReport.Request(report=report_to_msg(report))), timeout_s,
                            f'response of {SUBMIT_REPORT}')
     return ReportAnswer(accepted=response.accepted, explanation=response.explanation)

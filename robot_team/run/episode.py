@@ -21,7 +21,10 @@ Everything the episode starts ends with it (:mod:`robot_team.run.lifecycle`): th
 stopped while the executor still spins (brain threads, LLM requests in flight, tasks, the
 simulator's waits), then the executor and the nodes; ``report.json``'s ``teardown`` names any
 thread that outlived the episode. SIGINT and SIGTERM end the episode with outcome
-``interrupted``; its report and record are written all the same.
+``interrupted``; its report and record are written all the same. The record and ``report.json``
+are written once the team's work has stopped and before the executor, the nodes and the context are
+destroyed, so that a native crash there (rclpy's) loses neither; ``report.json`` is written again
+after, with the teardown's figures (until then ``teardown`` says ``pending``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from rclpy.parameter import Parameter
 from robot_team.contracts.clock_sync import check_clock_mode
 from robot_team.contracts.config import ConfigError, Scenario, load_scenario
 from robot_team.contracts.events import EventKind, TeamEventModel
+from robot_team.contracts.files import write_atomically
 from robot_team.contracts.names import join, validate_namespace
 from robot_team.contracts.scene import SceneState
 from robot_team.llm.inflight import in_flight
@@ -48,9 +52,10 @@ from robot_team.nodes_plan import prepare
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.executor import TeamExecutor
+from robot_team.ros.spin import SpinThread
 from robot_team.run.clock import clock_report, clock_resumer, wall_budget_s
 from robot_team.run.dds import ensure_localhost_dds, namespace_args
-from robot_team.run.lifecycle import Interrupt, SpinThread, shutdown_executor, stop_nodes, threads_left
+from robot_team.run.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.run.llm_endpoint import EpisodeLLM
 from robot_team.run.nodes import EpisodeNodes
 from robot_team.run.processes import NOT_RESTARTABLE, NodeProcesses
@@ -186,14 +191,34 @@ class Episode(NodeProcesses):
                 start_error = exc
                 self.events.emit(EventKind.EPISODE_FINISHED, 'episode stopped: the team did not start',
                                  reason=str(exc), outcome='start_error')
+            except BaseException:   # anything else: end what the episode started, then let it go on
+                self._stop_team(recorder, nodes)
+                self._destroy(executor, spin, nodes, context, threads_before, [])
+                raise
+            events, not_stopped = self._stop_team(recorder, nodes)
+            # The record and the report before the executor, the nodes and the context are destroyed:
+            # a native crash there (rclpy's) must not lose them. The report is written again after,
+            # with how the teardown went.
+            try:
+                files = self._write_record(events, recorder)
+                self._write_report(events, files, paths, time.monotonic() - wall_start, interrupt,
+                                   teardown={'clean': False, 'pending': 'executor and nodes being destroyed'})
             finally:
-                events, teardown = self._teardown(executor, spin, recorder, nodes, context, threads_before)
-                if self.foxglove is not None:
-                    self.foxglove.stop()
-        wall_time = time.monotonic() - wall_start
+                teardown = self._destroy(executor, spin, nodes, context, threads_before, not_stopped)
+        report = self._write_report(events, files, paths, time.monotonic() - wall_start, interrupt, teardown)
+        if start_error is not None:
+            raise start_error
+        return RunResult(report=report, out_dir=self.out_dir, events=events)
+
+    def _write_record(self, events: list[TeamEventModel], recorder: TeamRecorder) -> dict:
+        """Write the episode's record (``events.jsonl``, ``events.mcap``...); return its files."""
         if self.open_record is not None:   # the whole record, in order, replaces the journal
             self.open_record.close()
-        files = write_record(events, self.out_dir, join(self.namespace, 'team/events'), recorder.samples())
+        return write_record(events, self.out_dir, join(self.namespace, 'team/events'), recorder.samples())
+
+    def _write_report(self, events: list[TeamEventModel], files: dict, paths: dict, wall_time: float,
+                      interrupt: Interrupt, teardown: dict) -> dict:
+        """Build ``report.json`` from the record and write it (atomically); return it."""
         report = build_report(events, scenario=self.scenario.name, brain=self.brain,
                               mode='processes' if self.processes else 'in-process',
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files,
@@ -216,10 +241,8 @@ class Episode(NodeProcesses):
                            'staff_db': paths['staff_db'], 'scenario': paths['scenario']}
         if self.open_record is not None:
             report['files']['cases'] = dict(self.open_record.reports)
-        (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
-        if start_error is not None:
-            raise start_error
-        return RunResult(report=report, out_dir=self.out_dir, events=events)
+        write_atomically(self.out_dir / 'report.json', json.dumps(report, indent=2, default=str))
+        return report
 
     def _on_event(self, event: TeamEventModel) -> None:
         """Pass one recorded event to the live Foxglove server (if any) and to the caller's ``on_event``.
@@ -274,19 +297,22 @@ class Episode(NodeProcesses):
                              reason=f'{interrupt.signal_name}: the run was interrupted; the record so far is kept',
                              outcome='interrupted', signal=interrupt.signal_name)
 
-    def _teardown(self, executor, spin: threading.Thread, recorder: TeamRecorder, nodes: list, context,
-                  threads_before: set) -> tuple[list[TeamEventModel], dict]:
-        """End everything the episode started; return its events and what did not end cleanly.
+    def _stop_team(self, recorder: TeamRecorder, nodes: list) -> tuple[list[TeamEventModel], list[str]]:
+        """Stop the team's work while the executor spins; return the episode's events and the nodes not stopped.
 
-        The team's work stops first, while the executor spins (what it records on its way out
-        reaches the record), then the node processes, the executor, the nodes, the context.
+        What the nodes record on their way out reaches the record; then the node processes and the
+        LLM endpoint end.
         """
         not_stopped = stop_nodes(nodes)
         self._node_memory = self._peak_memory()
         self._stop_processes()
         self.llm.stop()
         time.sleep(0.2)   # let the last events arrive
-        events = recorder.events()
+        return recorder.events(), not_stopped
+
+    def _destroy(self, executor, spin: threading.Thread, nodes: list, context, threads_before: set,
+                 not_stopped: list[str]) -> dict:
+        """End the executor, the nodes, the context and the live scene server; return what did not end cleanly."""
         for node in reversed(nodes):
             executor.remove_node(node)
         # Let callbacks already queued in the executor's thread pool finish before its guard
@@ -296,10 +322,12 @@ class Episode(NodeProcesses):
         for node in reversed(nodes):
             node.destroy_node()
         context.try_shutdown()
+        if self.foxglove is not None:
+            self.foxglove.stop()
         left = threads_left(threads_before)
-        return events, {'clean': not (not_stopped or left or not callbacks_finished or in_flight()),
-                        'nodes_not_stopped': not_stopped, 'callbacks_finished': callbacks_finished,
-                        'threads_left': left, 'llm_requests_in_flight': in_flight()}
+        return {'clean': not (not_stopped or left or not callbacks_finished or in_flight()),
+                'nodes_not_stopped': not_stopped, 'callbacks_finished': callbacks_finished,
+                'threads_left': left, 'llm_requests_in_flight': in_flight()}
 
     def _wait_started(self, recorder: TeamRecorder, timeout_s: float, interrupt: Interrupt) -> bool:
         """Wait until every node of the episode started; return False if interrupted first.
@@ -351,7 +379,7 @@ class Episode(NodeProcesses):
                               expected_outcome=self.scenario.expected_outcome, wall_time_s=wall_time, files=files)
         report.update(outcome='input_error', error=str(exc),
                       files={'report': str(self.out_dir / 'report.json'), **files})
-        (self.out_dir / 'report.json').write_text(json.dumps(report, indent=2, default=str))
+        write_atomically(self.out_dir / 'report.json', json.dumps(report, indent=2, default=str))
 
 
 def run_episode(scenario: Scenario | str, out_dir: Path | str, *, brain: str = 'protocol', processes: bool = False,

@@ -29,8 +29,6 @@ import inspect
 import signal
 import threading
 import time
-import traceback
-from dataclasses import dataclass
 from typing import Iterable
 
 from robot_team.catalog import OPERATIONAL_ROBOTS
@@ -93,81 +91,6 @@ class Interrupt:
     def is_set(self) -> bool:
         """Return whether a signal arrived."""
         return self.event.is_set()
-
-
-@dataclass(frozen=True)
-class SpinFailure:
-    """An exception that ended an executor's ``spin()`` (see :class:`SpinThread`).
-
-    ``exception``: the exception; ``error``: ``'Type: message'``; ``traceback_tail``: the last
-    lines of its traceback; ``spun_again``: whether :class:`SpinThread` spun the executor again;
-    ``attempt``: its number among the thread's failures (1 for the first).
-    """
-
-    exception: Exception
-    error: str
-    traceback_tail: list[str]
-    spun_again: bool
-    attempt: int
-
-
-class SpinThread(threading.Thread):
-    """A daemon thread spinning ``executor``; an exception that ends ``spin()`` is kept and spun past.
-
-    rclpy's executors end ``spin()`` on the first exception a callback raises, or that building
-    their wait set raises (rclpy 9.1.2's ``ActionClient`` made on a spinning node:
-    robot_team.ros.action_client). With the whole team in one executor that would stop every node
-    at once and leave the episode waiting for its time limit. Here each such exception is kept
-    (:meth:`take_failures`, for the runner to record) and the executor spun again, up to
-    ``max_respins`` times; after that the thread ends (:attr:`gave_up`). ``spin()`` returning (the
-    executor shut down) or an exception once the executor's context is shut down ends it quietly.
-
-    Parameters
-    ----------
-    executor
-        An rclpy executor (``spin()``, ``context``).
-    name
-        The thread's name.
-    max_respins
-        How many times the executor is spun again after an exception (>= 0).
-    """
-
-    def __init__(self, executor, name: str, max_respins: int):
-        super().__init__(name=name, daemon=True)
-        if max_respins < 0:
-            raise ValueError(f'max_respins must be >= 0, got {max_respins}')
-        self._executor = executor
-        self._max_respins = max_respins
-        self._lock = threading.Lock()
-        self._failures: list[SpinFailure] = []
-        self._taken = 0
-        self.gave_up = False
-        """True once an exception ended ``spin()`` more than ``max_respins`` times: nothing spins any more."""
-
-    def run(self) -> None:
-        """Spin until the executor is shut down, keeping each exception that ends ``spin()``."""
-        while True:
-            try:
-                self._executor.spin()
-                return
-            except Exception as exc:  # noqa: BLE001 - kept, reported by the runner, spun past
-                if not self._executor.context.ok():   # the episode's teardown raced the wait set: a normal end
-                    return
-                with self._lock:
-                    again = len(self._failures) < self._max_respins
-                    tail = traceback.format_exc().rstrip().splitlines()[-12:]
-                    self._failures.append(SpinFailure(exc, f'{type(exc).__name__}: {exc}', tail, again,
-                                                      attempt=len(self._failures) + 1))
-                    if not again:
-                        self.gave_up = True
-                        return
-
-    def take_failures(self) -> list[SpinFailure]:
-        """Return the failures not taken before, oldest first."""
-        with self._lock:
-            new = self._failures[self._taken:]
-            self._taken = len(self._failures)
-            return new
 
 
 def stop_nodes(nodes: Iterable, timeout_s: float = 5.0) -> list[str]:

@@ -80,6 +80,7 @@ class EpisodeNodes:
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
                 'robots': self.scenario.robots,
                 'min_clock_subscribers': len(team_nodes(self.scenario)) + 2, 'llm_clock': self.llm_clock,
+                'min_clock_followers': len(team_nodes(self.scenario)) + 1,   # the team and hospital_systems
                 'clock_mode': self.clock, 'jump_ahead': self.jump_ahead}
 
     def make(self, context, paths: dict) -> list:

@@ -23,6 +23,7 @@ its subscribers.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -70,6 +71,11 @@ class ClockSettings:
 
     ``mode`` is ``wall`` or ``follow``; ``real_time_factor`` is sim s per wall s (``follow``: an
     upper bound, 0 none); ``jump_ahead`` is already off where it does not apply (``wall``, a cap).
+    ``end_s``: the run's time limit in sim s (the runner stops the episode once sim time passes
+    it; ``inf``: none): a jump ahead never passes it, and none is taken from it on, so a run
+    ends at the sim time it would step to. ``min_clock_followers``: how many nodes the launcher
+    starts that follow the clock (``follow``): sim time starts once that many acknowledged (or
+    after ``clock_start_timeout_s``, recorded), and never jumps ahead while fewer were heard.
     """
 
     mode: str
@@ -81,6 +87,8 @@ class ClockSettings:
     min_clock_subscribers: int
     jump_ahead: bool
     llm_clock: str
+    end_s: float = math.inf
+    min_clock_followers: int = 0
 
     def describe(self) -> str:
         """Return the clock's mode in words, e.g. ``'follow clock, steps of 0.25 s, no speed cap'``."""
@@ -153,7 +161,7 @@ class SimClock:
         self._pace_lock = threading.Lock()
         self._gate = self._cap = None
         if settings.mode == 'follow':
-            self._gate = FollowGate(settings.follower_timeout_s)
+            self._gate = FollowGate(settings.follower_timeout_s, expected=settings.min_clock_followers)
             self._cap = RateCap(settings.real_time_factor, settings.max_step_size)
             self._ack_sub = node.create_subscription(ClockAck, CLOCK_ACKS, self._ack_callback,
                                                      clock_acks_qos(subscriber=True), callback_group=callback_group)
@@ -293,14 +301,18 @@ class SimClock:
     def _jump_step(self, step: float) -> float:
         """Return the step to take now: a jump across quiet time where the gate allows one, else ``step`` (lock held).
 
-        The engine's own next change counts (a robot driving: none; a door change due), and a
-        goal accepted but not yet driving holds the jump too.
+        The engine's own next change counts (a robot driving: none; a door change due), and the
+        run's end (``end_s``); a goal accepted but not yet driving holds the jump too, and so does
+        a follower not heard from yet (:meth:`_unheard`).
         """
         if self._busy():
             return step
         t = self._engine.t
-        target = self._gate.jump_target(t, self.settings.max_step_size, self._engine.next_event_s())
-        if target is None:
+        if t >= self.settings.end_s:   # the run ends at the next step: it reads the sim time it would step to
+            return step
+        own = min(self._engine.next_event_s(), self.settings.end_s)
+        target = self._gate.jump_target(t, self.settings.max_step_size, own)
+        if target is None or self._unheard() > 0:   # (a graph query: only where a jump is otherwise due)
             return step
         self._record.emitter.emit(EventKind.SIM, f'sim time jumps from {t:g} s to {target:g} s: nothing to do '
                                   'before then', what='clock_jump', from_s=t, to_s=target)
@@ -329,8 +341,7 @@ class SimClock:
             settings = self.settings
             subscribers = self._clock_pub.get_subscription_count()
             waited = time.monotonic() - self._wait_began
-            # Follow: every node that acknowledges (a matched publisher on team/clock_acks) has done so once.
-            unheard = (self._ack_sub.get_publisher_count() - len(self._gate.followers)) if self._gate else 0
+            unheard = self._unheard() if self._gate is not None else 0
             if subscribers < settings.min_clock_subscribers or unheard > 0:
                 if waited < settings.clock_start_timeout_s:
                     return False
@@ -346,3 +357,12 @@ class SimClock:
                                       real_time_factor=settings.real_time_factor, clock_mode=settings.mode,
                                       followers=self.followers)
         return True
+
+    def _unheard(self) -> int:
+        """Return how many nodes that follow the clock have not acknowledged yet (follow clock).
+
+        The larger of the matched publishers on ``team/clock_acks`` and ``min_clock_followers``,
+        less the followers heard (those lost included: the gate knows of them).
+        """
+        heard = self._gate.heard
+        return max(self._ack_sub.get_publisher_count() - heard, self.settings.min_clock_followers - heard, 0)

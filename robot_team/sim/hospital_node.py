@@ -59,7 +59,6 @@ under it, which keeps the event record in engine order.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 from pathlib import Path
@@ -77,6 +76,7 @@ from robot_team.contracts.clock_sync import BUSY
 from robot_team.contracts.config import ConfigError, Scenario
 from robot_team.directory import load_staff
 from robot_team.contracts.events import EventKind
+from robot_team.contracts.files import write_atomically
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, NodeLiveness, PatientArrival, StaffLocation
 from robot_team.contracts.names import (
     AMCL_POSE,
@@ -236,10 +236,7 @@ class HospitalSystemsNode(SimNode, Node):
         """Write the floor's state to ``state_file`` (lock held; atomic: a crash leaves the previous one)."""
         if not self._state_file:
             return
-        tmp = f'{self._state_file}.tmp'
-        with open(tmp, 'wb') as f:
-            f.write(self.engine.checkpoint())
-        os.replace(tmp, self._state_file)
+        write_atomically(self._state_file, self.engine.checkpoint())
 
     def _watch_poses(self, robots, base_frame: str) -> dict:
         """Subscribe to each robot's pose (or prepare TF lookups); return the TF sources by robot."""

@@ -89,6 +89,11 @@ Parameters
     follow clock, also until every node matched on ``team/clock_acks`` acknowledged once. After
     ``clock_start_timeout_s`` (float, wall s, default 30) the clock starts anyway and an
     ``INPUT_ERROR`` event names the shortfall.
+``min_clock_followers`` (int, default 0)
+    ``follow``: how many nodes the launcher starts that follow the clock (the team and the
+    hospital's systems). Sim time starts once that many acknowledged (or after
+    ``clock_start_timeout_s``, recorded as above), and never jumps ahead while fewer were heard:
+    a follower DDS has not yet discovered could not say it is busy.
 
 Threading model
 ---------------
@@ -189,6 +194,10 @@ class MotionSimNode(SimNode, Node):
             self.follower_timeout_s = self._number('follower_timeout_s', DEFAULT_FOLLOWER_TIMEOUT_S)
             self.clock_start_timeout_s = self._number('clock_start_timeout_s', 30.0)
             self.min_clock_subscribers = int(self._number('min_clock_subscribers', 0))
+            self.min_clock_followers = int(self._number('min_clock_followers', 0))
+            if self.min_clock_subscribers < 0 or self.min_clock_followers < 0:
+                raise ConfigError(f'parameters min_clock_subscribers ({self.min_clock_subscribers}) and '
+                                  f'min_clock_followers ({self.min_clock_followers}) must be 0 or more')
             if not ((self.real_time_factor >= 0 if follow else self.real_time_factor > 0) and self.tick_hz > 0
                     and self.max_step_size > 0 and self.follower_timeout_s > 0):
                 raise ConfigError(f'parameters real_time_factor ({self.real_time_factor}; 0 for no cap with '
@@ -253,7 +262,8 @@ class MotionSimNode(SimNode, Node):
         self._sim_clock = SimClock(
             self, ClockSettings(self.clock_mode, self.real_time_factor, self.tick_hz, self.max_step_size,
                                 self.follower_timeout_s, self.clock_start_timeout_s, self.min_clock_subscribers,
-                                self.jump_ahead, self.llm_clock),
+                                self.jump_ahead, self.llm_clock, end_s=scenario.time_limit_s,
+                                min_clock_followers=self.min_clock_followers),
             self.engine, self._lock, self._record, self._step_locked, self._driving, paused, self._reentrant_group)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self._record.emitter.emit(
@@ -262,7 +272,8 @@ class MotionSimNode(SimNode, Node):
             scenario=scenario.name, world=str(world.path), robots=list(self.robots),
             real_time_factor=self.real_time_factor, tick_hz=self.tick_hz, paused=paused,
             clock_mode=self.clock_mode, max_step_size=self.max_step_size, jump_ahead=self.jump_ahead,
-            min_clock_subscribers=self.min_clock_subscribers, llm_clock=self.llm_clock,
+            min_clock_subscribers=self.min_clock_subscribers, min_clock_followers=self.min_clock_followers,
+            llm_clock=self.llm_clock,
             blocked_doors=list(scenario.blocked_doors),
             door_changes=[change.model_dump() for change in scenario.door_schedule])
 

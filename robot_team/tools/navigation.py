@@ -29,7 +29,7 @@ from robot_team.contracts.errors import ToolError
 from robot_team.contracts.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.contracts.nav2_codes import ComputePathToPoseError, nav2_error_name
 from robot_team.ros.stamps import now_s
-from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future
+from robot_team.ros.util import SERVER_WAIT_S, discovery_hold_of, wait_for_server, wait_future
 
 #: Wall seconds a cancelled navigate_to_pose goal waits for its result; then it ends as ``CANCELED``
 #: without one (a server on a host cut off the network never answers).
@@ -111,7 +111,8 @@ class NavigateToPoseClient:
         ToolError
             If the action server is not available.
         """
-        wait_for_server(self._client, server_timeout_s, f'action server {self._action_name}')
+        wait_for_server(self._client, server_timeout_s, f'action server {self._action_name}',
+                        discovery_hold_of(self._node))
         goal = NavigateToPose.Goal()
         goal.pose = PoseStamped()
         goal.pose.header.frame_id = names.MAP_FRAME
@@ -236,9 +237,9 @@ class BasicNavigatorClient:
         """
         from nav2_simple_commander.robot_navigator import TaskResult
         nav = self._navigator
-        if not nav.nav_to_pose_client.wait_for_server(timeout_sec=server_timeout_s):
-            raise ToolError(f'action server {names.NAVIGATE_TO_POSE} is not available (waited '
-                            f'{server_timeout_s:.0f} s)')
+        # BasicNavigator's own client; its wait holds sim time as the other tools' (discovery_hold_of)
+        wait_for_server(nav.nav_to_pose_client, server_timeout_s, f'action server {names.NAVIGATE_TO_POSE}',
+                        discovery_hold_of(self._node))
         pose = PoseStamped()
         pose.header.frame_id = names.MAP_FRAME
         pose.header.stamp = nav.get_clock().now().to_msg()
@@ -305,7 +306,7 @@ class ComputePathClient:
         request = ComputePathToPose.Goal(goal=pose(goal), use_start=start is not None)
         if start is not None:
             request.start = pose(start)
-        wait_for_server(self._client, timeout_s, f'action server {self._action_name}')
+        wait_for_server(self._client, timeout_s, f'action server {self._action_name}', discovery_hold_of(self._node))
         handle = wait_future(self._client.send_goal_async(request), timeout_s, f'goal response of {self._action_name}')
         if not handle.accepted:
             raise ToolError(f'{self._action_name} rejected the goal')

@@ -20,6 +20,7 @@ from robot_team.core.escalations.lifecycle import (
 from robot_team.core.escalations.policy import EscalationPolicy
 from robot_team.core.escalations.store import EscalationStore
 from robot_team.core.supervisor_state import SupervisorState
+from robot_team.contracts.clock_sync import BUSY, NOTHING_SCHEDULED
 from robot_team.contracts.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
 from robot_team.contracts.events import EventKind
@@ -139,6 +140,32 @@ class EscalationDesk:
         """
         return not (self.core.cases_kept or self.core.waiting or self.hold.active
                     or any(record.is_open for record in list(self._records.values())))
+
+    def next_event_s(self, now_s: float) -> float:
+        """Return when the supervisor next has work of its own, in ROS time (s), for the follow clock.
+
+        :data:`~robot_team.contracts.clock_sync.NOTHING_SCHEDULED` when it is :attr:`at_rest`;
+        :data:`~robot_team.contracts.clock_sync.BUSY` while a pause holds the deadlines (it ends on
+        wall time: :meth:`pause_deadlines`); else the earliest time :meth:`tick` would act on by
+        itself: a case's deadline (not while the team is held: they wait for it), a patient's
+        onboarding limit (:meth:`SupervisorCore.next_scheduled_s
+        <robot_team.core.supervisor.SupervisorCore.next_scheduled_s>`), an open escalation's
+        expiry or its next re-notification. Everything else the supervisor does answers a message.
+        Read without the records' lock, as :attr:`at_rest`.
+        """
+        if self.at_rest:
+            return NOTHING_SCHEDULED
+        if self.deadlines_paused:
+            return BUSY
+        times = [self.core.next_scheduled_s(now_s, deadlines=not self.hold.active)]
+        for record in list(self._records.values()):
+            if not record.is_open:
+                continue
+            if record.due_s is not None:
+                times.append(record.due_s)
+            if record.state is LifecycleState.OPEN:
+                times.append(record.last_notified_s + self.policy.renotify_s)
+        return min(times)
 
     def record(self, escalation_id: str) -> EscalationRecord | None:
         """Return a copy of one escalation's record, if any."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from robot_team.contracts.config import load_scenario
+from robot_team.contracts.files import write_atomically
 from robot_team.evaluation.rubric import ReflectionJudge, score_run_dir
 from robot_team.evaluation.shift_run import case_rubric
 from robot_team.evaluation.trials.results import TrialInterrupted, TrialResult
@@ -86,7 +87,7 @@ def run_trial_episode(scenario, folder: Path, spec: dict, trial: int, label: str
     info = {**spec, 'trial': trial, 'complete': not interrupted, 'wall_time_s': round(time.monotonic() - start, 3),
             'outcome': report.get('outcome'), 'namespace': report.get('namespace'),
             'domain_id': report.get('domain_id')}
-    (Path(folder) / TRIAL_FILE).write_text(json.dumps(info, indent=2))
+    write_atomically(Path(folder) / TRIAL_FILE, json.dumps(info, indent=2))
     if interrupted:
         name = report.get('interrupted_by') or 'SIGINT'
         raise TrialInterrupted(f'{label} trial {trial} interrupted by {name}', name)

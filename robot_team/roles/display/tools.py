@@ -20,7 +20,7 @@ from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.contracts.names import team_name
 from robot_team.roles.display.decl import DISPLAY_ROLE, FetchCareTeamInput, ShowDisplayInput
 from robot_team.ros.stamps import stamp_to_s
-from robot_team.ros.util import SERVER_WAIT_S, wait_for_server, wait_future
+from robot_team.ros.util import SERVER_WAIT_S, discovery_hold_of, wait_for_server, wait_future
 from robot_team.srv import ShowDisplay
 from robot_team.tools.base import open_directory
 from robot_team.tools.directory_tools import DirectoryTools
@@ -79,7 +79,7 @@ class DisplayTools(DirectoryTools):
     @implements(Tool.SHOW_DISPLAY)
     def show(self, args: ShowDisplayInput) -> dict:
         """Call the display service; return its reply (evidence). A refusal is a ToolError."""
-        wait_for_server(self._show, SERVER_WAIT_S, f'service {names.SHOW_DISPLAY}')
+        wait_for_server(self._show, SERVER_WAIT_S, f'service {names.SHOW_DISPLAY}', discovery_hold_of(self._node))
         request = ShowDisplay.Request(
             room=args.room, title=args.title, layout=args.layout,
             entries=[DisplayEntry(role=e.role, hcw_id=e.hcw_id, name=e.name, specialty=e.specialty)

@@ -9,6 +9,7 @@ passes ``now_s``.
 
 from __future__ import annotations
 
+import math
 import threading
 from enum import Enum
 from typing import Mapping
@@ -294,6 +295,15 @@ class WorkflowPolicy:
                     task.issue = f'no report within {deadline.duration_s:g} s (task deadline)'
                     task.finished_s = now_s
             return missed
+
+    def next_due_s(self) -> float:
+        """Return the ROS time (s) the earliest pending deadline falls due (``inf``: none pending).
+
+        A deadline is missed at the first check after it (:meth:`due`: later than ``due_s``), so
+        nothing of this case's deadlines happens before this time (the follow clock's jump ahead).
+        """
+        with self._lock:
+            return min((d.due_s for d in self._deadlines.pending()), default=math.inf)
 
     def take_deadline_changes(self) -> list[DeadlineChange]:
         """Return and forget the deadlines started or met since the last call, oldest first."""

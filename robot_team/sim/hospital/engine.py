@@ -88,6 +88,7 @@ class HospitalEngine:
         self._staff_changes = Timeline.of(scenario.staff_changes)
         for hcw in self._hcws.values():
             hcw.inside_readers = self._readers.at(hcw.x, hcw.y)
+        self._still: tuple | None = None   # what moves the HCWs, after a substep that moved none (settled())
 
     @property
     def hcw_speed(self) -> float:
@@ -154,6 +155,7 @@ class HospitalEngine:
         holders = self._holders()
         for name, value in state.items():
             setattr(*holders[name], value)
+        self._still = None   # derived, not kept: the next substep says it again
         self._build_grid()
 
     # --- queries ----------------------------------------------------------------------------------
@@ -331,13 +333,36 @@ class HospitalEngine:
     def next_event_s(self) -> float:
         """Return when the engine next changes by itself, in sim s (the follow clock's jump ahead).
 
-        Its time now while an HCW walks, follows or waits for a robot; else the earliest of the next
-        staff change, door change, patient arrival and page answer (``inf``: none scheduled).
+        Its time now while an HCW walks, follows or waits for a robot, unless they are
+        :meth:`settled`; else the earliest of the next staff change, door change, patient arrival and
+        page answer (``inf``: none scheduled).
         """
-        if any(hcw.state not in ('idle', 'arrived') for hcw in self._hcws.values()):
+        if any(hcw.state not in ('idle', 'arrived') for hcw in self._hcws.values()) and not self.settled():
             return self.t
         arrivals = [p.arrival_time_s for p in self.scenario.cases if p.patient_id not in self._arrived]
         return min([self._staff_changes.next_at, self._doors.next_at, *arrivals, *self._pager.answer_times()])
+
+    def settled(self) -> bool:
+        """Whether the HCWs who wait for or follow a robot stay as they are until something is heard.
+
+        True when each waits for or follows a robot that has stopped (:meth:`robot_stopped`), and
+        the last substep moved none of them and nothing was heard of their robots since: their
+        motion is then at rest (what moves them is their robot's observed poses, which stay, and
+        the door and staff changes, which are scheduled), so it stays so until a robot's pose or a
+        scheduled change comes. Waiting HCWs have no time limit of their own.
+        """
+        moving = [hcw for hcw in self._hcws.values() if hcw.state not in ('idle', 'arrived')]
+        if not all(hcw.state in ('waiting', 'following') and hcw.robot and self._watch.stopped(hcw.robot, self.t)
+                   for hcw in moving):
+            return False
+        return self._still is not None and self._still == self._motion_signature()
+
+    def _motion_signature(self) -> tuple:
+        """What moves the HCWs now: each one's state, place and trail, and where their robot was seen."""
+        return tuple((hcw.member.hcw_id, hcw.state, hcw.x, hcw.y, hcw.yaw, hcw.s, hcw.robot, hcw.blocked_room,
+                      None if hcw.trail is None else (len(hcw.trail.points), hcw.trail.length),
+                      self._watch.position(hcw.robot) if hcw.robot else None)
+                     for hcw in self._hcws.values() if hcw.state not in ('idle', 'arrived'))
 
     def advance_to(self, t: float) -> list[SimEvent]:
         """Advance sim time to ``t`` (s; nothing happens if ``t`` is not later); return the events."""
@@ -362,10 +387,13 @@ class HospitalEngine:
                                assigned_hcw_id=patient.assigned_hcw_id, required_specialty=patient.required_specialty)
         for page in self._pager.due(self.t):
             self._answer(page)
+        before = self._motion_signature()
         for hcw in self._hcws.values():
             if hcw.state in ('idle', 'arrived'):
                 continue            # standing: no move, no new reader range (and no work, at every tick)
             self._motion.move(hcw, h, self.t)
+        after = self._motion_signature()
+        self._still = after if after == before else None   # a substep that moved nobody (settled())
 
     def _answer(self, page: Page) -> None:
         """A page's answer is due: an HCW still available acknowledges it and waits for its robot."""
