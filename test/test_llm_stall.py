@@ -10,9 +10,6 @@ the record has no gap, and the rubric's attempted view does not credit the LLM w
 fallback's work.
 """
 
-import threading
-import time
-
 import pytest
 
 from llm_scripts import use_llm_server
@@ -20,7 +17,7 @@ from robot_team.contracts.clock_sync import DEFAULT_MAX_STEP_SIZE_S
 from robot_team.contracts.config import OperatorAnswer, load_scenario
 from robot_team.evaluation.rubric import score_run
 from robot_team.llm import scripted
-from robot_team.llm.fakeserver import ScriptedServer, text, tool_calls
+from robot_team.llm.fakeserver import Fault, ScriptedServer, text, tool_calls
 
 pytest.importorskip('rclpy')
 pytest.importorskip('robot_team.sim.motion_node')
@@ -206,20 +203,14 @@ def test_an_endpoint_that_dies_mid_run_is_escalated_and_recorded(tmp_path, domai
         task_type='navigation', decision='abort', note='the team lost its reasoning service', delay_s=10.0)],
         'expected_outcome': 'escalated'})
     server = ScriptedServer(scripted.ideal_policies()).start()
-
-    def kill_after_first_delegation():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not server.requests_of('navigation_robot'):
-            time.sleep(0.01)
-        server.stop()
-    killer = threading.Thread(target=kill_after_first_delegation, daemon=True)
+    # the endpoint dies on the navigation robot's first request (a request, not a wall-time moment)
+    server.add_fault('navigation_robot', Fault(dies=True))
     try:
         llm_env(server)
-        killer.start()
         result = run(scenario, tmp_path, domain_id)
     finally:
         server.stop()
-        killer.join(timeout=5)
+    assert server.requests_of('navigation_robot'), 'the endpoint never died'
     errors = of(result, 'llm_error')
     assert errors and all(e.reason for e in errors)
     assert {e.data['robot'] for e in errors} >= {'manager', 'navigation_robot'}

@@ -53,13 +53,16 @@ class Fault:
 
     ``status``: HTTP status to answer (e.g. 429, 500); ``delay_s``: wait before answering
     (longer than the client's timeout makes a timeout; the wait ends early if the client goes
-    away); ``body``: raw body to send (garbage).
+    away); ``body``: raw body to send (garbage); ``dies``: the endpoint dies on this request
+    (:meth:`ScriptedServer.stop`: nothing answers it or any later request), so a test can end
+    the endpoint at a given request of a given robot, whatever the wall time.
     """
 
     status: int = 500
     delay_s: float = 0.0
     body: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    dies: bool = False
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -182,6 +185,10 @@ class ScriptedServer:
                     server.requests.append((robot, body))
                     queue = server.faults.get(robot) or []
                     fault = queue.pop(0) if queue else None
+                if fault is not None and fault.dies:
+                    server.stop()   # from this handler's thread: serve_forever runs in its own
+                    self.close_connection = True
+                    return None
                 if fault is not None:
                     end = time.monotonic() + fault.delay_s
                     while time.monotonic() < end:
