@@ -11,7 +11,8 @@ may spend. ``realtime`` stays the default for live runs, where the floor does no
 
 The same topic holds sim time while a node waits for DDS to discover a server it must call (reason
 :data:`SERVER_DISCOVERY`: the manager's and the robots' calls, :func:`robot_team.ros.util.wait_for_server`);
-such a hold costs no sim time, so a slow discovery on a busy machine costs wall time only.
+such a hold costs no sim time, so a slow discovery on a busy machine costs wall time only. So does
+the runner's while a node it restarts is away (reason :data:`NODE_RESTART`).
 
 A lost release (a node that died mid-request) cannot freeze an episode: each hold expires after
 ``max_hold_s`` wall seconds (the clock source's parameter, default :data:`DEFAULT_MAX_HOLD_S`)
@@ -49,7 +50,11 @@ SERVER_DISCOVERY = 'server_discovery'
 """Hold reason: a node waits for DDS to discover a server it must call (e.g. the manager, a robot's
 ExecuteTask server; a robot, the RTLS or Nav2). Discovery is wall time that depends on how busy the
 machine is, not on the ED; such a hold is charged no sim time."""
-UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY})
+NODE_RESTART = 'node_restart'
+"""Hold reason: the runner restarts a node that died, from its exit until the team has it back
+(:class:`robot_team.run.restarts.RestartHolds`). The restart's wall time (the restart delay, the
+process start, DDS discovery and liveliness) depends on the machine, not on the ED; charged nothing."""
+UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART})
 """Hold reasons that cost no sim time when they end; any other reason costs ``hold_step_s``."""
 
 DEFAULT_MAX_HOLD_S = STALL_TIMEOUT_S
@@ -205,18 +210,27 @@ class ClockHoldPublisher:
         self._pub.publish(self._msg(holder=self.holder, hold_id=hold_id, active=active, reason=self.reason,
                                     wall_time=time.time()))
 
+    def begin(self) -> str:
+        """Start a hold (sim time stands still from now); return its ID, for :meth:`end`."""
+        hold_id = f'{self.holder}/{next(self._ids)}'
+        self._publish(hold_id, True)
+        return hold_id
+
+    def end(self, hold_id: str) -> None:
+        """End the hold ``hold_id`` (nothing if the node is gone already: the hold expires on its own)."""
+        try:
+            self._publish(hold_id, False)
+        except Exception:  # noqa: BLE001 - a destroyed node at shutdown: the hold expires on its own
+            pass
+
     @contextmanager
     def __call__(self) -> Iterator[str]:
         """Hold sim time while the block runs; yield the hold's ID."""
-        hold_id = f'{self.holder}/{next(self._ids)}'
-        self._publish(hold_id, True)
+        hold_id = self.begin()
         try:
             yield hold_id
         finally:
-            try:
-                self._publish(hold_id, False)
-            except Exception:  # noqa: BLE001 - a destroyed node at shutdown: the hold expires on its own
-                pass
+            self.end(hold_id)
 
 
 def attach_clock_source(node, llm_clock: str, emit: Callable[..., object] | None = None,

@@ -10,7 +10,8 @@ Two modes share everything but process layout (:class:`Episode`, :func:`run_epis
 - ``processes=True``: each node in its own process, exactly as ``ros2 run``/``ros2 launch`` would
   start them; this process only records. A node that dies is recorded and, once the team has
   started, started again as launch's ``respawn`` does (:mod:`robot_team.run.processes`,
-  :mod:`robot_team.run.restarts`: ``restart_delay_s`` 0.5 wall s, ``max_restarts`` 3 per node).
+  :mod:`robot_team.run.restarts`: ``restart_delay_s`` 0.5 wall s, ``max_restarts`` 3 per node),
+  sim time held until the team has it back (:mod:`robot_team.run.restart_holds`).
 
 The simulator's two nodes (``hospital_systems`` and ``motion_sim``, the clock source) start with
 the team; ``motion_sim`` starts paused and holds sim time at 0 until every node is up and has
@@ -44,10 +45,11 @@ from robot_team.contracts.clock_sync import check_clock_mode
 from robot_team.contracts.config import ConfigError, Scenario, load_scenario
 from robot_team.contracts.events import EventKind, TeamEventModel
 from robot_team.contracts.files import write_atomically
+from robot_team.contracts.liveness import watched
 from robot_team.contracts.names import join, validate_namespace
 from robot_team.contracts.scene import SceneState
 from robot_team.llm.inflight import in_flight
-from robot_team.llm.lockstep import llm_clock_under
+from robot_team.llm.lockstep import NODE_RESTART, ClockHoldPublisher, llm_clock_under
 from robot_team.nodes_plan import prepare
 from robot_team.recorder import TeamRecorder, write_record
 from robot_team.ros.emitter import EventEmitter
@@ -59,6 +61,7 @@ from robot_team.run.lifecycle import Interrupt, shutdown_executor, stop_nodes, t
 from robot_team.run.llm_endpoint import EpisodeLLM
 from robot_team.run.nodes import EpisodeNodes
 from robot_team.run.processes import NOT_RESTARTABLE, NodeProcesses
+from robot_team.run.restart_holds import RestartHolds
 from robot_team.run.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, RestartPolicy
 from robot_team.run.waits import wait_finished, wait_started
 from robot_team.run_report import OpenRecord, build_report, time_limit_outcome
@@ -180,6 +183,9 @@ class Episode(NodeProcesses):
         # an exception that ends the executor's spin is recorded and spun past (_check_team)
         spin = self._spin = SpinThread(executor, 'episode-executor', self.restarts.max_restarts)
         self.events = _RunnerEvents(EventEmitter(recorder, 'runner'), recorder, spin)
+        if self.processes:   # sim time held while a node restarts (robot_team.run.restart_holds)
+            holds = ClockHoldPublisher(recorder, 'runner', NODE_RESTART)
+            self._restart_holds = RestartHolds(holds.begin, holds.end, watched(self.scenario.robots))
         nodes = self.nodes = [recorder]
         executor.add_node(recorder)
         spin.start()
@@ -254,6 +260,9 @@ class Episode(NodeProcesses):
             self.open_record.add(event)
         if self.foxglove is not None:
             self.foxglove.log_event(event)
+        if self._restart_holds is not None:
+            for ended in self._restart_holds.observe(event):
+                self._record_hold_ended(ended)
         if self.on_event is not None:
             self.on_event(event)
 
@@ -303,6 +312,9 @@ class Episode(NodeProcesses):
         What the nodes record on their way out reaches the record; then the node processes and the
         LLM endpoint end.
         """
+        if self._restart_holds is not None:
+            for ended in self._restart_holds.end_all():
+                self._record_hold_ended(ended)
         not_stopped = stop_nodes(nodes)
         self._node_memory = self._peak_memory()
         self._stop_processes()
@@ -347,6 +359,9 @@ class Episode(NodeProcesses):
         down (the waits end) and the runner's events are stored without it.
         """
         self._check_children()
+        if self._restart_holds is not None:
+            for ended in self._restart_holds.overdue():
+                self._record_hold_ended(ended)
         if self._spin is None:   # nothing spins yet (run() not started)
             return
         for failure in self._spin.take_failures():

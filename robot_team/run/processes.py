@@ -6,8 +6,10 @@
 logging to ``logs/<node>.log``. A node whose process ends is recorded as ``node_crashed`` with its
 exit code and last log lines and started again by the episode's
 :class:`robot_team.run.restarts.RestartPolicy` (the same command line, parameters and environment
-after its delay; ``node_restarted``), or stays down. The processes get the team's Fast DDS profile
-(:func:`robot_team.run.restarts.dds_environment`), so a killed node leaves the graph within seconds.
+after its delay; ``node_restarted``), or stays down; once the team started, sim time is held
+from the exit until the team has the node back (:mod:`robot_team.run.restart_holds`). The
+processes get the team's Fast DDS profile (:func:`robot_team.run.restarts.dds_environment`), so a
+killed node leaves the graph within seconds.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import robot_team
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import MOTION_SIM
 from robot_team.run.lifecycle import Interrupt
+from robot_team.run.restart_holds import HoldEnded, RestartHolds
 from robot_team.run.restarts import RestartPolicy, dds_environment
 
 NOT_RESTARTABLE = frozenset({MOTION_SIM})
@@ -60,6 +63,8 @@ class NodeProcesses:
         self._dds_env: dict = {}
         self.dds_profile: dict | None = None
         """The Fast DDS profile the node processes got (processes mode; see :func:`dds_environment`)."""
+        self._restart_holds: RestartHolds | None = None
+        """Sim time held over each restart (set by the episode once its runner node exists)."""
 
     def _start_processes(self, commands: list[tuple[str, list[str], dict]]) -> None:
         """Start every node in its own process, each with the team's DDS profile (unless the user set one).
@@ -129,14 +134,40 @@ class NodeProcesses:
             decision = self.restarts.crashed(name, time.monotonic())
             if not decision.restart:
                 self._down.add(name)
+            hold = self._hold_restart(name, decision.restart)
             restart = {'restart': decision.restart, 'restart_attempt': decision.attempt,
                        'max_restarts': self.restarts.max_restarts,
                        'restart_delay_s': self.restarts.delay_s if decision.restart else None,
-                       'stays_down': decision.reason or None, 'during_start_up': not self._team_started}
+                       'stays_down': decision.reason or None, 'during_start_up': not self._team_started,
+                       'clock_hold': hold or None}
             self.events.emit(EventKind.NODE_CRASHED, f'node {name} exited with code {code}'
                              + (f"; stays down ({restart['stays_down']})" if restart.get('stays_down') else ''),
                              target=name, reason='process ended before the episode did', returncode=code,
                              pid=proc.pid, log_tail=tail, **restart)
+
+    def _hold_restart(self, name: str, restart: bool) -> str:
+        """Hold sim time over ``name``'s restart (or end the hold: it stays down); return the new hold's ID or ''.
+
+        Nothing before the team started: the clock has not started either.
+        """
+        if self._restart_holds is None or not self._team_started:
+            return ''
+        outcome = self._restart_holds.crashed(name, restart)
+        if isinstance(outcome, HoldEnded):
+            self._record_hold_ended(outcome)
+            return ''
+        return outcome or ''
+
+    def _record_hold_ended(self, ended: HoldEnded) -> None:
+        """Record that sim time no longer waits for ``ended.node``'s restart (``observation``, cue ``restart_hold``)."""
+        why = {'robot_back': 'the supervisor saw it back', 'node_started': 'it started again',
+               'not_seen_back': 'it started, but the supervisor did not see it back in time',
+               'stays_down': 'it stays down', 'episode_end': 'the episode ended'}[ended.released_by]
+        self.events.emit(EventKind.OBSERVATION,
+                         f'sim time held {ended.held_wall_s:.1f} wall s while {ended.node} restarted: {why}',
+                         target=ended.node, reason='a restart costs wall time, not sim time', cue='restart_hold',
+                         node=ended.node, hold_id=ended.hold_id, released_by=ended.released_by,
+                         held_wall_s=ended.held_wall_s)
 
     def _restart_due(self) -> None:
         """Start again each crashed node whose restart delay has passed; record ``node_restarted``."""
