@@ -132,23 +132,19 @@ class RestartHolds:
     def overdue(self) -> list[HoldEnded]:
         """End and return the holds of nodes started over ``back_wait_s`` ago and not seen back."""
         now = self._wall()
-        with self._lock:
-            ended = [HoldEnded(node, held.hold_id, 'not_seen_back', round(now - held.since, 3))
-                     for node, held in self._held.items()
-                     if held.started is not None and now - held.started > self.back_wait_s]
-            for item in ended:
-                del self._held[item.node]
-        for item in ended:
-            self._end(item.hold_id)
-        return ended
+        return self._end_where(lambda held: held.started is not None and now - held.started > self.back_wait_s,
+                               'not_seen_back', now)
 
     def end_all(self) -> list[HoldEnded]:
         """End and return every hold (the episode ends)."""
-        now = self._wall()
+        return self._end_where(lambda held: True, 'episode_end', self._wall())
+
+    def _end_where(self, due: Callable[[_Held], bool], released_by: str, now: float) -> list[HoldEnded]:
         with self._lock:
-            ended = [HoldEnded(node, held.hold_id, 'episode_end', round(now - held.since, 3))
-                     for node, held in self._held.items()]
-            self._held.clear()
+            ended = [HoldEnded(node, held.hold_id, released_by, round(now - held.since, 3))
+                     for node, held in self._held.items() if due(held)]
+            for item in ended:
+                del self._held[item.node]
         for item in ended:
             self._end(item.hold_id)
         return ended
