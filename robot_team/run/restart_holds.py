@@ -71,8 +71,10 @@ class RestartHolds:
     wall
         Epoch wall clock, s (events' ``wall_time`` is epoch s).
 
-    Thread-safe: :meth:`crashed` and :meth:`overdue` run in the runner's wait loop,
-    :meth:`observe` in the recorder's callback. ``begin``/``end`` are called without the lock.
+    Notes
+    -----
+    Thread-safe: the runner's wait loop calls :meth:`crashed` and :meth:`overdue`, the recorder's
+    callback calls :meth:`observe`; ``begin`` and ``end`` are called without the lock.
     """
 
     def __init__(self, begin: Callable[[], str], end: Callable[[str], None], watched: Iterable[str],
