@@ -45,6 +45,26 @@ def test_the_gate_waits_for_every_follower_then_drops_one_that_stays_behind():
         FollowGate(follower_timeout_s=0.0)
 
 
+def test_a_follower_that_stays_down_stops_counting_at_once_and_no_real_time_is_owed_to_it():
+    wall = FakeWall()
+    gate = FollowGate(follower_timeout_s=10.0, wall=wall, expected=3)
+    for name in ('/t1/manager', '/t1/display_robot/display_robot', '/t1/supervisor'):
+        gate.ack(name, 0.0)
+    gate.ack('/t1/manager', 1.0)
+    gate.ack('/t1/supervisor', 1.0)
+    assert gate.ready(1.0) == (False, [])           # the display robot has not caught up (it died)
+    assert gate.gone({'display_robot', 'operator'}) == ['/t1/display_robot/display_robot']   # by node name
+    assert gate.gone({'display_robot'}) == []       # once
+    assert gate.ready(1.0) == (True, [])            # at once, not after follower_timeout_s; not reported lost
+    assert gate.followers == ['/t1/manager', '/t1/supervisor'] and gate.heard == 3
+    assert not gate.real_time_due()                 # a dead node does not live on in wall time
+    assert gate.jump_target(1.0, 1.0, 50.0) is None   # no jump while one is away, as when lost
+    wall.t += 30.0                                  # the lost-follower window would have paced it from the timeout
+    assert not gate.real_time_due()
+    gate.ack('/t1/display_robot/display_robot', 1.0)   # started again after all (a launch's respawn)
+    assert gate.returned() == ['/t1/display_robot/display_robot'] and len(gate.followers) == 3
+
+
 def test_a_follower_that_waited_with_everyone_on_a_lost_one_is_not_counted_behind():
     """Both acknowledged 1.0; the cut-off one holds the clock past the timeout; the other one is
     awaited for 2.0 only from when 2.0 was first awaited, not from its acknowledgement of 1.0."""

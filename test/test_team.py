@@ -162,6 +162,10 @@ def test_crashed_node_is_recorded_and_reported(domain_id, tmp_path):
     assert crashed[0].data['stays_down'] == 'disabled' and result.report['restarts']['down'] == ['display_robot']
     assert result.report['outcome'] != 'success'
     assert result.report['guards'].get('node_crashed') == 1
+    # the runner told the clock source it stays down: the follow clock stopped waiting for it at once
+    assert [e.data['follower'] for e in result.events if e.data.get('what') == 'clock_follower_gone'] == [
+        '/display_robot/display_robot']
+    assert result.report['clock']['followers_lost'] == []   # never waited on, so never lost
 
 
 def test_installed_cli_finds_its_data_from_any_folder(tmp_path):

@@ -258,6 +258,23 @@ class FollowGate:
                     ready = False
         return ready, lost
 
+    def gone(self, names: set[str] | frozenset[str]) -> list[str]:
+        """Stop waiting for the followers whose node name (the last part of their name) is in ``names``.
+
+        For nodes that died and stay down (the runner says so): they no longer count, at once,
+        without :attr:`follower_timeout_s` first, and sim time is not held to
+        :data:`LOST_FOLLOWER_RATE` for them (a dead node does not live on in wall time, as a host
+        cut off the network does). They are still among those heard. An acknowledgement from one
+        makes it count again. Returns the followers newly taken for gone (fully qualified names).
+        """
+        out = []
+        with self._lock:
+            for name, entry in self._followers.items():
+                if name.rsplit('/', 1)[-1] in names and not (entry.lost and entry.lost_wall == -math.inf):
+                    entry.lost, entry.lost_wall, entry.back_wall = True, -math.inf, None
+                    out.append(name)
+        return out
+
     def returned(self) -> list[str]:
         """Return and forget the followers that acknowledged again after they were lost."""
         with self._lock:

@@ -1,16 +1,16 @@
 """An episode's sim clock: letting it start, bounding the episode's wall time, reporting it.
 
 The clock source (``motion_sim``) starts paused and holds sim time at 0 until every node is up
-and has matched ``/clock``; :func:`clock_resumer` returns what unpauses it once the team started
-(its ``paused`` parameter, in this process or over ROS). :func:`wall_budget_s` bounds an
-episode's wall time from its sim limit; :func:`clock_report` is ``report.json``'s ``clock``.
+and has matched ``/clock``; :class:`ClockControl` unpauses it once the team started (its
+``paused`` parameter, in this process or over ROS) and names the nodes that died and stay down
+(``followers_gone``), for which the follow clock then stops waiting at once. :func:`wall_budget_s`
+bounds an episode's wall time from its sim limit; :func:`clock_report` is ``report.json``'s ``clock``.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable
 
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
@@ -37,34 +37,58 @@ def wall_budget_s(time_limit_s: float, real_time_factor: float, llm_clock: str) 
     return time_limit_s / pace * 3.0 + 60.0 + held
 
 
-def clock_resumer(nodes: list, recorder, logs: Path) -> Callable[[], object]:
-    """Return a function that unpauses ``motion_sim`` (sets its ``paused`` parameter false): sim time starts.
+class ClockControl:
+    """The runner's hand on the clock source's (``motion_sim``'s) parameters.
 
-    ``nodes``: the nodes of this process; ``motion_sim`` among them (in-process), its parameter is
-    set directly. Else (one process per node) a parameter client is made now, on ``recorder``, so
-    that DDS discovers ``motion_sim``'s parameter services while the team starts; the function
-    raises RuntimeError (naming ``logs``) if they never appear or the clock does not resume
-    within 30 wall s each.
+    ``nodes``: the nodes of this process; ``motion_sim`` among them (in-process), its parameters
+    are set directly. Else (one process per node) a parameter client is made now, on ``recorder``,
+    so that DDS discovers ``motion_sim``'s parameter services while the team starts.
     """
-    paused = [Parameter('paused', value=False)]
-    motion = next((n for n in nodes if n.get_name() == MOTION_SIM), None)
-    if motion is not None:
-        return lambda: motion.set_parameters(paused)
-    client = AsyncParameterClient(recorder, MOTION_SIM)   # its service clients live with the recorder
 
-    def resume() -> None:
+    def __init__(self, nodes: list, recorder, logs: Path):
+        self._motion = next((n for n in nodes if n.get_name() == MOTION_SIM), None)
+        # its service clients live with the recorder
+        self._client = None if self._motion is not None else AsyncParameterClient(recorder, MOTION_SIM)
+        self._logs = logs
+        self._gone: list[str] = []
+
+    def resume(self) -> None:
+        """Unpause ``motion_sim`` (set its ``paused`` parameter false): sim time starts.
+
+        Raises
+        ------
+        RuntimeError
+            Naming the logs folder, if (one process per node) ``motion_sim``'s parameter services
+            never appear or the clock does not resume within 30 wall s each.
+        """
+        paused = [Parameter('paused', value=False)]
+        if self._motion is not None:
+            self._motion.set_parameters(paused)
+            return
         deadline = time.monotonic() + 30.0
-        while not client.services_are_ready():     # (its wait_for_services sleeps 0.25 s per check)
+        while not self._client.services_are_ready():     # (its wait_for_services sleeps 0.25 s per check)
             if time.monotonic() >= deadline:
-                raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {logs}')
+                raise RuntimeError(f'{MOTION_SIM} offers no parameter services; see {self._logs}')
             time.sleep(0.002)
-        future = client.set_parameters(paused)
+        future = self._client.set_parameters(paused)
         deadline = time.monotonic() + 30.0
         while not future.done() and time.monotonic() < deadline:
             time.sleep(0.002)
         if not future.done() or not all(r.successful for r in future.result().results):
-            raise RuntimeError(f'{MOTION_SIM} did not resume its clock; see {logs}')
-    return resume
+            raise RuntimeError(f'{MOTION_SIM} did not resume its clock; see {self._logs}')
+
+    def follower_gone(self, node: str) -> None:
+        """Tell the clock source that ``node`` died and stays down (its ``followers_gone`` parameter).
+
+        Nothing waits for the answer: a clock source that does not take it still stops waiting for
+        the node after its ``follower_timeout_s`` (:mod:`robot_team.contracts.clock_sync`).
+        """
+        self._gone.append(node)
+        gone = [Parameter('followers_gone', value=list(self._gone))]
+        if self._motion is not None:
+            self._motion.set_parameters(gone)
+        elif self._client.services_are_ready():
+            self._client.set_parameters(gone)
 
 
 def clock_report(events: list[TeamEventModel], clock: str, real_time_factor: float, jump_ahead: bool) -> dict:

@@ -55,7 +55,7 @@ from robot_team.recorder import TeamRecorder, write_record
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.spin import SpinThread
-from robot_team.run.clock import clock_report, clock_resumer, wall_budget_s
+from robot_team.run.clock import ClockControl, clock_report, wall_budget_s
 from robot_team.run.dds import ensure_localhost_dds, namespace_args
 from robot_team.run.lifecycle import Interrupt, shutdown_executor, stop_nodes, threads_left
 from robot_team.run.llm_endpoint import EpisodeLLM
@@ -278,10 +278,10 @@ class Episode(NodeProcesses):
             for node in self.team.make(context, paths):
                 nodes.append(node)
                 executor.add_node(node)
-        resume_clock = clock_resumer(self.nodes, recorder, self.out_dir / 'logs')
+        self._clock_control = ClockControl(self.nodes, recorder, self.out_dir / 'logs')
         if self._wait_started(recorder, timeout_s=60.0, interrupt=interrupt):
             self._team_started = True   # from now on a node that dies is started again
-            resume_clock()
+            self._clock_control.resume()
             finished = wait_finished(
                 recorder, interrupt, time_limit_s=self.scenario.time_limit_s, open_record=self.open_record,
                 wall_budget_s=wall_budget_s(self.scenario.time_limit_s, self.real_time_factor, self.llm_clock),

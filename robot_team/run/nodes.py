@@ -72,7 +72,7 @@ class EpisodeNodes:
 
         ``motion_sim`` starts paused and waits for a ``/clock`` subscription from every node that
         runs on sim time (the team, the recorder, ``hospital_systems``);
-        :func:`robot_team.run.clock.clock_resumer` lets it go once they are all up.
+        :class:`robot_team.run.clock.ClockControl` lets it go once they are all up.
         """
         if name == HOSPITAL_SYSTEMS:   # a checkpoint of the floor where its process may die and restart
             return {'scenario': paths['scenario'], 'use_sim_time': True, 'robots': self.scenario.robots,

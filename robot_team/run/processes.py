@@ -7,7 +7,8 @@ logging to ``logs/<node>.log``. A node whose process ends is recorded as ``node_
 exit code and last log lines and started again by the episode's
 :class:`robot_team.run.restarts.RestartPolicy` (the same command line, parameters and environment
 after its delay; ``node_restarted``), or stays down; once the team started, sim time is held
-from the exit until the team has the node back (:mod:`robot_team.run.restart_holds`). The
+from the exit until the team has the node back (:mod:`robot_team.run.restart_holds`); the
+clock source hears of a node that stays down at once (``followers_gone``). The
 processes get the team's Fast DDS profile (:func:`robot_team.run.restarts.dds_environment`), so a
 killed node leaves the graph within seconds.
 """
@@ -65,6 +66,8 @@ class NodeProcesses:
         """The Fast DDS profile the node processes got (processes mode; see :func:`dds_environment`)."""
         self._restart_holds: RestartHolds | None = None
         """Sim time held over each restart (set by the episode once its runner node exists)."""
+        self._clock_control = None
+        """The clock source's parameters (:class:`robot_team.run.clock.ClockControl`; set by the episode)."""
 
     def _start_processes(self, commands: list[tuple[str, list[str], dict]]) -> None:
         """Start every node in its own process, each with the team's DDS profile (unless the user set one).
@@ -135,6 +138,8 @@ class NodeProcesses:
             if not decision.restart:
                 self._down.add(name)
             hold = self._hold_restart(name, decision.restart)
+            if not decision.restart and self._team_started and self._clock_control is not None:
+                self._clock_control.follower_gone(name)   # the follow clock no longer waits for it
             restart = {'restart': decision.restart, 'restart_attempt': decision.attempt,
                        'max_restarts': self.restarts.max_restarts,
                        'restart_delay_s': self.restarts.delay_s if decision.restart else None,

@@ -16,7 +16,8 @@ following, acknowledged once), and while a brain waits on its LLM (lockstep:
 sim time to pass wait on :meth:`SimClock.wait_tick`.
 
 Events (``team/events``, ``EventKind.SIM``, ``data.what``): ``clock_started``, ``clock_paused``,
-``clock_resumed``, ``clock_jump``, ``clock_follower_lost``, ``clock_follower_back`` (and
+``clock_resumed``, ``clock_jump``, ``clock_follower_lost``, ``clock_follower_back``,
+``clock_follower_gone`` (and
 ``clock_hold_expired``, from lockstep); ``EventKind.INPUT_ERROR`` if the clock starts short of
 its subscribers.
 """
@@ -179,6 +180,20 @@ class SimClock:
     def followers(self) -> list[str]:
         """The nodes the follow clock waits for (fully qualified names; [] on the wall clock)."""
         return self._gate.followers if self._gate is not None else []
+
+    def followers_gone(self, names: list[str]) -> None:
+        """Stop waiting for the followers named ``names`` (node names): they died and stay down.
+
+        See :meth:`~robot_team.contracts.clock_sync.FollowGate.gone`; each one is recorded (``sim``
+        event ``clock_follower_gone``). Nothing on the wall clock.
+        """
+        if self._gate is None:
+            return
+        with self._lock:
+            for name in self._gate.gone(frozenset(names)):
+                self._record.emitter.emit(EventKind.SIM, f'{name} stays down: sim time goes on without it',
+                                          target=name, what='clock_follower_gone', follower=name)
+        self._follow_step()
 
     def set_paused(self, paused: bool) -> None:
         """Hold (``paused``) or resume sim time; once the clock started, record ``clock_paused``/``clock_resumed``."""

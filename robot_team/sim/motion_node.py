@@ -83,6 +83,11 @@ Parameters
 ``paused`` (bool, default false; may be set while running)
     Hold sim time (``/clock`` keeps being published, unchanged), as Gazebo's pause does. A
     launcher starts the node paused next to the team and resumes it once every node is up.
+``followers_gone`` (string array, default none; may be set while running)
+    ``follow``: the nodes that died and stay down (their names), set by the launcher that restarts
+    nodes (``robot-team run --processes``): the clock stops waiting for them at once
+    (:meth:`robot_team.contracts.clock_sync.FollowGate.gone`), where it would otherwise wait
+    ``follower_timeout_s`` and then run at most at real time for a while.
 ``min_clock_subscribers`` (int, default 0)
     Sim time starts only once ``/clock`` has at least this many matched subscriptions (each node
     with ``use_sim_time`` has one), so that no node misses sim time while DDS discovers it; on the
@@ -121,6 +126,7 @@ from nav_msgs.msg import Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_team.contracts.config import ConfigError, Scenario
@@ -205,6 +211,7 @@ class MotionSimNode(SimNode, Node):
                                   f'({self.max_step_size}) and follower_timeout_s ({self.follower_timeout_s}) '
                                   'must be positive')
             paused = bool(self.declare_parameter('paused', False).value)
+            self.declare_parameter('followers_gone', Parameter.Type.STRING_ARRAY)
             # the follow clock without a speed cap only (a cap paces every step, a jump is many)
             self.jump_ahead = (bool(self.declare_parameter('jump_ahead', True).value) and follow
                                and self.real_time_factor <= 0)
@@ -278,10 +285,12 @@ class MotionSimNode(SimNode, Node):
             door_changes=[change.model_dump() for change in scenario.door_schedule])
 
     def _parameters_set_callback(self, parameters) -> None:
-        """Hold or resume sim time when the ``paused`` parameter is set."""
+        """Hold or resume sim time when ``paused`` is set; stop waiting for ``followers_gone``."""
         for p in parameters:
             if p.name == 'paused' and bool(p.value) != self._sim_clock.paused:
                 self._sim_clock.set_paused(bool(p.value))
+            elif p.name == 'followers_gone' and p.value:
+                self._sim_clock.followers_gone(list(p.value))
 
     # --- clock and state ----------------------------------------------------------------------
 
