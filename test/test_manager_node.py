@@ -140,13 +140,22 @@ def test_a_robot_server_not_discovered_yet_is_waited_for_with_sim_time_held(ros_
     holds sim time while it waits (no deadline passes meanwhile), sends the goal once the server is
     found, releases the hold and records how long it waited."""
     release = threading.Event()
-    holds, events, goals = [], [], []
+    holds, events, goals, late = [], [], [], []
 
     def execute(goal_handle):
         goals.append(goal_handle.request.task_id)
         release.wait(30.0)
         goal_handle.abort()
         return ExecuteTask.Result()
+    try:
+        _found_late(ros_context, executor, release, holds, events, goals, late, execute)
+    finally:
+        for node in late:
+            executor.remove_node(node)
+            node.destroy_node()
+
+
+def _found_late(ros_context, executor, release, holds, events, goals, late, execute):
     with _manager_beside_stand_ins(ros_context, executor, release) as (stand_in, _, _reports, arrivals):
         stand_in.create_subscription(ClockHold, names.CLOCK_HOLDS, holds.append, clock_holds_qos())
         stand_in.create_subscription(TeamEvent, names.TEAM_EVENTS, events.append, reliable_qos(depth=100))
@@ -160,8 +169,13 @@ def test_a_robot_server_not_discovered_yet_is_waited_for_with_sim_time_held(ros_
         time.sleep(2.0)
         assert [(h.holder, h.reason) for h in active()] == [('manager', SERVER_DISCOVERY)]
         assert not goals, 'a goal went with no server found'
-        ActionServer(stand_in, ExecuteTask, names.robot_name('navigation_robot', names.EXECUTE_TASK),
+        # The robot's server comes up on a node of its own, added to the executor once made, as a robot
+        # process starts. Made on the stand-in, a node the executor already spun, it once (a rehearsal,
+        # 2026-12-01) ran no goal in 30 s although the manager's wait had ended with it found; why is not known.
+        late.append(rclpy.create_node('late_robot', context=ros_context))
+        ActionServer(late[0], ExecuteTask, names.robot_name('navigation_robot', names.EXECUTE_TASK),
                      execute_callback=execute, callback_group=ReentrantCallbackGroup())
+        executor.add_node(late[0])
         assert wait_for(lambda: goals, timeout=SERVER_WAIT_S), 'the goal never went to the server found late'
         assert wait_for(lambda: not active(), timeout=10.0), 'the hold was not released'
 
