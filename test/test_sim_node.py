@@ -327,7 +327,7 @@ def test_escort_produces_badge_scan_and_arrival(graph_factory):
 @pytest.mark.multiprocess
 def test_both_run_as_modules(ros_context, executor, domain_id):
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get('PYTHONPATH', '')]))
+               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get('PYTHONPATH', '')]), PYTHONFAULTHANDLER='1')
     commands = {'motion': [sys.executable, '-m', 'robot_team.sim.motion_node', '--ros-args',
                            '-p', 'scenario:=onboarding'],
                 'hospital': [sys.executable, '-m', 'robot_team.sim.hospital_node', '--ros-args',
@@ -343,12 +343,18 @@ def test_both_run_as_modules(ros_context, executor, domain_id):
         assert wait_for(lambda: poses, 20.0), 'no amcl_pose from python -m robot_team.sim.motion_node'
         assert wait_for(lambda: arrivals, 20.0), 'no patient arrival from python -m robot_team.sim.hospital_node'
     finally:
-        outputs = {}
-        for name, proc in procs.items():
-            proc.send_signal(signal.SIGINT)
-            outputs[name] = proc.communicate(timeout=10)[0].decode(errors='replace')
         executor.remove_node(node)
         node.destroy_node()
+        outputs = {}
+        for proc in procs.values():
+            proc.send_signal(signal.SIGINT)
+        for name, proc in procs.items():
+            try:
+                outputs[name] = proc.communicate(timeout=30)[0].decode(errors='replace')
+            except subprocess.TimeoutExpired:   # it hangs: its threads' stacks (faulthandler on SIGABRT) say where
+                proc.send_signal(signal.SIGABRT)
+                stacks = proc.communicate(timeout=30)[0].decode(errors='replace')
+                pytest.fail(f'{name} did not stop within 30 s of SIGINT; its output and stacks:\n{stacks[-6000:]}')
     for name, proc in procs.items():
         assert proc.returncode == 0, outputs[name]
     assert "scenario 'onboarding'" in outputs['motion'] and 'hospital systems ready' in outputs['hospital']
