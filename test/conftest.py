@@ -61,7 +61,7 @@ def executor(ros_context):
 
     rclpy 9.1.2's executors stop spinning when a node is destroyed while its wait set is built
     (ros2/rclpy#1284, fixed by #1590 in rclpy 10.0.5), as a test that restarts a node does: the
-    thread (:class:`robot_team.run.lifecycle.SpinThread`) spins again past that ``InvalidHandle``.
+    thread (:class:`robot_team.ros.spin.SpinThread`) spins again past that ``InvalidHandle``.
     Any other exception that ended the spin fails the test.
     """
     from rclpy.exceptions import InvalidHandle

@@ -52,7 +52,7 @@ ExecuteTask server; a robot, the RTLS or Nav2). Discovery is wall time that depe
 machine is, not on the ED; such a hold is charged no sim time."""
 NODE_RESTART = 'node_restart'
 """Hold reason: the runner restarts a node that died, from its exit until the team has it back
-(:class:`robot_team.run.restarts.RestartHolds`). The restart's wall time (the restart delay, the
+(:class:`robot_team.run.restart_holds.RestartHolds`). The restart's wall time (the restart delay, the
 process start, DDS discovery and liveliness) depends on the machine, not on the ED; charged nothing."""
 UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART})
 """Hold reasons that cost no sim time when they end; any other reason costs ``hold_step_s``."""
@@ -196,7 +196,8 @@ class ClockHoldPublisher:
     holder
         Who holds (recorded with each hold), e.g. ``'manager'``.
     reason
-        Why: :data:`LLM_REQUEST` (charged ``hold_step_s``) or :data:`SERVER_DISCOVERY` (charged nothing).
+        Why: :data:`LLM_REQUEST` (charged ``hold_step_s``), :data:`SERVER_DISCOVERY` or
+        :data:`NODE_RESTART` (charged nothing).
     """
 
     def __init__(self, node, holder: str, reason: str = LLM_REQUEST):

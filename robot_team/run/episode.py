@@ -6,7 +6,7 @@ Two modes share everything but process layout (:class:`Episode`, :func:`run_epis
   (:class:`robot_team.ros.executor.TeamExecutor`); an exception that ends its spin (a callback's,
   or one raised building its wait set) is recorded as ``node_crashed`` (target ``executor``) and
   the executor spun again, at most ``max_restarts`` times, after which the team is down
-  (:class:`robot_team.run.lifecycle.SpinThread`);
+  (:class:`robot_team.ros.spin.SpinThread`);
 - ``processes=True``: each node in its own process, exactly as ``ros2 run``/``ros2 launch`` would
   start them; this process only records. A node that dies is recorded and, once the team has
   started, started again as launch's ``respawn`` does (:mod:`robot_team.run.processes`,
@@ -354,7 +354,7 @@ class Episode(NodeProcesses):
     def _check_team(self) -> None:
         """Record each node process that ended (:meth:`_check_children`) and each exception that stopped the executor.
 
-        The executor (:class:`~robot_team.run.lifecycle.SpinThread`) spins again after such an
+        The executor (:class:`~robot_team.ros.spin.SpinThread`) spins again after such an
         exception, up to ``max_restarts`` times; after that, in-process, every node of the team is
         down (the waits end) and the runner's events are stored without it.
         """
