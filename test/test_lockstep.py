@@ -194,13 +194,22 @@ def test_a_discovery_hold_that_ends_in_an_error_is_released_and_recorded(ros_con
     hold = DiscoveryHold(node, 'navigation_robot', lambda kind, summary, **data: recorded.append((kind, data)))
     try:
         with pytest.raises(ToolError, match='gone'):
-            with hold('service ed/rtls/locate_staff') as hold_id:
+            with hold('service ed/rtls/locate_staff') as wait:
+                hold_id = wait.hold_id
                 raise ToolError('gone')
         assert wait_for(lambda: executor.spin_once(timeout_sec=0.05) or len(holds) == 2, timeout=10.0), holds
         assert [(h.hold_id, h.active, h.reason) for h in holds] == [(hold_id, True, SERVER_DISCOVERY),
                                                                     (hold_id, False, SERVER_DISCOVERY)]
         [(kind, data)] = recorded
         assert kind == 'observation' and (data['server'], data['found']) == ('service ed/rtls/locate_staff', False)
+        # a wait that ends without what it waited for and goes on (the manager's for a dead incarnation
+        # to leave the graph) says so itself, once, with what it adds
+        recorded.clear()
+        with hold('the graph to drop the dead incarnation of display_robot') as wait:
+            wait.data['servers'] = 2
+            wait.found = False
+        [(kind, data)] = recorded
+        assert (data['found'], data['servers'], data['cue']) == (False, 2, 'server_discovery')
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -14,10 +14,25 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from robot_team.contracts.events import EventKind
 from robot_team.llm.lockstep import SERVER_DISCOVERY, ClockHoldPublisher
+
+
+@dataclass
+class DiscoveryWait:
+    """One wait inside a :class:`DiscoveryHold`, as ``with hold(what) as wait:`` gives it.
+
+    ``hold_id``: the hold's ID. ``found``: whether what was waited for was found; the block sets
+    it False for a wait that ends without it and goes on anyway (one that raises is not found
+    either). ``data``: more to record with the wait (e.g. a server count).
+    """
+
+    hold_id: str
+    found: bool = True
+    data: dict = field(default_factory=dict)
 
 
 class DiscoveryHold:
@@ -37,18 +52,20 @@ class DiscoveryHold:
     def __call__(self, what: str = 'a server') -> Iterator[str]:
         """Hold sim time for the block (waiting for ``what``, e.g. ``service team/supervisor/authorize_task``).
 
-        Yields the hold's ID. Records an ``observation`` when the block ends, found (it returned) or
-        not (it raised: the exception goes on).
+        Yields the wait (:class:`DiscoveryWait`). Records one ``observation`` when the block ends:
+        found (it returned, and did not say otherwise) or not (it raised: the exception goes on).
         """
         start = time.monotonic()
-        found = False
+        found, wait = False, None
         try:
             with self._publisher() as hold_id:
-                yield hold_id
-            found = True
+                wait = DiscoveryWait(hold_id)
+                yield wait
+            found = wait.found
         finally:
             waited = time.monotonic() - start
             self._emit(EventKind.OBSERVATION,
                        f'{self._holder} waited {waited:.1f} wall s for {what}' + ('' if found else ': not found'),
                        target=self._holder, reason='DDS discovery; sim time was held meanwhile',
-                       cue='server_discovery', server=what, waited_wall_s=round(waited, 3), found=found)
+                       cue='server_discovery', server=what, waited_wall_s=round(waited, 3), found=found,
+                       **(wait.data if wait is not None else {}))

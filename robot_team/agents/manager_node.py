@@ -500,15 +500,12 @@ class ManagerNode(Node):
         if self.count_publishers(topic) <= 1:
             return
         deadline = time.monotonic() + self._timeout
-        with self.discovery_hold(f'the graph to drop the dead incarnation of {robot}'):
+        # one record of the wait (the hold's): found once one server is left; not found, the goal goes anyway
+        with self.discovery_hold(f'the graph to drop the dead incarnation of {robot}') as wait:
             while self.count_publishers(topic) > 1 and time.monotonic() < deadline and not self._stop.is_set():
                 time.sleep(0.05)
-        servers = self.count_publishers(topic)
-        self.events.emit(EventKind.OBSERVATION, f'{robot} has {servers} action server(s) in the graph',
-                         target=robot, reason='a restarted robot: the goal waits until its dead incarnation '
-                         'has left the graph' if servers <= 1 else 'the dead incarnation is still in the graph '
-                         f'after {self._timeout:g} s: the goal goes anyway', cue='robot_servers',
-                         servers=servers)
+            wait.data['servers'] = servers = self.count_publishers(topic)
+            wait.found = servers <= 1
 
     def now(self) -> float:
         """Return ROS time, s (sim time under use_sim_time)."""
