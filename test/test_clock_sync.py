@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from robot_team.contracts.clock_sync import (
-    BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, RETURN_SETTLE_S, FollowGate, RateCap, check_clock_mode)
+    BUSY, JUMP_AHEAD_MAX_S, NOTHING_SCHEDULED, RETURN_SETTLE_S, FollowGate, RateCap, check_clock_mode,
+    served_at_s)
 from ros_helpers import FakeWall, wait_for
 
 
@@ -368,3 +369,20 @@ def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_deci
     assert stepped.report['clock']['jumps'] == 0
     assert decision_sequence(jumped.events) == decision_sequence(stepped.events)
     assert jumped.report['outcome'] == stepped.report['outcome'] == 'escalated'
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=st.floats(0.0, 1e6), lead=st.floats(-1e3, 1e3), spread=st.floats(0.0, 10.0))
+def test_a_message_is_served_never_before_its_stamp_and_never_past_a_step_ahead(now, lead, spread):
+    stamp = now + lead
+    served = served_at_s(now, stamp, spread)
+    assert now <= served <= now + spread                    # a wrong sender's clock cannot delay a deadline
+    if now < stamp <= now + spread:
+        assert served == stamp                              # what the message starts never starts before it
+    else:
+        assert served == now
+
+
+def test_a_negative_spread_is_refused():
+    with pytest.raises(ValueError, match='spread_s'):
+        served_at_s(1.0, 1.5, -0.5)

@@ -56,7 +56,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from robot_team.contracts import names
-from robot_team.contracts.clock_sync import BUSY
+from robot_team.contracts.clock_sync import BUSY, served_at_s
 from robot_team.contracts.config import ConfigError, Deadlines, Scenario, load_scenario
 from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.core.escalations import (
@@ -295,7 +295,8 @@ class SupervisorNode(Node):
         if report is None:
             response.accepted, response.explanation = False, 'the report does not validate (see report_rejected)'
             return response
-        response.accepted, response.explanation = self.core.submit_report(report, now_s(self), _raw_report(msg))
+        response.accepted, response.explanation = self.core.submit_report(report, self._served_s(msg.stamp),
+                                                                          _raw_report(msg))
         self._save_state()
         if response.accepted:
             self.get_logger().info(f'{report.task_id} ({report.task_type.value}) reported {report.status.value}'
@@ -341,10 +342,24 @@ class SupervisorNode(Node):
 
     def arrival_callback(self, msg) -> None:
         """Open the patient's case at the patient cue (it starts now, or waits for the case in progress)."""
-        self.core.on_patient_arrival(msg.patient_id, now_s(self), assigned_hcw_id=msg.assigned_hcw_id,
+        self.core.on_patient_arrival(msg.patient_id, self._served_s(msg.header.stamp),
+                                     assigned_hcw_id=msg.assigned_hcw_id,
                                      required_specialty=msg.required_specialty, room=msg.room,
                                      esi_level=msg.esi_level)
         self._save_state()
+
+    def _served_s(self, stamp) -> float:
+        """Return when a message stamped ``stamp`` is served: now, or its stamp up to a clock step ahead.
+
+        The supervisor's clock may lag the sender's by a step (:func:`~robot_team.contracts.clock_sync.served_at_s`):
+        a deadline the message starts then starts when the world's event happened, never before.
+        A negative stamp is not believed (now).
+        """
+        now = now_s(self)
+        try:
+            return served_at_s(now, stamp_to_s(stamp))
+        except ValueError:
+            return now
 
     def close_case_callback(self, request, response):
         """Close a case the hospital's record ended (an Encounter finished or cancelled); say what became of it."""

@@ -94,6 +94,32 @@ meanwhile would spend the manager's deadline before the manager could know the r
 the liveliness up to 1.24 wall s after the acknowledgements, some 50 sim s at 40x). At real time, those
 seconds cost what they would cost a physical team."""
 
+CLOCK_SPREAD_S = DEFAULT_MAX_STEP_SIZE_S
+"""How far apart two team nodes' ROS times may be, s: one step of the follow clock. A node receives
+``/clock`` and the other nodes' messages on separate topics, in any order: a message sent at sim
+time t (the hospital's arrival, published once the hospital saw t) may reach a node whose clock
+still reads the step before (CI: the supervisor served an arrival stamped 1 s at its 0 s)."""
+
+
+def served_at_s(now_s: float, stamp_s: float, spread_s: float = CLOCK_SPREAD_S) -> float:
+    """Return the ROS time (s) at which a node serves a message stamped ``stamp_s`` that it got at ``now_s``.
+
+    The later of the two while the stamp is at most ``spread_s`` ahead of the node's clock (its
+    clock lags the sender's by up to a step, :data:`CLOCK_SPREAD_S`): what the message starts (a
+    deadline) never starts before the world's event happened. A stamp further ahead is not
+    believed (a sender's clock that is wrong must not delay a deadline): ``now_s``. A stamp
+    behind ``now_s`` (a message in flight, unstamped: 0) gives ``now_s``.
+
+    Raises
+    ------
+    ValueError
+        If ``spread_s`` is negative.
+    """
+    if spread_s < 0.0:
+        raise ValueError(f'spread_s must be >= 0 s, got {spread_s!r}')
+    return stamp_s if now_s < stamp_s <= now_s + spread_s else now_s
+
+
 JUMP_AHEAD_MAX_S = 60.0
 """Sim seconds one jump of the follow clock covers at most (:meth:`FollowGate.jump_target`): a long
 quiet time is crossed in a few jumps, and the nodes' periodic timers (checkpoints, the RTLS

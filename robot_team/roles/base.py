@@ -6,7 +6,8 @@ with these types; :mod:`robot_team.catalog` gathers them (:data:`~robot_team.cat
 :class:`~robot_team.contracts.names.Tool` and :class:`~robot_team.contracts.names.Role`.
 
 This module sits at the bottom layer (contracts), below the roles' declarations and the catalog: it
-imports only :mod:`robot_team.contracts.names`, :mod:`robot_team.contracts.reports`, pydantic and the standard library.
+imports only :mod:`robot_team.contracts.names`, :mod:`robot_team.contracts.reports`,
+:mod:`robot_team.contracts.clock_sync`, pydantic and the standard library.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from robot_team.contracts.clock_sync import CLOCK_SPREAD_S
 from robot_team.contracts.names import Role, Tool
 from robot_team.contracts.reports import TaskType
 
@@ -69,9 +71,9 @@ AT_DOOR_M = 2.5
 sees counts as at the room, m: an escorted HCW follows 1 m behind the robot, which stops just
 inside the door, and steps in a few seconds later (as the embedded simulator's hospital has them do)."""
 
-STAMP_SLACK_S = 1.0
+STAMP_SLACK_S = CLOCK_SPREAD_S
 """How much earlier than a task's start (as one node saw it) the world's stamps of it may be, s: two team
-nodes' ROS time may differ by one step of the follow clock (``robot_team.contracts.clock_sync``, 1 s by default)."""
+nodes' ROS time may differ by one step of the follow clock (:data:`~robot_team.contracts.clock_sync.CLOCK_SPREAD_S`)."""
 
 OBSERVE_WAIT_S = 20.0
 """The longest a robot waits for the world to show its task's success, ROS s (e.g. the HCW stepping
