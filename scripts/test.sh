@@ -13,4 +13,4 @@ VENV=${ROBOT_TEAM_VENV:-.venv}
 # on one worker, so its module fixtures are made once. Each worker takes its own slice of domain IDs
 # (test/ros_helpers.py). Arguments after these win (e.g. -n 0).
 WORKERS=${ROBOT_TEAM_TEST_WORKERS:-auto}
-exec "$VENV/bin/python" -m pytest -n "$WORKERS" --dist loadfile "$@"
+exec "$VENV/bin/python" -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder "$@"

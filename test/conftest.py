@@ -20,6 +20,35 @@ if os.environ.get('PYTEST_XDIST_WORKER'):
         os.environ.pop(name, None)
 
 
+HEAVY_FIRST = ('test_local_llm.py', 'test_colcon_build.py', 'test_multihost.py', 'test_faults.py',
+               'test_eval_cli.py', 'test_docs.py', 'test_supervisor_restart.py', 'test_any_choice.py',
+               'test_second_patient.py', 'test_console_human_path.py', 'test_console_floor_map.py',
+               'test_human_console.py')
+"""Test files that take the longest (a minute or more on two busy cores; CI's ``--durations``), longest first."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the longest test files first, then the others by their number of tests (most first).
+
+    ``scripts/test.sh`` hands files to the workers in this order (``--dist loadfile
+    --no-loadscope-reorder``): longest first keeps the two workers busy to the end. xdist's own
+    order (by number of tests) had left the local model's episode and the colcon build, one test
+    each and three minutes each, to the end of the run, one worker idle meanwhile.
+    """
+    counts, first_seen = {}, {}
+    for index, item in enumerate(items):
+        name = item.path.name
+        counts[name] = counts.get(name, 0) + 1
+        first_seen.setdefault(name, index)
+
+    def rank(pair):
+        index, item = pair
+        name = item.path.name
+        heavy = HEAVY_FIRST.index(name) if name in HEAVY_FIRST else len(HEAVY_FIRST)
+        return heavy, -counts[name], first_seen[name], index
+    items[:] = [item for _, item in sorted(enumerate(items), key=rank)]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
     """Collect a ROS test's garbage once its fixtures are torn down (its executors stopped, its context shut down).

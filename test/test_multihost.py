@@ -235,7 +235,8 @@ def test_a_robot_host_cut_off_the_network_for_30_s_mid_escort_is_noticed_and_rec
 
     report, wall = _run_team(tmp_path / 'cut', domain_id, placement,
                              {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET', 'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'},
-                             sim_extra={'clock_mode': 'follow'}, during=cut_after_page)
+                             sim_extra={'clock_mode': 'follow', 'min_clock_followers': len(TEAM_NODES) + 1},
+                             during=cut_after_page)
     events = [json.loads(line) for line in (tmp_path / 'cut' / 'events.jsonl').read_text().splitlines()]
 
     def first(kind, **match):
