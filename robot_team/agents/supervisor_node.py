@@ -88,6 +88,7 @@ from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import LivenessWatch, announce_alive
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.messages import reliable_qos, report_from_msg, report_to_msg
+from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
 from robot_team.ros.util import declare_robots, spin_node
 from robot_team.srv import (
@@ -217,21 +218,17 @@ class SupervisorNode(Node):
                                    lambda esc: self.desk.announce(esc), self._publish_decision, self._publish_report,
                                    self._publish_directive, cases_at_once=cases_at_once, robots=robots)
         self.desk = EscalationDesk(self.core, escalation_policy, store, self.events.emit, self, staff)
-        self.create_service(SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback,
-                            callback_group=self._group)
-        self.create_service(AuthorizeTask, names.AUTHORIZE_TASK, self.authorize_callback,
-                            callback_group=self._group)
-        self.create_service(RequestEscalation, names.REQUEST_ESCALATION, self.request_escalation_callback,
-                            callback_group=self._group)
-        self.create_service(ResolveEscalation, names.RESOLVE_ESCALATION, self.resolve_escalation_callback,
-                            callback_group=self._group)
-        self.create_service(AcknowledgeEscalation, names.ACKNOWLEDGE_ESCALATION,
-                            self.acknowledge_escalation_callback, callback_group=self._group)
-        self.create_service(RaiseEscalation, names.RAISE_ESCALATION, self.raise_escalation_callback,
-                            callback_group=self._group)
-        self.create_service(SendInstruction, names.SEND_INSTRUCTION, self.send_instruction_callback,
-                            callback_group=self._group)
-        self.create_service(CloseCase, names.CLOSE_CASE, self.close_case_callback, callback_group=self._group)
+        deliver = reported_deliveries(self.get_logger(), self.events.emit)   # responses that survive late matching
+        for srv_type, name, callback in (
+                (SubmitReport, names.SUBMIT_REPORT, self.submit_report_callback),
+                (AuthorizeTask, names.AUTHORIZE_TASK, self.authorize_callback),
+                (RequestEscalation, names.REQUEST_ESCALATION, self.request_escalation_callback),
+                (ResolveEscalation, names.RESOLVE_ESCALATION, self.resolve_escalation_callback),
+                (AcknowledgeEscalation, names.ACKNOWLEDGE_ESCALATION, self.acknowledge_escalation_callback),
+                (RaiseEscalation, names.RAISE_ESCALATION, self.raise_escalation_callback),
+                (SendInstruction, names.SEND_INSTRUCTION, self.send_instruction_callback),
+                (CloseCase, names.CLOSE_CASE, self.close_case_callback)):
+            deliver(self.create_service(srv_type, name, callback, callback_group=self._group))
         self.create_subscription(PatientArrival, names.PATIENT_ARRIVALS, self.arrival_callback, reliable_qos(),
                                  callback_group=self._group)
         # The node's clock is ROS time: sim time when use_sim_time is true.

@@ -91,6 +91,8 @@ class EventKind(str, Enum):
     LLM_REPLY = 'llm_reply'
     LLM_ERROR = 'llm_error'
     INVALID_CALL = 'invalid_call'            # a call not acted on; data: caller, tool, category, error, raw
+    RESPONSE_LOST = 'response_lost'          # a service's response the middleware never delivered (the request
+    #                                          was served); data: service, attempts, waited_s
 
 
 class TeamEventModel(BaseModel):

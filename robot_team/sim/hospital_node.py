@@ -98,6 +98,7 @@ from robot_team.ros.clock import follow_clock
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.messages import amcl_pose_qos
 from robot_team.ros.liveness import announce_alive
+from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
 from robot_team.ros.util import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
@@ -177,12 +178,13 @@ class HospitalSystemsNode(SimNode, Node):
         self._located: dict[str, tuple] = {}      # HCW ID -> what was last streamed
         self._located_at = self._refreshed_at = -math.inf
         self._services_group = ReentrantCallbackGroup()
-        self._locate_srv = self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
-                                               callback_group=self._services_group)
-        self._page_srv = self.create_service(PageStaff, PAGE_STAFF, self.page_staff_callback,
-                                             callback_group=self._services_group)
-        self._display_srv = self.create_service(ShowDisplay, SHOW_DISPLAY, self.show_display_callback,
-                                                callback_group=self._services_group)
+        deliver = reported_deliveries(self.get_logger(), self._record.emitter.emit)
+        self._locate_srv = deliver(self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
+                                                       callback_group=self._services_group))
+        self._page_srv = deliver(self.create_service(PageStaff, PAGE_STAFF, self.page_staff_callback,
+                                                     callback_group=self._services_group))
+        self._display_srv = deliver(self.create_service(ShowDisplay, SHOW_DISPLAY, self.show_display_callback,
+                                                        callback_group=self._services_group))
         # Robots the team's supervisor noticed lost: the HCWs they escorted wait (volatile: only news).
         self.create_subscription(NodeLiveness, names.LIVENESS, self.liveness_callback,
                                  QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
