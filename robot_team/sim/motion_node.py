@@ -137,6 +137,7 @@ from robot_team.contracts.names import (
     AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES,
     NAVIGATE_TO_POSE, ODOM, RobotId, robot_name)
 from robot_team.ros.executor import TeamExecutor
+from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import s_to_duration
 from robot_team.ros.util import spin_node
 from robot_team.sim.clock_source import ClockSettings, SimClock
@@ -255,9 +256,11 @@ class MotionSimNode(SimNode, Node):
                          goal_callback=self.goal_callback, cancel_callback=self.cancel_callback,
                          callback_group=self._reentrant_group)
             for r in self.robots]
+        # BasicNavigator polls these with no timeout of its own: a response the middleware dropped is sent again
+        deliver = reported_deliveries(self.get_logger(), self._record.emitter.emit)
         self._lifecycle_srvs = [
-            self.create_service(GetState, robot_name(r, GET_STATE.format(node=node)), self.get_state_callback,
-                                callback_group=self._reentrant_group)
+            deliver(self.create_service(GetState, robot_name(r, GET_STATE.format(node=node)),
+                                        self.get_state_callback, callback_group=self._reentrant_group))
             for r in self.robots for node in NAV2_LIFECYCLE_NODES]
 
         self._map_pub.publish(map_msg(self.engine.grid))
