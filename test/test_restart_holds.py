@@ -66,6 +66,35 @@ def test_a_watched_node_holds_until_the_supervisor_sees_it_back_not_when_it_star
     assert holds.active == set() and restarts.holding == []
 
 
+def test_a_watched_node_seen_back_holds_until_its_start_reaches_the_record():
+    """CI (4b04fb6): the supervisor saw the display robot back before the recorder heard the new process."""
+    restarts, clock, holds = make()
+    hold = restarts.crashed('display_robot', restart=True)
+    clock.now += 2.0
+    assert restarts.observe(event(EventKind.ROBOT_BACK, clock.now, node='display_robot')) == []
+    assert holds.active == {hold}
+    # the previous incarnation's start ends nothing
+    assert restarts.observe(event(EventKind.NODE_STARTED, clock.now - 60.0, actor='display_robot')) == []
+    clock.now += 0.5
+    # the new start, stamped before the robot_back but recorded after it
+    [ended] = restarts.observe(event(EventKind.NODE_STARTED, clock.now - 1.0, actor='display_robot'))
+    assert (ended.hold_id, ended.released_by, ended.held_wall_s) == (hold, 'robot_back', 2.0)
+    assert not holds.active
+
+
+def test_a_node_seen_back_whose_start_never_reaches_the_record_ends_its_hold_after_the_wait():
+    restarts, clock, holds = make(back_wait_s=20.0)
+    restarts.crashed('manager', restart=True)
+    clock.now += 1.0
+    restarts.observe(event(EventKind.ROBOT_BACK, clock.now, node='manager'))
+    clock.now += 20.0
+    assert restarts.overdue() == []
+    clock.now += 0.5
+    [late] = restarts.overdue()
+    assert (late.node, late.released_by, late.held_wall_s) == ('manager', 'not_recorded', 21.5)
+    assert not holds.active
+
+
 def test_a_node_nobody_watches_holds_until_it_started_again():
     restarts, clock, holds = make()
     hold = restarts.crashed('supervisor', restart=True)
@@ -119,27 +148,36 @@ NODES = (*WATCHED, 'supervisor')
 @given(st.lists(st.tuples(st.sampled_from(('crash', 'crash_down', 'started', 'back', 'overdue', 'tick')),
                           st.sampled_from(NODES), st.floats(0.0, 30.0)), max_size=40))
 def test_every_hold_begun_ends_once_and_only_on_what_came_after_its_crash(steps):
-    """Any order of crashes, starts, backs and waits: no hold ends twice or without a cause after it began."""
+    """Any order of crashes, starts, backs and waits: no hold ends twice, or without its causes after it began."""
     restarts, clock, holds = make()
     since: dict[str, float] = {}
+    facts: dict[str, set[str]] = {}   # the "back" facts recorded since a held node's crash
     for what, node, dt in steps:
         clock.now += dt
         if what in ('crash', 'crash_down'):
             outcome = restarts.crashed(node, restart=what == 'crash')
+            if what == 'crash' and node in since:   # died again while away: its facts start over
+                facts.pop(node, None)
             if isinstance(outcome, str):
                 since[node] = clock.now
             elif outcome is not None:
                 since.pop(node)
+                facts.pop(node, None)
         elif what in ('started', 'back'):
             kind, data = ((EventKind.NODE_STARTED, {}) if what == 'started'
                           else (EventKind.ROBOT_BACK, {'node': node}))
+            if node in since and (what == 'started' or node in WATCHED):
+                facts.setdefault(node, set()).add(what)
             for ended in restarts.observe(event(kind, clock.now, actor=node, **data)):
                 assert ended.node == node and clock.now >= since.pop(node)
                 assert ended.released_by == ('node_started' if node == 'supervisor' else 'robot_back')
-                assert not (what == 'started' and node in WATCHED)
+                assert facts.pop(node) == ({'started'} if node == 'supervisor' else {'started', 'back'})
         elif what == 'overdue':
             for ended in restarts.overdue():
                 since.pop(ended.node)
+                missing = {'not_seen_back': 'back', 'not_recorded': 'started'}[ended.released_by]
+                seen = facts.pop(ended.node)
+                assert len(seen) == 1 and missing not in seen
         assert set(restarts.holding) == set(since) and len(holds.active) == len(since)
     restarts.end_all()
     assert not holds.active and len(holds.ended) == len(set(holds.ended))

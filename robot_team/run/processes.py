@@ -165,8 +165,10 @@ class NodeProcesses:
 
     def _record_hold_ended(self, ended: HoldEnded) -> None:
         """Record that sim time no longer waits for ``ended.node``'s restart (``observation``, cue ``restart_hold``)."""
-        why = {'robot_back': 'the supervisor saw it back', 'node_started': 'it started again',
+        why = {'robot_back': 'the supervisor saw it back and the record has its start',
+               'node_started': 'it started again',
                'not_seen_back': 'it started, but the supervisor did not see it back in time',
+               'not_recorded': 'the supervisor saw it back, but its start did not reach the record in time',
                'stays_down': 'it stays down', 'episode_end': 'the episode ended'}[ended.released_by]
         self.events.emit(EventKind.OBSERVATION,
                          f'sim time held {ended.held_wall_s:.1f} wall s while {ended.node} restarted: {why}',

@@ -10,11 +10,18 @@ task it had closed when the robot was lost, before the manager could give it to 
 
 So the runner holds sim time from a node's exit, once its restart is decided, until the team has
 it back, on ``team/clock_holds`` with reason :data:`robot_team.llm.lockstep.NODE_RESTART` (charged
-no sim time): the supervisor's ``robot_back`` for a node it watches
-(:func:`robot_team.contracts.liveness.watched`), the node's own ``node_started`` for the others
-(the supervisor itself). A node that stays down ends its hold at once. The safety nets, each
-recorded: a node started but not seen back within :data:`BACK_WAIT_S` wall seconds ends its hold
-(the supervisor may be down too), and the clock source expires any hold after ``max_hold_s``.
+no sim time). "Back" is two facts, in either order: the new process's own ``node_started`` is in
+the record (the record hears it: what it does from then on is recorded), and, for a node the
+supervisor watches (:func:`robot_team.contracts.liveness.watched`), the supervisor's ``robot_back``
+(the team hears it). The supervisor itself needs its ``node_started`` only. Discovery is per pair
+of processes: in CI the supervisor saw a restarted display robot back while the runner's recorder
+had not yet matched the new process's events writer, sim time jumped to the episode's end 2 wall s
+later, and the robot's second ``node_started`` never reached the record.
+
+A node that stays down ends its hold at once. The safety nets, each recorded: a node with one of
+the two facts but not the other within :data:`BACK_WAIT_S` wall seconds ends its hold
+(``not_seen_back``: the supervisor may be down too; ``not_recorded``: the record never heard it),
+and the clock source expires any hold after ``max_hold_s``.
 
 A deployment's launch file restarts nodes with launch's ``respawn``: no runner holds sim time
 there, as none should on the wall clock, where a restart costs what it costs.
@@ -30,8 +37,9 @@ from typing import Callable, Iterable
 from robot_team.contracts.events import EventKind, TeamEventModel
 
 BACK_WAIT_S = 20.0
-"""Wall s after a restarted node's ``node_started`` within which the supervisor should see it back;
-its hold ends then anyway (``released_by`` ``not_seen_back``). The supervisor's liveliness takes up to
+"""Wall s after the first of a restarted node's two "back" facts (its ``node_started`` recorded, the
+supervisor's ``robot_back``) within which the other should come; its hold ends then anyway
+(``released_by`` ``not_seen_back`` or ``not_recorded``). The supervisor's liveliness takes up to
 the participant lease (3 s) and its back notice up to 5 s more
 (:data:`robot_team.agents.supervisor_node.BACK_NOTICE_WAIT_S`)."""
 
@@ -43,8 +51,8 @@ class HoldEnded:
     node: str
     hold_id: str
     released_by: str
-    """``robot_back`` (the supervisor saw it back), ``node_started`` (a node nobody watches started),
-    ``not_seen_back``, ``stays_down`` or ``episode_end``."""
+    """``robot_back`` (the supervisor saw it back and its ``node_started`` is recorded), ``node_started``
+    (a node nobody watches started), ``not_seen_back``, ``not_recorded``, ``stays_down`` or ``episode_end``."""
     held_wall_s: float
 
 
@@ -53,6 +61,11 @@ class _Held:
     hold_id: str
     since: float          # epoch s (events' wall_time) of the crash
     started: float | None = None   # epoch s of the new incarnation's node_started
+    back: float | None = None      # epoch s of the supervisor's robot_back for it
+
+    def first_fact(self) -> float | None:
+        facts = [t for t in (self.started, self.back) if t is not None]
+        return min(facts) if facts else None
 
 
 class RestartHolds:
@@ -95,7 +108,7 @@ class RestartHolds:
         with self._lock:
             held = self._held.get(node)
             if held is not None and restart:
-                held.started = None     # it died again before it was back: the same hold goes on
+                held.started = held.back = None   # it died again before it was back: the same hold goes on
                 return None
             if held is None and not restart:
                 return None
@@ -110,41 +123,56 @@ class RestartHolds:
         return hold_id
 
     def observe(self, event: TeamEventModel) -> list[HoldEnded]:
-        """Take one recorded event; return the holds it ended (``robot_back``, ``node_started``)."""
+        """Take one recorded event; return the holds it ended (``robot_back``, ``node_started``).
+
+        A watched node's hold ends on the later of its ``node_started`` and the supervisor's
+        ``robot_back`` (both after its crash); another node's on its ``node_started``.
+        """
         ended: list[HoldEnded] = []
         with self._lock:
+            node, held = '', None
             if event.kind == EventKind.ROBOT_BACK.value:
                 node = str(event.data.get('node', ''))
                 held = self._held.get(node) if node in self.watched else None
                 if held is not None and event.wall_time >= held.since:
-                    ended.append(HoldEnded(node, held.hold_id, 'robot_back', round(event.wall_time - held.since, 3)))
+                    held.back = event.wall_time
             elif event.kind == EventKind.NODE_STARTED.value:
-                held = self._held.get(event.actor)
+                node, held = event.actor, self._held.get(event.actor)
                 if held is not None and event.wall_time >= held.since:
                     held.started = event.wall_time
-                    if event.actor not in self.watched:
-                        ended.append(HoldEnded(event.actor, held.hold_id, 'node_started',
-                                               round(event.wall_time - held.since, 3)))
-            for item in ended:
-                del self._held[item.node]
+            if held is not None and held.started is not None and (held.back is not None or node not in self.watched):
+                released_by = 'robot_back' if node in self.watched else 'node_started'
+                ended.append(HoldEnded(node, held.hold_id, released_by,
+                                       round(max(held.started, held.back or 0.0) - held.since, 3)))
+                del self._held[node]
         for item in ended:
             self._end(item.hold_id)
         return ended
 
     def overdue(self) -> list[HoldEnded]:
-        """End and return the holds of nodes started over ``back_wait_s`` ago and not seen back."""
+        """End and return the holds with one "back" fact over ``back_wait_s`` ago and not the other.
+
+        ``released_by`` says which is missing: ``not_seen_back`` (no ``robot_back``) or
+        ``not_recorded`` (no ``node_started`` in the record).
+        """
         now = self._wall()
-        return self._end_where(lambda held: held.started is not None and now - held.started > self.back_wait_s,
-                               'not_seen_back', now)
+
+        def late(held: _Held) -> str | None:
+            first = held.first_fact()
+            if first is None or now - first <= self.back_wait_s:
+                return None
+            return 'not_seen_back' if held.back is None else 'not_recorded'
+        return self._end_where(late, now)
 
     def end_all(self) -> list[HoldEnded]:
         """End and return every hold (the episode ends)."""
-        return self._end_where(lambda held: True, 'episode_end', self._wall())
+        return self._end_where(lambda held: 'episode_end', self._wall())
 
-    def _end_where(self, due: Callable[[_Held], bool], released_by: str, now: float) -> list[HoldEnded]:
+    def _end_where(self, why: Callable[[_Held], str | None], now: float) -> list[HoldEnded]:
+        """End the holds for which ``why(held)`` gives a ``released_by``; return them."""
         with self._lock:
-            ended = [HoldEnded(node, held.hold_id, released_by, round(now - held.since, 3))
-                     for node, held in self._held.items() if due(held)]
+            ended = [HoldEnded(node, held.hold_id, reason, round(now - held.since, 3))
+                     for node, held in self._held.items() if (reason := why(held)) is not None]
             for item in ended:
                 del self._held[item.node]
         for item in ended:
