@@ -32,6 +32,15 @@ def team_nodes(scenario: Scenario) -> list[str]:
     return [SUPERVISOR, OPERATOR, *scenario.robots, Role.MANAGER.value]
 
 
+def arrival_readers(scenario: Scenario) -> int:
+    """Return how many of ``scenario``'s team nodes read ``ed/patient_arrivals``: the manager and the supervisor.
+
+    ``hospital_systems``' ``arrival_readers`` parameter: an arrival holds sim time until they all
+    have it (:mod:`robot_team.contracts.delivery`).
+    """
+    return len({SUPERVISOR, Role.MANAGER.value} & set(team_nodes(scenario)))
+
+
 SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]
 """The embedded simulator's nodes: the hospital's systems, and robot motion (the clock source)."""
 

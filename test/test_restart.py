@@ -76,6 +76,9 @@ def test_the_dds_profile_has_a_short_lease_and_a_users_profile_is_kept():
     discovery = participant.find('d:rtps/d:builtin/d:discovery_config', ns)
     assert discovery.findtext('d:leaseDuration/d:sec', namespaces=ns) == '3'
     assert discovery.findtext('d:leaseAnnouncement/d:sec', namespaces=ns) == '1'
+    writer = root.find('d:profiles/d:data_writer', ns)   # acknowledgements and repairs within 50 ms (test_delivery)
+    assert writer.get('is_default_profile') == 'true'
+    assert writer.findtext('d:times/d:heartbeat_period/d:nanosec', namespaces=ns) == '50000000'
     env, record = dds_environment({})
     assert env == {FASTDDS_PROFILES_VARIABLE: str(liveness_profile())} and record['set_by'] == 'robot_team'
     env, record = dds_environment({FASTDDS_PROFILES_VARIABLE: '/etc/mine.xml'})

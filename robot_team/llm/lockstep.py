@@ -12,7 +12,8 @@ may spend. ``realtime`` stays the default for live runs, where the floor does no
 The same topic holds sim time while a node waits for DDS to discover a server it must call (reason
 :data:`SERVER_DISCOVERY`: the manager's and the robots' calls, :func:`robot_team.ros.util.wait_for_server`);
 such a hold costs no sim time, so a slow discovery on a busy machine costs wall time only. So does
-the runner's while a node it restarts is away (reason :data:`NODE_RESTART`).
+the runner's while a node it restarts is away (reason :data:`NODE_RESTART`), and the hospital's
+while a patient arrival is on its way to its readers (reason :data:`MESSAGE_DELIVERY`).
 
 A lost release (a node that died mid-request) cannot freeze an episode: each hold expires after
 ``max_hold_s`` wall seconds (the clock source's parameter, default :data:`DEFAULT_MAX_HOLD_S`)
@@ -54,7 +55,11 @@ NODE_RESTART = 'node_restart'
 """Hold reason: the runner restarts a node that died, from its exit until the team has it back
 (:class:`robot_team.run.restart_holds.RestartHolds`). The restart's wall time (the restart delay, the
 process start, DDS discovery and liveliness) depends on the machine, not on the ED; charged nothing."""
-UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART})
+MESSAGE_DELIVERY = 'message_delivery'
+"""Hold reason: a node published a message the team's decisions start from (the hospital's patient
+arrivals) and DDS has not yet delivered it to every reader expected (:mod:`robot_team.contracts.delivery`).
+A late match or a repaired sample is wall time that depends on the machine; charged nothing."""
+UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART, MESSAGE_DELIVERY})
 """Hold reasons that cost no sim time when they end; any other reason costs ``hold_step_s``."""
 
 DEFAULT_MAX_HOLD_S = STALL_TIMEOUT_S
@@ -196,8 +201,8 @@ class ClockHoldPublisher:
     holder
         Who holds (recorded with each hold), e.g. ``'manager'``.
     reason
-        Why: :data:`LLM_REQUEST` (charged ``hold_step_s``), :data:`SERVER_DISCOVERY` or
-        :data:`NODE_RESTART` (charged nothing).
+        Why: :data:`LLM_REQUEST` (charged ``hold_step_s``), :data:`SERVER_DISCOVERY`,
+        :data:`NODE_RESTART` or :data:`MESSAGE_DELIVERY` (charged nothing).
     """
 
     def __init__(self, node, holder: str, reason: str = LLM_REQUEST):

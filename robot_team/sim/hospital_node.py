@@ -43,6 +43,11 @@ Parameters
 ``update_period_s`` (float, default 0.1)
     Least ROS time between two updates of HCWs, pages and readers (sim s under ``use_sim_time``,
     where the node updates as ``/clock`` advances; else a wall-clock timer with this period).
+``arrival_readers`` (int, default 0)
+    How many nodes read ``ed/patient_arrivals`` (the launchers give it: the manager and the
+    supervisor). Under sim time a patient arrival holds sim time until that many readers matched
+    and every matched reader acknowledged it (:mod:`robot_team.contracts.delivery`); 0 waits for
+    the readers already matched only.
 ``use_sim_time`` (bool)
     True in simulated runs; time 0 is the simulation's start. Without it, time 0 is the node's start.
 
@@ -102,6 +107,7 @@ from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
 from robot_team.ros.util import spin_node
 from robot_team.sim.common import SimEvent, SimInputError
+from robot_team.sim.delivery import DeliveryHolds
 from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.node_common import SimNode, SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
@@ -155,6 +161,11 @@ class HospitalSystemsNode(SimNode, Node):
             self.update_period_s = self._number('update_period_s', 0.1)
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
+            self.arrival_readers = self._number('arrival_readers', 0)
+            if not (self.arrival_readers >= 0 and self.arrival_readers == int(self.arrival_readers)):
+                raise ConfigError(f'parameter arrival_readers must be a whole number, 0 or more, '
+                                  f'got {self.arrival_readers}')
+            self.arrival_readers = int(self.arrival_readers)
             robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff(scenario.staff_path),
                                          scenario, robots=robots)
@@ -168,6 +179,8 @@ class HospitalSystemsNode(SimNode, Node):
         latched = QoSProfile(depth=max(10, len(scenario.cases)), reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._arrival_pub = self.create_publisher(PatientArrival, PATIENT_ARRIVALS, latched)
+        # sim time stands still until an arrival reached its readers (robot_team.contracts.delivery)
+        self._deliveries = DeliveryHolds(self, self._record.emitter.emit)
         # The badge system keeps its last 100 scans for late joiners (a restarted info-collection robot).
         self._scan_pub = self.create_publisher(BadgeScan, BADGE_SCANS, QoSProfile(
             depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -357,6 +370,7 @@ class HospitalSystemsNode(SimNode, Node):
             d = event.data
             if event.kind == 'patient_arrival':
                 self._publish_arrival(d, event.t)
+                self._deliveries.published(self._arrival_pub, self.arrival_readers, patient_id=d['patient_id'])
             elif event.kind == 'badge_scan':
                 msg = BadgeScan(reader_id=d['reader_id'], room=d['room'], badge_id=d['badge_id'])
                 msg.header.stamp = s_to_stamp(self._origin + event.t)
@@ -446,11 +460,14 @@ class HospitalSystemsNode(SimNode, Node):
         return response
 
     def _halt(self) -> None:
-        """Stop the updates: the timer or the ``/clock`` jump callback."""
+        """Stop the updates (the timer or the ``/clock`` jump callback) and end the delivery holds."""
         if self._timer is not None:
             self._timer.cancel()
         if self._jump is not None:
             self._jump.unregister()
+        deliveries = getattr(self, '_deliveries', None)   # absent when the start failed
+        if deliveries is not None:
+            deliveries.stop()
 
     def _release_waiters(self) -> None:
         """Wake every page waiting for its acknowledgement (it sees ``_stopping`` and returns)."""
