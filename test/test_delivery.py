@@ -32,8 +32,9 @@ def test_delivered_needs_the_expected_readers_matched_and_every_sample_acknowled
     assert is_delivered(Reach(2, True), 2) and is_delivered(Reach(3, True), 2) and is_delivered(Reach(0, True), 0)
     assert not is_delivered(Reach(1, True), 2)        # a reader not matched yet (late discovery)
     assert not is_delivered(Reach(2, False), 2)       # a sample not acknowledged yet (lost, being repaired)
-    with pytest.raises(ValueError, match='expected_readers'):
-        is_delivered(Reach(1, True), -1)
+    for bad in (-1, 1.0, True, '2', None):
+        with pytest.raises(ValueError, match='expected_readers'):
+            is_delivered(Reach(1, True), bad)
     for bad in (0, -1.0, float('nan'), float('inf'), '5'):
         with pytest.raises(ValueError, match='wait_s'):
             Deliveries(bad)
@@ -152,7 +153,7 @@ def test_an_arrival_holds_sim_time_until_its_reader_has_it(ros_context, executor
         reader_context.try_shutdown()
 
 
-@pytest.mark.parametrize('bad', [-1, 1.5, 'two'])
+@pytest.mark.parametrize('bad', [-1, 1.5, 'two', float('inf')])
 def test_the_hospital_refuses_a_bad_arrival_readers(ros_context, bad):
     from rclpy.parameter import Parameter
 

@@ -70,17 +70,28 @@ class Settled:
     waited_s: float
 
 
+def check_expected_readers(expected_readers: int) -> int:
+    """Return ``expected_readers`` (a count of readers) if it is a whole number, 0 or more.
+
+    Raises
+    ------
+    ValueError
+        Naming ``expected_readers`` and what it must be, otherwise.
+    """
+    if isinstance(expected_readers, bool) or not isinstance(expected_readers, int) or expected_readers < 0:
+        raise ValueError(f'expected_readers must be a whole number, 0 or more, got {expected_readers!r}')
+    return expected_readers
+
+
 def is_delivered(reach: Reach, expected_readers: int) -> bool:
     """Return whether a message has reached its readers: ``expected_readers`` matched, and all acknowledged.
 
     Raises
     ------
     ValueError
-        If ``expected_readers`` is negative.
+        As :func:`check_expected_readers`.
     """
-    if expected_readers < 0:
-        raise ValueError(f'expected_readers must be 0 or more, got {expected_readers}')
-    return reach.matched >= expected_readers and reach.acked
+    return reach.matched >= check_expected_readers(expected_readers) and reach.acked
 
 
 class Deliveries:
@@ -114,10 +125,9 @@ class Deliveries:
         Raises
         ------
         ValueError
-            If its ``expected_readers`` is negative.
+            As :func:`check_expected_readers`, for its ``expected_readers``.
         """
-        if pending.expected_readers < 0:
-            raise ValueError(f'expected_readers must be 0 or more, got {pending.expected_readers}')
+        check_expected_readers(pending.expected_readers)
         with self._lock:
             self._pending.append(pending)
 

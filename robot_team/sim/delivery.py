@@ -22,7 +22,8 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 
-from robot_team.contracts.delivery import DELIVERY_WAIT_S, Deliveries, PendingDelivery, Reach, Settled
+from robot_team.contracts.delivery import (DELIVERY_WAIT_S, Deliveries, PendingDelivery, Reach, Settled,
+                                           check_expected_readers)
 from robot_team.contracts.events import EventKind
 from robot_team.llm.lockstep import MESSAGE_DELIVERY, ClockHoldPublisher
 
@@ -77,17 +78,16 @@ class DeliveryHolds:
         Raises
         ------
         ValueError
-            If ``expected_readers`` is negative.
+            As :func:`robot_team.contracts.delivery.check_expected_readers`.
         """
-        if expected_readers < 0:
-            raise ValueError(f'expected_readers must be 0 or more, got {expected_readers}')
+        check_expected_readers(expected_readers)
         if not self.enabled:
             return None
         key = publisher.topic_name
         self._publishers[key] = publisher
         hold_id = self._holds.begin()
         with self._lock:
-            self._deliveries.add(PendingDelivery(key, hold_id, int(expected_readers), time.monotonic(), dict(what)))
+            self._deliveries.add(PendingDelivery(key, hold_id, expected_readers, time.monotonic(), dict(what)))
             self._timer.reset()
         return hold_id
 

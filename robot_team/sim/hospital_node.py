@@ -79,6 +79,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from robot_team.contracts import names
 from robot_team.contracts.clock_sync import BUSY
 from robot_team.contracts.config import ConfigError, Scenario
+from robot_team.contracts.delivery import check_expected_readers
 from robot_team.directory import load_staff
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.files import write_atomically
@@ -161,11 +162,11 @@ class HospitalSystemsNode(SimNode, Node):
             self.update_period_s = self._number('update_period_s', 0.1)
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
-            self.arrival_readers = self._number('arrival_readers', 0)
-            if not (self.arrival_readers >= 0 and self.arrival_readers == int(self.arrival_readers)):
-                raise ConfigError(f'parameter arrival_readers must be a whole number, 0 or more, '
-                                  f'got {self.arrival_readers}')
-            self.arrival_readers = int(self.arrival_readers)
+            readers = self._number('arrival_readers', 0)
+            try:
+                self.arrival_readers = check_expected_readers(int(readers) if readers.is_integer() else readers)
+            except ValueError as exc:
+                raise ConfigError(f'parameter arrival_readers: {exc}') from None
             robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff(scenario.staff_path),
                                          scenario, robots=robots)
