@@ -19,7 +19,7 @@ from pathlib import Path
 from robot_team.contracts.config import ConfigError, Scenario, load_staff_seed
 from robot_team.directory import StaffDirectory
 from robot_team.contracts.floor import load_floor
-from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role
+from robot_team.contracts.names import HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role, role_name
 
 TEAM = [SUPERVISOR, OPERATOR, Role.NAVIGATION.value, Role.INFO_COLLECTION.value, Role.DISPLAY.value,
         Role.MANAGER.value]
@@ -32,13 +32,20 @@ def team_nodes(scenario: Scenario) -> list[str]:
     return [SUPERVISOR, OPERATOR, *scenario.robots, Role.MANAGER.value]
 
 
-def arrival_readers(scenario: Scenario) -> int:
-    """Return how many of ``scenario``'s team nodes read ``ed/patient_arrivals``: the manager and the supervisor.
+def hospital_readers(scenario: Scenario) -> dict[str, int]:
+    """Return ``hospital_systems``' reader counts for ``scenario``'s team, as its ROS parameters.
 
-    ``hospital_systems``' ``arrival_readers`` parameter: an arrival holds sim time until they all
-    have it (:mod:`robot_team.contracts.delivery`).
+    ``arrival_readers``: the nodes that read ``ed/patient_arrivals`` (the manager and the
+    supervisor); ``badge_scan_readers``: those that read ``ed/badge_scans`` (every info-collection
+    robot of the fleet); ``display_readers``: those that read ``ed/display/content`` (every display
+    robot). Each such message holds sim time until they all have it (:mod:`robot_team.contracts.delivery`).
     """
-    return len({SUPERVISOR, Role.MANAGER.value} & set(team_nodes(scenario)))
+    nodes = team_nodes(scenario)
+
+    def robots_of(role: Role) -> int:
+        return sum(role_name(r) == role.value for r in scenario.robots)
+    return {'arrival_readers': len({SUPERVISOR, Role.MANAGER.value} & set(nodes)),
+            'badge_scan_readers': robots_of(Role.INFO_COLLECTION), 'display_readers': robots_of(Role.DISPLAY)}
 
 
 SIM_NODES = [HOSPITAL_SYSTEMS, MOTION_SIM]

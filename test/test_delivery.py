@@ -153,15 +153,16 @@ def test_an_arrival_holds_sim_time_until_its_reader_has_it(ros_context, executor
         reader_context.try_shutdown()
 
 
-@pytest.mark.parametrize('bad', [-1, 1.5, 'two', float('inf')])
-def test_the_hospital_refuses_a_bad_arrival_readers(ros_context, bad):
+@pytest.mark.parametrize('name, bad', [('arrival_readers', -1), ('arrival_readers', 1.5),
+                                       ('badge_scan_readers', 'two'), ('display_readers', float('inf'))])
+def test_the_hospital_refuses_a_bad_reader_count(ros_context, name, bad):
     from rclpy.parameter import Parameter
 
     from robot_team.contracts.config import ConfigError, load_scenario
     from robot_team.sim.hospital_node import HospitalSystemsNode
-    with pytest.raises(ConfigError, match='arrival_readers'):
+    with pytest.raises(ConfigError, match=f'parameter {name}'):
         HospitalSystemsNode(load_scenario('onboarding'), context=ros_context,
-                            parameter_overrides=[Parameter('arrival_readers', value=bad)])
+                            parameter_overrides=[Parameter(name, value=bad)])
 
 
 @pytest.mark.timeout(60)

@@ -144,6 +144,18 @@ def test_the_runner_starts_every_robot_of_the_fleet_as_its_own_node_in_its_own_n
                                                                 '-r', '__ns:=/floor2/navigation_robot_1']
 
 
+def test_the_hospital_waits_for_the_manager_the_supervisor_and_every_info_and_display_robot(tmp_path):
+    from robot_team.nodes_plan import hospital_readers
+    base = load_scenario('onboarding')
+    assert hospital_readers(base) == {'arrival_readers': 2, 'badge_scan_readers': 1, 'display_readers': 1}
+    fleet = base.model_copy(update={'fleet': {'info_collection_robot': 3, 'navigation_robot': 2, 'display_robot': 2}})
+    assert hospital_readers(fleet) == {'arrival_readers': 2, 'badge_scan_readers': 3, 'display_readers': 2}
+    # what the runner gives hospital_systems (one process per node, or in one process)
+    params = Episode(fleet, tmp_path, processes=True).team.sim_parameters('hospital_systems', {
+        'scenario': 'x', 'hospital_state': 'y'})
+    assert (params['arrival_readers'], params['badge_scan_readers'], params['display_readers']) == (2, 3, 2)
+
+
 def test_the_commands_refuse_a_bad_fleet_as_bad_input(tmp_path):
     result = CliRunner().invoke(app, ['run', '--fleet', 'navigation_robot=two', '--out', str(tmp_path), '--quiet'])
     assert result.exit_code == EXIT_BAD_INPUT and '--fleet part' in result.output, result.output

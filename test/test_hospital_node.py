@@ -77,8 +77,8 @@ def call(node, srv_type, name, request, keep_ticking, timeout=30.0):
 
 def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros_context, executor):
     scenario = load_scenario('onboarding')
-    hospital = HospitalSystemsNode(scenario, context=ros_context,
-                                   parameter_overrides=[Parameter('use_sim_time', value=True)])
+    hospital = HospitalSystemsNode(scenario, context=ros_context, parameter_overrides=[
+        Parameter('use_sim_time', value=True), Parameter('badge_scan_readers', value=1)])
     floor = FakeFloor(ros_context)
     for node in (hospital, floor.node):
         executor.add_node(node)
@@ -116,6 +116,11 @@ def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros
         assert wait_for(lambda: floor.scans or floor.tick(), 15.0), 'no badge scan'
         stopped_at = floor.t
         assert [(m.reader_id, m.room, m.badge_id) for m in floor.scans] == [('er_12_door', 'ER-12', 'ED-0090')]
+        # the scan held sim time until its one expected reader (this floor) had it (contracts.delivery)
+        assert wait_for(lambda: any(d.pending.key.endswith(BADGE_SCANS) for d in hospital._deliveries.settled), 10.0)
+        [scan] = [d for d in hospital._deliveries.settled if d.pending.key.endswith(BADGE_SCANS)]
+        assert (scan.delivered, scan.reach.matched, scan.pending.what) == (
+            True, 1, {'badge_id': 'ED-0090', 'room': 'ER-12'})
         (entering,) = floor.sim('hcw_entering')
         assert entering.data['room'] == 'ER-12' and entering.data['robot'] == NAV
         assert entering.stamp_s >= route.length / SPEED + 3.0 - STEP_S     # after 3 s of silence

@@ -42,7 +42,7 @@ from robot_team.fhir.gateway import TOKEN_ENV, GatewayConfigError, check_binding
 from robot_team.contracts.floor import Floor, Wall, load_floor
 from robot_team.llm.lockstep import llm_clock_under
 from robot_team.llm.settings import LLMSettings
-from robot_team.nodes_plan import arrival_readers, node_parameters, prepare, team_nodes
+from robot_team.nodes_plan import hospital_readers, node_parameters, prepare, team_nodes
 from robot_team.run.restarts import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, FASTDDS_PROFILES_VARIABLE,
                                      LIVENESS_PROFILE)
 from robot_team.tools.localization import POSE_SOURCES
@@ -474,7 +474,7 @@ def plan_floor(*, sim: str = 'embedded', brain: str = 'protocol', kb: str = 'tru
         sim_params['real_time_factor'] = rtf
     # The hospital's systems respawn, as a deployment restarts them, and take up the floor they saved.
     hospital_params = {'scenario': paths['scenario'], 'use_sim_time': True, 'state_file': paths['hospital_state'],
-                       'arrival_readers': arrival_readers(loaded)}
+                       **hospital_readers(loaded)}
     hospital = [respawning(NodeSpec(PACKAGE, exe, exe, team_ns, (hospital_params,))) for exe in HOSPITAL_SYSTEMS]
     if sim == 'embedded':
         plan.first += hospital

@@ -11,7 +11,8 @@ its onboarding deadline.
 So the publisher holds sim time (``team/clock_holds``, reason
 :data:`robot_team.llm.lockstep.MESSAGE_DELIVERY`, charged nothing) from the publish until the
 message is delivered: at least ``expected_readers`` readers matched (the launcher knows who reads
-it: the manager and the supervisor read arrivals) and every matched reader acknowledged every
+it: the manager and the supervisor read arrivals, the info-collection robots badge scans, the
+display robots the screens' content) and every matched reader acknowledged every
 sample (DDS's reliable acknowledgement: ``Publisher.wait_for_all_acked`` with no wait). A delivery
 not made within :data:`DELIVERY_WAIT_S` wall seconds ends its hold anyway and is reported (a reader
 that died stays matched until its lease ends; one that never comes must not stop the clock).

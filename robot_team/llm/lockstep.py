@@ -13,7 +13,8 @@ The same topic holds sim time while a node waits for DDS to discover a server it
 :data:`SERVER_DISCOVERY`: the manager's and the robots' calls, :func:`robot_team.ros.util.wait_for_server`);
 such a hold costs no sim time, so a slow discovery on a busy machine costs wall time only. So does
 the runner's while a node it restarts is away (reason :data:`NODE_RESTART`), and the hospital's
-while a patient arrival is on its way to its readers (reason :data:`MESSAGE_DELIVERY`).
+while a patient arrival, a badge scan or a screen's content is on its way to its readers (reason
+:data:`MESSAGE_DELIVERY`).
 
 A lost release (a node that died mid-request) cannot freeze an episode: each hold expires after
 ``max_hold_s`` wall seconds (the clock source's parameter, default :data:`DEFAULT_MAX_HOLD_S`)
@@ -57,8 +58,9 @@ NODE_RESTART = 'node_restart'
 process start, DDS discovery and liveliness) depends on the machine, not on the ED; charged nothing."""
 MESSAGE_DELIVERY = 'message_delivery'
 """Hold reason: a node published a message the team's decisions start from (the hospital's patient
-arrivals) and DDS has not yet delivered it to every reader expected (:mod:`robot_team.contracts.delivery`).
-A late match or a repaired sample is wall time that depends on the machine; charged nothing."""
+arrivals, badge scans and screens' content) and DDS has not yet delivered it to every reader
+expected (:mod:`robot_team.contracts.delivery`). A late match or a repaired sample is wall time
+that depends on the machine; charged nothing."""
 UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART, MESSAGE_DELIVERY})
 """Hold reasons that cost no sim time when they end; any other reason costs ``hold_step_s``."""
 

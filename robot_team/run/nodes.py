@@ -21,7 +21,7 @@ from robot_team.agents.robot_node import RobotNode
 from robot_team.agents.supervisor_node import SupervisorNode
 from robot_team.contracts.config import Scenario
 from robot_team.contracts.names import FHIR_GATEWAY, HOSPITAL_SYSTEMS, MOTION_SIM, OPERATOR, SUPERVISOR, Role, role_name
-from robot_team.nodes_plan import SIM_NODES, arrival_readers, node_parameters, team_nodes
+from robot_team.nodes_plan import SIM_NODES, hospital_readers, node_parameters, team_nodes
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
 
@@ -77,7 +77,7 @@ class EpisodeNodes:
         if name == HOSPITAL_SYSTEMS:   # a checkpoint of the floor where its process may die and restart
             return {'scenario': paths['scenario'], 'use_sim_time': True, 'robots': self.scenario.robots,
                     'state_file': paths['hospital_state'] if self.processes else '',
-                    'arrival_readers': arrival_readers(self.scenario)}
+                    **hospital_readers(self.scenario)}
         return {'scenario': paths['scenario'], 'real_time_factor': float(self.real_time_factor), 'paused': True,
                 'robots': self.scenario.robots,
                 'min_clock_subscribers': len(team_nodes(self.scenario)) + 2, 'llm_clock': self.llm_clock,

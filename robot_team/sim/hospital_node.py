@@ -43,11 +43,12 @@ Parameters
 ``update_period_s`` (float, default 0.1)
     Least ROS time between two updates of HCWs, pages and readers (sim s under ``use_sim_time``,
     where the node updates as ``/clock`` advances; else a wall-clock timer with this period).
-``arrival_readers`` (int, default 0)
-    How many nodes read ``ed/patient_arrivals`` (the launchers give it: the manager and the
-    supervisor). Under sim time a patient arrival holds sim time until that many readers matched
-    and every matched reader acknowledged it (:mod:`robot_team.contracts.delivery`); 0 waits for
-    the readers already matched only.
+``arrival_readers``, ``badge_scan_readers``, ``display_readers`` (int, default 0)
+    How many nodes read ``ed/patient_arrivals``, ``ed/badge_scans`` and ``ed/display/content``
+    (the launchers give them, :func:`robot_team.nodes_plan.hospital_readers`: the manager and the
+    supervisor; every info-collection robot; every display robot). Under sim time each such message
+    holds sim time until that many readers matched and every matched reader acknowledged it
+    (:mod:`robot_team.contracts.delivery`); 0 waits for the readers already matched only.
 ``use_sim_time`` (bool)
     True in simulated runs; time 0 is the simulation's start. Without it, time 0 is the node's start.
 
@@ -162,11 +163,9 @@ class HospitalSystemsNode(SimNode, Node):
             self.update_period_s = self._number('update_period_s', 0.1)
             if not self.update_period_s > 0:
                 raise ConfigError(f'parameter update_period_s must be positive, got {self.update_period_s}')
-            readers = self._number('arrival_readers', 0)
-            try:
-                self.arrival_readers = check_expected_readers(int(readers) if readers.is_integer() else readers)
-            except ValueError as exc:
-                raise ConfigError(f'parameter arrival_readers: {exc}') from None
+            self.arrival_readers = self._readers('arrival_readers')
+            self.badge_scan_readers = self._readers('badge_scan_readers')
+            self.display_readers = self._readers('display_readers')
             robots = tuple(self.declare_parameter('robots', scenario.robots).value)
             self.engine = HospitalEngine(load_world(scenario.floor_path), load_staff(scenario.staff_path),
                                          scenario, robots=robots)
@@ -180,7 +179,7 @@ class HospitalSystemsNode(SimNode, Node):
         latched = QoSProfile(depth=max(10, len(scenario.cases)), reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._arrival_pub = self.create_publisher(PatientArrival, PATIENT_ARRIVALS, latched)
-        # sim time stands still until an arrival reached its readers (robot_team.contracts.delivery)
+        # sim time stands still until an arrival, a scan or a screen reached its readers (contracts.delivery)
         self._deliveries = DeliveryHolds(self, self._record.emitter.emit)
         # The badge system keeps its last 100 scans for late joiners (a restarted info-collection robot).
         self._scan_pub = self.create_publisher(BadgeScan, BADGE_SCANS, QoSProfile(
@@ -223,6 +222,20 @@ class HospitalSystemsNode(SimNode, Node):
             scenario=scenario.name, staff=len(self.engine.staff_ids), robots=list(robots),
             pose_source=self.pose_source, use_sim_time=sim_time, update_period_s=self.update_period_s,
             state_file=self._state_file, restored=self.restored)
+
+    def _readers(self, name: str) -> int:
+        """Declare the reader-count parameter ``name`` (default 0) and return its value.
+
+        Raises
+        ------
+        ConfigError
+            If it is not a whole number, 0 or more.
+        """
+        readers = self._number(name, 0)
+        try:
+            return check_expected_readers(int(readers) if readers.is_integer() else readers)
+        except ValueError as exc:
+            raise ConfigError(f'parameter {name}: {exc}') from None
 
     def _restore(self) -> bool:
         """Take up the floor a previous incarnation saved in ``state_file`` (a restart); return whether it did.
@@ -377,11 +390,14 @@ class HospitalSystemsNode(SimNode, Node):
                 msg.header.stamp = s_to_stamp(self._origin + event.t)
                 msg.header.frame_id = d['reader_id'].removesuffix('_door') + '_badge_reader'
                 self._scan_pub.publish(msg)
+                self._deliveries.published(self._scan_pub, self.badge_scan_readers, badge_id=d['badge_id'],
+                                           room=d['room'])
             elif event.kind == 'display_shown':
                 msg = DisplayContent(room=d['room'], title=d['title'], layout=d['layout'], lines=list(d['lines']),
                                      entries=[DisplayEntry(**member) for member in d['members']])
                 msg.header.stamp = s_to_stamp(self._origin + event.t)
                 self._display_pub.publish(msg)
+                self._deliveries.published(self._display_pub, self.display_readers, room=d['room'])
         self._record.sim_events(events)
 
     # --- services --------------------------------------------------------------------------------
