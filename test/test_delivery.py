@@ -143,6 +143,7 @@ def test_an_arrival_holds_sim_time_until_its_reader_has_it(ros_context, executor
         assert wait_for(lambda: [h for h in holds if not h.active], timeout=10.0), 'the hold never ended'
         [ended] = [h for h in holds if not h.active]
         assert ended.hold_id == begun.hold_id and ended.reason == MESSAGE_DELIVERY
+        assert wait_for(lambda: hospital._deliveries.settled, timeout=10.0)   # appended once reported
         [settled] = hospital._deliveries.settled
         assert settled.delivered and settled.reach.matched == 1 and settled.pending.what == {
             'patient_id': case.patient_id}

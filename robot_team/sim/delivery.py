@@ -99,18 +99,25 @@ class DeliveryHolds:
         """Settle the deliveries made or overdue, end their holds, and stop checking when none is left."""
         for item in self._deliveries.settle(time.monotonic(), self._reach):
             self._holds.end(item.pending.hold_id)
-            self.settled.append(item)
-            topic, reach = item.pending.key, item.reach
-            if item.delivered:
-                self._logger.debug(f'{topic}: delivered to {reach.matched} reader(s) after {item.waited_s:.3f} wall s')
-                continue
-            summary = (f'{topic}: not delivered within {item.waited_s:.1f} wall s ({reach.matched} of '
-                       f"{item.pending.expected_readers} reader(s) matched, "
-                       f"{'all' if reach.acked else 'not all'} acknowledged); sim time runs on")
-            self._logger.warning(summary)
-            self._emit(EventKind.SIM, summary, target=topic, reason='a reader matched late or missed the message',
-                       what='delivery_late', topic=topic, expected_readers=item.pending.expected_readers,
-                       matched=reach.matched, acked=reach.acked, waited_s=item.waited_s, **item.pending.what)
+            self._report(item)
+            self.settled.append(item)   # after its report: whoever reads settled finds it recorded
+        self._stop_checking_when_idle()
+
+    def _report(self, item: Settled) -> None:
+        """Log a delivery made; log and record one given up."""
+        topic, reach = item.pending.key, item.reach
+        if item.delivered:
+            self._logger.debug(f'{topic}: delivered to {reach.matched} reader(s) after {item.waited_s:.3f} wall s')
+            return
+        summary = (f'{topic}: not delivered within {item.waited_s:.1f} wall s ({reach.matched} of '
+                   f"{item.pending.expected_readers} reader(s) matched, "
+                   f"{'all' if reach.acked else 'not all'} acknowledged); sim time runs on")
+        self._logger.warning(summary)
+        self._emit(EventKind.SIM, summary, target=topic, reason='a reader matched late or missed the message',
+                   what='delivery_late', topic=topic, expected_readers=item.pending.expected_readers,
+                   matched=reach.matched, acked=reach.acked, waited_s=item.waited_s, **item.pending.what)
+
+    def _stop_checking_when_idle(self) -> None:
         with self._lock:
             if not self._deliveries.pending and self._timer is not None:
                 self._timer.cancel()
