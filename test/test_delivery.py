@@ -186,10 +186,10 @@ def test_a_delivery_not_made_in_time_ends_its_hold_and_is_on_the_record(ros_cont
         deliveries = DeliveryHolds(node, lambda kind, summary, /, **data: emitted.append((kind, summary, data)),
                                    wait_s=0.5)
         with pytest.raises(ValueError, match='expected_readers'):
-            deliveries.published(node.create_publisher(PatientArrival, 'x', reliable_qos()), -1)
+            deliveries.publish(node.create_publisher(PatientArrival, 'x', reliable_qos()), PatientArrival(), -1)
         pub = node.create_publisher(PatientArrival, 'arrivals', reliable_qos())
-        pub.publish(PatientArrival(patient_id='P-1'))
-        hold_id = deliveries.published(pub, 2, patient_id='P-1')   # two readers expected, none ever comes
+        # two readers expected, none ever comes
+        hold_id = deliveries.publish(pub, PatientArrival(patient_id='P-1'), 2, patient_id='P-1')
         assert wait_for(lambda: deliveries.settled, timeout=10.0)
         [settled] = deliveries.settled
         assert not settled.delivered and settled.waited_s > 0.5 and settled.reach.matched == 0
@@ -198,7 +198,7 @@ def test_a_delivery_not_made_in_time_ends_its_hold_and_is_on_the_record(ros_cont
         assert (data['expected_readers'], data['matched']) == (2, 0) and 'not delivered' in summary
         assert wait_for(lambda: [h.hold_id for h in holds if not h.active] == [hold_id], timeout=10.0)
         off = DeliveryHolds(rclpy.create_node('wall_clock', context=ros_context), lambda *a, **k: None)
-        assert not off.enabled and off.published(pub, 1) is None   # on the wall clock nothing holds
+        assert not off.enabled and off.publish(pub, PatientArrival(), 1) is None   # on the wall clock nothing holds
     finally:
         for n in (node, watcher):
             executor.remove_node(n)

@@ -32,7 +32,7 @@ CHECK_PERIOD_S = 0.01
 
 
 class DeliveryHolds:
-    """Hold sim time from each :meth:`published` message until its readers have it.
+    """Publish messages (:meth:`publish`) and hold sim time from each until its readers have it.
 
     Parameters
     ----------
@@ -69,18 +69,21 @@ class DeliveryHolds:
         self.settled: list[Settled] = []
         """The deliveries that ended so far (made or given up), in order."""
 
-    def published(self, publisher, expected_readers: int, **what) -> str | None:
-        """Hold sim time until ``publisher``'s last message reached ``expected_readers`` readers, all acknowledged.
+    def publish(self, publisher, msg, expected_readers: int, **what) -> str | None:
+        """Publish ``msg`` on ``publisher`` and hold sim time until its readers have it.
 
-        ``what`` describes the message for the record (e.g. ``patient_id``). Returns the hold's ID,
-        or None when nothing is held (the node is not on sim time).
+        Held until at least ``expected_readers`` readers are matched and every matched reader
+        acknowledged it (:func:`robot_team.contracts.delivery.is_delivered`). ``what`` describes the
+        message for the record (e.g. ``patient_id``). Returns the hold's ID, or None when nothing is
+        held (the node is not on sim time).
 
         Raises
         ------
         ValueError
-            As :func:`robot_team.contracts.delivery.check_expected_readers`.
+            As :func:`robot_team.contracts.delivery.check_expected_readers` (nothing is published then).
         """
         check_expected_readers(expected_readers)
+        publisher.publish(msg)
         if not self.enabled:
             return None
         key = publisher.topic_name

@@ -256,9 +256,10 @@ class HospitalSystemsNode(SimNode, Node):
         arrived = set(self.engine.arrived)
         for p in self.scenario.cases:   # announced again for late joiners, not recorded again (it happened once)
             if p.patient_id in arrived:
-                self._publish_arrival({'patient_id': p.patient_id, 'room': p.room, 'presentation': p.presentation,
-                                       'esi_level': p.esi_level, 'assigned_hcw_id': p.assigned_hcw_id,
-                                       'required_specialty': p.required_specialty}, p.arrival_time_s)
+                self._arrival_pub.publish(self._arrival_msg(
+                    {'patient_id': p.patient_id, 'room': p.room, 'presentation': p.presentation,
+                     'esi_level': p.esi_level, 'assigned_hcw_id': p.assigned_hcw_id,
+                     'required_specialty': p.required_specialty}, p.arrival_time_s))
         return True
 
     def _save(self) -> None:
@@ -356,13 +357,13 @@ class HospitalSystemsNode(SimNode, Node):
         return StaffLocation(hcw_id=r.hcw_id, specialty=r.specialty, area=r.area, pose=pose_msg(r.pose, t),
                              availability=r.availability, detail=r.detail, state=r.state, robot=r.robot)
 
-    def _publish_arrival(self, d: dict, t: float) -> None:
-        """Publish the patient cue ``d`` (a ``patient_arrival`` event's data) that happened at engine time ``t`` (s)."""
+    def _arrival_msg(self, d: dict, t: float) -> PatientArrival:
+        """Return the patient cue ``d`` (a ``patient_arrival`` event's data) that happened at engine time ``t`` (s)."""
         msg = PatientArrival(patient_id=d['patient_id'], room=d['room'], presentation=d['presentation'],
                              esi_level=int(d['esi_level']), assigned_hcw_id=d['assigned_hcw_id'],
                              required_specialty=d['required_specialty'])
         msg.header.stamp, msg.header.frame_id = s_to_stamp(self._origin + t), MAP_FRAME
-        self._arrival_pub.publish(msg)
+        return msg
 
     def _next_event(self) -> float:
         """Return the ROS time (s) of the floor's next scheduled change, for the follow clock's jump ahead.
@@ -383,21 +384,19 @@ class HospitalSystemsNode(SimNode, Node):
         for event in events:
             d = event.data
             if event.kind == 'patient_arrival':
-                self._publish_arrival(d, event.t)
-                self._deliveries.published(self._arrival_pub, self.arrival_readers, patient_id=d['patient_id'])
+                self._deliveries.publish(self._arrival_pub, self._arrival_msg(d, event.t), self.arrival_readers,
+                                         patient_id=d['patient_id'])
             elif event.kind == 'badge_scan':
                 msg = BadgeScan(reader_id=d['reader_id'], room=d['room'], badge_id=d['badge_id'])
                 msg.header.stamp = s_to_stamp(self._origin + event.t)
                 msg.header.frame_id = d['reader_id'].removesuffix('_door') + '_badge_reader'
-                self._scan_pub.publish(msg)
-                self._deliveries.published(self._scan_pub, self.badge_scan_readers, badge_id=d['badge_id'],
-                                           room=d['room'])
+                self._deliveries.publish(self._scan_pub, msg, self.badge_scan_readers, badge_id=d['badge_id'],
+                                         room=d['room'])
             elif event.kind == 'display_shown':
                 msg = DisplayContent(room=d['room'], title=d['title'], layout=d['layout'], lines=list(d['lines']),
                                      entries=[DisplayEntry(**member) for member in d['members']])
                 msg.header.stamp = s_to_stamp(self._origin + event.t)
-                self._display_pub.publish(msg)
-                self._deliveries.published(self._display_pub, self.display_readers, room=d['room'])
+                self._deliveries.publish(self._display_pub, msg, self.display_readers, room=d['room'])
         self._record.sim_events(events)
 
     # --- services --------------------------------------------------------------------------------
