@@ -31,7 +31,9 @@ OLD, NEW = 'gid-old', 'gid-new'   # the graph's IDs of the writers of the node's
 def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation_once_the_dead_one_left():
     tracker = LivenessTracker([NODE])
     assert tracker.state(NODE) == 'unknown'
-    assert tracker.announced(NODE, 'a1', [OLD], 0.0) == [] and tracker.state(NODE) == 'alive'
+    (seen,) = tracker.announced(NODE, 'a1', [OLD], 0.0)                # its first words: heard
+    assert (seen.state, seen.instance_id) == ('seen', 'a1') and tracker.state(NODE) == 'alive'
+    assert tracker.announced(NODE, 'a1', [OLD], 0.05) == []           # the same again: no news
     assert tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1) == []         # its liveliness asserted: no news
     (lost,) = tracker.liveliness(NODE, 0, 1, 1, [OLD], 5.0)            # lease ran out: not alive
     assert (lost.state, lost.instance_id, lost.noticed_by) == ('lost', 'a1', 'liveliness')
@@ -41,6 +43,19 @@ def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation_once_the_dead_
     (back,) = tracker.liveliness(NODE, 1, 0, -1, [NEW], 9.0)           # DDS dropped the dead participant
     assert (back.state, back.instance_id, back.restarted) == ('back', 'a2', True)
     assert back.lost_for_s == pytest.approx(4.0) and tracker.state(NODE) == 'alive'
+
+
+def test_a_node_killed_before_its_words_reached_the_watcher_is_never_lost_and_its_restart_is_heard():
+    """CI (cb3ab05): a display robot killed 0.75 s after its start; the supervisor had not heard it."""
+    tracker = LivenessTracker([NODE])
+    assert tracker.liveliness(NODE, 1, 0, 1, [OLD], 0.5) == []         # a writer matched, its words not read
+    assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.5) == []         # dead: nobody the watcher knew is lost
+    assert tracker.state(NODE) == 'unknown' and tracker.lost() == []
+    (seen,) = tracker.announced(NODE, 'a2', [NEW], 3.0)                # the restarted one's words
+    assert (seen.state, seen.instance_id, seen.restarted) == ('seen', 'a2', False)
+    assert tracker.state(NODE) == 'alive'
+    (lost,) = tracker.liveliness(NODE, 0, 1, 1, [NEW], 9.0)            # from then on it is watched
+    assert (lost.state, lost.instance_id) == ('lost', 'a2')
 
 
 def test_a_restart_whose_announcement_comes_late_is_still_a_restart():

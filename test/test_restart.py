@@ -285,9 +285,11 @@ def test_a_killed_robot_process_is_restarted_and_announces_itself_again(tmp_path
     log = (tmp_path / 'logs' / f'{victim}.log').read_text()
     assert 'restarted (attempt 1 of 3)' in log
     # sim time stood still from the crash until the supervisor saw the robot back (restart_holds):
-    # the restart's wall seconds are tens of sim seconds on the follow clock otherwise
+    # the restart's wall seconds are tens of sim seconds on the follow clock otherwise. A robot killed
+    # before the supervisor heard it is never lost for it: it is heard (robot_seen) once restarted (CI).
     assert crashed.data['clock_hold']
     [held] = [e for e in events if e.kind == EventKind.OBSERVATION.value and e.data.get('cue') == 'restart_hold']
-    assert held.data['node'] == victim and held.data['released_by'] == 'robot_back', held
-    back = next(e for e in events if e.kind == EventKind.ROBOT_BACK.value and e.data['node'] == victim)
+    assert held.data['node'] == victim and held.data['released_by'] in ('robot_back', 'robot_seen'), held
+    back = next(e for e in events if e.kind == held.data['released_by'] and e.data['node'] == victim
+                and e.wall_time >= crashed.wall_time)
     assert back.stamp_s - crashed.stamp_s <= 3 * DEFAULT_MAX_STEP_SIZE_S, (crashed.stamp_s, back.stamp_s)

@@ -66,6 +66,19 @@ def test_a_watched_node_holds_until_the_supervisor_sees_it_back_not_when_it_star
     assert holds.active == set() and restarts.holding == []
 
 
+def test_a_node_the_supervisor_never_heard_before_its_crash_is_back_when_the_supervisor_hears_it():
+    """CI (cb3ab05): the display robot, killed 0.75 s after its start, was never lost for the supervisor."""
+    restarts, clock, holds = make()
+    hold = restarts.crashed('display_robot', restart=True)
+    clock.now += 1.3
+    assert restarts.observe(event(EventKind.NODE_STARTED, clock.now, actor='display_robot')) == []
+    assert restarts.observe(event(EventKind.ROBOT_SEEN, clock.now, node='navigation_robot')) == []   # another robot
+    clock.now += 0.4
+    [ended] = restarts.observe(event(EventKind.ROBOT_SEEN, clock.now, node='display_robot'))
+    assert (ended.hold_id, ended.released_by, ended.held_wall_s) == (hold, 'robot_seen', 1.7)
+    assert holds.active == set()
+
+
 def test_a_watched_node_seen_back_holds_until_its_start_reaches_the_record():
     """CI (4b04fb6): the supervisor saw the display robot back before the recorder heard the new process."""
     restarts, clock, holds = make()
@@ -145,13 +158,14 @@ NODES = (*WATCHED, 'supervisor')
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(('crash', 'crash_down', 'started', 'back', 'overdue', 'tick')),
+@given(st.lists(st.tuples(st.sampled_from(('crash', 'crash_down', 'started', 'back', 'seen', 'overdue', 'tick')),
                           st.sampled_from(NODES), st.floats(0.0, 30.0)), max_size=40))
 def test_every_hold_begun_ends_once_and_only_on_what_came_after_its_crash(steps):
     """Any order of crashes, starts, backs and waits: no hold ends twice, or without its causes after it began."""
     restarts, clock, holds = make()
     since: dict[str, float] = {}
     facts: dict[str, set[str]] = {}   # the "back" facts recorded since a held node's crash
+    back_kind: dict[str, str] = {}    # the supervisor's latest of them (robot_back or robot_seen)
     for what, node, dt in steps:
         clock.now += dt
         if what in ('crash', 'crash_down'):
@@ -163,14 +177,17 @@ def test_every_hold_begun_ends_once_and_only_on_what_came_after_its_crash(steps)
             elif outcome is not None:
                 since.pop(node)
                 facts.pop(node, None)
-        elif what in ('started', 'back'):
-            kind, data = ((EventKind.NODE_STARTED, {}) if what == 'started'
-                          else (EventKind.ROBOT_BACK, {'node': node}))
+        elif what in ('started', 'back', 'seen'):
+            kind, data = {'started': (EventKind.NODE_STARTED, {}), 'back': (EventKind.ROBOT_BACK, {'node': node}),
+                          'seen': (EventKind.ROBOT_SEEN, {'node': node})}[what]
+            fact = 'started' if what == 'started' else 'back'   # robot_seen: the supervisor has it, as robot_back
             if node in since and (what == 'started' or node in WATCHED):
-                facts.setdefault(node, set()).add(what)
+                facts.setdefault(node, set()).add(fact)
+                if fact == 'back':
+                    back_kind[node] = kind.value
             for ended in restarts.observe(event(kind, clock.now, actor=node, **data)):
                 assert ended.node == node and clock.now >= since.pop(node)
-                assert ended.released_by == ('node_started' if node == 'supervisor' else 'robot_back')
+                assert ended.released_by == ('node_started' if node == 'supervisor' else back_kind[node])
                 assert facts.pop(node) == ({'started'} if node == 'supervisor' else {'started', 'back'})
         elif what == 'overdue':
             for ended in restarts.overdue():

@@ -385,7 +385,7 @@ class SupervisorNode(Node):
         self._save_state()
 
     def liveness_callback(self, change: LivenessChange) -> None:
-        """Record a team node lost or back, recover a lost robot's task, stop its goals, tell the team.
+        """Record a team node lost, back or heard first; recover a lost robot's task, stop its goals, tell the team.
 
         A robot back as the same incarnation (its host was cut off the network) may still run the
         task that was closed when it was lost: the cancel sent then could not reach it. Its goals
@@ -397,6 +397,8 @@ class SupervisorNode(Node):
         now = now_s(self)
         recovered = self.core.liveness_changed(change, now)
         self._save_state()
+        if change.state == 'seen':
+            return   # on the record only: the team was never told that it was lost
         task = recovered.task_id if recovered is not None else ''
         notice = NodeLiveness(
             stamp=s_to_stamp(now), node=change.node, state=change.state, instance_id=change.instance_id,

@@ -16,7 +16,11 @@ means for the same job as Nav2's bond (``bond_timeout`` 4 s by default in ``life
   than the lease);
 - ``back``: a lost node's announcement is matched and alive again, and only it (the dead
   incarnation has left the graph): ``restarted`` when its writer is a new one (a new process),
-  else the same incarnation regained its liveliness (a host back on the network).
+  else the same incarnation regained its liveliness (a host back on the network);
+- ``seen``: the first announcement of a node the watcher did not know: its first incarnation, or
+  a restarted one whose predecessor the watcher never heard (killed before its announcement
+  reached the watcher: CI, a display robot killed 0.75 s after its start was never "lost", so
+  never "back"). The watcher has the node from then on, as after ``back``.
 
 Times are wall seconds (``time.monotonic``): liveness is about processes and links, not sim time.
 """
@@ -62,8 +66,8 @@ class LivenessChange(BaseModel):
     """A node lost or back."""
 
     node: str = Field(description='Node name, e.g. navigation_robot.')
-    state: Literal['lost', 'back']
-    instance_id: str = Field('', description="The incarnation lost ('lost') or now alive ('back').")
+    state: Literal['lost', 'back', 'seen']
+    instance_id: str = Field('', description="The incarnation lost ('lost') or now alive ('back', 'seen').")
     restarted: bool = Field(False, description="'back' as a new incarnation (restarted), not the same one.")
     noticed_by: str = Field('', description="'liveliness' or 'heartbeat' (see the module docstring).")
     lost_for_s: float = Field(0.0, description="'back': wall s since the loss was noticed.")
@@ -98,7 +102,8 @@ class LivenessTracker:
     Notes
     -----
     Thread-safe (one lock). Each method returns the changes it caused, oldest first; a node is
-    ``unknown`` until its first announcement (a node that never came up is not "lost").
+    ``unknown`` until its first announcement (a node that never came up is not "lost"), which is
+    ``seen``.
 
     Every call passes ``writers``: the graph IDs (GIDs) of the writers of the node's announcement
     the graph shows now. A lost node is ``back`` once exactly one writer is matched and alive again
@@ -145,10 +150,11 @@ class LivenessTracker:
             writers = set(writers)
             if life.state == 'unknown' or (life.state == 'alive' and not life.instance_id):
                 # its first announcement, or a restarted one back (by its writer) whose words come late
+                first = life.state == 'unknown'
                 life.state, life.instance_id = 'alive', instance_id
                 if len(writers) == 1 and not life.writer:
                     life.writer = next(iter(writers))
-                return []
+                return [LivenessChange(node=node, state='seen', instance_id=instance_id)] if first else []
             changes = []
             if life.state == 'alive':   # a new incarnation while the old one was thought alive
                 changes.append(self._lose(node, life, NOTICED_BY_HEARTBEAT, wall_s))

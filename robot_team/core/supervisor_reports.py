@@ -46,9 +46,9 @@ def lost_task_report(task: TaskState, change: LivenessChange, now_s: float) -> T
 
 
 def record_liveness(change: LivenessChange, report: TaskReportModel | None, emit: Callable[..., object]) -> None:
-    """Record a team node lost or back (``robot_lost``, ``robot_back``) and ``report`` on the task it closed.
+    """Record a team node lost, back or heard first (``robot_lost``, ``robot_back``, ``robot_seen``), and ``report``.
 
-    ``report`` None: no task was closed.
+    ``report``: the report on the task the loss of a robot closed (None: no task was closed).
     """
     task_id = report.task_id if report is not None else ''
     if change.state == 'lost':
@@ -56,6 +56,9 @@ def record_liveness(change: LivenessChange, report: TaskReportModel | None, emit
              + (f': {task_id} recovered as a failure' if task_id else ''), target=change.node,
              reason=f'{change.node} stopped answering: noticed by its {change.noticed_by}',
              node=change.node, task_id=task_id, noticed_by=change.noticed_by,
+             instance_id=change.instance_id)
+    elif change.state == 'seen':
+        emit(EventKind.ROBOT_SEEN, f'{change.node} heard for the first time', target=change.node, node=change.node,
              instance_id=change.instance_id)
     else:
         how = 'restarted' if change.restarted else 'reconnected'

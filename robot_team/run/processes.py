@@ -166,6 +166,8 @@ class NodeProcesses:
     def _record_hold_ended(self, ended: HoldEnded) -> None:
         """Record that sim time no longer waits for ``ended.node``'s restart (``observation``, cue ``restart_hold``)."""
         why = {'robot_back': 'the supervisor saw it back and the record has its start',
+               'robot_seen': 'the supervisor, which never heard it before its crash, heard it, and the record has '
+                             'its start',
                'node_started': 'it started again',
                'not_seen_back': 'it started, but the supervisor did not see it back in time',
                'not_recorded': 'the supervisor saw it back, but its start did not reach the record in time',

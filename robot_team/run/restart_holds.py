@@ -13,7 +13,9 @@ it back, on ``team/clock_holds`` with reason :data:`robot_team.llm.lockstep.NODE
 no sim time). "Back" is two facts, in either order: the new process's own ``node_started`` is in
 the record (the record hears it: what it does from then on is recorded), and, for a node the
 supervisor watches (:func:`robot_team.contracts.liveness.watched`), the supervisor's ``robot_back``
-(the team hears it). The supervisor itself needs its ``node_started`` only. Discovery is per pair
+(the team hears it), or its ``robot_seen`` where it never heard the dead incarnation (CI: a display
+robot killed 0.75 s after its start was never "lost" for the supervisor, so never "back", and its
+hold waited 20 wall s). The supervisor itself needs its ``node_started`` only. Discovery is per pair
 of processes: in CI the supervisor saw a restarted display robot back while the runner's recorder
 had not yet matched the new process's events writer, sim time jumped to the episode's end 2 wall s
 later, and the robot's second ``node_started`` never reached the record.
@@ -38,10 +40,13 @@ from robot_team.contracts.events import EventKind, TeamEventModel
 
 BACK_WAIT_S = 20.0
 """Wall s after the first of a restarted node's two "back" facts (its ``node_started`` recorded, the
-supervisor's ``robot_back``) within which the other should come; its hold ends then anyway
+supervisor's ``robot_back`` or ``robot_seen``) within which the other should come; its hold ends then anyway
 (``released_by`` ``not_seen_back`` or ``not_recorded``). The supervisor's liveliness takes up to
 the participant lease (3 s) and its back notice up to 5 s more
 (:data:`robot_team.agents.supervisor_node.BACK_NOTICE_WAIT_S`)."""
+
+SUPERVISOR_HAS_IT = frozenset({EventKind.ROBOT_BACK.value, EventKind.ROBOT_SEEN.value})
+"""The supervisor's events that say it has a restarted node again: back after a loss, or heard first."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,8 @@ class HoldEnded:
     node: str
     hold_id: str
     released_by: str
-    """``robot_back`` (the supervisor saw it back and its ``node_started`` is recorded), ``node_started``
+    """``robot_back`` or ``robot_seen`` (the supervisor saw it back, or heard it first, and its ``node_started``
+    is recorded), ``node_started``
     (a node nobody watches started), ``not_seen_back``, ``not_recorded``, ``stays_down`` or ``episode_end``."""
     held_wall_s: float
 
@@ -61,7 +67,8 @@ class _Held:
     hold_id: str
     since: float          # epoch s (events' wall_time) of the crash
     started: float | None = None   # epoch s of the new incarnation's node_started
-    back: float | None = None      # epoch s of the supervisor's robot_back for it
+    back: float | None = None      # epoch s of the supervisor's robot_back (or robot_seen) for it
+    back_kind: str = ''            # which of the two it was
 
     def first_fact(self) -> float | None:
         facts = [t for t in (self.started, self.back) if t is not None]
@@ -78,7 +85,7 @@ class RestartHolds:
     end
         ``end(hold_id)`` ends it.
     watched
-        The nodes whose return the supervisor records as ``robot_back``.
+        The nodes whose return the supervisor records (``robot_back``, ``robot_seen``).
     back_wait_s
         See :data:`BACK_WAIT_S`.
     wall
@@ -123,25 +130,25 @@ class RestartHolds:
         return hold_id
 
     def observe(self, event: TeamEventModel) -> list[HoldEnded]:
-        """Take one recorded event; return the holds it ended (``robot_back``, ``node_started``).
+        """Take one recorded event; return the holds it ended (``robot_back``, ``robot_seen``, ``node_started``).
 
         A watched node's hold ends on the later of its ``node_started`` and the supervisor's
-        ``robot_back`` (both after its crash); another node's on its ``node_started``.
+        ``robot_back`` or ``robot_seen`` (both after its crash); another node's on its ``node_started``.
         """
         ended: list[HoldEnded] = []
         with self._lock:
             node, held = '', None
-            if event.kind == EventKind.ROBOT_BACK.value:
+            if event.kind in SUPERVISOR_HAS_IT:
                 node = str(event.data.get('node', ''))
                 held = self._held.get(node) if node in self.watched else None
                 if held is not None and event.wall_time >= held.since:
-                    held.back = event.wall_time
+                    held.back, held.back_kind = event.wall_time, event.kind
             elif event.kind == EventKind.NODE_STARTED.value:
                 node, held = event.actor, self._held.get(event.actor)
                 if held is not None and event.wall_time >= held.since:
                     held.started = event.wall_time
             if held is not None and held.started is not None and (held.back is not None or node not in self.watched):
-                released_by = 'robot_back' if node in self.watched else 'node_started'
+                released_by = held.back_kind if node in self.watched else 'node_started'
                 ended.append(HoldEnded(node, held.hold_id, released_by,
                                        round(max(held.started, held.back or 0.0) - held.since, 3)))
                 del self._held[node]
@@ -152,7 +159,7 @@ class RestartHolds:
     def overdue(self) -> list[HoldEnded]:
         """End and return the holds with one "back" fact over ``back_wait_s`` ago and not the other.
 
-        ``released_by`` says which is missing: ``not_seen_back`` (no ``robot_back``) or
+        ``released_by`` says which is missing: ``not_seen_back`` (no ``robot_back`` or ``robot_seen``) or
         ``not_recorded`` (no ``node_started`` in the record).
         """
         now = self._wall()
