@@ -1,4 +1,5 @@
-"""Service responses sent again while the client's reply reader is not matched (robot_team.ros.services)."""
+"""Service responses sent again while the client's reply reader is not matched (robot_team.ros.services), and
+requests sent again to a server that appears while the client waits (robot_team.ros.util.call_service)."""
 
 import threading
 import warnings
@@ -7,13 +8,16 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robot_team.contracts.events import EventKind  # noqa: E402
 from robot_team.ros.executor import TeamExecutor  # noqa: E402
 from robot_team.ros.services import SEND_FAILED, deliver_responses, reported_deliveries  # noqa: E402
-from robot_team.ros.util import wait_for_server, wait_future  # noqa: E402
+from robot_team.contracts.errors import ToolError  # noqa: E402
+from robot_team.ros.util import call_service, wait_for_server, wait_future  # noqa: E402
+from ros_helpers import wait_for  # noqa: E402
 
 # rclpy's words for a response rmw_fastrtps did not send (its 100 ms wait for the reader timed out)
 RCLPY_WARNING = ('failed to send response (timeout): client will not receive response, at '
@@ -116,3 +120,53 @@ def test_a_lost_response_is_an_event_and_an_error_in_the_log():
     assert kind == EventKind.RESPONSE_LOST and data['service'] == data['target'] == service.srv_name
     assert data['attempts'] == service.attempts and data['waited_s'] >= 0.1
     assert [level for level, _ in logger.lines] == ['error']
+
+
+# -- the client's side: a request sent again to a server that appears (robot_team.ros.util.call_service) --
+
+def test_a_request_whose_server_never_answers_is_sent_again_once_a_server_appears(ros_context):
+    """CI: hospital_systems killed with a robot's locate_staff in flight; its restart never heard the request."""
+    caller, first = Node('caller', context=ros_context), Node('first', context=ros_context)
+    calls, got_first, release = {'first': 0, 'second': 0}, threading.Event(), threading.Event()
+
+    def stuck(_req, _res):   # took the request and does not answer (a server killed with it)
+        calls['first'] += 1
+        got_first.set()
+        release.wait(20.0)
+        return Trigger.Response(success=True, message='first')
+
+    def answer(_req, _res):
+        calls['second'] += 1
+        return Trigger.Response(success=True, message='second')
+
+    first.create_service(Trigger, 'answer', stuck, callback_group=ReentrantCallbackGroup())   # each call stuck
+    client = caller.create_client(Trigger, 'answer')
+    executor = TeamExecutor(num_threads=6, context=ros_context)
+    for node in (caller, first):
+        executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    second = None
+    try:
+        wait_for_server(client, 10.0, 'answer')
+        with pytest.raises(ToolError, match='timed out after 1 s'):   # nobody else: the wall bound holds
+            call_service(caller, client, Trigger.Request(), 1.0, 'answer')
+        assert got_first.is_set() and calls['first'] == 1              # sent once to the server it had
+        result: dict = {}
+        waiter = threading.Thread(target=lambda: result.update(
+            answer=call_service(caller, client, Trigger.Request(), 20.0, 'answer')), daemon=True)
+        waiter.start()
+        assert wait_for(lambda: calls['first'] == 2, 10.0)
+        second = Node('second', context=ros_context)                    # the server restarted
+        second.create_service(Trigger, 'answer', answer)
+        executor.add_node(second)
+        waiter.join(20.0)
+        # sent again once, when the new server appeared: DDS hands it to every server matched then
+        assert result['answer'].message == 'second' and calls == {'first': 3, 'second': 1}
+    finally:
+        release.set()
+        executor.shutdown()
+        spinner.join(10.0)
+        for node in (caller, first, second):
+            if node is not None:
+                node.destroy_node()

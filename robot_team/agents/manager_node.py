@@ -64,7 +64,7 @@ from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
 from robot_team.ros.messages import reliable_qos, report_from_msg
 from robot_team.ros.stamps import now_s
-from robot_team.ros.util import SERVER_WAIT_S, declare_robots, spin_node, submit_report, wait_for_server, wait_future
+from robot_team.ros.util import SERVER_WAIT_S, call_service, declare_robots, spin_node, submit_report, wait_for_server
 from robot_team.srv import AuthorizeTask, LocateStaff, RequestEscalation, SubmitReport
 from robot_team.tools.navigation import ComputePathClient
 from robot_team.rules.workflow.state import Authorization, WorkflowRule
@@ -382,8 +382,8 @@ class ManagerNode(Node):
             If the RTLS does not answer within ``service_timeout_s``.
         """
         self._find(self._rtls, f'service {names.LOCATE_STAFF}')
-        found = wait_future(self._rtls.call_async(LocateStaff.Request(hcw_ids=[hcw_id])), self._timeout,
-                            f'response of {names.LOCATE_STAFF}').staff
+        found = call_service(self, self._rtls, LocateStaff.Request(hcw_ids=[hcw_id]), self._timeout,
+                             f'response of {names.LOCATE_STAFF}').staff
         where = next((s.pose.pose.position for s in found if s.hcw_id == hcw_id), None)
         lengths = {}
         for robot in robots:
@@ -408,11 +408,9 @@ class ManagerNode(Node):
             rule this manager does not know.
         """
         self._find(self._authorize, f'service {names.AUTHORIZE_TASK}')
-        response = wait_future(self._authorize.call_async(AuthorizeTask.Request(
+        response = call_service(self, self._authorize, AuthorizeTask.Request(
             task_type=task_type, robot=robot, reason=reason, requested_by=Role.MANAGER.value, hcw_id=hcw_id,
-            case_id=case_id)),
-            self._timeout,
-            f'response of {names.AUTHORIZE_TASK}')
+            case_id=case_id), self._timeout, f'response of {names.AUTHORIZE_TASK}')
         try:
             rule = WorkflowRule(response.rule)
         except ValueError:
@@ -425,15 +423,14 @@ class ManagerNode(Node):
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
         """Ask ``team/supervisor/request_escalation`` (raises ToolError on timeout)."""
         self._find(self._escalate, f'service {names.REQUEST_ESCALATION}')
-        response = wait_future(self._escalate.call_async(RequestEscalation.Request(
-            task_id=task_id, reason=reason, options=options)), self._timeout,
-            f'response of {names.REQUEST_ESCALATION}')
+        response = call_service(self, self._escalate, RequestEscalation.Request(
+            task_id=task_id, reason=reason, options=options), self._timeout, f'response of {names.REQUEST_ESCALATION}')
         return EscalationAnswer(accepted=response.accepted, escalation_id=response.escalation_id,
                                 message=response.message)
 
     def submit_report(self, report: TaskReportModel) -> ReportAnswer:
         """Submit the reflection's report to ``team/supervisor/submit_report`` (raises ToolError on timeout)."""
-        return submit_report(self._submit, report, self._timeout, self.discovery_hold)
+        return submit_report(self, self._submit, report, self._timeout, self.discovery_hold)
 
     def send_task(self, robot: RobotId, task: TaskSpec, done) -> None:
         """Send an ExecuteTask goal to ``<robot>/execute_task``; ``done(report, error)`` when it ends."""

@@ -274,7 +274,7 @@ class RobotNode(Node):
             return report
         for attempt in range(1, SUBMIT_ATTEMPTS + 1):
             try:
-                answer = submit_report(self._submit, report, self._timeout, self.discovery_hold)
+                answer = submit_report(self, self._submit, report, self._timeout, self.discovery_hold)
             except ToolError as exc:
                 if attempt < SUBMIT_ATTEMPTS and not self._stopping:
                     # a supervisor that died with the request is restarted: ask the new one

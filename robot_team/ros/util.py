@@ -58,6 +58,96 @@ def wait_future(future, timeout_s: float, what: str):
     return future.result()
 
 
+def server_gids(node, client) -> frozenset[str] | None:
+    """Return the graph IDs (GIDs, hex) of the servers of ``client``'s service that ``node``'s graph shows now.
+
+    A server is its request reader, on the DDS topic ``rq<service>Request``: the name rmw_fastrtps
+    and rmw_cyclonedds give a service's request topic (read with ``no_mangle``). Returns None where
+    the middleware does not say (no such topic in its graph API), which :func:`call_service` takes
+    as "nothing to compare".
+    """
+    try:
+        infos = node.get_subscriptions_info_by_topic(f'rq{client.service_name}Request', no_mangle=True)
+    except Exception:   # noqa: BLE001 - any rmw that cannot answer: nothing to compare
+        return None
+    return frozenset(bytes(info.endpoint_gid).hex() for info in infos)
+
+
+RESEND_CHECK_S = 0.1
+"""Wall s between two looks at a called service's servers while :func:`call_service` waits."""
+
+RESEND_SETTLE_S = 0.1
+"""Wall s a new server is in the graph before :func:`call_service` sends it the request: the graph
+hears of a server's reader as DDS matches it, and a request sent before that match is not kept for it."""
+
+
+def call_service(node, client, request, timeout_s: float, what: str):
+    """Call ``client``'s service with ``request``; send it again to each server that appears meanwhile.
+
+    A request reaches the servers matched when it is sent, and no later one (volatile). When the
+    server dies with the request (a killed ``hospital_systems`` while a robot's ``locate_staff``
+    was in flight: CI), the runner restarts it, and the restarted server never hears the request:
+    the caller waited its whole wall timeout while sim time ran hundreds of seconds. So while it
+    waits, this looks at the service's servers (:func:`server_gids`, every :data:`RESEND_CHECK_S`)
+    and sends the request again once a server it was not sent to has been in the graph for
+    :data:`RESEND_SETTLE_S`, once per new server. DDS hands a request to every server matched when
+    it is sent, an old one that still lives too; the first response wins, the others are dropped.
+
+    Parameters
+    ----------
+    node
+        The calling node (its graph is read).
+    client
+        An ``rclpy.client.Client`` whose callbacks another executor thread runs.
+    request
+        The request message.
+    timeout_s
+        Longest wait for a response, wall s.
+    what
+        The response waited for, named in the error and the log.
+
+    Raises
+    ------
+    ToolError
+        If no response comes within ``timeout_s``, or the call failed.
+    """
+    done = threading.Event()
+    sent_to = server_gids(node, client)
+    futures = [client.call_async(request)]
+    futures[0].add_done_callback(lambda _f: done.set())
+    deadline = time.monotonic() + timeout_s
+    new_since: float | None = None
+    try:
+        while not done.wait(min(RESEND_CHECK_S, max(0.0, deadline - time.monotonic()))):
+            now = time.monotonic()
+            if now >= deadline:
+                raise ToolError(f'timed out after {timeout_s:.0f} s (wall) waiting for {what}')
+            servers = server_gids(node, client) if sent_to is not None else None
+            if servers is None or servers <= sent_to:
+                new_since = None
+                continue
+            new_since = now if new_since is None else new_since
+            if now - new_since >= RESEND_SETTLE_S:
+                node.get_logger().warning(
+                    f'{what}: sent the request again, to {len(servers - sent_to)} server(s) that appeared while '
+                    f'it waited (a restarted server never hears a request sent before it started)')
+                sent_to, new_since = sent_to | servers, None
+                futures.append(client.call_async(request))
+                futures[-1].add_done_callback(lambda _f: done.set())
+        future = next(f for f in futures if f.done())
+    finally:
+        for other in futures:
+            if not other.done():
+                client.remove_pending_request(other)
+                other.cancel()
+    if future.cancelled():
+        raise ToolError(f'{what} was cancelled')
+    exc = future.exception()
+    if exc is not None:
+        raise ToolError(f'{what} failed: {exc}')
+    return future.result()
+
+
 SERVER_WAIT_S = 30.0
 """Wall s a tool waits for a server (service or action) to be found and to answer before it fails.
 
@@ -153,11 +243,12 @@ def watch_ros_time(node, look: Callable[[], T], until: Callable[[T], bool], time
     return seen['value']
 
 
-def submit_report(client, report, timeout_s: float, hold: Callable[[str], ContextManager] | None = None):
-    """Call ``team/supervisor/submit_report`` with ``report`` (a TaskReportModel) through ``client``.
+def submit_report(node, client, report, timeout_s: float, hold: Callable[[str], ContextManager] | None = None):
+    """Call ``team/supervisor/submit_report`` with ``report`` (a TaskReportModel) through ``node``'s ``client``.
 
     Returns the supervisor's :class:`~robot_team.contracts.reports.ReportAnswer`. ``hold``: as for
-    :func:`wait_for_server`, while the service is not found yet.
+    :func:`wait_for_server`, while the service is not found yet. The call is :func:`call_service`'s
+    (sent again to a restarted supervisor).
 
     Raises
     ------
@@ -165,8 +256,8 @@ def submit_report(client, report, timeout_s: float, hold: Callable[[str], Contex
         If the supervisor does not answer within ``timeout_s`` (wall s).
     """
     wait_for_server(client, timeout_s, f'service {SUBMIT_REPORT}', hold)
-    response = wait_future(client.call_async(SubmitReport.Request(report=report_to_msg(report))), timeout_s,
-                           f'response of {SUBMIT_REPORT}')
+    response = call_service(node, client, SubmitReport.Request(report=report_to_msg(report)), timeout_s,
+                            f'response of {SUBMIT_REPORT}')
     return ReportAnswer(accepted=response.accepted, explanation=response.explanation)
 
 

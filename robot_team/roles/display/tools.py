@@ -20,7 +20,7 @@ from robot_team.msg import DisplayContent, DisplayEntry
 from robot_team.contracts.names import team_name
 from robot_team.roles.display.decl import DISPLAY_ROLE, FetchCareTeamInput, ShowDisplayInput
 from robot_team.ros.stamps import stamp_to_s
-from robot_team.ros.util import SERVER_WAIT_S, discovery_hold_of, wait_for_server, wait_future
+from robot_team.ros.util import SERVER_WAIT_S, call_service, discovery_hold_of, wait_for_server
 from robot_team.srv import ShowDisplay
 from robot_team.tools.base import open_directory
 from robot_team.tools.directory_tools import DirectoryTools
@@ -84,7 +84,7 @@ class DisplayTools(DirectoryTools):
             room=args.room, title=args.title, layout=args.layout,
             entries=[DisplayEntry(role=e.role, hcw_id=e.hcw_id, name=e.name, specialty=e.specialty)
                      for e in args.entries])
-        response = wait_future(self._show.call_async(request), SERVER_WAIT_S, f'response of {names.SHOW_DISPLAY}')
+        response = call_service(self._node, self._show, request, SERVER_WAIT_S, f'response of {names.SHOW_DISPLAY}')
         reply = {'service': names.SHOW_DISPLAY, 'success': response.success, 'message': response.message,
                  'rendered_lines': list(response.rendered_lines)}
         if not response.success:

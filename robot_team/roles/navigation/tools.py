@@ -29,7 +29,7 @@ from robot_team.contracts.floor import load_floor
 from robot_team.contracts.names import team_name
 from robot_team.roles.navigation.decl import (
     NAVIGATION_ROLE, LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput)
-from robot_team.ros.util import SERVER_WAIT_S, discovery_hold_of, wait_for_server, wait_future, watch_ros_time
+from robot_team.ros.util import SERVER_WAIT_S, call_service, discovery_hold_of, wait_for_server, watch_ros_time
 from robot_team.srv import LocateStaff, PageStaff
 from robot_team.tools.base import Toolbox, check_declared_fact, task_value
 from robot_team.tools.localization import RobotPose
@@ -129,9 +129,8 @@ class NavigationTools:
     def locate(self, args: LocateStaffInput) -> dict:
         """Query the RTLS; return ``{'staff': [...], 'unknown_ids': [...]}`` (poses in 'map', m)."""
         wait_for_server(self._locate, SERVER_WAIT_S, f'service {names.LOCATE_STAFF}', discovery_hold_of(self._node))
-        response = wait_future(self._locate.call_async(
-            LocateStaff.Request(hcw_ids=list(args.hcw_ids), specialty=args.specialty)), SERVER_WAIT_S,
-            f'response of {names.LOCATE_STAFF}')
+        response = call_service(self._node, self._locate, LocateStaff.Request(
+            hcw_ids=list(args.hcw_ids), specialty=args.specialty), SERVER_WAIT_S, f'response of {names.LOCATE_STAFF}')
         staff = []
         for s in response.staff:
             p = s.pose.pose.position
@@ -150,7 +149,7 @@ class NavigationTools:
         wait_for_server(self._page, SERVER_WAIT_S, f'service {names.PAGE_STAFF}', discovery_hold_of(self._node))
         request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message, robot=self._node.get_name(),
                                     room=task_value(ClosedSet.TASK_ROOM), timeout_s=args.timeout_s)
-        response = wait_future(self._page.call_async(request), 120.0, f'response of {names.PAGE_STAFF}')
+        response = call_service(self._node, self._page, request, 120.0, f'response of {names.PAGE_STAFF}')
         output = {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
                   'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
         if not response.acknowledged:
