@@ -16,7 +16,8 @@ class Ports:
     """The ROS side, recorded."""
 
     def __init__(self):
-        self.published, self.holds, self.instructions, self.stops = [], [], [], []
+        self.published, self.holds, self.instructions, self.stops, self.stopped = [], [], [], [], []
+        self.reports = []   # the reports the core publishes (team/task_reports)
 
     def publish_escalation(self, record, now_s):
         self.published.append(record.model_copy())
@@ -27,8 +28,9 @@ class Ports:
     def publish_hold(self, hold):
         self.holds.append(hold)
 
-    def stop_robots(self, reason):
+    def stop_robots(self, reason, robot=''):
         self.stops.append(reason)
+        self.stopped.append(robot)
 
 
 def make_desk(tmp_path, store=None, **policy):
@@ -37,13 +39,13 @@ def make_desk(tmp_path, store=None, **policy):
     def emit(kind, summary, /, *, target='', reason='', **data):
         events.append((getattr(kind, 'value', kind), reason, data))
     decisions = []
+    ports = Ports()
     core = SupervisorCore(WorkflowPolicy(Deadlines(issue_handling_s=5.0)), emit, lambda esc: desk.announce(esc),
-                          decisions.append)
+                          decisions.append, publish_report=ports.reports.append)
     seed = load_staff_seed(share_dir() / 'config' / 'staff.yaml')
     staff = StaffCheck(StaffDirectory.create(tmp_path / 'staff.sqlite', seed))
     staff.update([{'hcw_id': '80', 'area': 'ER-3', 'availability': 'busy', 'detail': 'on an urgent call'},
                   {'hcw_id': '90', 'area': 'Staff lounge', 'availability': 'available', 'detail': ''}], 0.0)
-    ports = Ports()
     settings = dict(operators=['charge_nurse'], renotify_s=10.0,
                     deadlines_s={'critical': 50.0, 'high': 30.0, 'normal': 60.0})
     settings.update(policy)
@@ -381,3 +383,38 @@ def test_over_a_shift_the_cases_kept_stay_bounded(tmp_path, seed):
     desk.tick(t + 61.0)
     assert core.cases_kept == [] and not core.open_policies and len(core.state().served) == 50
     assert not desk.hold.active and not [e for e in events if e[0] in ('deadline_missed', 'safe_default')]
+
+
+@pytest.mark.parametrize('decision', ['reassign', 'retry'])
+def test_a_task_past_its_deadline_is_closed_on_the_record_its_robot_stopped_and_the_decision_carried_out(
+        tmp_path, decision):
+    """CI (cb3ab05): nav-3 ran 600 s with no report (its robot waited on a lost call). The supervisor
+    closed it in its own rules only: the manager still waited for it and never carried out the
+    person's reassign."""
+    desk, core, ports, events, _ = make_desk(tmp_path)
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', 1.0, hcw_id='80')
+    assert not core.authorize('navigation', 'navigation_robot', '', 'manager', 2.0, hcw_id='90').approved
+    [esc] = core.check_deadlines(602.0)                       # the task deadline: no report, no loss
+    [task] = [t for t in core.tasks() if t.task_id == auth.task_id]
+    assert (task.status, task.issue_code.value) == ('failure', 'task_deadline')
+    [closing] = [data for kind, _, data in events if kind == 'task_report' and data.get('task_id') == auth.task_id]
+    assert closing['issue_code'] == 'task_deadline' and closing['data'] == {'deadline_s': 600.0}
+    assert [(r.task_id, r.issue_code.value) for r in ports.reports] == [(auth.task_id, 'task_deadline')]
+    assert ports.stopped == ['navigation_robot'] and auth.task_id in ports.stops[-1]
+    # the robot's late report on it is refused (one end per task); the person's decision can be carried out
+    assert not core.submit_report(TaskReportModel(task_id=auth.task_id, task_type='navigation',
+                                                  robot='navigation_robot', status='failure', issue='canceled'),
+                                  611.0)[0]
+    hcw = '90' if decision == 'reassign' else ''
+    assert desk.resolve(esc, decision, hcw, 'covers', 'charge_nurse', 610.0).accepted
+    assert core.authorize('navigation', 'navigation_robot', '', 'manager', 612.0, hcw_id=hcw or '80').approved
+    assert ports.stopped == ['navigation_robot']
+
+
+def test_no_other_missed_deadline_closes_or_stops_anything(tmp_path):
+    desk, core, ports, events, _ = make_desk(tmp_path)
+    task_id = failed_nav(core)
+    [esc] = core.check_deadlines(10.0)                        # issue handling (5 s) missed
+    assert desk.resolve(esc, 'retry', '', '', 'charge_nurse', 11.0).accepted
+    assert ports.stopped == [] and [t.issue_code.value for t in core.tasks() if t.task_id == task_id] == ['']
+    assert not [data for kind, _, data in events if kind == 'task_report']

@@ -5,7 +5,7 @@ from robot_team.brains.base import (
 from robot_team.brains.protocol import (
     DisplayProtocolBrain, InfoCollectionProtocolBrain, ManagerProtocolBrain, NavigationProtocolBrain)
 from robot_team.contracts.escalation_model import EscalationRecord
-from robot_team.contracts.reports import TaskStatus, TaskType
+from robot_team.contracts.reports import IssueCode, TaskStatus, TaskType
 from robot_team.tools.base import Toolbox
 from robot_team.contracts.errors import ToolError
 
@@ -157,6 +157,18 @@ def test_manager_escalates_when_told_to_and_follows_the_human():
     obs.escalations[0].decision, obs.escalations[0].hcw_id = 'reassign', '90'
     action = brain.decide(obs)[0]
     assert isinstance(action, Delegate) and action.hcw_id == '90' and 'esc-1' in action.reason
+
+
+def test_manager_waits_for_the_persons_decision_on_a_task_closed_by_its_deadline_then_follows_it():
+    late = nav_failure().model_copy(update={'issue_code': IssueCode.TASK_DEADLINE, 'issue': 'no report within 600 s'})
+    brain = ManagerProtocolBrain()
+    obs = ManagerObservation(patient=PATIENT, tasks=[late])
+    assert brain.decide(obs) == []                  # the supervisor's escalation is on its way: no second one
+    obs.escalations.append(EscalationRecord(escalation_id='esc-1', task_id='nav-1', raised_by='supervisor'))
+    assert brain.decide(obs) == []
+    obs.escalations[0].decision, obs.escalations[0].hcw_id = 'reassign', '90'
+    action = brain.decide(obs)[0]
+    assert isinstance(action, Delegate) and action.hcw_id == '90' and action.handles_task_id == 'nav-1'
 
 
 def test_manager_waits_while_a_task_runs_and_ignore_policy_does_nothing():

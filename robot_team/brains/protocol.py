@@ -143,6 +143,8 @@ class ManagerProtocolBrain(ManagerBrain):
             return []   # abort: handled by closing_abort above
         if self.issue_handling == 'ignore':
             return []
+        if failed.issue_code is IssueCode.TASK_DEADLINE:   # the supervisor escalates it itself: a person decides
+            return []
         if failed.issue_code is IssueCode.ROBOT_LOST:   # nothing wrong with the HCW or the floor: the robot went
             return _steps(self._delegate(obs, failed.task_type, failed.hcw_id, handles=failed.task_id,
                                          reason=f'{failed.task_id} ended because {failed.robot} was lost; '

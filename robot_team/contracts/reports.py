@@ -45,11 +45,14 @@ class IssueCode(str, Enum):
     ``NONE`` for every report a robot writes itself; ``ROBOT_LOST``: the supervisor closed the task
     because the robot's node was lost while it ran (:mod:`robot_team.contracts.liveness`), so the failure
     says nothing about the HCW, the room or the floor: the same task may be retried as it was once
-    the robot is back.
+    the robot is back. ``TASK_DEADLINE``: the supervisor closed the task because its robot neither
+    reported nor was lost within the task deadline (a robot stuck in its work); the robot is stopped
+    and the escalation the deadline opened says what comes next. Neither says anything about the HCW.
     """
 
     NONE = ''
     ROBOT_LOST = 'robot_lost'
+    TASK_DEADLINE = 'task_deadline'
 
 
 class ReportError(ValueError):

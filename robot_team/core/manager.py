@@ -491,9 +491,9 @@ class ManagerCore:
         return self._held.is_set()
 
     def on_task_closed(self, report: TaskReportModel) -> None:
-        """Take a report the supervisor closed a task with (``team/task_reports``): a lost robot's task.
+        """Take a report the supervisor closed a task with (``team/task_reports``): a lost robot's, a late one's.
 
-        Only reports with a typed issue code (``robot_lost``) are news here, and reports on tasks
+        Only reports with a typed issue code (``robot_lost``, ``task_deadline``) are news here, and reports on tasks
         that ran when a restarted manager took up its record (their ExecuteTask results went to the
         incarnation that died): every other report reaches the manager as its robot's ExecuteTask
         result. A task the manager does not know or that already ended changes nothing, but the

@@ -26,7 +26,7 @@ from robot_team.catalog import TASK_OWNER
 from robot_team.core.supervisor_cases import SupervisorCases
 from robot_team.core.supervisor_deadlines import missed_escalation, record_deadline_changes, record_missed
 from robot_team.core.supervisor_directives import HOLD, Directive, Directives
-from robot_team.core.supervisor_reports import lost_task_report, record_liveness
+from robot_team.core.supervisor_reports import closed_task_report, lost_task_report, record_liveness
 from robot_team.core.supervisor_state import CaseArrival, SupervisorState
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.events import EventKind, case_emitter
@@ -103,6 +103,9 @@ class SupervisorCore:
         self.on_escalation_opened: Callable[[EscalationRecord], dict] | None = None
         """Called with each escalation before it is announced; returns more fields for its event
         (the escalation desk sets it: lifecycle, severity, deadline; ``robot_team.core.escalations``)."""
+        self.on_task_closed: Callable[[TaskReportModel], None] | None = None
+        """Called with the report of each task the supervisor closed because its task deadline passed
+        (the escalation desk sets it: it stops the task's robot)."""
         self.on_hold_team: Callable[[str, str], None] | None = None
         """Called with (escalation ID, reason) when the safe default ``hold`` holds the team (the
         escalation desk sets it: :meth:`robot_team.core.escalations.EscalationDesk.hold_on`)."""
@@ -559,6 +562,7 @@ class SupervisorCore:
         opened = []
         for deadline in policy.due(now_s):
             reason = record_missed(policy, deadline, self._emit)
+            self._report_closed_by_deadline(policy, deadline, now_s)
             task_id, options = missed_escalation(deadline)   # about its task, else about the onboarding
             escalation_id = policy.open_escalation(task_id, SUPERVISOR, reason, options, now_s)
             self._record_deadline_changes()
@@ -567,6 +571,24 @@ class SupervisorCore:
             if deadline.kind in MANAGER_DEADLINES:
                 self._apply_safe_default(deadline, escalation_id, reason)
         return opened
+
+    def _report_closed_by_deadline(self, policy: WorkflowPolicy, deadline: Deadline, now_s: float) -> None:
+        """Record, publish and stop the task a missed task ``deadline`` closed (none for another deadline).
+
+        The task's report (``task_report``, actor ``supervisor``, issue code ``task_deadline``) is
+        published like any accepted report: the manager knows the task ended (else it waits for it,
+        and a person's decision on the deadline's escalation could not be carried out: the CI of
+        cb3ab05), and :attr:`on_task_closed` stops its robot.
+        """
+        task = policy.closed_by_deadline(deadline)
+        if task is None:
+            return
+        report = closed_task_report(task, now_s, deadline_s=deadline.duration_s)
+        self._emit(EventKind.TASK_REPORT, f'supervisor closes {task.task_id}: no report within the task deadline',
+                   target=task.task_id, reason=report.issue, **report.model_dump(mode='json'))
+        self._publish_report(report)
+        if self.on_task_closed is not None:
+            self.on_task_closed(report)
 
     def next_scheduled_s(self, now_s: float, deadlines: bool = True) -> float:
         """Return the ROS time (s) of the core's next work of its own, after ``now_s``: ``inf`` for none.

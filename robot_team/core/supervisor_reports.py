@@ -39,10 +39,18 @@ def lost_task_report(task: TaskState, change: LivenessChange, now_s: float) -> T
     A failure with the issue the workflow's recovery rule gave the task (issue code
     ``robot_lost``), naming the lost instance and who noticed.
     """
+    return closed_task_report(task, now_s, lost_instance=change.instance_id, noticed_by=change.noticed_by)
+
+
+def closed_task_report(task: TaskState, now_s: float, **data) -> TaskReportModel:
+    """Return the report that closes ``task``, which the supervisor closed itself, at ROS time ``now_s`` (s).
+
+    A failure with the issue, issue code and summary the workflow's rule gave the task (``robot_lost``,
+    ``task_deadline``); ``data``: what the rule knew (e.g. the lost instance).
+    """
     return TaskReportModel(task_id=task.task_id, task_type=task.task_type, robot=task.robot,
                            status=TaskStatus.FAILURE, issue=task.issue, issue_code=task.issue_code,
-                           summary=task.summary, stamp_s=now_s,
-                           data={'lost_instance': change.instance_id, 'noticed_by': change.noticed_by})
+                           summary=task.summary, stamp_s=now_s, data=data)
 
 
 def record_liveness(change: LivenessChange, report: TaskReportModel | None, emit: Callable[..., object]) -> None:

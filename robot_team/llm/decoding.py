@@ -451,8 +451,8 @@ def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] =
       HCW of ``staff`` is refused.
     """
     failed_by_hcw: dict[str, list[str]] = {}
-    for t in obs.tasks:   # a lost robot's task says nothing about the HCW: never counted
-        if t.task_type.value == task_type and t.state == 'failure' and t.issue_code is not IssueCode.ROBOT_LOST:
+    for t in obs.tasks:   # a task the supervisor closed (lost robot, a person's decision) says nothing of the HCW
+        if t.task_type.value == task_type and t.state == 'failure' and t.issue_code is IssueCode.NONE:
             failed_by_hcw.setdefault(t.hcw_id, []).append(t.task_id)
     retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
     refused = {hcw for hcw, failed in failed_by_hcw.items()
@@ -465,7 +465,8 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
     """Return the IDs of ``task_type``'s failed tasks since its last success or human decision, in order.
 
     A human decision (``retry``, ``reassign``...) on one of them starts the count again after it; a
-    robot lost while it ran (``robot_lost``) says nothing about the task and is not counted.
+    task the supervisor closed (``robot_lost``, ``human_decision``) says nothing about the task and is
+    not counted.
     """
     decided = {e.task_id for e in obs.escalations if e.resolved}
     run: list[str] = []
@@ -474,7 +475,7 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
             continue
         if t.state == 'success' or t.task_id in decided:
             run = []
-        elif t.state == 'failure' and t.issue_code is not IssueCode.ROBOT_LOST:
+        elif t.state == 'failure' and t.issue_code is IssueCode.NONE:
             run.append(t.task_id)
     return run
 

@@ -25,7 +25,7 @@ from robot_team.contracts.escalation_model import (
     EscalationKind, EscalationRecord, LifecycleAction, LifecycleState, Severity, transition)
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.names import NO_ROBOT, SUPERVISOR, RobotId, Role
-from robot_team.contracts.reports import OPERATIONAL_TASKS
+from robot_team.contracts.reports import OPERATIONAL_TASKS, TaskReportModel
 from robot_team.rules.workflow.state import Authorization, WorkflowRule
 
 
@@ -115,6 +115,7 @@ class EscalationDesk:
         self._pauses_lock = threading.Lock()
         core.on_escalation_opened = self._opened
         core.on_hold_team = self.hold_on
+        core.on_task_closed = self._stop_closed_task
         core.on_takeover = self.covered_by_takeover
         core.on_unserved_patient = self.ask_for_patient
         core.escalation_settled = self._settled
@@ -311,6 +312,10 @@ class EscalationDesk:
         if not accepted:   # recorded by the core as input_error
             return Answer(accepted=False, refusal=Refusal.BAD_VALUE, message=message)
         return Answer(accepted=True, escalation_id=escalation_id, message=message)
+
+    def _stop_closed_task(self, report: TaskReportModel) -> None:
+        """Stop the robot of a task the supervisor closed (its task deadline passed): it must not go on with it."""
+        self._ports.stop_robots(f'{report.task_id} was closed: {report.issue}', robot=report.robot)
 
     def _stop_closed(self, escalation_id: str, by: str) -> None:
         """Stop every robot's running task: ``abort`` on ``escalation_id`` (by ``by``) closed the episode.

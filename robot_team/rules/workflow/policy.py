@@ -283,8 +283,8 @@ class WorkflowPolicy:
     def due(self, now_s: float) -> list[Deadline]:
         """Return the deadlines missed by ROS time ``now_s`` (s) that were not returned before.
 
-        A task that missed its deadline is closed as a failure ('no report within N s'); a
-        late report on it is refused.
+        A task that missed its deadline is closed as a failure ('no report within N s', issue code
+        ``task_deadline``: :meth:`closed_by_deadline` gives it); a late report on it is refused.
         """
         with self._lock:
             missed = self._deadlines.miss(now_s)
@@ -293,8 +293,18 @@ class WorkflowPolicy:
                     task = self._tasks.get(deadline.task_id)
                     task.status = 'failure'
                     task.issue = f'no report within {deadline.duration_s:g} s (task deadline)'
+                    task.issue_code = IssueCode.TASK_DEADLINE
+                    task.summary = f'{task.task_id} closed by the supervisor: {task.robot} did not report in time'
                     task.finished_s = now_s
             return missed
+
+    def closed_by_deadline(self, deadline: Deadline) -> TaskState | None:
+        """Return (a copy of) the task a missed task ``deadline`` closed (:meth:`due`); None for another deadline."""
+        with self._lock:
+            task = self._tasks.get(deadline.task_id) if deadline.kind == 'task' else None
+            if task is None or task.issue_code is not IssueCode.TASK_DEADLINE:
+                return None
+            return task.model_copy(deep=True)
 
     def next_due_s(self) -> float:
         """Return the ROS time (s) the earliest pending deadline falls due (``inf``: none pending).
