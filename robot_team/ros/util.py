@@ -50,6 +50,11 @@ def wait_future(future, timeout_s: float, what: str):
     if not done.wait(timeout_s):
         future.cancel()
         raise ToolError(f'timed out after {timeout_s:.0f} s (wall) waiting for {what}')
+    return _result(future, what)
+
+
+def _result(future, what: str):
+    """Return a done ``future``'s result; raise ToolError naming ``what`` if it was cancelled or raised."""
     if future.cancelled():
         raise ToolError(f'{what} was cancelled')
     exc = future.exception()
@@ -140,12 +145,7 @@ def call_service(node, client, request, timeout_s: float, what: str):
             if not other.done():
                 client.remove_pending_request(other)
                 other.cancel()
-    if future.cancelled():
-        raise ToolError(f'{what} was cancelled')
-    exc = future.exception()
-    if exc is not None:
-        raise ToolError(f'{what} failed: {exc}')
-    return future.result()
+    return _result(future, what)
 
 
 SERVER_WAIT_S = 30.0
