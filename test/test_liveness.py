@@ -29,7 +29,7 @@ OLD, NEW = 'gid-old', 'gid-new'   # the graph's IDs of the writers of the node's
 
 
 def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation_once_the_dead_one_left():
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     assert tracker.state(NODE) == 'unknown'
     (seen,) = tracker.announced(NODE, 'a1', [OLD], 0.0)                # its first words: heard
     assert (seen.state, seen.instance_id) == ('seen', 'a1') and tracker.state(NODE) == 'alive'
@@ -45,9 +45,43 @@ def test_a_killed_node_is_lost_once_and_back_as_a_new_incarnation_once_the_dead_
     assert back.lost_for_s == pytest.approx(4.0) and tracker.state(NODE) == 'alive'
 
 
+def test_a_lapse_its_own_writer_recovers_from_within_the_confirmation_is_no_loss():
+    """CI (cb3ab05): the navigation robot's liveliness lapsed for 0.1 s on a starved host."""
+    tracker = LivenessTracker([NODE], confirm_s=1.0)
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1)
+    assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 5.0) == [] and tracker.lapsed() == [NODE]
+    assert tracker.confirm(NODE, [OLD], 5.5) == []                       # not yet
+    assert tracker.liveliness(NODE, 1, 0, -1, [OLD], 5.1 + 0.4) == []    # its own writer again
+    assert tracker.lapsed() == [] and tracker.confirm(NODE, [OLD], 9.0) == [] and tracker.state(NODE) == 'alive'
+    # a lapse that lasts is a loss, noticed by liveliness, and the node comes back as usual
+    assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 20.0) == []
+    (lost,) = tracker.confirm(NODE, [OLD], 21.0)
+    assert (lost.state, lost.instance_id, lost.noticed_by) == ('lost', 'a1', 'liveliness') and not tracker.lapsed()
+    assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 22.0) == []
+    assert tracker.announced(NODE, 'a2', [OLD, NEW], 22.1) == []
+    (back,) = tracker.liveliness(NODE, 1, 0, -1, [NEW], 23.0)
+    assert (back.state, back.instance_id, back.restarted) == ('back', 'a2', True)
+
+
+def test_a_restart_during_a_lapse_is_a_loss_at_its_words_and_a_return_once_the_dead_one_left():
+    tracker = LivenessTracker([NODE], confirm_s=1.0)
+    tracker.announced(NODE, 'a1', [OLD], 0.0)
+    tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1)
+    assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 5.0) == []
+    assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 5.3) == []      # a new writer: no end of the lapse
+    assert tracker.lapsed() == [NODE]
+    (lost,) = tracker.announced(NODE, 'a2', [OLD, NEW], 5.4)             # a new incarnation's words
+    assert (lost.instance_id, lost.noticed_by) == ('a1', 'heartbeat') and tracker.lapsed() == []
+    (back,) = tracker.liveliness(NODE, 1, 0, -1, [NEW], 6.0)
+    assert (back.instance_id, back.restarted) == ('a2', True)
+    with pytest.raises(ValueError, match='confirm_s'):
+        LivenessTracker([NODE], confirm_s=-1.0)
+
+
 def test_a_node_killed_before_its_words_reached_the_watcher_is_never_lost_and_its_restart_is_heard():
     """CI (cb3ab05): a display robot killed 0.75 s after its start; the supervisor had not heard it."""
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     assert tracker.liveliness(NODE, 1, 0, 1, [OLD], 0.5) == []         # a writer matched, its words not read
     assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.5) == []         # dead: nobody the watcher knew is lost
     assert tracker.state(NODE) == 'unknown' and tracker.lost() == []
@@ -59,7 +93,7 @@ def test_a_node_killed_before_its_words_reached_the_watcher_is_never_lost_and_it
 
 
 def test_a_restart_whose_announcement_comes_late_is_still_a_restart():
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.0)
     assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 2.5) == []
@@ -72,14 +106,14 @@ def test_a_restart_whose_announcement_comes_late_is_still_a_restart():
 
 
 def test_a_clean_shutdown_is_not_a_loss():
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     assert tracker.liveliness(NODE, 0, 0, 0, [], 3.0) == []            # the publisher was deleted
     assert tracker.state(NODE) == 'alive'
 
 
 def test_a_host_back_on_the_network_is_the_same_incarnation():
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1)
     tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.0)                      # the link is down: lease ran out
@@ -90,7 +124,7 @@ def test_a_host_back_on_the_network_is_the_same_incarnation():
 
 
 def test_a_restart_faster_than_the_lease_is_a_loss_at_once_and_a_return_once_the_dead_one_left():
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.0)
     tracker.liveliness(NODE, 2, 0, 0, [OLD, NEW], 1.0)                 # the new one matched, the dead one's lease runs
@@ -103,7 +137,7 @@ def test_a_restart_faster_than_the_lease_is_a_loss_at_once_and_a_return_once_the
 
 def test_a_dead_writer_the_graph_drops_after_its_last_liveliness_change_is_still_followed_by_a_return():
     # measured in CI: the change that counts the dead writer gone came while the graph still showed it
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     tracker.liveliness(NODE, 0, 1, 1, [OLD], 2.0)
     assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 2.5) == []
@@ -117,7 +151,7 @@ def test_a_dead_writer_the_graph_drops_after_its_last_liveliness_change_is_still
 
 
 def test_unwatched_nodes_and_bad_announcements():
-    tracker = LivenessTracker([NODE])
+    tracker = LivenessTracker([NODE], confirm_s=0.0)   # lost as its liveliness runs out
     assert tracker.announced('someone_else', 'x', [OLD], 0.0) == []
     assert tracker.liveliness('someone_else', 0, 1, 1, [OLD], 1.0) == []
     with pytest.raises(ValueError, match="heartbeat of 'navigation_robot': expected a non-empty instance_id"):

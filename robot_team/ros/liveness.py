@@ -28,7 +28,8 @@ from robot_team.msg import Heartbeat
 from robot_team.contracts.names import HEARTBEAT, team_name
 
 GRAPH_RECHECK_PERIOD_S = 0.5
-"""Wall s between two looks at the graph's writers of each lost node's announcement
+"""Wall s between two looks at each lapsed node (:meth:`~robot_team.contracts.liveness.LivenessTracker.confirm`)
+and at the graph's writers of each lost node's announcement
 (:meth:`~robot_team.contracts.liveness.LivenessTracker.graph_seen`)."""
 
 
@@ -93,6 +94,8 @@ class LivenessWatch:
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _recheck(self) -> None:
+        for name in self.tracker.lapsed():   # liveliness out for LOSS_CONFIRM_S: lost
+            self._report(self.tracker.confirm(name, self._writers(name), time.monotonic()))
         for name in self.tracker.lost():
             self._report(self.tracker.graph_seen(name, self._writers(name), time.monotonic()))
 
