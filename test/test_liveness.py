@@ -51,12 +51,12 @@ def test_a_lapse_its_own_writer_recovers_from_within_the_confirmation_is_no_loss
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1)
     assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 5.0) == [] and tracker.lapsed() == [NODE]
-    assert tracker.confirm(NODE, [OLD], 5.5) == []                       # not yet
+    assert tracker.confirm(NODE, 5.5) == []                       # not yet
     assert tracker.liveliness(NODE, 1, 0, -1, [OLD], 5.1 + 0.4) == []    # its own writer again
-    assert tracker.lapsed() == [] and tracker.confirm(NODE, [OLD], 9.0) == [] and tracker.state(NODE) == 'alive'
+    assert tracker.lapsed() == [] and tracker.confirm(NODE, 9.0) == [] and tracker.state(NODE) == 'alive'
     # a lapse that lasts is a loss, noticed by liveliness, and the node comes back as usual
     assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 20.0) == []
-    (lost,) = tracker.confirm(NODE, [OLD], 21.0)
+    (lost,) = tracker.confirm(NODE, 21.0)
     assert (lost.state, lost.instance_id, lost.noticed_by) == ('lost', 'a1', 'liveliness') and not tracker.lapsed()
     assert tracker.liveliness(NODE, 1, 1, 0, [OLD, NEW], 22.0) == []
     assert tracker.announced(NODE, 'a2', [OLD, NEW], 22.1) == []

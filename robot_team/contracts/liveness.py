@@ -158,11 +158,10 @@ class LivenessTracker:
         with self._lock:
             return [name for name, life in self._lives.items() if life.lapsed_wall is not None]
 
-    def confirm(self, node: str, writers: Iterable[str], wall_s: float) -> list[LivenessChange]:
+    def confirm(self, node: str, wall_s: float) -> list[LivenessChange]:
         """Lose ``node`` if its liveliness ran out ``confirm_s`` or more before ``wall_s`` and did not come back.
 
-        The watch calls this on its wall-clock tick for each :meth:`lapsed` node; ``writers`` as for
-        :meth:`liveliness`.
+        The watch calls this on its wall-clock tick for each :meth:`lapsed` node.
         """
         with self._lock:
             life = self._lives.get(node)
@@ -215,7 +214,7 @@ class LivenessTracker:
                     return [self._lose(node, life, NOTICED_BY_LIVELINESS, wall_s)]
                 life.lapsed_wall = wall_s if life.lapsed_wall is None else life.lapsed_wall
                 return []
-            if (life.lapsed_wall is not None and life.one_writer and alive_count >= 1 and len(writers) == 1
+            if (life.lapsed_wall is not None and life.one_writer and len(writers) == 1
                     and (not life.writer or writers == {life.writer})):
                 life.lapsed_wall = None   # its own writer asserted its liveliness again: a lapse, no loss
             return self._try_back(node, life, writers, wall_s)

@@ -26,7 +26,7 @@ from robot_team.catalog import TASK_OWNER
 from robot_team.core.supervisor_cases import SupervisorCases
 from robot_team.core.supervisor_deadlines import missed_escalation, record_deadline_changes, record_missed
 from robot_team.core.supervisor_directives import HOLD, Directive, Directives
-from robot_team.core.supervisor_reports import closed_task_report, lost_task_report, record_liveness
+from robot_team.core.supervisor_reports import closed_task_report, lost_task_report, record_closed_task, record_liveness
 from robot_team.core.supervisor_state import CaseArrival, SupervisorState
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.events import EventKind, case_emitter
@@ -584,8 +584,7 @@ class SupervisorCore:
         if task is None:
             return
         report = closed_task_report(task, now_s, deadline_s=deadline.duration_s)
-        self._emit(EventKind.TASK_REPORT, f'supervisor closes {task.task_id}: no report within the task deadline',
-                   target=task.task_id, reason=report.issue, **report.model_dump(mode='json'))
+        record_closed_task(report, 'no report within the task deadline', self._emit)
         self._publish_report(report)
         if self.on_task_closed is not None:
             self.on_task_closed(report)

@@ -74,5 +74,10 @@ def record_liveness(change: LivenessChange, report: TaskReportModel | None, emit
              target=change.node, node=change.node, restarted=change.restarted,
              instance_id=change.instance_id, lost_for_s=change.lost_for_s)
     if report is not None:
-        emit(EventKind.TASK_REPORT, f'supervisor closes {task_id}: {change.node} was lost', target=task_id,
-             reason=report.issue, **report.model_dump(mode='json'))
+        record_closed_task(report, f'{change.node} was lost', emit)
+
+
+def record_closed_task(report: TaskReportModel, why: str, emit: Callable[..., object]) -> None:
+    """Record ``report``, on a task the supervisor closed itself, as its ``task_report`` (``why``: what closed it)."""
+    emit(EventKind.TASK_REPORT, f'supervisor closes {report.task_id}: {why}', target=report.task_id,
+         reason=report.issue, **report.model_dump(mode='json'))

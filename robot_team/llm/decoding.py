@@ -451,7 +451,7 @@ def refused_hcws(task_type: str, obs: ManagerObservation, staff: Iterable[str] =
       HCW of ``staff`` is refused.
     """
     failed_by_hcw: dict[str, list[str]] = {}
-    for t in obs.tasks:   # a task the supervisor closed (lost robot, a person's decision) says nothing of the HCW
+    for t in obs.tasks:   # a task the supervisor closed (lost robot, task deadline) says nothing of the HCW
         if t.task_type.value == task_type and t.state == 'failure' and t.issue_code is IssueCode.NONE:
             failed_by_hcw.setdefault(t.hcw_id, []).append(t.task_id)
     retried = {e.task_id for e in obs.escalations if e.decision == 'retry'}
@@ -465,7 +465,7 @@ def failed_in_a_row(task_type: str, obs: ManagerObservation) -> list[str]:
     """Return the IDs of ``task_type``'s failed tasks since its last success or human decision, in order.
 
     A human decision (``retry``, ``reassign``...) on one of them starts the count again after it; a
-    task the supervisor closed (``robot_lost``, ``human_decision``) says nothing about the task and is
+    task the supervisor closed (``robot_lost``, ``task_deadline``) says nothing about the task and is
     not counted.
     """
     decided = {e.task_id for e in obs.escalations if e.resolved}

@@ -95,7 +95,7 @@ class LivenessWatch:
 
     def _recheck(self) -> None:
         for name in self.tracker.lapsed():   # liveliness out for LOSS_CONFIRM_S: lost
-            self._report(self.tracker.confirm(name, self._writers(name), time.monotonic()))
+            self._report(self.tracker.confirm(name, time.monotonic()))
         for name in self.tracker.lost():
             self._report(self.tracker.graph_seen(name, self._writers(name), time.monotonic()))
 
