@@ -20,8 +20,8 @@ if os.environ.get('PYTEST_XDIST_WORKER'):
         os.environ.pop(name, None)
 
 
-HEAVY_FIRST = ('test_local_llm.py', 'test_colcon_build.py', 'test_multihost.py', 'test_faults.py',
-               'test_eval_cli.py', 'test_docs.py', 'test_supervisor_restart.py', 'test_any_choice.py',
+HEAVY_FIRST = ('test_local_llm.py', 'test_multihost.py', 'test_faults.py', 'test_colcon_build.py',
+               'test_supervisor_restart.py', 'test_eval_cli.py', 'test_docs.py', 'test_any_choice.py',
                'test_second_patient.py', 'test_console_human_path.py', 'test_console_floor_map.py',
                'test_human_console.py')
 """Test files that take the longest (a minute or more on two busy cores; CI's ``--durations``), longest first."""
