@@ -45,6 +45,9 @@ def test_colcon_build_installs_interfaces_python_and_node_executables(tmp_path):
     shutil.copytree(ROOT, src, ignore=ignore)
     env = dict(os.environ, AMENT_PREFIX_PATH=str(prefix), CMAKE_PREFIX_PATH=str(prefix),
                PATH=f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    # colcon runs make with -j<cores> -l<cores> unless MAKEFLAGS says otherwise: beside the suite's
+    # other worker the load stays above the cores, and make ran one job at a time (CI's --durations).
+    env.setdefault('MAKEFLAGS', f'-j{os.cpu_count() or 1}')
     listed = subprocess.run([colcon, 'list', '--names-only'], cwd=tmp_path, env=env, capture_output=True,
                             text=True, check=True)
     assert listed.stdout.split() == ['robot_team'], 'colcon must not see compat/nav2_msgs'
