@@ -23,14 +23,12 @@ CPP_TYPESUPPORTS = ('robot_team__rosidl_typesupport_cpp', 'robot_team__rosidl_ty
                     'robot_team__rosidl_typesupport_introspection_cpp')
 
 
-def _colcon(colcon, cwd, env, *args):
-    """Run colcon with ``args`` in ``cwd``; fail with its output and its package log if it fails."""
-    result = subprocess.run([colcon, *args], cwd=cwd, env=env, capture_output=True, text=True)
-    base = next((a.split('=', 1)[1] for a in args if a.startswith('--log-base=')), 'log')
-    log = cwd / base / 'latest_build' / 'robot_team' / 'stdout_stderr.log'
+def _colcon(colcon, cwd, env, *args, log_base='log'):
+    """Run ``colcon --log-base <log_base> <args>`` in ``cwd``; fail with its output and its package log if it fails."""
+    result = subprocess.run([colcon, '--log-base', log_base, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    log = cwd / log_base / 'latest_build' / 'robot_team' / 'stdout_stderr.log'
     assert result.returncode == 0, (f'colcon {" ".join(args)}:\n' + result.stdout[-2000:]
                                     + (log.read_text()[-3000:] if log.exists() else ''))
-    return result
 
 
 @pytest.mark.timeout(900)
@@ -54,8 +52,8 @@ def test_colcon_build_installs_interfaces_python_and_node_executables(tmp_path):
     python = f'-DPython3_EXECUTABLE={sys.executable}'
 
     # As on a ROS 2 install: no flags of ours, every generator (configured, not compiled).
-    _colcon(colcon, tmp_path, env, '--log-base=log-plain', 'build', '--build-base', 'build-plain',
-            '--install-base', 'install-plain', '--cmake-target', 'help', '--cmake-args', python, '-DBUILD_TESTING=OFF')
+    _colcon(colcon, tmp_path, env, 'build', '--build-base', 'build-plain', '--install-base', 'install-plain',
+            '--cmake-target', 'help', '--cmake-args', python, '-DBUILD_TESTING=OFF', log_base='log-plain')
     listing = subprocess.run(['cmake', '--build', str(tmp_path / 'build-plain' / 'robot_team'), '--target', 'help'],
                              env=env, capture_output=True, text=True, check=True).stdout
     targets = {line.removeprefix('... ').split(':')[0].strip() for line in listing.splitlines()}   # make; ninja

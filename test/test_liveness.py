@@ -51,7 +51,7 @@ def test_a_lapse_its_own_writer_recovers_from_within_the_confirmation_is_no_loss
     tracker.announced(NODE, 'a1', [OLD], 0.0)
     tracker.liveliness(NODE, 1, 0, 0, [OLD], 0.1)
     assert tracker.liveliness(NODE, 0, 1, 1, [OLD], 5.0) == [] and tracker.lapsed() == [NODE]
-    assert tracker.confirm(NODE, 5.5) == []                       # not yet
+    assert tracker.confirm(NODE, 5.5) == []                              # not yet
     assert tracker.liveliness(NODE, 1, 0, -1, [OLD], 5.1 + 0.4) == []    # its own writer again
     assert tracker.lapsed() == [] and tracker.confirm(NODE, 9.0) == [] and tracker.state(NODE) == 'alive'
     # a lapse that lasts is a loss, noticed by liveliness, and the node comes back as usual
