@@ -115,8 +115,9 @@ def test_hcws_settled_behind_a_stopped_robot_stay_until_the_time_the_hospital_gi
         motion.start_goal(NAV, Pose2D(12.5, 19.5, 0.0))
     run(motion, hospital, stop_after, odometry)
     driving = motion.goal_status(NAV) is not None and motion.goal_status(NAV).state == 'active'
-    if driving:   # the hospital may not have seen it move yet; the motion engine holds the clock meanwhile
-        assert motion.next_event_s() == motion.t
+    if driving:   # the engine gives when the robot reaches its goal (its forecast tells the way there)
+        remaining = motion.goal_status(NAV).distance_remaining
+        assert motion.t < motion.next_event_s() <= motion.t + remaining / motion.max_speed + 1e-6
     motion.cancel_goal(NAV)
     for _ in range(300):   # the robot stops; its HCW catches up and stands
         run(motion, hospital, 0.1, odometry)
@@ -172,3 +173,54 @@ def test_the_manager_is_not_idle_from_an_observation_until_its_round_ran():
         stop.set()
         brain.go.set()
         worker.join(timeout=5.0)
+
+
+def _floor_on_a_drive(seed: int):
+    """A floor whose navigation robot drives to HCW #90 (who waits for it), or escorts them to ER-12 (``seed``)."""
+    rng = random.Random(seed)
+    motion, hospital = make_floor()
+    page = hospital.page('90', NAV, 'Please meet navigation_robot', room='ER-12')
+    run(motion, hospital, hospital.page_response_delay_s + 0.5)
+    assert page.acknowledged and hospital.hcw('90').state == 'waiting'
+    where = hospital.hcw('90').pose
+    motion.start_goal(NAV, Pose2D(where.x, where.y, 0.0))
+    if rng.random() < 0.5:   # picked up: the escort to the room
+        run(motion, hospital, 80)
+        motion.start_goal(NAV, Pose2D(12.5, 19.5, 0.0))
+    run(motion, hospital, rng.choice([0.1, 0.5]) + rng.randrange(0, 20))   # somewhere on the way
+    motion.step(math.ceil(motion.t) - motion.t)   # on the follow clock's grid of whole seconds
+    hospital.advance_along(motion.t, [(t, r, p) for r, t, p in motion.drain_localization()])
+    return motion, hospital
+
+
+@settings(max_examples=6, derandomize=True, deadline=None, database=None)
+@given(seed=st.integers(min_value=0, max_value=2 ** 31 - 1), jump=st.integers(min_value=2, max_value=60))
+def test_a_drive_jumped_across_leaves_the_floor_as_stepping_through_it(seed, jump):
+    """What lets the follow clock jump across a drive (``motion_sim``'s trajectory, the hospital's replay of it).
+
+    The motion engine's forecast is what it then reports, stepped one second at a time or all at
+    once; the hospital advanced along it in one jump ends with the HCWs and events of one step at
+    a time; and the time ``forecast_event_s`` gives is that of the first event (none before it).
+    """
+    stepped_motion, stepped = _floor_on_a_drive(seed)
+    jumped_motion, jumped = _floor_on_a_drive(seed)
+    t0 = stepped_motion.t
+    reports = [(t, NAV, pose) for t, pose in stepped_motion.forecast(NAV)]
+    assert reports == [(t, NAV, pose) for t, pose in jumped_motion.forecast(NAV)]
+    wake = stepped.forecast_event_s(reports)
+    events = []
+    for k in range(1, jump + 1):
+        stepped_motion.step(1.0)
+        events += stepped.advance_along(t0 + k, reports)
+    jumped_motion.step(float(jump))
+    jumped_events = jumped.advance_along(t0 + jump, reports)
+    told = [(t, NAV, pose) for r, t, pose in stepped_motion.drain_localization()]
+    assert told == [r for r in reports if r[0] <= t0 + jump + 1e-9]           # the forecast held
+    assert [(r, t, p) for r, t, p in jumped_motion.drain_localization()] == [(NAV, t, p) for t, _, p in told]
+    assert stepped_motion.robot_pose(NAV) == jumped_motion.robot_pose(NAV)
+    assert [(e.kind, e.t) for e in events] == [(e.kind, e.t) for e in jumped_events]
+    assert stepped.hcw('90') == jumped.hcw('90')
+    first = min((e.t for e in events), default=math.inf)
+    assert wake > t0 and wake <= first + 1e-9, (wake, first, [(e.kind, e.t) for e in events])
+    if first < t0 + jump:   # the jump the clock makes stops before it: no event is passed
+        assert wake == pytest.approx(first)

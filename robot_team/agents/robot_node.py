@@ -37,8 +37,8 @@ from robot_team.llm.factory import LLM_BRAINS, clock_hold, llm_robot_brain
 from robot_team.msg import TeamHold
 from robot_team.contracts.names import NO_ROBOT, RobotId, Role, team_name
 from robot_team.contracts.reports import TaskReportModel
-from robot_team.contracts.clock_sync import unscheduled
-from robot_team.ros.clock import follow_clock
+from robot_team.contracts.clock_sync import BUSY, NOTHING_SCHEDULED
+from robot_team.ros.clock import ScheduledWaits, follow_clock
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.liveness import announce_alive
 from robot_team.ros.emitter import EventEmitter
@@ -138,6 +138,8 @@ class RobotNode(Node):
         self._running_task = ''
         # its tools' waits for a server DDS has not discovered yet hold sim time (robot_team.ros.util.wait_for_server)
         self.discovery_hold = DiscoveryHold(self, self.robot, self.events.emit)
+        # its tools' waits on what the simulator schedules (a Nav2 goal driven) let the clock jump (ros.clock)
+        self.scheduled_waits = ScheduledWaits()
         self._add_tools()
         if brain is None:   # LLM brains: endpoint and LLM clock (robot_team.llm.factory, robot_team.llm.lockstep)
             llm_clock = self.declare_parameter('llm_clock', 'realtime').value
@@ -159,11 +161,24 @@ class RobotNode(Node):
             execute_callback=self.execute_callback, goal_callback=self.goal_callback,
             cancel_callback=self.cancel_callback, callback_group=self._group)
         # the follow clock waits for this node, and jumps ahead only while it runs no task (ros.clock)
-        self._clock_follower = follow_clock(self, lambda: unscheduled(not (self._busy.locked() or self._accepted)),
-                                            activity=lambda: self.events.count)
+        self._clock_follower = follow_clock(self, self._next_event, activity=lambda: self.events.count)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self.events.emit(EventKind.NODE_STARTED, f'{self.robot} ready with tools {", ".join(self.toolbox.names())}',
                          tools=self.toolbox.names(), brain=type(brain).__name__, **self._started_data)
+
+    def _next_event(self) -> float:
+        """Return when this robot next has work, for the follow clock (ROS time, s; see robot_team.ros.clock).
+
+        Nothing scheduled while it runs no task and none is accepted; while its task only waits on
+        a goal the simulator drives (:class:`~robot_team.ros.clock.ScheduledWaits`), that wait's
+        deadline; else work now.
+        """
+        if self._accepted:
+            return BUSY
+        if not self._busy.locked():
+            return NOTHING_SCHEDULED
+        waiting = self.scheduled_waits.earliest()
+        return BUSY if waiting is None else waiting
 
     @property
     def brain(self) -> RobotBrain:

@@ -21,8 +21,8 @@ Two clock modes (:data:`CLOCK_MODES`) for the simulator's clock source (``motion
 before the next scheduled event instead of stepping through the quiet time one step at a time (a
 shift's quiet hours then cost almost nothing). Each follower tells, with every acknowledgement,
 when its next scheduled work is (``ClockAck.next_event_s``: 0 while it has work now, ``inf`` when
-nothing is scheduled); the clock source adds its own (robots in motion: work now; a door change
-due). The clock jumps only when every counting follower said "nothing now" in its last **two**
+nothing is scheduled); the clock source adds its own (a driving robot reaching its next pose; a
+door change due). The clock jumps only when every counting follower said "nothing now" in its last **two**
 acknowledgements, so that a message sent in one step (an arrival, a closed case) has a whole step
 to reach its receiver and make it busy before anyone may jump; a follower that published events
 since its previous acknowledgement says "work now" itself (the hospital's arrivals). A jump keeps

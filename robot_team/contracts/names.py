@@ -126,6 +126,11 @@ FOLLOW_PATH = 'follow_path'                      # nav2_msgs/action/FollowPath (
 AMCL_POSE = 'amcl_pose'                          # geometry_msgs/PoseWithCovarianceStamped, transient local
 INITIAL_POSE = 'initialpose'                     # geometry_msgs/PoseWithCovarianceStamped
 ODOM = 'odom'                                    # nav_msgs/Odometry
+TRAJECTORY = 'trajectory'
+"""nav_msgs/Path, per robot, transient local: the localization reports the simulator's robot will make
+while its goal runs, each pose stamped with its sim time (``motion_sim`` only; empty while it stands).
+The hospital's simulator replays it instead of waiting for ``amcl_pose``, so that the follow clock
+may jump across a drive (``robot_team.sim.motion.MotionEngine.forecast``)."""
 NAV2_LIFECYCLE_NODES = ('bt_navigator', 'planner_server', 'controller_server', 'amcl')
 """Nav2 lifecycle nodes per robot whose ``<node>/get_state`` (lifecycle_msgs/srv/GetState) a
 BasicNavigator waits on (``waitUntilNav2Active`` with its default navigator and localizer)."""

@@ -20,6 +20,8 @@ reach its receiver and make it busy before the clock may jump.
 
 from __future__ import annotations
 
+import itertools
+import threading
 from typing import Callable
 
 from rclpy.clock import JumpThreshold
@@ -84,6 +86,46 @@ class ClockFollower:
             if count != self._seen_activity:
                 self._seen_activity, next_event = count, BUSY
         self._pub.publish(ClockAck(node=self.node_name, clock=self._clock.now().to_msg(), next_event_s=next_event))
+
+
+class ScheduledWaits:
+    """A node's waits on work that another follower of the clock schedules: a Nav2 goal being driven.
+
+    A robot's task that waits for its ``navigate_to_pose`` result once the goal is accepted has
+    nothing to do before the result, and the simulator that drives it says when that is (its
+    robot's arrival: ``motion_sim``'s next event). While every task of the node waits so, the node
+    has nothing to do now, up to the earliest of the waits' own deadlines (their timeouts, ROS
+    time). A wait ends when its answer comes, in the callback that takes it (before the waiting
+    thread resumes: the node has work again from then on), or when the node asks to cancel.
+    Thread-safe.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._deadlines: dict[int, float] = {}
+        self._ids = itertools.count(1)
+
+    def begin(self, deadline_s: float) -> int:
+        """Record a wait that ends by ``deadline_s`` (ROS time, s) at the latest; return its token."""
+        with self._lock:
+            token = next(self._ids)
+            self._deadlines[token] = float(deadline_s)
+            return token
+
+    def end(self, token: int) -> None:
+        """Record that the wait ``token`` ended (again: nothing)."""
+        with self._lock:
+            self._deadlines.pop(token, None)
+
+    def earliest(self) -> float | None:
+        """Return the earliest deadline of the waits under way (ROS time, s); None when none is."""
+        with self._lock:
+            return min(self._deadlines.values(), default=None)
+
+
+def scheduled_waits_of(node) -> ScheduledWaits | None:
+    """Return ``node``'s :class:`ScheduledWaits` (its ``scheduled_waits`` attribute: the robots set one), or None."""
+    return getattr(node, 'scheduled_waits', None)
 
 
 def follow_clock(node, next_event: Callable[[], float] | None = None,

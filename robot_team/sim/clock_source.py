@@ -121,7 +121,8 @@ class SimClock:
         held); returns the sim time reached (s) and the events to record, which the clock
         records after publishing ``/clock``.
     busy
-        Returns whether a goal is active (the follow clock does not jump ahead then).
+        Returns whether a goal is accepted but not driving, or ended but not answered (the follow
+        clock does not jump ahead then).
     paused
         Start paused (:meth:`set_paused` resumes).
     callback_group
@@ -316,9 +317,10 @@ class SimClock:
     def _jump_step(self, step: float) -> float:
         """Return the step to take now: a jump across quiet time where the gate allows one, else ``step`` (lock held).
 
-        The engine's own next change counts (a robot driving: none; a door change due), and the
-        run's end (``end_s``); a goal accepted but not yet driving holds the jump too, and so does
-        a follower not heard from yet (:meth:`_unheard`).
+        The engine's own next change counts (a driving robot reaching its next pose, a door
+        change due), and the run's end (``end_s``); a goal accepted but not yet driving, or ended
+        but not yet answered, holds the jump (``busy``), and so does a follower not heard from yet
+        (:meth:`_unheard`).
         """
         if self._busy():
             return step

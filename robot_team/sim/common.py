@@ -36,6 +36,20 @@ class SimEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+def substeps(t: float, dt: float, max_h: float):
+    """Yield ``(time after, length)`` of each substep from sim time ``t`` over ``dt`` (s), at most ``max_h`` long.
+
+    The substeps end on the grid of multiples of ``max_h`` (and at ``t + dt``), each time rounded to
+    1 ns: the same times and lengths however ``dt`` is cut into steps (a jump of the follow clock
+    or one step at a time), so an engine's state after them is the same.
+    """
+    end = round(t + max(float(dt), 0.0), 9)
+    while t < end - 1e-12:
+        t_next = min(round((math.floor(t / max_h + 1e-6) + 1) * max_h, 9), end)
+        yield t_next, t_next - t
+        t = t_next
+
+
 class EventLog:
     """An outbox of :class:`SimEvent` s stamped with the owner's sim time (``clock()``, s)."""
 

@@ -24,7 +24,16 @@ Interfaces (names from :mod:`robot_team.contracts.names`, relative to the team n
 * Subscribed, per robot: ``<robot>/amcl_pose`` (geometry_msgs/PoseWithCovarianceStamped, as
   AMCL publishes it: reliable, transient local) or ``<robot>/odom`` (nav_msgs/Odometry, only where
   ``odom`` coincides with ``map``, as in simulators); or TF ``map`` -> ``<robot>/<base_frame>``.
-  And ``<robot>/odom`` always, for its twist: whether the robot moves or stands.
+  And ``<robot>/odom`` always, for its twist: whether the robot moves or stands. And, with
+  ``amcl_pose``, ``<robot>/trajectory`` (nav_msgs/Path, transient local) where the robots' simulator
+  publishes one (the embedded ``motion_sim`` does; Gazebo and real robots do not): the reports
+  the robot will make on ``amcl_pose`` while its goal runs, each stamped with its time. The node
+  then observes those at their own times, in place of the same poses on ``amcl_pose``
+  (:meth:`~robot_team.sim.hospital.engine.HospitalEngine.advance_along`), however far the clock
+  moves at once, and tells the follow clock when the HCWs' next event comes
+  (:meth:`~robot_team.sim.hospital.engine.HospitalEngine.forecast_event_s`): sim time may jump
+  across an escort. A pose on ``amcl_pose`` that the trajectory does not hold at its stamp (a goal
+  changed before its new trajectory came) drops the trajectory.
 * ``team/events``: ``node_started``; an ``EventKind.SIM`` event for every hospital event (patient
   arrival, pages and answers, HCWs following, entering, arriving, badge scans, displays) and
   ``EventKind.INPUT_ERROR`` for bad requests (unknown HCW, robot or room).
@@ -64,6 +73,7 @@ under it, which keeps the event record in engine order.
 
 from __future__ import annotations
 
+import bisect
 import math
 import sys
 import threading
@@ -71,6 +81,7 @@ from pathlib import Path
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
+from nav_msgs.msg import Path as PathMsg
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
@@ -98,6 +109,7 @@ from robot_team.contracts.names import (
     PATIENT_ARRIVALS,
     SHOW_DISPLAY,
     STAFF_LOCATIONS,
+    TRAJECTORY,
     RobotId,
     robot_name,
 )
@@ -145,6 +157,8 @@ class HospitalSystemsNode(SimNode, Node):
         super().__init__(HOSPITAL_SYSTEMS, scenario, context=context, parameter_overrides=parameter_overrides,
                          **node_kwargs)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
+        self._trajectories: dict[str, list] = {}   # robot -> its forecast reports (engine time s, robot, pose)
+        self._forecast: float | None = None   # engine time of the HCWs' next event, as forecast (_next_event)
         self._timer = self._jump = None
         self._update_group = MutuallyExclusiveCallbackGroup()
         self._pose_group = MutuallyExclusiveCallbackGroup()     # the robots' pose subscriptions, in order
@@ -281,8 +295,11 @@ class HospitalSystemsNode(SimNode, Node):
             # at 40x brings a pose every 12 ms) skips poses rather than lag; the engine bridges the gaps.
             for r in robots:
                 self.create_subscription(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE),
-                                         lambda msg, r=r: self._observe(r, msg.header, msg.pose.pose),
+                                         lambda msg, r=r: self._observe_amcl(r, msg.header, msg.pose.pose),
                                          amcl_pose_qos(), callback_group=self._pose_group)
+                self.create_subscription(PathMsg, robot_name(r, TRAJECTORY),
+                                         lambda msg, r=r: self._take_trajectory(r, msg), amcl_pose_qos(),
+                                         callback_group=self._pose_group)
         poses = self.pose_source == 'odom'
         for r in robots:     # the twist says whether the robot moves (the pose too with pose_source:=odom)
             self.create_subscription(Odometry, robot_name(r, ODOM),
@@ -299,6 +316,33 @@ class HospitalSystemsNode(SimNode, Node):
                                            self._engine_time(msg.header))
         if pose:
             self._observe(robot, msg.header, msg.pose.pose)
+
+    def _take_trajectory(self, robot: RobotId, msg: PathMsg) -> None:
+        """Keep ``robot``'s forecast reports (engine time, map pose) from its ``trajectory``, observed in time."""
+        reports = [(t, robot, pose2d(p.pose)) for p in msg.poses if (t := self._engine_time(p.header)) is not None]
+        with self._lock:
+            self._trajectories[robot] = reports
+            self._forecast = None
+
+    def _observe_amcl(self, robot: RobotId, header, pose) -> None:
+        """Hand an ``amcl_pose`` to the engine, unless ``robot``'s trajectory holds it (it is observed from there)."""
+        reports = self._trajectories.get(robot)
+        stamp = self._engine_time(header)
+        if reports and stamp is not None and reports[0][0] - 1e-6 <= stamp <= reports[-1][0] + 1e-6:
+            p = pose2d(pose)
+            at = bisect.bisect_left([r[0] for r in reports], stamp - 1e-6)
+            held = at < len(reports) and abs(reports[at][0] - stamp) <= 1e-6 and math.hypot(
+                reports[at][2].x - p.x, reports[at][2].y - p.y) <= 1e-6
+            if held:
+                return
+            with self._lock:   # not what the robot was to do: its goal changed, the trajectory is stale
+                self._trajectories.pop(robot, None)
+                self._forecast = None
+        self._observe(robot, header, pose)
+
+    def _reports(self) -> list:
+        """Return the forecast reports of every robot's trajectory, ``(engine time, robot, pose)`` (lock held)."""
+        return [r for reports in self._trajectories.values() for r in reports]
 
     def _observe(self, robot: RobotId, header, pose) -> None:
         """Hand one pose message to the engine, at its stamp (at the engine's time if unstamped)."""
@@ -325,7 +369,7 @@ class HospitalSystemsNode(SimNode, Node):
                 pose = source.latest()
                 if pose is not None:
                     self.engine.observe_robot(robot, *pose)
-            events = self.engine.advance_to(now)
+            events = self.engine.advance_along(now, self._reports())
             self._engine_t = self.engine.t
             self._process(events)
             self._save()
@@ -375,8 +419,16 @@ class HospitalSystemsNode(SimNode, Node):
         with self._lock:
             produced, self._produced = self._produced, False
             if produced or self._page_waiters:
+                self._forecast = None
                 return BUSY
-            return self._origin + self.engine.next_event_s()
+            t = self.engine.next_event_s()
+            if t > self.engine.t:
+                return self._origin + t
+            # HCWs moving: when the first of their events comes, if the robots drive as forecast (kept
+            # until it is due or something else comes: a page, a trajectory, a robot lost, a screen)
+            if self._forecast is None or self._forecast <= self.engine.t + 1e-9:
+                self._forecast = self.engine.forecast_event_s(self._reports())
+            return self._origin + self._forecast
 
     def _process(self, events: list[SimEvent]) -> None:
         """Publish what the events mean on the ED topics and record each as a SIM team event (lock held)."""

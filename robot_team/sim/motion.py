@@ -35,6 +35,7 @@ Units: SI (m, s, rad), poses in the map frame (REP-103/105).
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -44,7 +45,8 @@ import numpy as np
 from robot_team.contracts import names
 from robot_team.contracts.config import ConfigError
 from robot_team.contracts.names import RobotId
-from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, wrap_angle
+from robot_team.sim.common import (BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, substeps,
+                                   wrap_angle)
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.world import EdWorld, Pose2D
@@ -53,6 +55,8 @@ MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much 
 AMCL_UPDATE_MIN_D = 0.25   # m: a localization report after this much travel (Nav2 amcl update_min_d)
 AMCL_UPDATE_MIN_A = 0.2    # rad: ... or this much rotation (Nav2 amcl update_min_a)
 PATH_START_TOLERANCE_M = 1.0  # a path to follow must start this close to the robot (in line of sight)
+FORECAST_HORIZON_S = 900.0    # MotionEngine.forecast looks this far ahead at most (sim s)
+FORECAST_STEP_S = 1.0         # ... stepping its copy as the follow clock steps the engine (sim s)
 
 # Goal kinds: the Nav2 action each kind of goal stands for.
 NAVIGATE_TO_POSE, NAVIGATE_THROUGH_POSES, FOLLOW_PATH = (
@@ -496,11 +500,7 @@ class MotionEngine:
 
         The returned list also holds the events of calls made since the previous step, first.
         """
-        remaining = max(float(dt), 0.0)
-        while remaining > 1e-12:
-            h = min(MAX_SUBSTEP_S, remaining)
-            remaining -= h
-            self.t = round(self.t + h, 9)
+        for self.t, h in substeps(self.t, dt, MAX_SUBSTEP_S):
             if self._doors.due(self.t):
                 self._doors_changed()
             for r in self._robots.values():
@@ -510,11 +510,48 @@ class MotionEngine:
     def next_event_s(self) -> float:
         """Return when the engine next changes by itself, in sim s (the follow clock's jump ahead).
 
-        Its time now while a robot has a goal under way, else the next door change's time (``inf``: none).
+        The earliest of the next door change (``inf``: none) and, for each goal under way, when the
+        robot reaches its next pose (a waypoint, or the goal: the goal's event then), at
+        ``max_speed`` along the rest of its path. The motion between is what
+        :meth:`forecast` tells; nothing else changes it but the calls made between steps.
         """
-        if any(r.goal is not None and r.goal.state == ACTIVE for r in self._robots.values()):
-            return self.t
-        return self._doors.next_at
+        times = [self._doors.next_at]
+        for r in self._robots.values():
+            goal = r.goal
+            if goal is None or goal.state != ACTIVE:
+                continue
+            ahead = [s for s in goal.waypoint_s[goal.waypoints_reached:]] + [goal.path.length]
+            times.append(self.t + max(ahead[0] - goal.s, 0.0) / self.max_speed)
+        return min(times)
+
+    def forecast(self, robot: RobotId, horizon_s: float = FORECAST_HORIZON_S) -> list[tuple[float, Pose2D]]:
+        """Return the localization reports ``robot`` will make while its goal runs: ``[(sim time s, map pose)]``.
+
+        What :meth:`step` will report of it (the same substeps, the door changes due on the way),
+        if no call changes its goal first, up to the goal's end or ``horizon_s`` sim seconds from
+        now; ``[]`` when it has no goal under way. The hospital's simulator replays it
+        (``motion_sim`` publishes it on the robot's ``trajectory``), so that the follow clock may
+        jump across a drive.
+
+        Raises
+        ------
+        SimInputError
+            If the robot is unknown.
+        """
+        r = self._robot(robot)
+        if r.goal is None or r.goal.state != ACTIVE:
+            return []
+        shadow = copy.copy(self)   # the floor and grid shared (a door change makes the shadow its own grid)
+        shadow._robots = {robot: copy.deepcopy(r)}
+        shadow._goals = {}
+        shadow._doors = copy.deepcopy(self._doors)
+        shadow._log = EventLog(lambda: shadow.t)
+        shadow._localized = []
+        end = self.t + horizon_s
+        goal = shadow._robots[robot].goal
+        while goal.state == ACTIVE and shadow.t < end - 1e-9:
+            shadow.step(min(FORECAST_STEP_S, end - shadow.t))
+        return [(t, pose) for _name, t, pose in shadow._localized]
 
     @property
     def closed_doors(self) -> list[str]:

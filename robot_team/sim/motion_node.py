@@ -40,9 +40,13 @@ serve a robot launched in namespace ``T/<robot>``.
     in the sim) every 0.1 s sim (at most once per tick), and ``<robot>/amcl_pose``
     (geometry_msgs/PoseWithCovarianceStamped, frame ``map``, reliable + transient local, depth 1)
     as AMCL publishes it: at start, then after every 0.25 m or 0.2 rad of motion and where the
-    robot stops, each stamped with its sim time (several per tick when a tick is long); nothing
-    while it stands. The pose is ground truth; ``initialpose`` is not subscribed (localization is
-    exact).
+    robot stops, each stamped with its sim time (several per tick when a tick is long; after a
+    jump ahead, the latest only); nothing while it stands. The pose is ground truth;
+    ``initialpose`` is not subscribed (localization is exact).
+  - ``<robot>/trajectory`` (nav_msgs/Path, reliable + transient local, depth 1; not a Nav2
+    topic): when a goal begins, ends or is cancelled, the ``amcl_pose`` reports the robot will make
+    while it drives, each pose stamped with its sim time (``MotionEngine.forecast``; empty: it
+    stands). ``hospital_systems`` replays it, so that the follow clock may jump across a drive.
 
   One driving goal per robot at a time: a goal on any of the three driving actions preempts
   (aborts) the robot's previous one, whichever action it came by.
@@ -75,8 +79,9 @@ Parameters
     The follow clock's step.
 ``jump_ahead`` (bool, default true)
     ``follow`` without a speed cap: while every follower has nothing to do but wait for a scheduled
-    event (and no robot drives), sim time jumps to the step before it (:mod:`robot_team.contracts.clock_sync`;
-    ``sim`` event ``clock_jump``). The same decisions, sooner.
+    event (a robot that drives reaching its goal is one: its ``trajectory`` tells the way there), sim
+    time jumps to the step before it (:mod:`robot_team.contracts.clock_sync`; ``sim`` event
+    ``clock_jump``). The same decisions, sooner.
 ``tick_hz`` (float, default 100)
     Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement;
     without a speed cap it steps only then, and ticks at most 20 times a second).
@@ -122,7 +127,7 @@ from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
 from nav2_msgs.action import ComputePathToPose
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
-from nav_msgs.msg import Odometry
+from nav_msgs.msg import Odometry, Path
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -135,7 +140,7 @@ from robot_team.contracts.clock_sync import DEFAULT_FOLLOWER_TIMEOUT_S, DEFAULT_
 from robot_team.llm import lockstep
 from robot_team.contracts.names import (
     AMCL_POSE, COMPUTE_PATH_TO_POSE, FOLLOW_PATH, MAP, MOTION_SIM, NAV2_LIFECYCLE_NODES, NAVIGATE_THROUGH_POSES,
-    NAVIGATE_TO_POSE, ODOM, RobotId, robot_name)
+    NAVIGATE_TO_POSE, ODOM, TRAJECTORY, RobotId, robot_name)
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import s_to_duration
@@ -147,7 +152,7 @@ from robot_team.ros.liveness import announce_alive
 from robot_team.sim.motion import ABORTED, ACTIVE, CANCELED, SUCCEEDED, FollowPathError, GoalStatus, MotionEngine
 from robot_team.sim.nav2_messages import (
     BAD_INPUT_CODES, DRIVE_ACTIONS, BadGoal, DriveAction, amcl_pose_msg, map_msg, odometry_msg, path_msg,
-    path_request_problem)
+    path_request_problem, trajectory_msg)
 from robot_team.sim.node_common import SimNode, SimRecord, pose2d
 from robot_team.sim.world import load_world
 
@@ -232,6 +237,11 @@ class MotionSimNode(SimNode, Node):
         # As AMCL publishes it (and BasicNavigator subscribes to it): reliable, transient local, depth 1.
         self._amcl_pubs = {r: self.create_publisher(PoseWithCovarianceStamped, robot_name(r, AMCL_POSE), latched)
                            for r in self.robots}
+        # What each robot's goal will make it report (the hospital replays it: jump ahead across a drive)
+        self._trajectory_pubs = {r: self.create_publisher(Path, robot_name(r, TRAJECTORY), latched)
+                                 for r in self.robots}
+        self._trajectories: dict[str, tuple | None] = {}   # robot -> (goal ID, state) of the last one published
+        self._drives: dict[str, tuple] = {}   # robot -> (goal handle, engine goal ID) of the goal it drives
 
         self._goal_locks = {r: threading.Lock() for r in self.robots}
         self._goal_handles: dict[str, object] = {}
@@ -274,7 +284,8 @@ class MotionSimNode(SimNode, Node):
                                 self.follower_timeout_s, self.clock_start_timeout_s, self.min_clock_subscribers,
                                 self.jump_ahead, self.llm_clock, end_s=scenario.time_limit_s,
                                 min_clock_followers=self.min_clock_followers),
-            self.engine, self._lock, self._record, self._step_locked, self._driving, paused, self._reentrant_group)
+            self.engine, self._lock, self._record, self._step_locked, self._goals_pending, paused,
+            self._reentrant_group)
         self._heartbeat = announce_alive(self)   # the supervisor watches this node's liveness (ros.liveness)
         self._record.emitter.emit(
             EventKind.NODE_STARTED, f"motion simulator ready: scenario '{scenario.name}', world '{world.name}', "
@@ -317,15 +328,39 @@ class MotionSimNode(SimNode, Node):
         """Return the clock's mode in words, e.g. ``'follow clock, steps of 0.25 s, no speed cap'``."""
         return self._sim_clock.settings.describe()
 
-    def _driving(self) -> bool:
-        """Return whether a robot has an active goal (the follow clock does not jump ahead then)."""
-        return any(handle.is_active for handle in self._goal_handles.values())
+    def _goals_pending(self) -> bool:
+        """Return whether a goal is accepted but not driving, or ended but not answered (lock held).
+
+        The follow clock does not jump ahead then. A goal the engine drives does not hold it: the
+        engine says when it reaches its next pose (``MotionEngine.next_event_s``), and the
+        robot's ``trajectory`` what it reports on the way.
+        """
+        for robot, handle in self._goal_handles.items():
+            if not handle.is_active:
+                continue
+            drive = self._drives.get(robot)
+            if drive is None or drive[0] is not handle or self.engine.goal(drive[1]).state != ACTIVE:
+                return True
+        return False
+
+    def _publish_trajectories(self) -> None:
+        """Publish each robot's ``trajectory`` whose goal began, ended or changed since its last one (lock held)."""
+        for robot in self.robots:
+            status = self.engine.goal_status(robot)
+            key = (status.goal_id, status.state) if status is not None and status.state == ACTIVE else None
+            if robot in self._trajectories and self._trajectories[robot] == key:
+                continue
+            self._trajectories[robot] = key
+            reports = self.engine.forecast(robot) if key is not None else []
+            self._trajectory_pubs[robot].publish(trajectory_msg(reports, self.engine.t))
 
     def _step_locked(self, step: float) -> tuple[float, list[SimEvent]]:
         """Step the engine by ``step`` sim s and publish poses and odometry (lock held); return its time and events."""
         events = self.engine.step(step)
         t = self._sim_t = self.engine.t
-        self._publish_localization()   # the robots' poses first: a node woken by /clock finds them there
+        # the robots' poses first: a node woken by /clock finds them there (after a jump, the latest only)
+        self._publish_localization(latest_only=step > self.max_step_size + 1e-9)
+        self._publish_trajectories()
         if t >= self._next_state_t:
             self._next_state_t = t + STATE_PERIOD_S
             self._publish_odom(t)
@@ -337,9 +372,15 @@ class MotionSimNode(SimNode, Node):
             speed, yaw_rate = self.engine.robot_velocity(robot)
             self._odom_pubs[robot].publish(odometry_msg(robot, self.engine.robot_pose(robot), speed, yaw_rate, t))
 
-    def _publish_localization(self) -> None:
-        """Publish each of the engine's localization reports on its robot's amcl_pose, stamped when it was made."""
-        for robot, t, pose in self.engine.drain_localization():
+    def _publish_localization(self, latest_only: bool = False) -> None:
+        """Publish the engine's localization reports on their robot's amcl_pose, stamped when each was made.
+
+        ``latest_only``: each robot's latest (after a jump ahead: its ``trajectory`` told the rest).
+        """
+        reports = self.engine.drain_localization()
+        if latest_only:
+            reports = list({robot: (robot, t, pose) for robot, t, pose in reports}.values())
+        for robot, t, pose in reports:
             self._amcl_pubs[robot].publish(amcl_pose_msg(pose, t))
 
     def _input_error(self, summary: str, target: str = '', **data) -> None:
@@ -423,6 +464,8 @@ class MotionSimNode(SimNode, Node):
                 self._input_error(f'{robot}: {spec.name} goal rejected: {exc}', target=robot, action=spec.name)
                 return self._finish(robot, goal_handle, spec, ABORTED, spec.unknown, str(exc), request=request)
             self._record.sim_events(self.engine.drain_events())
+            self._drives[robot] = (goal_handle, goal_id)
+            self._publish_trajectories()
         next_feedback = -math.inf
         while True:
             with self._lock:
@@ -434,6 +477,7 @@ class MotionSimNode(SimNode, Node):
                     if current is not None and current.goal_id == goal_id:
                         self.engine.cancel_goal(robot)
                         self._record.sim_events(self.engine.drain_events())
+                        self._publish_trajectories()
                     status = self.engine.goal(goal_id)
             if not goal_handle.is_active:
                 return spec.result(spec.unknown, status.message or 'preempted by a newer goal', ABORTED, status,

@@ -235,6 +235,17 @@ def amcl_pose_msg(pose: Pose2D, t: float) -> PoseWithCovarianceStamped:
     return amcl
 
 
+def trajectory_msg(reports, t: float) -> Path:
+    """Return a robot's forecast localization reports ``[(sim time s, Pose2D)]`` made at sim time ``t`` as a Path.
+
+    Each pose in ``map``, stamped with its own time (the robot's ``trajectory``); none: it stands.
+    """
+    msg = Path()
+    msg.header.stamp, msg.header.frame_id = s_to_stamp(t), MAP_FRAME
+    msg.poses = [pose_msg(pose, at) for at, pose in reports]
+    return msg
+
+
 def map_msg(grid: WallGrid) -> OccupancyGridMsg:
     """Return the occupancy grid ``grid`` (walls and closed doors) as map_server's ``map`` (unstamped)."""
     msg = OccupancyGridMsg()

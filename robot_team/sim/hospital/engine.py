@@ -11,12 +11,14 @@ Events: ``patient_arrival``, ``door_changed``, and those of the collaborators. N
 
 from __future__ import annotations
 
+import copy
+import math
 import pickle
 from typing import Any, Sequence
 
 from robot_team.contracts.config import ConfigError, Scenario, StaffSeed
 from robot_team.contracts.names import NO_ROBOT, RobotId
-from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, SimEvent, SimInputError, Timeline
+from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, SimEvent, SimInputError, Timeline, substeps
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.hospital.displays import RoomDisplays
 from robot_team.sim.hospital.hcw_motion import HcwMotion
@@ -27,6 +29,7 @@ from robot_team.sim.hospital.staff import Hcw, StaffRecord, apply_change, place_
 from robot_team.sim.world import EdWorld, Pose2D
 
 MAX_SUBSTEP_S = 0.1        # step() integrates in substeps of at most this much sim time
+FORECAST_HORIZON_S = 60.0  # forecast_event_s looks this far ahead at most (the follow clock's longest jump)
 
 
 class HospitalEngine:
@@ -322,11 +325,7 @@ class HospitalEngine:
         The returned list also holds the events of calls made since the previous step, first.
         """
         self._watch.updated()
-        remaining = max(float(dt), 0.0)
-        while remaining > 1e-12:
-            h = min(MAX_SUBSTEP_S, remaining)
-            remaining -= h
-            self.t = round(self.t + h, 9)
+        for self.t, h in substeps(self.t, dt, MAX_SUBSTEP_S):
             self._substep(h)
         return self.drain_events()
 
@@ -367,6 +366,72 @@ class HospitalEngine:
     def advance_to(self, t: float) -> list[SimEvent]:
         """Advance sim time to ``t`` (s; nothing happens if ``t`` is not later); return the events."""
         return self.step(float(t) - self.t) if t > self.t else self.drain_events()
+
+    def advance_along(self, t: float, reports: Sequence[tuple[float, RobotId, Pose2D]]) -> list[SimEvent]:
+        """Advance sim time to ``t`` (s), observing the robots' localization ``reports`` on the way; return the events.
+
+        ``reports``: ``(sim time s, robot, map pose)``, as the simulator forecast them (a robot's
+        ``trajectory``). Each report later than the robot's last observation is observed at its
+        own time (time advanced to it first), in time order, up to ``t``: the HCWs see the robot
+        where it is when it is there, however far the clock moved at once.
+
+        Raises
+        ------
+        SimInputError
+            If a report names an unknown robot.
+        """
+        events = []
+        for at, robot, pose in sorted((r for r in reports if r[0] <= t + 1e-9), key=lambda r: r[0]):
+            self._watch.check(robot)
+            seen = self._watch.seen.get(robot)
+            if seen is not None and at <= seen.seen_at + 1e-9:
+                continue
+            events += self.advance_to(at)
+            self.observe_robot(robot, pose.x, pose.y, pose.yaw, at)
+        return events + self.advance_to(t)
+
+    def forecast_event_s(self, reports: Sequence[tuple[float, RobotId, Pose2D]],
+                         horizon_s: float = FORECAST_HORIZON_S) -> float:
+        """Return when the floor next changes by itself if the robots report as ``reports`` forecast (sim s).
+
+        The time of the first event the engine would produce (an HCW who starts following, a badge
+        scan, an arrival...) if it advanced along ``reports`` (:meth:`advance_along`), with no other
+        call made; ``horizon_s`` sim seconds from now if none comes before. Only where the HCWs
+        who move are moved by nothing else (:meth:`moved_by`): else its time now. The engine
+        itself is unchanged (a copy runs ahead).
+        """
+        horizon = self.t + horizon_s
+        robots = {r for _at, r, _pose in reports}
+        if not self.moved_by(robots):
+            return self.t
+        ends = {}
+        for at, robot, _pose in reports:
+            ends[robot] = max(ends.get(robot, -math.inf), at)
+        followed = {hcw.robot for hcw in self._hcws.values() if hcw.state in ('waiting', 'following')}
+        horizon = min([horizon, *(ends[r] for r in followed)])   # the rest depends on how the robot stops
+        shadow = self._shadow()
+        t = shadow.t
+        while t < horizon - 1e-9:
+            t = min(math.floor(t + 1.0 + 1e-9), horizon)   # in whole sim seconds, as the follow clock steps
+            events = shadow.advance_along(t, reports)
+            if events:
+                return min(event.t for event in events)
+        return horizon
+
+    def moved_by(self, robots) -> bool:
+        """Return whether every HCW who moves walks into a room, or waits for or follows one of ``robots``.
+
+        Their motion is then what those robots' observed poses make it (:meth:`forecast_event_s`).
+        """
+        return all(hcw.state == 'entering' or (hcw.state in ('waiting', 'following') and hcw.robot in robots)
+                   for hcw in self._hcws.values() if hcw.state not in ('idle', 'arrived'))
+
+    def _shadow(self) -> 'HospitalEngine':
+        """Return a copy of this engine that may run ahead: its own state, the same floor, grid and scenario."""
+        keep = (self.world, self.grid, self.scenario)
+        shadow = copy.deepcopy(self, memo={id(obj): obj for obj in keep})
+        shadow._log._clock = lambda: shadow.t
+        return shadow
 
     def _substep(self, h: float) -> None:
         for change in self._staff_changes.due(self.t):
