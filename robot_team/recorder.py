@@ -118,6 +118,18 @@ class TeamRecorder(Node):
         if self._on_event is not None:
             self._on_event(event)
 
+    def recorded_all(self, emitters, timeout_s: float) -> bool:
+        """Wait until the last event of each of ``emitters`` arrived, ``timeout_s`` wall s at most; return whether so.
+
+        ``emitters``: :class:`~robot_team.ros.emitter.EventEmitter` s (``actor``, ``count``: the
+        ``seq`` of its last event). An emitter with no event yet is not waited for.
+        """
+        def arrived() -> bool:
+            have = {(e.actor, e.seq) for e in self._events}
+            return all((em.actor, em.count) in have for em in emitters if em.count)
+        with self._changed:
+            return self._changed.wait_for(arrived, timeout=timeout_s)
+
     def events(self) -> list[TeamEventModel]:
         """Return the events received so far, ordered by (stamp, wall time)."""
         with self._lock:

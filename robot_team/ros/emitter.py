@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from typing import Any
 
 from rclpy.exceptions import InvalidHandle
@@ -24,6 +25,7 @@ from robot_team.ros.stamps import now_s
 from robot_team.contracts.names import team_name
 
 _log = logging.getLogger(__name__)
+_EMITTERS: 'weakref.WeakSet[EventEmitter]' = weakref.WeakSet()   # every emitter of this process (emitters_of)
 
 
 class EventEmitter:
@@ -46,6 +48,7 @@ class EventEmitter:
         self._seq = 0
         self._pub = node.create_publisher(TeamEvent, team_name(node, TEAM_EVENTS), events_qos())
         self.history: list[TeamEventModel] = []
+        _EMITTERS.add(self)
 
     @property
     def actor(self) -> str:
@@ -92,3 +95,8 @@ class EventEmitter:
         else:
             log.info(text)
         return event
+
+
+def emitters_of(context) -> list[EventEmitter]:
+    """Return the event emitters of this process whose node is in the rclpy ``context``."""
+    return [e for e in list(_EMITTERS) if e._node.context is context]

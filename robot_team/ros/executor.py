@@ -130,6 +130,7 @@ class TeamExecutor(MultiThreadedExecutor):
         super().__init__(num_threads, context=context)
         self._queued: set = set()          # tasks handed to the pool that have not finished a run yet
         self._queued_lock = threading.Lock()
+        self._drained = threading.Condition(self._queued_lock)   # notified when _queued becomes empty
         self._events_due = 0.0             # when the QoS event handlers are waited on next (monotonic s)
 
     # --- dispatch ---------------------------------------------------------------------------
@@ -160,6 +161,17 @@ class TeamExecutor(MultiThreadedExecutor):
         finally:
             with self._queued_lock:
                 self._queued.discard(handler)
+                if not self._queued:
+                    self._drained.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no callback handed to the pool waits or runs, ``timeout_s`` wall s at most; return whether so.
+
+        For a teardown: once the nodes are removed, the callbacks already handed over end before
+        the executor's guard condition is destroyed.
+        """
+        with self._queued_lock:
+            return self._drained.wait_for(lambda: not self._queued, timeout=timeout_s)
 
     def _make_handler(self, entity, node, take_from_wait_list):
         """Return the task that takes ``entity``'s data and runs its callback (as rclpy's executor does).

@@ -52,7 +52,7 @@ from robot_team.llm.inflight import in_flight
 from robot_team.llm.lockstep import NODE_RESTART, ClockHoldPublisher, llm_clock_under
 from robot_team.nodes_plan import prepare
 from robot_team.recorder import TeamRecorder, write_record
-from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.emitter import EventEmitter, emitters_of
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.spin import SpinThread
 from robot_team.run.clock import ClockControl, clock_report, wall_budget_s
@@ -319,7 +319,10 @@ class Episode(NodeProcesses):
         self._node_memory = self._peak_memory()
         self._stop_processes()
         self.llm.stop()
-        time.sleep(0.2)   # let the last events arrive
+        if self.processes:
+            time.sleep(0.2)   # let the last events of the nodes' processes arrive
+        else:   # this process's nodes: until their last events arrived (each emitter knows its last)
+            recorder.recorded_all(emitters_of(recorder.context), timeout_s=1.0)
         return recorder.events(), not_stopped
 
     def _destroy(self, executor, spin: threading.Thread, nodes: list, context, threads_before: set,
@@ -329,7 +332,7 @@ class Episode(NodeProcesses):
             executor.remove_node(node)
         # Let callbacks already queued in the executor's thread pool finish before its guard
         # condition is destroyed (else rclpy reports "exception was never retrieved").
-        time.sleep(0.3)
+        executor.wait_idle(0.3)
         callbacks_finished = shutdown_executor(executor, spin, timeout_s=5.0)
         for node in reversed(nodes):
             node.destroy_node()
