@@ -98,5 +98,5 @@ class EventEmitter:
 
 
 def emitters_of(context) -> list[EventEmitter]:
-    """Return the event emitters of this process whose node is in the rclpy ``context``."""
-    return [e for e in list(_EMITTERS) if e._node.context is context]
+    """Return the event emitters of this process whose node is in the rclpy ``context`` (none for a node-less one)."""
+    return [e for e in list(_EMITTERS) if getattr(e._node, 'context', None) is context]

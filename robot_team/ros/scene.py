@@ -6,7 +6,10 @@
 - ``<robot>/amcl_pose`` (``geometry_msgs/PoseWithCovarianceStamped``, as AMCL publishes it:
   reliable, transient local) of each robot it is told of, and of each robot a ``node_started``
   event of ``hospital_systems`` or ``motion_sim`` lists (``data.robots``), so that a recorder or
-  a console needs no robot list to see a fleet;
+  a console needs no robot list to see a fleet; and its ``<robot>/trajectory`` (``nav_msgs/Path``,
+  the embedded simulator's: the reports its goal will make): after the follow clock jumped across
+  a drive, the simulator publishes the robot's latest pose only, and the reports before it come
+  from there (those the trajectory holds up to that pose, if it holds that pose);
 - optionally ``team/events`` (``robot_team/msg/TeamEvent``), for a client that does not receive
   them otherwise (a recorder passes its events to :meth:`SceneFeed.on_event` itself).
 
@@ -20,6 +23,7 @@ import threading
 from typing import Sequence
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
+from nav_msgs.msg import Path
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_team.contracts import names
@@ -65,9 +69,11 @@ class SceneFeed:
         self.namespace = names.validate_namespace(team_namespace, 'team namespace')
         self._lock = threading.Lock()
         self._poses: dict[str, object] = {}
+        self._trajectories: dict[str, list[tuple[float, float, float, float]]] = {}   # robot -> (t, x, y, yaw)
+        self._seen_s: dict[str, float] = {}   # robot -> stamp of the last pose put in the scene
         self._subscriptions = [node.create_subscription(
             StaffLocation, names.join(self.namespace, names.STAFF_LOCATIONS), self._location,
-            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))]
+            QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))]   # a jump ahead streams many at once
         if events:
             self._subscriptions.append(node.create_subscription(
                 TeamEvent, names.join(self.namespace, names.TEAM_EVENTS),
@@ -89,6 +95,9 @@ class SceneFeed:
                     topic = names.join(self.namespace, names.robot_name(robot, names.AMCL_POSE))
                     self._poses[robot] = self.node.create_subscription(
                         PoseWithCovarianceStamped, topic, lambda msg, r=robot: self._pose(r, msg), amcl_pose_qos())
+                    self._subscriptions.append(self.node.create_subscription(
+                        Path, names.join(self.namespace, names.robot_name(robot, names.TRAJECTORY)),
+                        lambda msg, r=robot: self._trajectory(r, msg), amcl_pose_qos()))
 
     def on_event(self, event: TeamEventModel) -> None:
         """Apply a team event to the scene.
@@ -115,10 +124,25 @@ class SceneFeed:
         for sub in subscriptions:
             self.node.destroy_subscription(sub)
 
+    def _trajectory(self, robot: RobotId, msg) -> None:
+        reports = [(stamp_to_s(p.header.stamp), p.pose.position.x, p.pose.position.y,
+                    quaternion_to_yaw(p.pose.orientation)) for p in msg.poses]
+        with self._lock:
+            self._trajectories[robot] = reports
+
     def _pose(self, robot: RobotId, msg) -> None:
         p = msg.pose.pose
-        self.scene.observe_robot(robot, p.position.x, p.position.y, quaternion_to_yaw(p.orientation),
-                                 stamp_to_s(msg.header.stamp))
+        stamp, x, y = stamp_to_s(msg.header.stamp), p.position.x, p.position.y
+        with self._lock:
+            reports = self._trajectories.get(robot, [])
+            since = self._seen_s.get(robot, -1.0)
+            self._seen_s[robot] = max(since, stamp)
+        held = any(abs(t - stamp) < 1e-6 and abs(rx - x) < 1e-6 and abs(ry - y) < 1e-6 for t, rx, ry, _ in reports)
+        if held:   # the reports between the last pose heard and this one (a jump ahead published none)
+            for t, rx, ry, ryaw in reports:
+                if since + 1e-6 < t < stamp - 1e-6:
+                    self.scene.observe_robot(robot, rx, ry, ryaw, t)
+        self.scene.observe_robot(robot, x, y, quaternion_to_yaw(p.orientation), stamp)
 
     def _location(self, msg) -> None:
         p = msg.pose.pose

@@ -132,6 +132,7 @@ POSE_SOURCES = ('amcl_pose', 'odom', 'tf')
 MAX_PAGE_WAIT_S = 3600.0    # s: cap on PageStaff.timeout_s
 LOCATIONS_PERIOD_S = 0.2    # ROS s between two RTLS updates on ed/rtls/locations (5 a sim second)
 LOCATIONS_REFRESH_S = 2.0   # ROS s between two updates carrying every HCW, changed or not
+LOCATIONS_BURST = 500       # locations a jump ahead may stream at once, beyond a step's (publisher depth)
 
 
 class HospitalSystemsNode(SimNode, Node):
@@ -200,8 +201,9 @@ class HospitalSystemsNode(SimNode, Node):
             depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._display_pub = self.create_publisher(DisplayContent, DISPLAY_CONTENT, QoSProfile(
             depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        # deep enough for the changes of a jump ahead (one a sim second each, for up to a minute at once)
         self._locations_pub = self.create_publisher(StaffLocation, STAFF_LOCATIONS, QoSProfile(
-            depth=max(10, 2 * len(self.engine.staff_ids)), reliability=ReliabilityPolicy.RELIABLE))
+            depth=max(10, 2 * len(self.engine.staff_ids)) + LOCATIONS_BURST, reliability=ReliabilityPolicy.RELIABLE))
         self._located: dict[str, tuple] = {}      # HCW ID -> what was last streamed
         self._located_at = self._refreshed_at = -math.inf
         self._services_group = ReentrantCallbackGroup()
@@ -369,22 +371,32 @@ class HospitalSystemsNode(SimNode, Node):
                 pose = source.latest()
                 if pose is not None:
                     self.engine.observe_robot(robot, *pose)
-            events = self.engine.advance_along(now, self._reports())
+            # across a jump ahead, the RTLS stream goes on each sim second, as it would step by step
+            events, reports = [], self._reports()
+            while True:
+                events += self.engine.advance_along(min(now, math.floor(self.engine.t + 1e-6) + 1.0), reports)
+                last = self.engine.t >= now - 1e-9
+                self._stream_locations(refresh=last)
+                if last:
+                    break
             self._engine_t = self.engine.t
             self._process(events)
             self._save()
-            self._stream_locations()
             for page_id, (event, deadline) in list(self._page_waiters.items()):
                 if self.engine.page_status(page_id).acknowledged or self.engine.t >= deadline:
                     event.set()
 
-    def _stream_locations(self) -> None:
-        """Publish the RTLS stream (lock held): changed HCWs every LOCATIONS_PERIOD_S, all every LOCATIONS_REFRESH_S."""
+    def _stream_locations(self, refresh: bool = True) -> None:
+        """Publish the RTLS stream (lock held): changed HCWs every LOCATIONS_PERIOD_S, all every LOCATIONS_REFRESH_S.
+
+        ``refresh`` False: the changed ones only (inside a jump ahead, where the refresh for late
+        joiners waits for its end).
+        """
         t = self.engine.t
         if t - self._located_at < LOCATIONS_PERIOD_S - 1e-9:
             return
         self._located_at = t
-        refresh = t - self._refreshed_at >= LOCATIONS_REFRESH_S - 1e-9
+        refresh = refresh and t - self._refreshed_at >= LOCATIONS_REFRESH_S - 1e-9
         if refresh:
             self._refreshed_at = t
         records, _ = self.engine.locate()
