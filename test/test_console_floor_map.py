@@ -69,7 +69,9 @@ def test_the_map_draws_robots_the_escorted_hcw_and_the_patient_where_the_record_
     floor_map = widget.floor_map
     out = tmp_path / 'run'
     result = {}
-    runner = threading.Thread(target=lambda: result.update(run=run_episode('unknown_badge', out, domain_id=domain_id)))
+    # stepped through, as a live floor is (a jump ahead changes the scene in bursts: fewer redraws to count)
+    runner = threading.Thread(target=lambda: result.update(run=run_episode('unknown_badge', out, domain_id=domain_id,
+                                                                           jump_ahead=False)))
     moments, lags, stale_since = {}, [], None
     try:
         runner.start()
