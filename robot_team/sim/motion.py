@@ -520,8 +520,8 @@ class MotionEngine:
             goal = r.goal
             if goal is None or goal.state != ACTIVE:
                 continue
-            ahead = [s for s in goal.waypoint_s[goal.waypoints_reached:]] + [goal.path.length]
-            times.append(self.t + max(ahead[0] - goal.s, 0.0) / self.max_speed)
+            ahead = [*goal.waypoint_s[goal.waypoints_reached:], goal.path.length][0]
+            times.append(self.t + max(ahead - goal.s, 0.0) / self.max_speed)
         return min(times)
 
     def forecast(self, robot: RobotId, horizon_s: float = FORECAST_HORIZON_S) -> list[tuple[float, Pose2D]]:
