@@ -11,6 +11,7 @@ Units: SI (m, s, rad), poses in the map frame (REP-103/105).
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -34,6 +35,18 @@ class SimEvent:
     kind: str
     t: float
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def run_ahead_copy(engine, shared: Iterable):
+    """Return a copy of a simulation ``engine`` that may run ahead without changing it (a forecast).
+
+    A deep copy, but for the objects in ``shared`` (the floor, its grid, the scenario: read-only
+    while the engine runs), with its event log (``_log``, an :class:`EventLog`) stamping the copy's
+    own time ``t``.
+    """
+    ahead = copy.deepcopy(engine, memo={id(obj): obj for obj in shared})
+    ahead._log._clock = lambda: ahead.t
+    return ahead
 
 
 def substeps(t: float, dt: float, max_h: float):

@@ -35,7 +35,6 @@ Units: SI (m, s, rad), poses in the map frame (REP-103/105).
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -45,8 +44,8 @@ import numpy as np
 from robot_team.contracts import names
 from robot_team.contracts.config import ConfigError
 from robot_team.contracts.names import RobotId
-from robot_team.sim.common import (BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError, substeps,
-                                   wrap_angle)
+from robot_team.sim.common import (BASE_ROBOTS, DoorTimeline, EventLog, Polyline, SimEvent, SimInputError,
+                                   run_ahead_copy, substeps, wrap_angle)
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.world import EdWorld, Pose2D
@@ -541,17 +540,14 @@ class MotionEngine:
         r = self._robot(robot)
         if r.goal is None or r.goal.state != ACTIVE:
             return []
-        shadow = copy.copy(self)   # the floor and grid shared (a door change makes the shadow its own grid)
-        shadow._robots = {robot: copy.deepcopy(r)}
-        shadow._goals = {}
-        shadow._doors = copy.deepcopy(self._doors)
-        shadow._log = EventLog(lambda: shadow.t)
-        shadow._localized = []
+        # the floor, its grid and the goals ended shared (a door change gives the copy its own grid)
+        shadow = run_ahead_copy(self, (self.world, self.grid, self._goals))
+        shadow.drain_localization()
         end = self.t + horizon_s
         goal = shadow._robots[robot].goal
         while goal.state == ACTIVE and shadow.t < end - 1e-9:
             shadow.step(min(FORECAST_STEP_S, end - shadow.t))
-        return [(t, pose) for _name, t, pose in shadow._localized]
+        return [(t, pose) for name, t, pose in shadow.drain_localization() if name == robot]
 
     @property
     def closed_doors(self) -> list[str]:

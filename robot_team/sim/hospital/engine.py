@@ -11,14 +11,14 @@ Events: ``patient_arrival``, ``door_changed``, and those of the collaborators. N
 
 from __future__ import annotations
 
-import copy
 import math
 import pickle
 from typing import Any, Sequence
 
 from robot_team.contracts.config import ConfigError, Scenario, StaffSeed
 from robot_team.contracts.names import NO_ROBOT, RobotId
-from robot_team.sim.common import BASE_ROBOTS, DoorTimeline, EventLog, SimEvent, SimInputError, Timeline, substeps
+from robot_team.sim.common import (BASE_ROBOTS, DoorTimeline, EventLog, SimEvent, SimInputError, Timeline,
+                                   run_ahead_copy, substeps)
 from robot_team.sim.grid import WallGrid
 from robot_team.sim.hospital.displays import RoomDisplays
 from robot_team.sim.hospital.hcw_motion import HcwMotion
@@ -409,7 +409,7 @@ class HospitalEngine:
             ends[robot] = max(ends.get(robot, -math.inf), at)
         followed = {hcw.robot for hcw in self._hcws.values() if hcw.state in ('waiting', 'following')}
         horizon = min([horizon, *(ends[r] for r in followed)])   # the rest depends on how the robot stops
-        shadow = self._shadow()
+        shadow = run_ahead_copy(self, (self.world, self.grid, self.scenario))
         t = shadow.t
         while t < horizon - 1e-9:
             t = min(math.floor(t + 1.0 + 1e-9), horizon)   # in whole sim seconds, as the follow clock steps
@@ -425,13 +425,6 @@ class HospitalEngine:
         """
         return all(hcw.state == 'entering' or (hcw.state in ('waiting', 'following') and hcw.robot in robots)
                    for hcw in self._hcws.values() if hcw.state not in ('idle', 'arrived'))
-
-    def _shadow(self) -> 'HospitalEngine':
-        """Return a copy of this engine that may run ahead: its own state, the same floor, grid and scenario."""
-        keep = (self.world, self.grid, self.scenario)
-        shadow = copy.deepcopy(self, memo={id(obj): obj for obj in keep})
-        shadow._log._clock = lambda: shadow.t
-        return shadow
 
     def _substep(self, h: float) -> None:
         for change in self._staff_changes.due(self.t):
