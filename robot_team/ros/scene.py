@@ -28,7 +28,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_team.contracts import names
 from robot_team.contracts.events import EventKind, TeamEventModel
-from robot_team.contracts.geometry import quaternion_to_yaw
+from robot_team.contracts.geometry import TRACK_MATCH, quaternion_to_yaw, track_holds
 from robot_team.contracts.names import RobotId
 from robot_team.msg import StaffLocation, TeamEvent
 from robot_team.ros.messages import amcl_pose_qos, event_from_msg, events_qos
@@ -137,10 +137,9 @@ class SceneFeed:
             reports = self._trajectories.get(robot, [])
             since = self._seen_s.get(robot, -1.0)
             self._seen_s[robot] = max(since, stamp)
-        held = any(abs(t - stamp) < 1e-6 and abs(rx - x) < 1e-6 and abs(ry - y) < 1e-6 for t, rx, ry, _ in reports)
-        if held:   # the reports between the last pose heard and this one (a jump ahead published none)
-            for t, rx, ry, ryaw in reports:
-                if since + 1e-6 < t < stamp - 1e-6:
+        if track_holds(reports, stamp, x, y):   # the reports between the last pose heard and this one
+            for t, rx, ry, ryaw in reports:           # (a jump ahead published none)
+                if since + TRACK_MATCH < t < stamp - TRACK_MATCH:
                     self.scene.observe_robot(robot, rx, ry, ryaw, t)
         self.scene.observe_robot(robot, x, y, quaternion_to_yaw(p.orientation), stamp)
 

@@ -73,7 +73,6 @@ under it, which keeps the event record in engine order.
 
 from __future__ import annotations
 
-import bisect
 import math
 import sys
 import threading
@@ -92,6 +91,7 @@ from robot_team.contracts import names
 from robot_team.contracts.clock_sync import BUSY
 from robot_team.contracts.config import ConfigError, Scenario
 from robot_team.contracts.delivery import check_expected_readers
+from robot_team.contracts.geometry import TRACK_MATCH, track_holds
 from robot_team.directory import load_staff
 from robot_team.contracts.events import EventKind
 from robot_team.contracts.files import write_atomically
@@ -330,12 +330,8 @@ class HospitalSystemsNode(SimNode, Node):
         """Hand an ``amcl_pose`` to the engine, unless ``robot``'s trajectory holds it (it is observed from there)."""
         reports = self._trajectories.get(robot)
         stamp = self._engine_time(header)
-        if reports and stamp is not None and reports[0][0] - 1e-6 <= stamp <= reports[-1][0] + 1e-6:
-            p = pose2d(pose)
-            at = bisect.bisect_left([r[0] for r in reports], stamp - 1e-6)
-            held = at < len(reports) and abs(reports[at][0] - stamp) <= 1e-6 and math.hypot(
-                reports[at][2].x - p.x, reports[at][2].y - p.y) <= 1e-6
-            if held:
+        if reports and stamp is not None and reports[0][0] - TRACK_MATCH <= stamp <= reports[-1][0] + TRACK_MATCH:
+            if track_holds([(t, p.x, p.y) for t, _robot, p in reports], stamp, pose.position.x, pose.position.y):
                 return
             with self._lock:   # not what the robot was to do: its goal changed, the trajectory is stale
                 self._trajectories.pop(robot, None)
