@@ -34,6 +34,7 @@ import time
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 
 from robot_team.ros.action_client import TeamActionClient
@@ -61,7 +62,7 @@ from robot_team.contracts.clock_sync import unscheduled
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.liveness import announce_alive
-from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.emitter import EventEmitter, log_line
 from robot_team.ros.messages import reliable_qos, report_from_msg
 from robot_team.ros.stamps import now_s
 from robot_team.ros.util import SERVER_WAIT_S, call_service, declare_robots, spin_node, submit_report, wait_for_server
@@ -518,7 +519,8 @@ class ManagerNode(Node):
         self.core.stop()
         self._worker.join(timeout=timeout_s)
         if self._worker.is_alive():
-            self.get_logger().error(f'manager brain thread still running {timeout_s:g} s after stop')
+            log_line(self.get_logger(), LoggingSeverity.ERROR,
+                     f'manager brain thread still running {timeout_s:g} s after stop')
             return False
         return True
 

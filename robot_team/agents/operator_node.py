@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 
 from robot_team.contracts import names
@@ -23,7 +24,7 @@ from robot_team.msg import Escalation
 from robot_team.contracts.clock_sync import BUSY, NOTHING_SCHEDULED
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import announce_alive
-from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.emitter import EventEmitter, log_line
 from robot_team.ros.messages import reliable_qos
 from robot_team.ros.stamps import now_s
 from robot_team.ros.util import spin_node
@@ -152,8 +153,8 @@ class ScriptedOperatorNode(Node):
                 escalation_id = item['escalation'].escalation_id
                 if escalation_id not in self._waiting_logged:
                     self._waiting_logged.add(escalation_id)
-                    self.get_logger().warning(f'answer to {escalation_id} waits for service '
-                                              f'{names.RESOLVE_ESCALATION}')
+                    log_line(self.get_logger(), LoggingSeverity.WARN,
+                             f'answer to {escalation_id} waits for service {names.RESOLVE_ESCALATION}')
             return
         for item in due:
             self._pending.remove(item)

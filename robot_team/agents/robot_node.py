@@ -21,6 +21,7 @@ import threading
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 
 from robot_team.contracts import names
@@ -41,7 +42,7 @@ from robot_team.contracts.clock_sync import BUSY, NOTHING_SCHEDULED
 from robot_team.ros.clock import ScheduledWaits, follow_clock
 from robot_team.ros.executor import TeamExecutor
 from robot_team.ros.liveness import announce_alive
-from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.emitter import EventEmitter, log_line
 from robot_team.ros.messages import reliable_qos, report_to_msg
 from robot_team.ros.stamps import now_s
 from robot_team.ros.util import SERVER_WAIT_S, spin_node, submit_report, wait_clock_started
@@ -303,7 +304,8 @@ class RobotNode(Node):
                                  task_id=task.task_id, attempts=attempt)
             else:
                 if not answer.accepted:
-                    self.get_logger().warning(f'supervisor did not record {task.task_id}: {answer.explanation}')
+                    log_line(self.get_logger(), LoggingSeverity.WARN,
+                             f'supervisor did not record {task.task_id}: {answer.explanation}')
             break
         return report
 
@@ -322,7 +324,8 @@ class RobotNode(Node):
             for hook in self._cancel_hooks:
                 hook()
         if not self._busy.acquire(timeout=timeout_s):
-            self.get_logger().error(f'{self.robot}: task {task_id} still running {timeout_s:g} s after stop')
+            log_line(self.get_logger(), LoggingSeverity.ERROR,
+                     f'{self.robot}: task {task_id} still running {timeout_s:g} s after stop')
             return False
         self._busy.release()
         return True

@@ -53,6 +53,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 
 from robot_team.contracts import names
@@ -86,7 +87,7 @@ from robot_team.contracts.reports import TaskReportModel
 from robot_team.contracts.liveness import LivenessChange, watched
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import LivenessWatch, announce_alive
-from robot_team.ros.emitter import EventEmitter
+from robot_team.ros.emitter import EventEmitter, log_line
 from robot_team.ros.messages import reliable_qos, report_from_msg, report_to_msg
 from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
@@ -296,8 +297,9 @@ class SupervisorNode(Node):
                                                                           _raw_report(msg))
         self._save_state()
         if response.accepted:
-            self.get_logger().info(f'{report.task_id} ({report.task_type.value}) reported {report.status.value}'
-                                   + (f': {report.issue}' if report.issue else ''))
+            log_line(self.get_logger(), LoggingSeverity.INFO,
+                     f'{report.task_id} ({report.task_type.value}) reported {report.status.value}'
+                     + (f': {report.issue}' if report.issue else ''))
         return response
 
     def request_escalation_callback(self, request, response):
@@ -507,7 +509,7 @@ class SupervisorNode(Node):
         """Take the RTLS answer into the staff check; publish the board if it changed."""
         self._rtls_pending = False
         if future.exception() is not None:
-            self.get_logger().warning(f'{names.LOCATE_STAFF} failed: {future.exception()}')
+            log_line(self.get_logger(), LoggingSeverity.WARN, f'{names.LOCATE_STAFF} failed: {future.exception()}')
             return
         located = [{'hcw_id': s.hcw_id, 'area': s.area, 'availability': s.availability, 'detail': s.detail,
                     'specialty': s.specialty} for s in future.result().staff]

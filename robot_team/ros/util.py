@@ -16,11 +16,13 @@ from typing import Callable, ContextManager, TypeVar
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
+from rclpy.logging import LoggingSeverity
 
 from robot_team.contracts.config import ConfigError
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.names import SUBMIT_REPORT, RobotId, validate_robots
 from robot_team.contracts.reports import ReportAnswer
+from robot_team.ros.emitter import log_line
 from robot_team.ros.messages import report_to_msg
 from robot_team.ros.stamps import now_s
 from robot_team.srv import SubmitReport
@@ -133,7 +135,8 @@ def call_service(node, client, request, timeout_s: float, what: str):
                 continue
             new_since = now if new_since is None else new_since
             if now - new_since >= RESEND_SETTLE_S:
-                node.get_logger().warning(
+                log_line(
+                    node.get_logger(), LoggingSeverity.WARN,
                     f'{what}: sent the request again, to {len(servers - sent_to)} server(s) that appeared while '
                     f'it waited (a restarted server never hears a request sent before it started)')
                 sent_to, new_since = sent_to | servers, None

@@ -21,11 +21,13 @@ from typing import Callable
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
+from rclpy.logging import LoggingSeverity
 
 from robot_team.contracts.delivery import (DELIVERY_WAIT_S, Deliveries, PendingDelivery, Reach, Settled,
                                            check_expected_readers)
 from robot_team.contracts.events import EventKind
 from robot_team.llm.lockstep import MESSAGE_DELIVERY, ClockHoldPublisher
+from robot_team.ros.emitter import log_line
 
 CHECK_PERIOD_S = 0.01
 """Wall s between two checks of the pending deliveries (only while one is pending)."""
@@ -110,12 +112,13 @@ class DeliveryHolds:
         """Log a delivery made; log and record one given up."""
         topic, reach = item.pending.key, item.reach
         if item.delivered:
-            self._logger.debug(f'{topic}: delivered to {reach.matched} reader(s) after {item.waited_s:.3f} wall s')
+            log_line(self._logger, LoggingSeverity.DEBUG,
+                     f'{topic}: delivered to {reach.matched} reader(s) after {item.waited_s:.3f} wall s')
             return
         summary = (f'{topic}: not delivered within {item.waited_s:.1f} wall s ({reach.matched} of '
                    f"{item.pending.expected_readers} reader(s) matched, "
                    f"{'all' if reach.acked else 'not all'} acknowledged); sim time runs on")
-        self._logger.warning(summary)
+        log_line(self._logger, LoggingSeverity.WARN, summary)
         self._emit(EventKind.SIM, summary, target=topic, reason='a reader matched late or missed the message',
                    what='delivery_late', topic=topic, expected_readers=item.pending.expected_readers,
                    matched=reach.matched, acked=reach.acked, waited_s=item.waited_s, **item.pending.what)
