@@ -84,3 +84,29 @@ def release_domain_ids(first: int, count: int = 1) -> None:
         if sock is not None:
             sock.close()
             _released[domain] = time.monotonic()
+
+
+def page(node, keep_ticking=lambda: time.sleep(0.01), timeout: float = 30.0, **goal):
+    """Page through the paging system's action (``ed/paging/page_staff``) from ``node``; return its result.
+
+    ``goal``: the ``PageStaff.Goal``'s fields. ``keep_ticking()`` is called while the result is
+    awaited (a test that drives the clock itself advances it there).
+    """
+    from action_msgs.msg import GoalStatus
+    from robot_team.action import PageStaff
+    from robot_team.contracts.names import PAGE_STAFF
+    from robot_team.ros.action_client import TeamActionClient
+    client = TeamActionClient(node, PageStaff, PAGE_STAFF)   # (safe to create while the node spins)
+    try:
+        assert client.wait_for_server(timeout_sec=10.0), f'{PAGE_STAFF} not available'
+        sent = client.send_goal_async(PageStaff.Goal(**goal))
+        assert wait_for(sent.done, 10.0) and sent.result().accepted, 'the page was not accepted'
+        future = sent.result().get_result_async()
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            keep_ticking()
+        assert future.done(), f'{PAGE_STAFF} did not answer'
+        assert future.result().status == GoalStatus.STATUS_SUCCEEDED
+        return future.result().result
+    finally:
+        client.destroy()

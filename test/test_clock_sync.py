@@ -339,8 +339,9 @@ def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_deci
 
     ``unknown_badge`` with its patient three minutes late: the clock jumps across the wait for
     the patient, and inside the case across the navigation robot's drives (the hospital replays
-    their trajectories: its HCW follows) and across the wait for the scripted person's answer
-    (10 s after the escalation). No engine event falls inside a jump, and the team makes the
+    their trajectories: its HCW follows), across its pages awaited (the paging system says when
+    the HCW answers) and across the wait for the scripted person's answer (10 s after the
+    escalation). No engine event falls inside a jump, and the team makes the
     decisions of the same case stepped through.
     """
     from robot_team.bench import decision_sequence
@@ -360,12 +361,18 @@ def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_deci
     [asked] = [e.stamp_s for e in jumped.events if e.kind == 'escalation']
     [answered] = [e.stamp_s for e in jumped.events if e.kind == 'human_decision']
     assert [j for j in jumps if asked <= j[0] and j[1] < answered], ('no jump across the wait for the answer', jumps)
-    # inside the case, before the person was asked: only across a robot's drive (the hospital replays its trajectory)
+    # inside the case, before the person was asked: only across a robot's drive (the hospital replays its
+    # trajectory) or a page awaited (from its call to its result)
     accepted = {e.data['goal_id']: e.data['sim_time_s'] for e in jumped.events if e.data.get('what') == 'goal_accepted'}
     drives = [(accepted[e.data['goal_id']], e.data['sim_time_s']) for e in jumped.events
               if e.data.get('what') in ('goal_succeeded', 'goal_aborted', 'goal_canceled')]
+    tool = [e for e in jumped.events if e.actor == 'navigation_robot' and e.target == 'page_staff']
+    pages = [(call.stamp_s, result.stamp_s) for call, result in zip(
+        [e for e in tool if e.kind == 'tool_call'], [e for e in tool if e.kind == 'tool_result'])]
     in_case = [(start, to) for start, to in jumps if opened < to and start < asked]
-    assert in_case and all(any(a < start and to < b for a, b in drives) for start, to in in_case), (in_case, drives)
+    assert pages and in_case and all(any(a <= start and to < b for a, b in drives + pages) for start, to in in_case), \
+        (in_case, drives, pages)
+    assert [j for j in in_case if any(a <= j[0] and j[1] < b for a, b in pages)], ('no jump across a page', pages)
     assert max(to for _, to in jumps) < closed
     engines = [e for e in jumped.events if e.actor in ('hospital_systems', 'motion_sim') and e.kind == 'sim'
                and e.data.get('what') != 'clock_jump']

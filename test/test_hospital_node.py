@@ -10,6 +10,7 @@ in past the door's badge reader, whose scan comes out on ``ed/badge_scans``.
 import threading
 import time
 
+import pytest
 import rclpy
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from rclpy.parameter import Parameter
@@ -17,17 +18,18 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
 from robot_team.contracts.config import load_scenario
-from robot_team.msg import BadgeScan, TeamEvent
-from robot_team.contracts.names import AMCL_POSE, BADGE_SCANS, LOCATE_STAFF, PAGE_STAFF, TEAM_EVENTS, robot_name
+from robot_team.msg import BadgeScan, ClockAck, TeamEvent
+from robot_team.contracts.names import AMCL_POSE, BADGE_SCANS, CLOCK_ACKS, LOCATE_STAFF, TEAM_EVENTS, robot_name
 from robot_team.ros.messages import event_from_msg, events_qos
-from robot_team.ros.stamps import s_to_stamp
+from robot_team.ros.clock import clock_acks_qos
+from robot_team.ros.stamps import s_to_stamp, stamp_to_s
 from robot_team.sim.common import Polyline
 from robot_team.sim.planner import OccupancyGrid
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.world import load_world
-from robot_team.srv import LocateStaff, PageStaff
+from robot_team.srv import LocateStaff
 from robot_team.ros.messages import amcl_pose_qos
-from ros_helpers import wait_for
+from ros_helpers import page, wait_for
 
 NAV = 'navigation_robot'
 SPEED = 0.5      # m/s, the robot's
@@ -93,9 +95,8 @@ def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros
         located = call(floor.node, LocateStaff, LOCATE_STAFF, LocateStaff.Request(hcw_ids=['90']), floor.tick)
         hcw = located.staff[0].pose.pose.position
         answer = {}
-        request = PageStaff.Request(hcw_id='90', robot=NAV, message='Patient in ER-12', room='ER-12', timeout_s=60.0)
-        pager = threading.Thread(target=lambda: answer.update(
-            reply=call(floor.node, PageStaff, PAGE_STAFF, request, lambda: time.sleep(0.01))))
+        pager = threading.Thread(target=lambda: answer.update(reply=page(
+            floor.node, hcw_id='90', robot=NAV, message='Patient in ER-12', room='ER-12', timeout_s=60.0)))
         pager.start()
 
         # The robot drives (on the map's free space) to the HCW, then to ER-12's door approach pose.
@@ -129,6 +130,39 @@ def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros
         assert stopped_at < 400.0
         assert not [e for e in floor.events if e.kind == 'input_error']
         assert all(e.actor == 'hospital_systems' for e in floor.events)
+    finally:
+        for node in (floor.node, hospital):
+            executor.remove_node(node)
+        time.sleep(0.2)
+        for node in (floor.node, hospital):
+            node.destroy_node()
+
+
+def test_a_page_awaited_tells_the_follow_clock_when_it_is_answered_or_runs_out(ros_context, executor):
+    """While a page is awaited the node has nothing to do before its answer or its time out (jump ahead).
+
+    The HCW who answers (#90) is due at the answer the pager schedules; the busy one (#80) never
+    answers, and the page's own deadline is the node's next event. Not "work now" meanwhile,
+    and each page's result says what that time was.
+    """
+    hospital = HospitalSystemsNode(load_scenario('onboarding'), context=ros_context,
+                                   parameter_overrides=[Parameter('use_sim_time', value=True)])
+    floor = FakeFloor(ros_context)
+    acks = []
+    floor.node.create_subscription(ClockAck, CLOCK_ACKS, acks.append, clock_acks_qos(subscriber=True))
+    for node in (hospital, floor.node):
+        executor.add_node(node)
+    try:
+        assert wait_for(lambda: floor.sim('patient_arrival') or floor.tick(), 10.0)
+        for hcw, timeout in (('80', 6.0), ('90', 30.0)):
+            result = page(floor.node, floor.tick, hcw_id=hcw, robot=NAV, message='Patient in ER-12',
+                          room='ER-12', timeout_s=timeout)
+            [sent] = [e.data['sim_time_s'] for e in floor.sim('page_delivered') if e.target == hcw]
+            due = sent + (result.response_time_s if result.acknowledged else timeout)
+            assert result.acknowledged == (hcw == '90') and due < sent + timeout + STEP_S
+            told = [(stamp_to_s(a.clock), a.next_event_s) for a in list(acks)
+                    if sent + 3 * STEP_S <= stamp_to_s(a.clock) <= due - 3 * STEP_S]
+            assert told and all(at == pytest.approx(due, abs=1e-6) for _, at in told), (hcw, due, told)
     finally:
         for node in (floor.node, hospital):
             executor.remove_node(node)

@@ -28,15 +28,15 @@ from robot_team.contracts.config import ConfigError, load_scenario
 from robot_team.contracts.events import TeamEventModel
 from robot_team.msg import BadgeScan, DisplayContent, DisplayEntry, PatientArrival, TeamEvent
 from robot_team.contracts.names import (
-    AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM, PAGE_STAFF, PATIENT_ARRIVALS,
+    AMCL_POSE, BADGE_SCANS, DISPLAY_CONTENT, LOCATE_STAFF, NAVIGATE_TO_POSE, ODOM, PATIENT_ARRIVALS,
     SHOW_DISPLAY, TEAM_EVENTS, robot_name)
 from robot_team.ros.messages import event_from_msg, events_qos
 from robot_team.sim.grid import PlanningError
 from robot_team.sim.hospital_node import HospitalSystemsNode
 from robot_team.sim.motion_node import MotionSimNode
-from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
+from robot_team.srv import LocateStaff, ShowDisplay
 from robot_team.ros.messages import amcl_pose_qos
-from ros_helpers import wait_for
+from ros_helpers import page, wait_for
 
 NAV = 'navigation_robot'
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
@@ -260,17 +260,14 @@ def test_locate_page_and_display_services(graph_factory):
     reply = graph.call(LocateStaff, LOCATE_STAFF, LocateStaff.Request(specialty='Physician'))
     assert {s.hcw_id: s.availability for s in reply.staff} == {'80': 'busy', '90': 'available', '91': 'busy'}
 
-    busy = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='80', robot=NAV, message='ER-12',
-                                                               timeout_s=5.0))
+    busy = page(graph.client, hcw_id='80', robot=NAV, message='ER-12', timeout_s=5.0)
     assert busy.delivered and not busy.acknowledged and busy.response_time_s >= 5.0
-    ok = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='90', robot=NAV, message='ER-12',
-                                                             timeout_s=30.0))
+    ok = page(graph.client, hcw_id='90', robot=NAV, message='ER-12', timeout_s=30.0)
     assert ok.delivered and ok.acknowledged and NAV in ok.reply
     assert ok.response_time_s == pytest.approx(8.0, abs=0.6)
-    unknown = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='404', robot=NAV, timeout_s=5.0))
+    unknown = page(graph.client, hcw_id='404', robot=NAV, timeout_s=5.0)
     assert not unknown.delivered and "unknown HCW '404'" in unknown.reply
-    nowhere = graph.call(PageStaff, PAGE_STAFF, PageStaff.Request(hcw_id='90', robot=NAV, room='ER-99',
-                                                                  timeout_s=5.0))
+    nowhere = page(graph.client, hcw_id='90', robot=NAV, room='ER-99', timeout_s=5.0)
     assert not nowhere.delivered and "unknown room 'ER-99'" in nowhere.reply   # the page's room is checked
 
     content = []
@@ -302,9 +299,9 @@ def test_escort_produces_badge_scan_and_arrival(graph_factory):
                                      QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     assert wait_for(lambda: arrivals, 5.0) and arrivals[0].room == 'ER-12'
     answer = {}
-    request = PageStaff.Request(hcw_id='90', robot=NAV, message='Patient in ER-12', timeout_s=60.0)
     # Page and fetch in parallel: the page waits in sim time while the robot drives.
-    pager = threading.Thread(target=lambda: answer.update(reply=graph.call(PageStaff, PAGE_STAFF, request)))
+    pager = threading.Thread(target=lambda: answer.update(reply=page(
+        graph.client, hcw_id='90', robot=NAV, message='Patient in ER-12', timeout_s=60.0)))
     pager.start()
     lounge = graph.motion.engine.world.room('Staff lounge').center
     assert graph.result(graph.send_goal(*lounge)).status == GoalStatus.STATUS_SUCCEEDED

@@ -11,8 +11,12 @@ sim time from ``/clock`` under ``use_sim_time:=true`` (as in every simulated run
 Interfaces (names from :mod:`robot_team.contracts.names`, relative to the team namespace ``T``)
 -----------------------------------------------------------------------------------
 * ``ed/rtls/locate_staff`` (LocateStaff): where HCWs are and whether they are free.
-* ``ed/paging/page_staff`` (PageStaff): page an HCW and wait, in ROS time, up to ``timeout_s``
-  for the acknowledgement; an HCW who acknowledges a page naming a robot follows that robot.
+* ``ed/paging/page_staff`` (PageStaff action): page an HCW and wait, in ROS time, up to
+  ``timeout_s`` for the acknowledgement; an HCW who acknowledges a page naming a robot follows
+  that robot. While pages are awaited and nothing else is due, the node tells the follow clock
+  when the first of them is answered or runs out (the HCW's answer time, or the page's
+  deadline): sim time may jump across a page awaited (the goal's acceptance tells the robot that
+  the paging system has it, :class:`~robot_team.ros.clock.ScheduledWaits`).
 * ``ed/display/show`` (ShowDisplay) and ``ed/display/content`` (DisplayContent, reliable +
   transient local, 50 deep: each screen update, with the entries and lines shown).
 * ``ed/rtls/locations`` (StaffLocation, reliable, volatile): the RTLS stream, every
@@ -81,6 +85,7 @@ from pathlib import Path
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from nav_msgs.msg import Path as PathMsg
+from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
@@ -125,7 +130,8 @@ from robot_team.sim.delivery import DeliveryHolds
 from robot_team.sim.hospital import HospitalEngine
 from robot_team.sim.node_common import SimNode, SimRecord, pose2d, pose_msg
 from robot_team.sim.world import load_world
-from robot_team.srv import LocateStaff, PageStaff, ShowDisplay
+from robot_team.action import PageStaff
+from robot_team.srv import LocateStaff, ShowDisplay
 from robot_team.tools.localization import RobotPose
 
 POSE_SOURCES = ('amcl_pose', 'odom', 'tf')
@@ -158,6 +164,7 @@ class HospitalSystemsNode(SimNode, Node):
         super().__init__(HOSPITAL_SYSTEMS, scenario, context=context, parameter_overrides=parameter_overrides,
                          **node_kwargs)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
+        self._pages_accepted = 0   # pages whose goals were accepted and are not awaited yet (_next_event)
         self._trajectories: dict[str, list] = {}   # robot -> its forecast reports (engine time s, robot, pose)
         self._forecast: float | None = None   # engine time of the HCWs' next event, as forecast (_next_event)
         self._timer = self._jump = None
@@ -210,8 +217,8 @@ class HospitalSystemsNode(SimNode, Node):
         deliver = reported_deliveries(self.get_logger(), self._record.emitter.emit)
         self._locate_srv = deliver(self.create_service(LocateStaff, LOCATE_STAFF, self.locate_staff_callback,
                                                        callback_group=self._services_group))
-        self._page_srv = deliver(self.create_service(PageStaff, PAGE_STAFF, self.page_staff_callback,
-                                                     callback_group=self._services_group))
+        self._page_server = ActionServer(self, PageStaff, PAGE_STAFF, self.page_staff_callback,
+                                         goal_callback=self.page_goal_callback, callback_group=self._services_group)
         self._display_srv = deliver(self.create_service(ShowDisplay, SHOW_DISPLAY, self.show_display_callback,
                                                         callback_group=self._services_group))
         # Robots the team's supervisor noticed lost: the HCWs they escorted wait (volatile: only news).
@@ -420,23 +427,29 @@ class HospitalSystemsNode(SimNode, Node):
     def _next_event(self) -> float:
         """Return the ROS time (s) of the floor's next scheduled change, for the follow clock's jump ahead.
 
-        Busy (:data:`~robot_team.contracts.clock_sync.BUSY`) while a page is awaited, and at the first
-        acknowledgement after the engine produced events (their messages, an arrival, must reach
-        the team before the clock may jump: :mod:`robot_team.contracts.clock_sync`).
+        The pages awaited count: each one's deadline (an HCW's answer is the engine's own event).
+        Busy (:data:`~robot_team.contracts.clock_sync.BUSY`) at the first acknowledgement after the
+        engine produced events (their messages, an arrival, must reach the team before the clock
+        may jump: :mod:`robot_team.contracts.clock_sync`), from a page's acceptance until it is
+        awaited, and from its answer (or time out) until its result is sent.
         """
         with self._lock:
             produced, self._produced = self._produced, False
-            if produced or self._page_waiters:
+            if produced:
                 self._forecast = None
                 return BUSY
-            t = self.engine.next_event_s()
+            # a page accepted but not yet awaited, or answered but its result not yet sent: work now
+            if self._pages_accepted or any(done.is_set() for done, _ in self._page_waiters.values()):
+                return BUSY
+            deadlines = [deadline for _, deadline in self._page_waiters.values()]   # each page's time out
+            t = self.engine.next_event_s()   # (an HCW's answer to a page among them)
             if t > self.engine.t:
-                return self._origin + t
+                return self._origin + min([t, *deadlines])
             # HCWs moving: when the first of their events comes, if the robots drive as forecast (kept
             # until it is due or something else comes: a page, a trajectory, a robot lost, a screen)
             if self._forecast is None or self._forecast <= self.engine.t + 1e-9:
                 self._forecast = self.engine.forecast_event_s(self._reports())
-            return self._origin + self._forecast
+            return self._origin + min([self._forecast, *deadlines])
 
     def _process(self, events: list[SimEvent]) -> None:
         """Publish what the events mean on the ED topics and record each as a SIM team event (lock held)."""
@@ -473,19 +486,38 @@ class HospitalSystemsNode(SimNode, Node):
         response.unknown_ids = unknown
         return response
 
-    def page_staff_callback(self, request, response):
-        """Page an HCW and wait, in ROS time, up to timeout_s for the acknowledgement.
+    def page_goal_callback(self, _goal_request) -> GoalResponse:
+        """Accept every page (a bad one is answered as not delivered); it counts as work now until awaited."""
+        with self._lock:
+            self._pages_accepted += 1
+        return GoalResponse.ACCEPT
 
-        ``response_time_s`` is the time from the page to the acknowledgement, or the time
-        waited when there was none.
+    def page_staff_callback(self, goal_handle) -> PageStaff.Result:
+        """Page an HCW and wait, in ROS time, up to the goal's timeout_s for the acknowledgement.
+
+        The result's ``response_time_s`` is the time from the page to the acknowledgement, or the
+        time waited when there was none. The goal always succeeds: the result says what the page
+        got (delivered, acknowledged).
         """
         with self._in_flight():
-            return self._page(request, response)
+            page_id = None
+            try:
+                page_id, result = self._page(goal_handle)
+                with self._lock:
+                    if goal_handle.is_active:
+                        goal_handle.succeed()
+                return result
+            finally:   # answered: the page no longer holds the clock (its result goes out on return)
+                with self._lock:
+                    self._page_waiters.pop(page_id, None)
 
-    def _page(self, request, response):
+    def _page(self, goal_handle) -> tuple[int | None, PageStaff.Result]:
+        """Send the goal's page and wait for its answer; return the page's ID (None: not sent) and the result."""
+        request, response = goal_handle.request, PageStaff.Result()
         timeout = float(request.timeout_s) if math.isfinite(request.timeout_s) else 0.0
         timeout = min(max(timeout, 0.0), MAX_PAGE_WAIT_S)
         with self._lock:
+            self._pages_accepted -= 1   # awaited from here on (or answered at once)
             try:
                 page = self.engine.page(request.hcw_id.strip(), request.robot.strip(), request.message,
                                         request.room.strip())
@@ -493,25 +525,28 @@ class HospitalSystemsNode(SimNode, Node):
                 self._record.input_error(f'{names.PAGE_STAFF}: {exc}', target=request.hcw_id, robot=request.robot)
                 response.delivered, response.acknowledged = False, False
                 response.reply = f'(not delivered: {exc})'
-                return response
+                return None, response
             self._process(self.engine.drain_events())
             self._save()
             done = threading.Event()
+            if not page.delivered:
+                done.set()   # answered at once: work now until the result is sent
             self._page_waiters[page.page_id] = (done, page.sent_at + timeout)
+            goal_handle.publish_feedback(PageStaff.Feedback(delivered=page.delivered))
         if page.delivered:
             while not done.wait(timeout=0.1):
                 if self._stopping or not self.context.ok():
                     break
         with self._lock:
-            self._page_waiters.pop(page.page_id, None)
             page = self.engine.page_status(page.page_id)
             waited = self.engine.t - page.sent_at
+            self._page_waiters[page.page_id][0].set()   # (stopped: answered now)
         response.delivered = page.delivered
         response.acknowledged = page.acknowledged
         response.reply = page.reply if page.delivered else f'(not delivered: HCW #{page.hcw_id} is off shift)'
         response.response_time_s = float(page.response_time_s if page.acknowledged else
                                          (waited if page.delivered else 0.0))
-        return response
+        return page.page_id, response
 
     def liveness_callback(self, msg) -> None:
         """A robot the supervisor noticed lost (``team/liveness``): the HCWs it escorted wait for it."""

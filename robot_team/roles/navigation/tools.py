@@ -5,7 +5,7 @@ navigation robot's :class:`~robot_team.tools.base.Toolbox`, so only that robot c
 (declared in :mod:`robot_team.roles.navigation.decl`):
 
 - ``Tool.LOCATE_STAFF`` -> the RTLS service ``names.LOCATE_STAFF`` (robot_team/srv/LocateStaff)
-- ``Tool.PAGE_STAFF`` -> the paging service ``names.PAGE_STAFF`` (robot_team/srv/PageStaff)
+- ``Tool.PAGE_STAFF`` -> the paging system's action ``names.PAGE_STAFF`` (robot_team/action/PageStaff)
 - ``Tool.ROOM_DOOR_POSE`` -> the floor description (:mod:`robot_team.contracts.floor`): rooms and doors in ``map``
 - ``Tool.PLAN_PATH`` -> ``<robot>/compute_path_to_pose`` (nav2_msgs/action/ComputePathToPose, Nav2's
   planner server on the map server's map; the real floor may differ: a closed door), from the
@@ -20,7 +20,11 @@ Only interfaces every Nav2 robot has: nothing here knows the embedded simulator.
 from __future__ import annotations
 
 import math
+import threading
 
+from action_msgs.msg import GoalStatus
+
+from robot_team.action import PageStaff
 from robot_team.contracts import names
 from robot_team.catalog import OBSERVE_WAIT_S, ClosedSet, TaskFacts, Tool, WorldFact, implements, register_tools
 from robot_team.contracts.config import ConfigError
@@ -29,8 +33,12 @@ from robot_team.contracts.floor import load_floor
 from robot_team.contracts.names import team_name
 from robot_team.roles.navigation.decl import (
     NAVIGATION_ROLE, LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput)
-from robot_team.ros.util import SERVER_WAIT_S, call_service, discovery_hold_of, wait_for_server, watch_ros_time
-from robot_team.srv import LocateStaff, PageStaff
+from robot_team.ros.action_client import TeamActionClient
+from robot_team.ros.clock import scheduled_waits_of
+from robot_team.ros.stamps import now_s
+from robot_team.ros.util import (SERVER_WAIT_S, call_service, discovery_hold_of, wait_for_server, wait_future,
+                                 watch_ros_time)
+from robot_team.srv import LocateStaff
 from robot_team.tools.base import Toolbox, check_declared_fact, task_value
 from robot_team.tools.localization import RobotPose
 from robot_team.tools.navigation import ComputePathClient, NavOutcome, make_navigator
@@ -38,6 +46,10 @@ from robot_team.tools.navigation import ComputePathClient, NavOutcome, make_navi
 #: Wall seconds route planning waits for the robot's first pose (a node that has just started), like
 #: the timeout of a TF lookup; past it the tool fails.
 POSE_WAIT_S = 5.0
+
+#: ROS seconds past a page's ``timeout_s`` within which its result should come (the paging system
+#: answers at the time out; a system that went down never does): past it the call fails.
+PAGE_RESULT_GRACE_S = 10.0
 
 
 def page_result(output: dict) -> dict:
@@ -89,7 +101,9 @@ class NavigationTools:
         self.planner = ComputePathClient(node, names.COMPUTE_PATH_TO_POSE, callback_group)
         self._locate = node.create_client(LocateStaff, team_name(node, names.LOCATE_STAFF),
                                           callback_group=callback_group)
-        self._page = node.create_client(PageStaff, team_name(node, names.PAGE_STAFF), callback_group=callback_group)
+        self._page = TeamActionClient(node, PageStaff, team_name(node, names.PAGE_STAFF),
+                                      callback_group=callback_group)
+        self._page_stop = threading.Event()   # set: the page awaited is abandoned (the task was stopped)
         self.nav = make_navigator(node, navigator, callback_group)
 
     @classmethod
@@ -118,7 +132,8 @@ class NavigationTools:
         return {'navigator': type(self.nav).__name__, 'pose_source': self.pose.source}
 
     def cancel(self) -> None:
-        """Cancel the Nav2 goal in flight, if any (the robot's task was stopped)."""
+        """Cancel the Nav2 goal in flight and abandon the page awaited, if any (the robot's task was stopped)."""
+        self._page_stop.set()
         self.nav.cancel()
 
     def register(self, toolbox: Toolbox) -> None:
@@ -146,10 +161,16 @@ class NavigationTools:
         The page names the task's room (the patient's), as a hospital's paging system carries the
         location, whatever the message says.
         """
-        wait_for_server(self._page, SERVER_WAIT_S, f'service {names.PAGE_STAFF}', discovery_hold_of(self._node))
-        request = PageStaff.Request(hcw_id=args.hcw_id, message=args.message, robot=self._node.get_name(),
-                                    room=task_value(ClosedSet.TASK_ROOM), timeout_s=args.timeout_s)
-        response = call_service(self._node, self._page, request, 120.0, f'response of {names.PAGE_STAFF}')
+        self._page_stop.clear()
+        wait_for_server(self._page, SERVER_WAIT_S, f'action server {names.PAGE_STAFF}',
+                        discovery_hold_of(self._node))
+        goal = PageStaff.Goal(hcw_id=args.hcw_id, message=args.message, robot=self._node.get_name(),
+                              room=task_value(ClosedSet.TASK_ROOM), timeout_s=args.timeout_s)
+        start = now_s(self._node)
+        handle = wait_future(self._page.send_goal_async(goal), SERVER_WAIT_S, f'goal response of {names.PAGE_STAFF}')
+        if not handle.accepted:
+            raise ToolError(f'{names.PAGE_STAFF}: the paging system refused the page')
+        response = self._page_result(handle, start + args.timeout_s + PAGE_RESULT_GRACE_S)
         output = {'hcw_id': args.hcw_id, 'delivered': response.delivered, 'acknowledged': response.acknowledged,
                   'reply': response.reply, 'response_time_s': round(response.response_time_s, 2)}
         if not response.acknowledged:
@@ -157,6 +178,45 @@ class NavigationTools:
         else:
             output['meet_at'] = self._where(args.hcw_id)
         return page_result(output)
+
+    def _page_result(self, handle, deadline_s: float):
+        """Wait for the result of the accepted page ``handle`` until ``deadline_s`` (ROS time, s); return it.
+
+        The paging system has the page (its goal was accepted) and answers when the HCW does or the
+        page runs out, which it tells the follow clock: the robot has nothing to do meanwhile
+        (:class:`~robot_team.ros.clock.ScheduledWaits`, ended in the callback that takes the
+        result). ``PageStaff.Result``.
+
+        Raises
+        ------
+        ToolError
+            If no result came by ``deadline_s``, the task was stopped meanwhile, or the page did
+            not succeed (the paging system stopped).
+        """
+        waits = scheduled_waits_of(self._node)
+        token = waits.begin(deadline_s) if waits is not None else None
+        done = threading.Event()
+
+        def on_result(_future):
+            if token is not None:
+                waits.end(token)
+            done.set()
+        future = handle.get_result_async()
+        future.add_done_callback(on_result)
+        try:
+            while not done.wait(0.01):
+                if self._page_stop.is_set():
+                    raise ToolError(f'{names.PAGE_STAFF}: the page was abandoned, the task was stopped')
+                if now_s(self._node) > deadline_s:
+                    raise ToolError(f'{names.PAGE_STAFF}: no result by {deadline_s:g} s (ROS time): the paging '
+                                    'system did not answer')
+        finally:
+            if token is not None:
+                waits.end(token)
+        wrapped = future.result()
+        if wrapped.status != GoalStatus.STATUS_SUCCEEDED:
+            raise ToolError(f'{names.PAGE_STAFF}: the page ended without an answer (goal status {wrapped.status})')
+        return wrapped.result
 
     def _rtls_entry(self, hcw_id: str) -> dict | None:
         """Return the RTLS's entry for ``hcw_id`` (as :meth:`locate` gives it); None if it cannot say."""
