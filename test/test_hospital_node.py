@@ -66,6 +66,15 @@ class FakeFloor:
         return [e for e in self.events if e.kind == 'sim' and e.data.get('what') == what]
 
 
+def _leave(executor, *nodes):
+    """Take ``nodes`` off the test's executor, let callbacks in flight finish, destroy them."""
+    for node in nodes:
+        executor.remove_node(node)
+    time.sleep(0.2)
+    for node in nodes:
+        node.destroy_node()
+
+
 def call(node, srv_type, name, request, keep_ticking, timeout=30.0):
     client = node.create_client(srv_type, name)
     assert client.wait_for_service(timeout_sec=10.0), f'{name} not available'
@@ -131,11 +140,7 @@ def test_paged_hcw_follows_a_robot_seen_only_through_amcl_pose_and_badges_in(ros
         assert not [e for e in floor.events if e.kind == 'input_error']
         assert all(e.actor == 'hospital_systems' for e in floor.events)
     finally:
-        for node in (floor.node, hospital):
-            executor.remove_node(node)
-        time.sleep(0.2)
-        for node in (floor.node, hospital):
-            node.destroy_node()
+        _leave(executor, floor.node, hospital)
 
 
 def test_a_page_awaited_tells_the_follow_clock_when_it_is_answered_or_runs_out(ros_context, executor):
@@ -164,11 +169,7 @@ def test_a_page_awaited_tells_the_follow_clock_when_it_is_answered_or_runs_out(r
                     if sent + 3 * STEP_S <= stamp_to_s(a.clock) <= due - 3 * STEP_S]
             assert told and all(at == pytest.approx(due, abs=1e-6) for _, at in told), (hcw, due, told)
     finally:
-        for node in (floor.node, hospital):
-            executor.remove_node(node)
-        time.sleep(0.2)
-        for node in (floor.node, hospital):
-            node.destroy_node()
+        _leave(executor, floor.node, hospital)
 
 
 def test_pose_source_odom_subscribes_to_odom_instead(ros_context):
