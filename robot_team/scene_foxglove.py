@@ -279,12 +279,12 @@ def write_foxglove(context: foxglove.Context, events: Sequence[TeamEventModel], 
     items = sorted([(s.t, 0, i, s) for i, s in enumerate(samples)]
                    + [(e.stamp_s, 1, i, e) for i, e in enumerate(events)], key=lambda item: item[:3])
     start = items[0][0] if items else 0.0
-    scene_channel.log(scene_update(state.snapshot(), floor, with_floor=True), log_time=wall(start))
+    scene_channel.log(scene_update(state.view(), floor, with_floor=True), log_time=wall(start))
     written = 1
     for t, _, _, item in items:
         if isinstance(item, Sample):
             state.take(item)
-            snapshot = state.snapshot()
+            snapshot = state.view()   # (read before the next change)
             one = [item.name]
             update = (scene_update(snapshot, floor, robots=one, hcws=(), cases=False) if item.what == 'robot'
                       else scene_update(snapshot, floor, robots=(), hcws=one, cases=False))
@@ -295,7 +295,7 @@ def write_foxglove(context: foxglove.Context, events: Sequence[TeamEventModel], 
                 written += 1
                 continue
             state.apply(item)
-            snapshot = state.snapshot()
+            snapshot = state.view()   # (read before the next change)
             scene_channel.log(scene_update(snapshot, floor, hcws=()), log_time=wall(t))
             cases_channel.log(cases_message(snapshot), log_time=wall(t))
         written += 1
