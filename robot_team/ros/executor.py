@@ -279,7 +279,7 @@ class TeamExecutor(MultiThreadedExecutor):
                             guards.append(gc)
                     for wt in node.waitables:
                         if (with_events or type(wt) is not EventHandler) and _can_execute(wt):
-                            waitables.append(wt)
+                            waitables.append((wt, node))
                 extra_timers = _enter_executable([timeout_timer] if timeout_timer is not None else [], entered,
                                                  check=False)
                 for gc in (self._guard, self._sigint_gc):
@@ -288,14 +288,14 @@ class TeamExecutor(MultiThreadedExecutor):
                 guards = _enter_executable(guards, entered, check=False)
                 n_timers += len(extra_timers)
                 n_gcs, n_events = len(guards), 0
-                in_wait_set = []
-                for waitable in waitables:
+                in_wait_set = []   # (waitable, its node), in the nodes' order
+                for waitable, node in waitables:
                     try:
                         waitable.__enter__()
                     except InvalidHandle:
                         continue
                     entered.append(waitable)
-                    in_wait_set.append(waitable)
+                    in_wait_set.append((waitable, node))
                     if type(waitable) is EventHandler:
                         n_events += 1
                     else:
@@ -327,13 +327,13 @@ class TeamExecutor(MultiThreadedExecutor):
                     wait_set.add_timer(handle)
                 for _gc, handle in guards:
                     wait_set.add_guard_condition(handle)
-                waiting = set()   # ids of the waitables in the wait set
-                for waitable in in_wait_set:
+                waiting = []   # (waitable, its node) in the wait set
+                for waitable, node in in_wait_set:
                     try:
                         waitable.add_to_wait_set(wait_set)
                     except InvalidHandle:   # destroyed since it was entered (its node destroyed meanwhile)
                         continue
-                    waiting.add(id(waitable))
+                    waiting.append((waitable, node))
 
                 wait_nsec = timeout_nsec
                 if not with_events and timeout_nsec != 0:   # take QoS events and tools' requests up when due
@@ -355,10 +355,9 @@ class TeamExecutor(MultiThreadedExecutor):
                     if handle.pointer in guards_ready:
                         gc._executor_triggered = True
 
-                for node in nodes_to_use:   # waitables checked while the wait set exists
-                    for wt in node.waitables:
-                        if id(wt) in waiting and _is_ready(wt, wait_set) and wt.callback_group.can_execute(wt):
-                            ready_waitables.append((wt, node))
+                for wt, node in waiting:   # checked while the wait set exists (only those in it)
+                    if _is_ready(wt, wait_set) and wt.callback_group.can_execute(wt):
+                        ready_waitables.append((wt, node))
             finally:
                 for handle in reversed(entered):
                     handle.__exit__(None, None, None)
