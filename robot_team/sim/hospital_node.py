@@ -164,7 +164,7 @@ class HospitalSystemsNode(SimNode, Node):
         super().__init__(HOSPITAL_SYSTEMS, scenario, context=context, parameter_overrides=parameter_overrides,
                          **node_kwargs)
         self._page_waiters: dict[int, tuple[threading.Event, float]] = {}   # page ID -> (done, deadline)
-        self._pages_accepted = 0   # pages whose goals were accepted and are not awaited yet (_next_event)
+        self._pages_accepted = 0   # pages from their goal's acceptance to the end of its callback (_next_event)
         self._trajectories: dict[str, list] = {}   # robot -> its forecast reports (engine time s, robot, pose)
         self._forecast: float | None = None   # engine time of the HCWs' next event, as forecast (_next_event)
         self._timer = self._jump = None
@@ -439,7 +439,8 @@ class HospitalSystemsNode(SimNode, Node):
                 self._forecast = None
                 return BUSY
             # a page accepted but not yet awaited, or answered but its result not yet sent: work now
-            if self._pages_accepted or any(done.is_set() for done, _ in self._page_waiters.values()):
+            awaited = sum(not done.is_set() for done, _ in self._page_waiters.values())
+            if self._pages_accepted > awaited:
                 return BUSY
             deadlines = [deadline for _, deadline in self._page_waiters.values()]   # each page's time out
             t = self.engine.next_event_s()   # (an HCW's answer to a page among them)
@@ -500,24 +501,22 @@ class HospitalSystemsNode(SimNode, Node):
         got (delivered, acknowledged).
         """
         with self._in_flight():
-            page_id = None
             try:
-                page_id, result = self._page(goal_handle)
+                result = self._page(goal_handle)
                 with self._lock:
                     if goal_handle.is_active:
                         goal_handle.succeed()
                 return result
             finally:   # answered: the page no longer holds the clock (its result goes out on return)
                 with self._lock:
-                    self._page_waiters.pop(page_id, None)
+                    self._pages_accepted -= 1
 
-    def _page(self, goal_handle) -> tuple[int | None, PageStaff.Result]:
-        """Send the goal's page and wait for its answer; return the page's ID (None: not sent) and the result."""
+    def _page(self, goal_handle) -> PageStaff.Result:
+        """Send the goal's page and wait for its answer (awaited: in ``_page_waiters``); return the result."""
         request, response = goal_handle.request, PageStaff.Result()
         timeout = float(request.timeout_s) if math.isfinite(request.timeout_s) else 0.0
         timeout = min(max(timeout, 0.0), MAX_PAGE_WAIT_S)
         with self._lock:
-            self._pages_accepted -= 1   # awaited from here on (or answered at once)
             try:
                 page = self.engine.page(request.hcw_id.strip(), request.robot.strip(), request.message,
                                         request.room.strip())
@@ -525,12 +524,10 @@ class HospitalSystemsNode(SimNode, Node):
                 self._record.input_error(f'{names.PAGE_STAFF}: {exc}', target=request.hcw_id, robot=request.robot)
                 response.delivered, response.acknowledged = False, False
                 response.reply = f'(not delivered: {exc})'
-                return None, response
+                return response
             self._process(self.engine.drain_events())
             self._save()
             done = threading.Event()
-            if not page.delivered:
-                done.set()   # answered at once: work now until the result is sent
             self._page_waiters[page.page_id] = (done, page.sent_at + timeout)
             goal_handle.publish_feedback(PageStaff.Feedback(delivered=page.delivered))
         if page.delivered:
@@ -538,15 +535,15 @@ class HospitalSystemsNode(SimNode, Node):
                 if self._stopping or not self.context.ok():
                     break
         with self._lock:
+            self._page_waiters.pop(page.page_id, None)
             page = self.engine.page_status(page.page_id)
             waited = self.engine.t - page.sent_at
-            self._page_waiters[page.page_id][0].set()   # (stopped: answered now)
         response.delivered = page.delivered
         response.acknowledged = page.acknowledged
         response.reply = page.reply if page.delivered else f'(not delivered: HCW #{page.hcw_id} is off shift)'
         response.response_time_s = float(page.response_time_s if page.acknowledged else
                                          (waited if page.delivered else 0.0))
-        return page.page_id, response
+        return response
 
     def liveness_callback(self, msg) -> None:
         """A robot the supervisor noticed lost (``team/liveness``): the HCWs it escorted wait for it."""
