@@ -128,6 +128,33 @@ def scheduled_waits_of(node) -> ScheduledWaits | None:
     return getattr(node, 'scheduled_waits', None)
 
 
+class ResultWait:
+    """A task's wait for the result of a goal another follower of the clock accepted and schedules.
+
+    Begun once the goal is accepted (only the acceptance proves the server has it): from then the
+    wait is one of ``node``'s :class:`ScheduledWaits` (none where the node keeps none), up to
+    ``deadline_s`` (ROS time, s). It ends in the callback that takes ``result_future``'s answer,
+    before :attr:`done` is set (the waiting thread resumes after it), or at :meth:`end` (a cancel,
+    a time out). For a robot's ``navigate_to_pose`` goal and its page.
+    """
+
+    def __init__(self, node, result_future, deadline_s: float):
+        self._waits = scheduled_waits_of(node)
+        self._token = self._waits.begin(deadline_s) if self._waits is not None else None
+        self.done = threading.Event()
+        """Set once the result came (or by whoever asks again for it: see the navigator's cancel)."""
+        result_future.add_done_callback(self._on_result)
+
+    def _on_result(self, _future) -> None:
+        self.end()
+        self.done.set()
+
+    def end(self) -> None:
+        """End the wait (the node has work from now on); again: nothing."""
+        if self._token is not None:
+            self._waits.end(self._token)
+
+
 def follow_clock(node, next_event: Callable[[], float] | None = None,
                  activity: Callable[[], int] | None = None) -> ClockFollower | None:
     """Make ``node`` follow its team's clock when it runs on sim time; return the follower (None otherwise).

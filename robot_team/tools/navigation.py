@@ -28,7 +28,7 @@ from robot_team.contracts import names
 from robot_team.contracts.errors import ToolError
 from robot_team.contracts.geometry import quaternion_to_yaw, yaw_to_quaternion
 from robot_team.contracts.nav2_codes import ComputePathToPoseError, nav2_error_name
-from robot_team.ros.clock import scheduled_waits_of
+from robot_team.ros.clock import ResultWait
 from robot_team.ros.stamps import now_s
 from robot_team.ros.util import SERVER_WAIT_S, discovery_hold_of, wait_for_server, wait_future
 
@@ -139,25 +139,17 @@ class NavigateToPoseClient:
         if cancel_now:   # cancelled while the goal was being sent
             handle.cancel_goal_async()
         result_future = handle.get_result_async()
-        done = threading.Event()
         # Driving: nothing to do before the result, which the simulator schedules (ros.clock.ScheduledWaits)
-        waits = scheduled_waits_of(self._node)
-        token = waits.begin(start + timeout_s) if waits is not None else None
-
-        def on_result(_future):
-            if token is not None:
-                waits.end(token)
-            done.set()
-        result_future.add_done_callback(on_result)
+        wait = ResultWait(self._node, result_future, start + timeout_s)
+        done = wait.done
         while not done.wait(0.01):
             timed_out = now_s(self._node) - start > timeout_s
             if timed_out:
                 self.cancel()
             with self._lock:
                 cancelled = self._cancel_requested
-            if cancelled and token is not None:
-                waits.end(token)
             if cancelled:   # past its time, or cancelled from another thread: the answer to the result
+                wait.end()
                 again = handle.get_result_async()   # request may have been lost with the link; ask again
                 again.add_done_callback(lambda _f: done.set())
                 if not done.wait(CANCEL_RESULT_WAIT_S):
@@ -170,8 +162,7 @@ class NavigateToPoseClient:
                     return result
                 if not result_future.done():
                     result_future = again
-        if token is not None:
-            waits.end(token)
+        wait.end()
         with self._lock:
             self._goal_handle = None
         wrapped = result_future.result()

@@ -34,7 +34,7 @@ from robot_team.contracts.names import team_name
 from robot_team.roles.navigation.decl import (
     NAVIGATION_ROLE, LocateStaffInput, NavigateInput, PageStaffInput, PlanPathInput, RoomInput)
 from robot_team.ros.action_client import TeamActionClient
-from robot_team.ros.clock import scheduled_waits_of
+from robot_team.ros.clock import ResultWait
 from robot_team.ros.stamps import now_s
 from robot_team.ros.util import (SERVER_WAIT_S, call_service, discovery_hold_of, wait_for_server, wait_future,
                                  watch_ros_time)
@@ -184,8 +184,7 @@ class NavigationTools:
 
         The paging system has the page (its goal was accepted) and answers when the HCW does or the
         page runs out, which it tells the follow clock: the robot has nothing to do meanwhile
-        (:class:`~robot_team.ros.clock.ScheduledWaits`, ended in the callback that takes the
-        result). ``PageStaff.Result``.
+        (:class:`~robot_team.ros.clock.ResultWait`). ``PageStaff.Result``.
 
         Raises
         ------
@@ -193,26 +192,17 @@ class NavigationTools:
             If no result came by ``deadline_s``, the task was stopped meanwhile, or the page did
             not succeed (the paging system stopped).
         """
-        waits = scheduled_waits_of(self._node)
-        token = waits.begin(deadline_s) if waits is not None else None
-        done = threading.Event()
-
-        def on_result(_future):
-            if token is not None:
-                waits.end(token)
-            done.set()
         future = handle.get_result_async()
-        future.add_done_callback(on_result)
+        wait = ResultWait(self._node, future, deadline_s)
         try:
-            while not done.wait(0.01):
+            while not wait.done.wait(0.01):
                 if self._page_stop.is_set():
                     raise ToolError(f'{names.PAGE_STAFF}: the page was abandoned, the task was stopped')
                 if now_s(self._node) > deadline_s:
                     raise ToolError(f'{names.PAGE_STAFF}: no result by {deadline_s:g} s (ROS time): the paging '
                                     'system did not answer')
         finally:
-            if token is not None:
-                waits.end(token)
+            wait.end()
         wrapped = future.result()
         if wrapped.status != GoalStatus.STATUS_SUCCEEDED:
             raise ToolError(f'{names.PAGE_STAFF}: the page ended without an answer (goal status {wrapped.status})')
