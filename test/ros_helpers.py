@@ -90,23 +90,25 @@ def page(node, keep_ticking=lambda: time.sleep(0.01), timeout: float = 30.0, **g
     """Page through the paging system's action (``ed/paging/page_staff``) from ``node``; return its result.
 
     ``goal``: the ``PageStaff.Goal``'s fields. ``keep_ticking()`` is called while the result is
-    awaited (a test that drives the clock itself advances it there).
+    awaited (a test that drives the clock itself advances it there). The action client is made
+    once per node and lives as long as the node: rclpy 9's executors fail (``RCLError``: "action
+    client pointer is invalid") when an action client is destroyed while they build a wait set,
+    which a test's executor spinning meanwhile does at any moment (a suite run, 2026-12-03).
     """
     from action_msgs.msg import GoalStatus
     from robot_team.action import PageStaff
     from robot_team.contracts.names import PAGE_STAFF
     from robot_team.ros.action_client import TeamActionClient
-    client = TeamActionClient(node, PageStaff, PAGE_STAFF)   # (safe to create while the node spins)
-    try:
-        assert client.wait_for_server(timeout_sec=10.0), f'{PAGE_STAFF} not available'
-        sent = client.send_goal_async(PageStaff.Goal(**goal))
-        assert wait_for(sent.done, 10.0) and sent.result().accepted, 'the page was not accepted'
-        future = sent.result().get_result_async()
-        deadline = time.monotonic() + timeout
-        while not future.done() and time.monotonic() < deadline:
-            keep_ticking()
-        assert future.done(), f'{PAGE_STAFF} did not answer'
-        assert future.result().status == GoalStatus.STATUS_SUCCEEDED
-        return future.result().result
-    finally:
-        client.destroy()
+    client = getattr(node, '_test_page_client', None)
+    if client is None:
+        client = node._test_page_client = TeamActionClient(node, PageStaff, PAGE_STAFF)   # (safe while it spins)
+    assert client.wait_for_server(timeout_sec=10.0), f'{PAGE_STAFF} not available'
+    sent = client.send_goal_async(PageStaff.Goal(**goal))
+    assert wait_for(sent.done, 10.0) and sent.result().accepted, 'the page was not accepted'
+    future = sent.result().get_result_async()
+    deadline = time.monotonic() + timeout
+    while not future.done() and time.monotonic() < deadline:
+        keep_ticking()
+    assert future.done(), f'{PAGE_STAFF} did not answer'
+    assert future.result().status == GoalStatus.STATUS_SUCCEEDED
+    return future.result().result
