@@ -168,6 +168,49 @@ def test_a_parameter_and_a_type_description_request_are_served(ros_context):
         asking.close()
 
 
+def test_what_a_node_destroys_while_the_executor_spins_leaves_the_graph(ros_context):
+    # The executor holds its entities' handles between waits: one the node destroys (a subscription,
+    # an action client, the node itself) must still be destroyed, and leave the graph, while it spins.
+    from rclpy.action import ActionClient
+    from rclpy.node import Node as RclpyNode
+    from robot_team.action import PageStaff
+
+    team, watcher = Node('team_member', context=ros_context), RclpyNode('graph_watcher', context=ros_context)
+    team.create_subscription(Int64, 'kept', lambda _m: None, 10)
+    sub = team.create_subscription(Int64, 'dropped', lambda _m: None, 10)
+    action = ActionClient(team, PageStaff, 'dropped_action')
+    kept_pub, dropped_pub = watcher.create_publisher(Int64, 'kept', 10), watcher.create_publisher(Int64, 'dropped', 10)
+    spinning = _Spinning(ros_context, [team])
+    try:
+        assert wait_for(lambda: dropped_pub.get_subscription_count() == 1 and kept_pub.get_subscription_count() == 1
+                        and 'dropped_action' in str(watcher.get_service_names_and_types()), 10.0)
+        team.destroy_subscription(sub)
+        action.destroy()
+        assert wait_for(lambda: dropped_pub.get_subscription_count() == 0, 10.0), 'the destroyed subscription stayed'
+        assert wait_for(lambda: 'dropped_action' not in str(watcher.get_service_names_and_types()), 10.0), (
+            'the destroyed action client stayed')
+        assert kept_pub.get_subscription_count() == 1
+        spinning.executor.remove_node(team)
+        team.destroy_node()
+        assert wait_for(lambda: kept_pub.get_subscription_count() == 0, 10.0), 'the destroyed node stayed'
+    finally:
+        spinning.nodes = [watcher]
+        spinning.close()
+
+
+def test_shutdown_lets_the_nodes_it_spun_be_destroyed(ros_context):
+    node, watcher = Node('spun_node', context=ros_context), Node('watcher', context=ros_context)
+    node.create_subscription(Int64, 'spun', lambda _m: None, 10)
+    pub = watcher.create_publisher(Int64, 'spun', 10)
+    spinning = _Spinning(ros_context, [node])
+    assert wait_for(lambda: pub.get_subscription_count() == 1, 10.0)
+    spinning.close()   # shuts the executor down, then destroys the node
+    try:
+        assert wait_for(lambda: pub.get_subscription_count() == 0, 10.0), 'the node outlived its destruction'
+    finally:
+        watcher.destroy_node()
+
+
 def test_a_node_waits_for_its_first_clock_before_its_ros_time_has_started(ros_context, executor):
     # A robot restarted mid-episode must not stamp its work at t = 0 (before the task it serves).
     from rclpy.parameter import Parameter

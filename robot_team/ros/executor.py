@@ -15,7 +15,9 @@ for every node's acknowledgement, it spends most of the GIL on its own bookkeepi
 
 :class:`TeamExecutor` is a ``MultiThreadedExecutor`` (same pool, same callback groups, the same
 order of callbacks and the same rules for which entity may run) that hands a callback to the pool
-once, wakes once per callback, builds the wait set in one pass per node, and waits on the QoS
+once, wakes once per callback, builds the wait set in one pass per node from the entities it
+holds (:class:`_HeldEntities`: each handle entered once, while it stays its node's, not around
+every wait: an onboarding episode builds some 900 wait sets of about 200 entities), and waits on the QoS
 event handlers (incompatible QoS or type; the team registers no event callback of its own) and
 the nodes' parameter and type-description services every :data:`EVENT_POLL_S` only, and leaves
 out a waitable destroyed while its wait set is built (a node destroyed while the executor spins,
@@ -34,6 +36,7 @@ from __future__ import annotations
 import threading
 import time
 
+from rclpy.action import ActionClient, ActionServer
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.event_handler import EventHandler
 from rclpy.exceptions import InvalidHandle
@@ -115,6 +118,90 @@ def _enter_executable(entities, entered: list, check: bool = True) -> list:
     return usable
 
 
+_FIXED_SIZE_WAITABLES = (ActionServer, ActionClient)
+"""Waitables whose number of entities never changes (an rcl action server or client): counted once."""
+
+
+def _entity_counts(waitable) -> tuple:
+    """Return ``waitable``'s entities: (subscriptions, guard conditions, timers, clients, services, events)."""
+    count = waitable.get_num_entities()
+    return (count.num_subscriptions, count.num_guard_conditions, count.num_timers, count.num_clients,
+            count.num_services, count.num_events)
+
+
+def _entity_lists(node) -> tuple:
+    """Return copies of ``node``'s lists of timers, subscriptions, clients, services, guard conditions, waitables."""
+    return (node._timers[:], node._subscriptions[:], node._clients[:], node._services[:], node._guards[:],
+            node._Node__waitables[:])
+
+
+class _HeldEntities:
+    """One node's waitable entities as the executor last saw them, each one's handle held (entered).
+
+    Building a wait set enters every entity's handle, so that no other thread can destroy the
+    entity while the wait set uses it, and exits them after the wait: some 200 handles, each
+    sorted by kind, for every callback a team runs. Here they are entered once, while the entity
+    stays the node's (rclpy's ``Node.destroy_*`` take an entity off the node's lists, then ask its
+    handle to be destroyed once no one uses it): the executor releases a node's handles when its
+    lists change or it leaves the executor (:meth:`release`), in the executor's own thread, and the
+    destruction happens then. An entity whose handle is already being destroyed is left out.
+    """
+
+    __slots__ = ('seen', 'timers', 'subscriptions', 'clients', 'services', 'infrastructure', 'guards',
+                 'waitables', 'events', 'counts', '_held')
+
+    def __init__(self, node):
+        self.seen = _entity_lists(node)
+        timers, subscriptions, clients, services, guards, waitables = self.seen
+        self._held = []
+        self.timers = self._enter(timers)
+        self.subscriptions = self._enter(subscriptions)
+        self.clients = self._enter(clients)
+        team = self._enter(srv for srv in services if not _is_infrastructure(srv))
+        self.infrastructure = self._enter(srv for srv in services if _is_infrastructure(srv))
+        self.services = team
+        self.guards = self._enter(guards)
+        self.waitables, self.events = [], []
+        self.counts = {}   # waitable -> (subscriptions, guard conditions, timers, clients, services, events)
+        for waitable in waitables:
+            try:
+                waitable.__enter__()
+            except InvalidHandle:
+                continue
+            self._held.append(waitable)
+            if type(waitable) is EventHandler:
+                self.events.append(waitable)
+            else:
+                self.waitables.append(waitable)
+                if isinstance(waitable, _FIXED_SIZE_WAITABLES):
+                    self.counts[waitable] = _entity_counts(waitable)
+
+    def _enter(self, entities) -> list:
+        """Return ``(entity, handle)`` for each of ``entities`` whose handle could be entered (held)."""
+        usable = []
+        for entity in entities:
+            handle = entity.handle
+            try:
+                handle.__enter__()
+            except InvalidHandle:
+                continue
+            self._held.append(handle)
+            usable.append((entity, handle))
+        return usable
+
+    def unchanged(self, node) -> bool:
+        """Return whether ``node`` has the same entities as when they were held."""
+        seen = self.seen
+        return (seen[1] == node._subscriptions and seen[0] == node._timers and seen[2] == node._clients
+                and seen[3] == node._services and seen[4] == node._guards and seen[5] == node._Node__waitables)
+
+    def release(self) -> None:
+        """Exit every held handle (an entity destroyed meanwhile is destroyed now); idempotent."""
+        held, self._held = self._held, []
+        for handle in reversed(held):
+            handle.__exit__(None, None, None)
+
+
 class TeamExecutor(MultiThreadedExecutor):
     """A ``MultiThreadedExecutor`` that hands each callback to its pool once and waits cheaply.
 
@@ -132,6 +219,8 @@ class TeamExecutor(MultiThreadedExecutor):
         self._queued_lock = threading.Lock()
         self._drained = threading.Condition(self._queued_lock)   # notified when _queued becomes empty
         self._events_due = 0.0             # when the QoS event handlers are waited on next (monotonic s)
+        self._held: dict = {}              # node -> its _HeldEntities (their handles entered)
+        self._held_lock = threading.Lock()   # held by the thread that builds a wait set, until it is done
 
     # --- dispatch ---------------------------------------------------------------------------
 
@@ -216,6 +305,48 @@ class TeamExecutor(MultiThreadedExecutor):
 
     # --- waiting ------------------------------------------------------------------------------
 
+    def _held_for(self, nodes) -> list:
+        """Return ``(node, its _HeldEntities)`` for ``nodes``, held anew where a node's entities changed (lock held).
+
+        The handles of a node no longer in the executor are released (its entities destroyed
+        meanwhile are destroyed now).
+        """
+        held = self._held
+        out = []
+        for node in nodes:
+            entry = held.get(node)
+            if entry is None or not entry.unchanged(node):
+                held[node] = _HeldEntities(node)   # (entered before the old ones are released)
+                if entry is not None:
+                    entry.release()
+                entry = held[node]
+            out.append((node, entry))
+        if len(held) > len(out):   # (a node left: the executor had one more; or a subset was asked for)
+            keep = set(self.get_nodes()).union(nodes)
+            for node in [n for n in held if n not in keep]:
+                held.pop(node).release()
+        return out
+
+    def _release_held(self) -> None:
+        """Release every node's held handles (lock held): the executor stops spinning."""
+        held, self._held = self._held, {}
+        for entry in held.values():
+            entry.release()
+
+    def shutdown(self, timeout_sec: float | None = None, **kwargs) -> bool:
+        """Shut down as ``MultiThreadedExecutor.shutdown`` does, then release the handles held for the wait sets.
+
+        A thread that still builds or waits on a wait set releases them itself as it stops (it
+        sees the shutdown); else they are released here.
+        """
+        done = super().shutdown(timeout_sec, **kwargs)
+        if self._held_lock.acquire(timeout=1.0):
+            try:
+                self._release_held()
+            finally:
+                self._held_lock.release()
+        return done
+
     def _wait_for_ready_callbacks(self, timeout_sec=None, nodes=None, condition=lambda: False):
         """Yield ``(task, entity, node)`` for every callback ready to run, as rclpy's executor does.
 
@@ -252,115 +383,115 @@ class TeamExecutor(MultiThreadedExecutor):
                     self._tasks = [t for t in self._tasks if not t[0].done() and not t[0].cancelled()]
 
             # What may be waited on: per node, (entity, handle) of its timers, subscriptions,
-            # clients and services; its guard conditions and waitables.
+            # clients and services; its guard conditions and waitables (their handles held: _held_for).
             now = time.monotonic()
             with_events = now >= self._events_due
             if with_events:
                 self._events_due = now + EVENT_POLL_S
             per_node, guards, waitables = [], [], []
             n_subs = n_timers = n_clients = n_services = 0
-            entered = []      # handles held while the wait set uses them (they cannot be destroyed)
+            entered = []      # handles entered for this wait only (the executor's own, the context)
             ready_waitables = []
-            try:
-                for node in nodes_to_use:
-                    services = node.services if with_events else [
-                        srv for srv in node.services if not _is_infrastructure(srv)]
-                    kinds = (_enter_executable(node.timers, entered), _enter_executable(node.subscriptions, entered),
-                             _enter_executable(node.clients, entered), _enter_executable(services, entered))
-                    n_timers += len(kinds[0])
-                    n_subs += len(kinds[1])
-                    n_clients += len(kinds[2])
-                    n_services += len(kinds[3])
-                    per_node.append((node, kinds))
-                    for gc in node.guards:
-                        if _can_execute(gc):
-                            if gc._executor_triggered:   # triggered but not handled: trigger again
-                                gc.trigger()
-                            guards.append(gc)
-                    for wt in node.waitables:
-                        if (with_events or type(wt) is not EventHandler) and _can_execute(wt):
-                            waitables.append((wt, node))
-                extra_timers = _enter_executable([timeout_timer] if timeout_timer is not None else [], entered,
-                                                 check=False)
-                for gc in (self._guard, self._sigint_gc):
-                    if gc:
-                        guards.append(gc)
-                guards = _enter_executable(guards, entered, check=False)
-                n_timers += len(extra_timers)
-                n_gcs, n_events = len(guards), 0
-                in_wait_set = []   # (waitable, its node), in the nodes' order
-                for waitable, node in waitables:
-                    try:
-                        waitable.__enter__()
-                    except InvalidHandle:
-                        continue
-                    entered.append(waitable)
-                    in_wait_set.append((waitable, node))
-                    if type(waitable) is EventHandler:
-                        n_events += 1
-                    else:
-                        count = waitable.get_num_entities()
-                        n_subs += count.num_subscriptions
-                        n_gcs += count.num_guard_conditions
-                        n_timers += count.num_timers
-                        n_clients += count.num_clients
-                        n_services += count.num_services
-                        n_events += count.num_events
-                if self._context.handle is None:
-                    raise RuntimeError('Cannot enter context if context is None')
-                self._context.handle.__enter__()
-                entered.append(self._context.handle)
+            with self._held_lock:
+                try:
+                    held_by = dict(self._held_for(nodes_to_use))
+                    for node, held in held_by.items():
+                        kinds = ([e for e in held.timers if _can_execute(e[0])],
+                                 [e for e in held.subscriptions if _can_execute(e[0])],
+                                 [e for e in held.clients if _can_execute(e[0])],
+                                 [e for e in held.services if _can_execute(e[0])])
+                        if with_events:
+                            kinds[3].extend(e for e in held.infrastructure if _can_execute(e[0]))
+                        n_timers += len(kinds[0])
+                        n_subs += len(kinds[1])
+                        n_clients += len(kinds[2])
+                        n_services += len(kinds[3])
+                        per_node.append((node, kinds))
+                        for gc, handle in held.guards:
+                            if _can_execute(gc):
+                                if gc._executor_triggered:   # triggered but not handled: trigger again
+                                    gc.trigger()
+                                guards.append((gc, handle))
+                        for wt in held.waitables:
+                            if _can_execute(wt):
+                                waitables.append((wt, node))
+                        if with_events:
+                            waitables.extend((wt, node) for wt in held.events if _can_execute(wt))
+                    extra_timers = _enter_executable([timeout_timer] if timeout_timer is not None else [], entered,
+                                                     check=False)
+                    guards += _enter_executable([gc for gc in (self._guard, self._sigint_gc) if gc], entered,
+                                                check=False)
+                    n_timers += len(extra_timers)
+                    n_gcs, n_events = len(guards), 0
+                    for waitable, node in waitables:
+                        if type(waitable) is EventHandler:
+                            n_events += 1
+                            continue
+                        count = held_by[node].counts.get(waitable) or _entity_counts(waitable)
+                        n_subs += count[0]
+                        n_gcs += count[1]
+                        n_timers += count[2]
+                        n_clients += count[3]
+                        n_services += count[4]
+                        n_events += count[5]
+                    if self._context.handle is None:
+                        raise RuntimeError('Cannot enter context if context is None')
+                    self._context.handle.__enter__()
+                    entered.append(self._context.handle)
 
-                wait_set = _rclpy.WaitSet(n_subs, n_gcs, n_timers, n_clients, n_services, n_events,
-                                          self._context.handle)
-                wait_set.clear_entities()
-                for _node, (node_timers, node_subs, node_clients, node_services) in per_node:
-                    for _entity, handle in node_timers:
+                    wait_set = _rclpy.WaitSet(n_subs, n_gcs, n_timers, n_clients, n_services, n_events,
+                                              self._context.handle)
+                    wait_set.clear_entities()
+                    for _node, (node_timers, node_subs, node_clients, node_services) in per_node:
+                        for _entity, handle in node_timers:
+                            wait_set.add_timer(handle)
+                        for _entity, handle in node_subs:
+                            wait_set.add_subscription(handle)
+                        for _entity, handle in node_clients:
+                            wait_set.add_client(handle)
+                        for _entity, handle in node_services:
+                            wait_set.add_service(handle)
+                    for _entity, handle in extra_timers:
                         wait_set.add_timer(handle)
-                    for _entity, handle in node_subs:
-                        wait_set.add_subscription(handle)
-                    for _entity, handle in node_clients:
-                        wait_set.add_client(handle)
-                    for _entity, handle in node_services:
-                        wait_set.add_service(handle)
-                for _entity, handle in extra_timers:
-                    wait_set.add_timer(handle)
-                for _gc, handle in guards:
-                    wait_set.add_guard_condition(handle)
-                waiting = []   # (waitable, its node) in the wait set
-                for waitable, node in in_wait_set:
-                    try:
-                        waitable.add_to_wait_set(wait_set)
-                    except InvalidHandle:   # destroyed since it was entered (its node destroyed meanwhile)
-                        continue
-                    waiting.append((waitable, node))
+                    for _gc, handle in guards:
+                        wait_set.add_guard_condition(handle)
+                    waiting = []   # (waitable, its node) in the wait set
+                    for waitable, node in waitables:
+                        try:
+                            waitable.add_to_wait_set(wait_set)
+                        except InvalidHandle:   # (held: not destroyed; as rclpy's executor, should it be)
+                            continue
+                        waiting.append((waitable, node))
 
-                wait_nsec = timeout_nsec
-                if not with_events and timeout_nsec != 0:   # take QoS events and tools' requests up when due
-                    due_nsec = timeout_sec_to_nsec(max(self._events_due - time.monotonic(), 0.0))
-                    wait_nsec = due_nsec if timeout_nsec < 0 else min(timeout_nsec, due_nsec)
-                wait_set.wait(wait_nsec)
-                if self._is_shutdown:
-                    raise ShutdownException()
-                if not self._context.ok():
-                    raise ExternalShutdownException()
+                    wait_nsec = timeout_nsec
+                    if not with_events and timeout_nsec != 0:   # take QoS events and tools' requests up when due
+                        due_nsec = timeout_sec_to_nsec(max(self._events_due - time.monotonic(), 0.0))
+                        wait_nsec = due_nsec if timeout_nsec < 0 else min(timeout_nsec, due_nsec)
+                    wait_set.wait(wait_nsec)
+                    if self._is_shutdown:
+                        raise ShutdownException()
+                    if not self._context.ok():
+                        raise ExternalShutdownException()
 
-                subs_ready = set(wait_set.get_ready_entities('subscription'))
-                guards_ready = set(wait_set.get_ready_entities('guard_condition'))
-                timers_ready = set(wait_set.get_ready_entities('timer'))
-                clients_ready = set(wait_set.get_ready_entities('client'))
-                services_ready = set(wait_set.get_ready_entities('service'))
+                    subs_ready = set(wait_set.get_ready_entities('subscription'))
+                    guards_ready = set(wait_set.get_ready_entities('guard_condition'))
+                    timers_ready = set(wait_set.get_ready_entities('timer'))
+                    clients_ready = set(wait_set.get_ready_entities('client'))
+                    services_ready = set(wait_set.get_ready_entities('service'))
 
-                for gc, handle in guards:   # guard conditions are taken by the wait
-                    if handle.pointer in guards_ready:
-                        gc._executor_triggered = True
+                    for gc, handle in guards:   # guard conditions are taken by the wait
+                        if handle.pointer in guards_ready:
+                            gc._executor_triggered = True
 
-                for wt, node in waiting:   # checked while the wait set exists (only those in it)
-                    if _is_ready(wt, wait_set) and wt.callback_group.can_execute(wt):
-                        ready_waitables.append((wt, node))
-            finally:
-                for handle in reversed(entered):
-                    handle.__exit__(None, None, None)
+                    for wt, node in waiting:   # checked while the wait set exists (only those in it)
+                        if _is_ready(wt, wait_set) and wt.callback_group.can_execute(wt):
+                            ready_waitables.append((wt, node))
+                except (ShutdownException, ExternalShutdownException):
+                    self._release_held()
+                    raise
+                finally:
+                    for handle in reversed(entered):
+                        handle.__exit__(None, None, None)
 
             for wt, node in ready_waitables:
                 yielded_work = True
@@ -393,6 +524,8 @@ class TeamExecutor(MultiThreadedExecutor):
             if timeout_nsec == 0 or (timeout_timer is not None and timeout_timer.handle.pointer in timers_ready):
                 raise TimeoutException()
         if self._is_shutdown:
+            with self._held_lock:
+                self._release_held()
             raise ShutdownException()
         if condition():
             raise ConditionReachedException()
