@@ -54,7 +54,7 @@ FHIR_PORT_HELP = ('Also serve FHIR Encounter notifications (R5 subscription-noti
 FHIR_HOST_HELP = (f'Address the FHIR gateway binds (loopback by default; elsewhere the bearer token in {TOKEN_ENV} '
                   'is required).')
 JUMP_AHEAD_HELP = ('Follow clock without a speed cap: jump sim time across quiet time (every node waiting for '
-                   'a scheduled event, no robot driving) to the step before the next event: the same decisions, '
+                   'a scheduled event, no robot driving) to the step that brings the next event: the same decisions, '
                    'sooner (robot_team.contracts.clock_sync). --no-jump-ahead: step through it.')
 FOXGLOVE_HELP = ('Serve the live scene (SceneUpdate on /team/scene) and events (Log on /team/log) to Foxglove '
                  'over WebSocket on this port (ws://FOXGLOVE_HOST:PORT; 0: any free port, in report.json); layout: '

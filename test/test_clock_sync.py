@@ -93,7 +93,7 @@ def test_a_follower_that_waited_with_everyone_on_a_lost_one_is_not_counted_behin
     assert not gate.back_within(RETURN_SETTLE_S) and not gate.real_time_due()
 
 
-def test_the_clock_jumps_to_the_step_before_the_next_event_once_everyone_was_quiet_twice():
+def test_the_clock_jumps_to_the_step_of_the_next_event_once_everyone_was_quiet_twice():
     gate = FollowGate(follower_timeout_s=2.0, wall=FakeWall())
     assert gate.jump_target(0.0, 1.0) is None                 # nobody follows: nobody said they are quiet
     gate.ack('/manager', 10.0, NOTHING_SCHEDULED)
@@ -106,9 +106,10 @@ def test_the_clock_jumps_to_the_step_before_the_next_event_once_everyone_was_qui
         gate.ack(name, 11.0, wake)
     assert gate.jump_target(11.0, 1.0) == 11.0 + JUMP_AHEAD_MAX_S   # far: at most the cap
     assert gate.jump_target(11.0, 1.0, own_next_event_s=NOTHING_SCHEDULED) == 11.0 + JUMP_AHEAD_MAX_S
-    assert gate.jump_target(11.0, 1.0, max_jump_s=1e6) == 3599.0    # the last step before it
-    assert gate.jump_target(11.0, 1.0, own_next_event_s=40.5, max_jump_s=1e6) == 40.0   # the source's own
-    assert gate.jump_target(11.0, 1.0, own_next_event_s=13.0) is None   # one step: a step, not a jump
+    assert gate.jump_target(11.0, 1.0, max_jump_s=1e6) == 3600.0    # the step that brings it
+    assert gate.jump_target(11.0, 1.0, own_next_event_s=40.5, max_jump_s=1e6) == 41.0   # the source's own
+    assert gate.jump_target(11.0, 1.0, own_next_event_s=13.0) == 13.0   # two steps: a jump
+    assert gate.jump_target(11.0, 1.0, own_next_event_s=12.0) is None   # one step: a step, not a jump
     assert gate.jump_target(12.0, 1.0) is None                # someone has not acknowledged 12.0 yet
     gate.ack('/manager', 12.0, BUSY)                           # work now: the count starts again
     gate.ack('/hospital_systems', 12.0, 3600.0)
@@ -118,7 +119,7 @@ def test_the_clock_jumps_to_the_step_before_the_next_event_once_everyone_was_qui
     assert gate.jump_target(13.0, 1.0) is None                # the manager was busy one acknowledgement ago
     gate.ack('/manager', 14.0, 20.0)
     gate.ack('/hospital_systems', 14.0, 3600.0)
-    assert gate.jump_target(14.0, 1.0) == 19.0
+    assert gate.jump_target(14.0, 1.0) == 20.0
     for t in (15.0, 16.0):   # nothing scheduled anywhere (a deployment waits for the hospital): no jump
         gate.ack('/manager', t, NOTHING_SCHEDULED)
         gate.ack('/hospital_systems', t, NOTHING_SCHEDULED)
@@ -156,11 +157,11 @@ def test_a_jump_never_passes_an_event_and_lands_on_the_grid_of_steps(wakes, t, s
     target = gate.jump_target(t, step)
     earliest = min(wakes)
     if target is None:   # quiet twice, or not: none can jump past an event, and a jump is two steps at least
-        assert earliest <= t + 2 * step + 1e-9 or any(w <= t - step + 1e-9 for w in wakes) or earliest == math.inf
+        assert earliest <= t + step + 1e-9 or any(w <= t - step + 1e-9 for w in wakes) or earliest == math.inf
         return
     assert target - t >= 2 * step - 1e-9 and target - t <= JUMP_AHEAD_MAX_S + 1e-9
-    assert target < earliest - 1e-9                            # it lands before the earliest event ...
-    assert earliest <= target + step + 1e-9 or target - t >= JUMP_AHEAD_MAX_S - step   # ... one step before
+    assert target - step < earliest - 1e-9                     # no event before the jump's last step ...
+    assert earliest <= target + 1e-9 or target - t >= JUMP_AHEAD_MAX_S - step   # ... which brings it (or: capped)
     assert abs((target - t) / step - round((target - t) / step)) < 1e-6   # on the grid
 
 
@@ -342,7 +343,8 @@ def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_deci
     their trajectories: its HCW follows), across its pages awaited (the paging system says when
     the HCW answers) and across the wait for the scripted person's answer (10 s after the
     escalation). No engine event falls inside a jump, and the team makes the
-    decisions of the same case stepped through.
+    decisions of the same case stepped through. A jump lands on the step that brings the event it
+    waits for (the end of a drive or a page, the answer): only its last step may hold an engine event.
     """
     from robot_team.bench import decision_sequence
     from robot_team.contracts.config import load_scenario
@@ -354,13 +356,14 @@ def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_deci
     jumped = run_episode(late, tmp_path / 'late', domain_id=domain_id, log_level='warn')
     jumps = [(e.data['from_s'], e.data['to_s']) for e in jumped.events
              if e.kind == 'sim' and e.data.get('what') == 'clock_jump']
+    step = jumped.report['clock']['max_step_size']
     assert jumped.report['clock']['jumps'] == len(jumps) >= 4
-    assert sum(to - start for start, to in jumps if to < arrival) >= 150
+    assert sum(to - start for start, to in jumps if to - step < arrival) >= 150, jumps
     [opened] = [e.stamp_s for e in jumped.events if e.kind == 'case_opened']
     [closed] = [e.stamp_s for e in jumped.events if e.kind == 'case_closed' and e.actor == 'supervisor']
     [asked] = [e.stamp_s for e in jumped.events if e.kind == 'escalation']
     [answered] = [e.stamp_s for e in jumped.events if e.kind == 'human_decision']
-    assert [j for j in jumps if asked <= j[0] and j[1] < answered], ('no jump across the wait for the answer', jumps)
+    assert [j for j in jumps if asked <= j[0] and j[1] - step < answered], ('no jump across the answer\'s wait', jumps)
     # inside the case, before the person was asked: only across a robot's drive (the hospital replays its
     # trajectory) or a page awaited (from its call to its result)
     accepted = {e.data['goal_id']: e.data['sim_time_s'] for e in jumped.events if e.data.get('what') == 'goal_accepted'}
@@ -370,14 +373,14 @@ def test_the_clock_jumps_across_the_waits_before_and_in_a_case_and_the_team_deci
     pages = [(call.stamp_s, result.stamp_s) for call, result in zip(
         [e for e in tool if e.kind == 'tool_call'], [e for e in tool if e.kind == 'tool_result'])]
     in_case = [(start, to) for start, to in jumps if opened < to and start < asked]
-    assert pages and in_case and all(any(a <= start and to < b for a, b in drives + pages) for start, to in in_case), \
-        (in_case, drives, pages)
-    assert [j for j in in_case if any(a <= j[0] and j[1] < b for a, b in pages)], ('no jump across a page', pages)
-    assert max(to for _, to in jumps) < closed
+    assert pages and in_case and all(any(a <= start and to - step < b for a, b in drives + pages)
+                                     for start, to in in_case), (in_case, drives, pages)
+    assert [j for j in in_case if any(a <= j[0] and j[1] - step < b for a, b in pages)], ('no jump in a page', pages)
+    assert max(to for _, to in jumps) <= closed   # (at most on the step that brings the answer that closes it)
     engines = [e for e in jumped.events if e.actor in ('hospital_systems', 'motion_sim') and e.kind == 'sim'
                and e.data.get('what') != 'clock_jump']
     happened = [(e.data.get('sim_time_s', e.stamp_s), e.summary) for e in engines]   # the engines' own times
-    assert not [(t, text) for t, text in happened for start, to in jumps if start < t < to]
+    assert not [(t, text) for t, text in happened for start, to in jumps if start < t <= to - step + 1e-9]
     [arrived] = [e.data['sim_time_s'] for e in engines if e.data.get('what') == 'patient_arrival']
     assert arrived == pytest.approx(arrival)
     # the same decisions as the patient who arrives at once, stepped through

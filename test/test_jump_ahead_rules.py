@@ -1,6 +1,6 @@
 """Jumping ahead inside a case, without ROS: what each node says of its next work holds, whatever happens.
 
-The follow clock jumps to the last step before the earliest ``next_event_s`` its followers gave
+The follow clock jumps to the step that brings the earliest ``next_event_s`` its followers gave
 (:mod:`robot_team.contracts.clock_sync`). A follower that gives a time later than its real next
 work makes the team decide differently with the jump than without. So each rule is held to what
 the code that acts does, over random choices (a random chooser of the supervisor's inputs, random

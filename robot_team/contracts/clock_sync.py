@@ -18,7 +18,7 @@ Two clock modes (:data:`CLOCK_MODES`) for the simulator's clock source (``motion
     brain waits on its LLM.
 
 **Jump ahead.** While nothing but scheduled work is pending, the follow clock jumps to the step
-before the next scheduled event instead of stepping through the quiet time one step at a time (a
+that brings the next scheduled event instead of stepping through the quiet time one step at a time (a
 shift's quiet hours then cost almost nothing). Each follower tells, with every acknowledgement,
 when its next scheduled work is (``ClockAck.next_event_s``: 0 while it has work now, ``inf`` when
 nothing is scheduled); the clock source adds its own (a driving robot reaching its next pose; a
@@ -26,8 +26,10 @@ door change due). The clock jumps only when every counting follower said "nothin
 acknowledgements, so that a message sent in one step (an arrival, a closed case) has a whole step
 to reach its receiver and make it busy before anyone may jump; a follower that published events
 since its previous acknowledgement says "work now" itself (the hospital's arrivals). A jump keeps
-the grid of steps (it lands on the last step before the event, which then comes with a normal
-step), so every node sees the events at the same sim times as without it: the same decisions.
+the grid of steps: it lands on the first step at or after the event, the step that would have
+brought it, so every node sees the events at the same sim times as without it (nothing in the
+jump's earlier steps: every follower said so): the same decisions. A jump that landed on the step
+before (as before 2026-12-03) cost one more step per jump, a third of an 8 h shift's steps.
 It is bounded by :data:`JUMP_AHEAD_MAX_S`, and never made while a follower is lost, a brain holds
 the clock or a speed cap is set, nor when nothing is scheduled anywhere (what comes next comes
 from outside, e.g. a deployment's FHIR Encounters: sim time then runs on step by step). Nor while
@@ -232,9 +234,10 @@ class FollowGate:
                     max_jump_s: float = JUMP_AHEAD_MAX_S) -> float | None:
         """Return the sim time the clock may jump to from ``t`` (s) instead of one ``step``; None to step.
 
-        The target is ``t`` plus a whole number of steps (at least two), the last step before the
-        earliest next event of every follower and of the clock source itself
-        (``own_next_event_s``), and at most ``max_jump_s`` ahead. None when nothing is scheduled
+        The target is ``t`` plus a whole number of steps (at least two), the first step at or after
+        the earliest next event of every follower and of the clock source itself
+        (``own_next_event_s``: the step that brings the event, as stepping would), and at most
+        ``max_jump_s`` ahead. None when nothing is scheduled
         anywhere (what comes next comes from outside, e.g. a deployment's FHIR Encounters: sim
         time then runs as usual, not in jumps), and unless every follower
         counts, acknowledged ``t`` and said "nothing now" in its last :data:`QUIET_ACKS_TO_JUMP`
@@ -256,7 +259,7 @@ class FollowGate:
             wake = min([own_next_event_s, *(e.next_event_s for e in entries)])
         if math.isinf(wake):   # nothing scheduled anywhere: what comes next comes from outside (a deployment)
             return None
-        steps = min(math.ceil((wake - t) / step - 1e-9) - 1, math.floor(max_jump_s / step + 1e-9))
+        steps = min(math.ceil((wake - t) / step - 1e-9), math.floor(max_jump_s / step + 1e-9))
         return round(t + steps * step, 9) if steps >= 2 else None
 
     def ready(self, t: float) -> tuple[bool, list[tuple[str, float]]]:

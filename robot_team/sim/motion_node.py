@@ -80,7 +80,7 @@ Parameters
 ``jump_ahead`` (bool, default true)
     ``follow`` without a speed cap: while every follower has nothing to do but wait for a scheduled
     event (a robot that drives reaching its goal is one: its ``trajectory`` tells the way there), sim
-    time jumps to the step before it (:mod:`robot_team.contracts.clock_sync`; ``sim`` event
+    time jumps to the step that brings it (:mod:`robot_team.contracts.clock_sync`; ``sim`` event
     ``clock_jump``). The same decisions, sooner.
 ``tick_hz`` (float, default 100)
     Clock ticks per wall second (``follow``: the clock also steps on each last acknowledgement;
