@@ -166,7 +166,7 @@ def test_the_follow_clock_ticks_slowly_while_held_and_steps_as_soon_as_the_hold_
             resent = clocks[seen:]
             assert set(resent) <= {during}        # nothing stepped
             # the current time is still resent (a lost /clock cannot stall the team), at the slow pace:
-            # at tick_hz (100) with FOLLOW_RESEND_S (0.1 s) it was 20 in these 2 s
+            # at tick_hz (100) with a resend after 0.1 s (FOLLOW_RESEND_S until 2026-12-03) it was 20 in these 2 s
             assert 1 <= len(resent) <= 2.0 / HELD_TICK_S + 1, resent
             released = time.monotonic()
         assert wait_for(lambda: clocks[-1] > during, 2.0)

@@ -47,7 +47,14 @@ from robot_team.sim.motion import MotionEngine
 from robot_team.sim.node_common import SimRecord
 
 MAX_TICK_WALL_S = 0.5       # a stalled tick advances sim time by at most this much wall time
-FOLLOW_RESEND_S = 0.1       # follow clock: wall s without a step after which the current time is sent again
+FOLLOW_RESEND_S = 0.5
+"""Follow clock: wall s without a step after which the current time is sent again.
+
+For a follower that lost a ``/clock`` (reliable QoS: a message lost on a network cut, or a node
+that missed the last value): the clock waits for its acknowledgement. A resend costs a whole step of
+callbacks (every node takes ``/clock`` again and acknowledges), and a loaded machine's steps take
+more than 0.1 s (the hospital's update and forecast on the critical path): at 0.1 s, 9 of one slow
+onboarding run's 47 steps were resends (2026-12-03), each adding load to the step it waited for."""
 HELD_TICK_S = 0.5
 """Wall s between two ticks while a brain holds sim time (lockstep, :mod:`robot_team.llm.lockstep`).
 
