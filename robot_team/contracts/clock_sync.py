@@ -29,7 +29,8 @@ since its previous acknowledgement says "work now" itself (the hospital's arriva
 the grid of steps: it lands on the first step at or after the event, the step that would have
 brought it, so every node sees the events at the same sim times as without it (nothing in the
 jump's earlier steps: every follower said so): the same decisions. A jump that landed on the step
-before (as before 2026-12-03) cost one more step per jump, a third of an 8 h shift's steps.
+before (as before 2026-12-03) cost one more step per jump that reaches its event (a jump cut at
+:data:`JUMP_AHEAD_MAX_S` has none): the 8 h benchmark shift stepped 1,230 sim s then, 1,036 now.
 It is bounded by :data:`JUMP_AHEAD_MAX_S`, and never made while a follower is lost, a brain holds
 the clock or a speed cap is set, nor when nothing is scheduled anywhere (what comes next comes
 from outside, e.g. a deployment's FHIR Encounters: sim time then runs on step by step). Nor while
