@@ -140,7 +140,8 @@ class _HeldEntities:
 
     Building a wait set enters every entity's handle, so that no other thread can destroy the
     entity while the wait set uses it, and exits them after the wait: some 200 handles, each
-    sorted by kind, for every callback a team runs. Here they are entered once, while the entity
+    sorted by kind, for each of the 900 wait sets an onboarding episode builds. Here they are
+    entered once, while the entity
     stays the node's (rclpy's ``Node.destroy_*`` take an entity off the node's lists, then ask its
     handle to be destroyed once no one uses it): the executor releases a node's handles when its
     lists change or it leaves the executor (:meth:`release`), in the executor's own thread, and the
@@ -152,14 +153,20 @@ class _HeldEntities:
 
     def __init__(self, node):
         self.seen = _entity_lists(node)
-        timers, subscriptions, clients, services, guards, waitables = self.seen
         self._held = []
+        try:
+            self._hold(*self.seen)
+        except BaseException:
+            self.release()   # none left entered by a failure half-way
+            raise
+
+    def _hold(self, timers, subscriptions, clients, services, guards, waitables) -> None:
+        """Enter the handles of the node's entities, sorted by kind (see the class)."""
         self.timers = self._enter(timers)
         self.subscriptions = self._enter(subscriptions)
         self.clients = self._enter(clients)
-        team = self._enter(srv for srv in services if not _is_infrastructure(srv))
+        self.services = self._enter(srv for srv in services if not _is_infrastructure(srv))
         self.infrastructure = self._enter(srv for srv in services if _is_infrastructure(srv))
-        self.services = team
         self.guards = self._enter(guards)
         self.waitables, self.events = [], []
         self.counts = {}   # waitable -> (subscriptions, guard conditions, timers, clients, services, events)
