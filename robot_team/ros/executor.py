@@ -449,15 +449,12 @@ class TeamExecutor(MultiThreadedExecutor):
                     wait_set = _rclpy.WaitSet(n_subs, n_gcs, n_timers, n_clients, n_services, n_events,
                                               self._context.handle)
                     wait_set.clear_entities()
-                    for _node, (node_timers, node_subs, node_clients, node_services) in per_node:
-                        for _entity, handle in node_timers:
-                            wait_set.add_timer(handle)
-                        for _entity, handle in node_subs:
-                            wait_set.add_subscription(handle)
-                        for _entity, handle in node_clients:
-                            wait_set.add_client(handle)
-                        for _entity, handle in node_services:
-                            wait_set.add_service(handle)
+                    adders = (wait_set.add_timer, wait_set.add_subscription, wait_set.add_client,
+                              wait_set.add_service)   # in the order of each node's kinds
+                    for _node, kinds in per_node:
+                        for entities, add in zip(kinds, adders):
+                            for _entity, handle in entities:
+                                add(handle)
                     for _entity, handle in extra_timers:
                         wait_set.add_timer(handle)
                     for _gc, handle in guards:
