@@ -98,16 +98,14 @@ def _is_ready(waitable, wait_set) -> bool:
         return False
 
 
-def _enter_executable(entities, entered: list, check: bool = True) -> list:
-    """Return ``(entity, handle)`` for each of ``entities`` that may be waited on, its handle entered.
+def _enter_handles(entities, entered: list) -> list:
+    """Return ``(entity, handle)`` for each of ``entities``, its handle entered (one already destroyed: left out).
 
-    Entered handles are appended to ``entered`` (to exit after the wait); an entity already
-    destroyed is left out. ``check`` False: every entity (the executor's own timer and guards).
+    Entered handles are appended to ``entered`` (to exit once no longer used: after the wait, or
+    when the executor releases what it holds).
     """
     usable = []
     for entity in entities:
-        if check and not _can_execute(entity):
-            continue
         handle = entity.handle
         try:
             handle.__enter__()
@@ -185,16 +183,7 @@ class _HeldEntities:
 
     def _enter(self, entities) -> list:
         """Return ``(entity, handle)`` for each of ``entities`` whose handle could be entered (held)."""
-        usable = []
-        for entity in entities:
-            handle = entity.handle
-            try:
-                handle.__enter__()
-            except InvalidHandle:
-                continue
-            self._held.append(handle)
-            usable.append((entity, handle))
-        return usable
+        return _enter_handles(entities, self._held)
 
     def unchanged(self, node) -> bool:
         """Return whether ``node`` has the same entities as when they were held."""
@@ -312,14 +301,14 @@ class TeamExecutor(MultiThreadedExecutor):
 
     # --- waiting ------------------------------------------------------------------------------
 
-    def _held_for(self, nodes) -> list:
-        """Return ``(node, its _HeldEntities)`` for ``nodes``, held anew where a node's entities changed (lock held).
+    def _held_for(self, nodes) -> dict:
+        """Return ``{node: its _HeldEntities}`` for ``nodes``, held anew where a node's entities changed (lock held).
 
         The handles of a node no longer in the executor are released (its entities destroyed
         meanwhile are destroyed now).
         """
         held = self._held
-        out = []
+        out = {}
         for node in nodes:
             entry = held.get(node)
             if entry is None or not entry.unchanged(node):
@@ -327,7 +316,7 @@ class TeamExecutor(MultiThreadedExecutor):
                 if entry is not None:
                     entry.release()
                 entry = held[node]
-            out.append((node, entry))
+            out[node] = entry
         if len(held) > len(out):   # (a node left: the executor had one more; or a subset was asked for)
             keep = set(self.get_nodes()).union(nodes)
             for node in [n for n in held if n not in keep]:
@@ -401,7 +390,7 @@ class TeamExecutor(MultiThreadedExecutor):
             ready_waitables = []
             with self._held_lock:
                 try:
-                    held_by = dict(self._held_for(nodes_to_use))
+                    held_by = self._held_for(nodes_to_use)
                     for node, held in held_by.items():
                         kinds = ([e for e in held.timers if _can_execute(e[0])],
                                  [e for e in held.subscriptions if _can_execute(e[0])],
@@ -424,10 +413,8 @@ class TeamExecutor(MultiThreadedExecutor):
                                 waitables.append((wt, node))
                         if with_events:
                             waitables.extend((wt, node) for wt in held.events if _can_execute(wt))
-                    extra_timers = _enter_executable([timeout_timer] if timeout_timer is not None else [], entered,
-                                                     check=False)
-                    guards += _enter_executable([gc for gc in (self._guard, self._sigint_gc) if gc], entered,
-                                                check=False)
+                    extra_timers = _enter_handles([timeout_timer] if timeout_timer is not None else [], entered)
+                    guards += _enter_handles([gc for gc in (self._guard, self._sigint_gc) if gc], entered)
                     n_timers += len(extra_timers)
                     n_gcs, n_events = len(guards), 0
                     for waitable, node in waitables:
@@ -491,7 +478,7 @@ class TeamExecutor(MultiThreadedExecutor):
                         if _is_ready(wt, wait_set) and wt.callback_group.can_execute(wt):
                             ready_waitables.append((wt, node))
                 except (ShutdownException, ExternalShutdownException):
-                    self._release_held()
+                    self._release_held()   # (the context shut down: no executor shutdown may follow)
                     raise
                 finally:
                     for handle in reversed(entered):
@@ -527,9 +514,7 @@ class TeamExecutor(MultiThreadedExecutor):
 
             if timeout_nsec == 0 or (timeout_timer is not None and timeout_timer.handle.pointer in timers_ready):
                 raise TimeoutException()
-        if self._is_shutdown:
-            with self._held_lock:
-                self._release_held()
+        if self._is_shutdown:   # (shutdown() releases the held handles once this thread is out)
             raise ShutdownException()
         if condition():
             raise ConditionReachedException()
