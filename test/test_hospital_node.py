@@ -159,7 +159,7 @@ def test_a_page_awaited_tells_the_follow_clock_when_it_is_answered_or_runs_out(r
         executor.add_node(node)
 
     def tick_acknowledged():   # as the follow clock steps: the next time once the last one was acknowledged
-        floor.tick()           # (ticking on regardless, a loaded host's hospital skipped clocks: none in the window)
+        floor.tick()           # (ticking on regardless, a loaded host's hospital could skip the window's clocks)
         wait_for(lambda: acks and stamp_to_s(acks[-1].clock) >= floor.t - 1e-9, 5.0, period=0.001)
     try:
         assert wait_for(lambda: floor.sim('patient_arrival') or tick_acknowledged(), 10.0)
