@@ -98,10 +98,11 @@ def test_kill_9_of_the_supervisor_mid_task_in_a_whole_episode(domain_id, tmp_pat
 
     The test starts a new supervisor process with the same command line itself (automatic
     restart is the runner's business); the new one must take up ``nav-1`` running, accept its
-    report and the onboarding must still end in success. Sim time is capped at 4x wall time so
-    that the new supervisor (about 3 wall s to start) is up before nav-1 reports (its page waits
-    30 sim s): a report sent to the dead supervisor is lost (the robot gives up after its
-    timeout), which is the robot's recovery to build, not the store's.
+    report and the onboarding must still end in success. On the follow clock (uncapped) sim time
+    waits for the supervisor, one of its followers: it holds while the supervisor is down (for
+    ``follower_timeout_s``, then at most at real time), so the new one (about 3 wall s to start) is
+    up before nav-1 reports (its page waits 30 sim s). A report sent to the dead supervisor is lost
+    (the robot gives up after its timeout), which is the robot's recovery to build, not the store's.
     """
     import os
     import subprocess
@@ -110,7 +111,7 @@ def test_kill_9_of_the_supervisor_mid_task_in_a_whole_episode(domain_id, tmp_pat
     import robot_team
     from robot_team.run.episode import Episode
     scenario = load_scenario('onboarding')
-    episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id, real_time_factor=4.0)
+    episode = Episode(scenario, tmp_path, processes=True, domain_id=domain_id)
     restarted = {}
 
     def kill_and_restart(event):
