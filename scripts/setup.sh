@@ -53,14 +53,14 @@ trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 # takes the best version over all indexes as pip does. Where uv does not install, or an install of
 # it fails, pip does that install; ROBOT_TEAM_INSTALLER=pip uses pip throughout. (uv writes no
 # bytecode unless asked: as pip's --no-compile.)
-UV=()
+UV=(); UV_CONSTRAINTS=()
 if [ "${ROBOT_TEAM_INSTALLER:-uv}" = uv ]; then
   if "${PIP[@]}" install 'uv>=0.9,<1' >"$BUILD.uv.log" 2>&1; then
     mapfile -t UV_OPTIONS < <("$VENV/bin/python" - <<'PY'
 import shlex, subprocess, sys
 listed = subprocess.run([sys.executable, '-m', 'pip', 'config', 'list'], capture_output=True, text=True).stdout
 flags = {'index-url': '--index-url', 'extra-index-url': '--extra-index-url', 'find-links': '--find-links',
-         'constraint': '--constraint'}
+         'constraint': 'C:'}
 out, many, cert = [], False, []
 for line in listed.splitlines():
     key, _, value = line.partition('=')
@@ -70,8 +70,9 @@ for line in listed.splitlines():
     if name == 'cert' and values and not cert:
         cert = [f'SSL_CERT_FILE={values[0]}']
     for v in values if name in flags else []:
-        if [flags[name], v] not in (out[i:i + 2] for i in range(0, len(out), 2)):
-            out += [flags[name], v]
+        option = [flags[name] + v] if name == 'constraint' else [flags[name], v]
+        if option not in ([o] if o.startswith('C:') else out[i:i + 2] for i, o in enumerate(out)):
+            out += option
             many = many or name in ('extra-index-url', 'find-links')
 if many:
     out += ['--index-strategy', 'unsafe-best-match']
@@ -79,8 +80,12 @@ print('\n'.join(cert + out))
 PY
 )
     UV_ENV=(); UV=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python")
-    for option in "${UV_OPTIONS[@]}"; do
-      case "$option" in SSL_CERT_FILE=*) UV_ENV=(env "$option") ;; *) UV+=("$option") ;; esac
+    for option in "${UV_OPTIONS[@]}"; do   # (C:FILE: a constraint file)
+      case "$option" in
+        SSL_CERT_FILE=*) UV_ENV=(env "$option") ;;
+        C:*) UV_CONSTRAINTS+=(--constraint "${option#C:}") ;;
+        *) UV+=("$option") ;;
+      esac
     done
     UV=("${UV_ENV[@]}" "${UV[@]}")
   else
@@ -89,7 +94,10 @@ PY
 fi
 install_wheels() {  # install_wheels [OPTIONS] [-r FILE...]: with uv, else (or if it fails) with pip
   if [ "${#UV[@]}" -gt 0 ]; then
-    "${UV[@]}" "$@" && return 0
+    # pip's constraint files but where every wheel is pinned by its hash (uv then wants them pinned too)
+    local constraints=("${UV_CONSTRAINTS[@]}")
+    [[ " $* " == *" --require-hashes "* ]] && constraints=()
+    "${UV[@]}" "${constraints[@]}" "$@" && return 0
     log "uv could not install $*: pip installs it"
   fi
   "${PIP[@]}" "${INSTALL[@]}" "$@"
