@@ -240,6 +240,10 @@ def test_real_model_onboarding_episode_is_on_the_record_and_scored(tmp_path, dom
     # (a stuck small model reports failure sooner), and each request charged 20 sim s in lockstep
     # within a 600 s sim limit (at most ~30 requests).
     monkeypatch.setenv('ROBOT_TEAM_LLM_LOCAL__MAX_STEPS', '3')
+    # One inference thread: the suite's other worker holds the other core, and llama.cpp's threads
+    # wait for each other at every layer. Beside one busy core the episode took 198 s with one
+    # thread and 245 s with two, the same 14 requests (2026-12-03, docs/benchmarks.md).
+    monkeypatch.setenv('ROBOT_TEAM_LLM_LOCAL__THREADS', '1')
     monkeypatch.setenv('ROBOT_TEAM_LLM_MAX_REPORT_RETRIES', '1')
     monkeypatch.setenv('ROBOT_TEAM_LLM_LOCKSTEP_STEP_S', '20')
     scenario = load_scenario('onboarding').model_copy(update={'time_limit_s': 600.0})
