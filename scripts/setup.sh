@@ -109,7 +109,7 @@ first=(-r requirements/ros.txt)
 [ "$DEV" = 1 ] && first+=(-r requirements/docs.txt)
 install_wheels "${first[@]}"
 # The other Python dependencies install while CMake builds the interfaces, held to the versions the
-# builds use (pip fails rather than change one of them under a build; then they install afterwards).
+# builds use (the install fails rather than change one of them under a build; then they install afterwards).
 "${PIP[@]}" freeze --all | grep -E '^[A-Za-z0-9._-]+==[^ ]+$' > "$BUILD/ros-constraints.txt"
 reqs=(-r requirements/ros.txt -r requirements/base.txt)
 [ "$DEV" = 1 ] && reqs+=(-r requirements/dev.txt)
