@@ -61,7 +61,7 @@ import shlex, subprocess, sys
 listed = subprocess.run([sys.executable, '-m', 'pip', 'config', 'list'], capture_output=True, text=True).stdout
 flags = {'index-url': '--index-url', 'extra-index-url': '--extra-index-url', 'find-links': '--find-links',
          'constraint': 'C:'}
-out, many, cert = [], False, []
+out, seen, many, cert = [], set(), False, []
 for line in listed.splitlines():
     key, _, value = line.partition('=')
     name = key.rpartition('.')[2]
@@ -70,9 +70,9 @@ for line in listed.splitlines():
     if name == 'cert' and values and not cert:
         cert = [f'SSL_CERT_FILE={values[0]}']
     for v in values if name in flags else []:
-        option = [flags[name] + v] if name == 'constraint' else [flags[name], v]
-        if option not in ([o] if o.startswith('C:') else out[i:i + 2] for i, o in enumerate(out)):
-            out += option
+        if (name, v) not in seen:   # (the same in a file and a variable: once)
+            seen.add((name, v))
+            out += [flags[name] + v] if name == 'constraint' else [flags[name], v]
             many = many or name in ('extra-index-url', 'find-links')
 if many:
     out += ['--index-strategy', 'unsafe-best-match']
