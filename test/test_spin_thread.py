@@ -75,6 +75,36 @@ def test_past_max_respins_it_gives_up_and_the_thread_ends(ros_context):
         node.destroy_node()
 
 
+def test_it_says_it_gave_up_only_once_the_last_failure_was_told(ros_context):
+    """A reader that sees ``gave_up`` finds the last failure already told.
+
+    The console test read an empty banner after ``gave_up`` once, the suite on three workers on two cores.
+    """
+    node, _ticks = _ticking(ros_context, lambda n: True)
+    executor = TeamExecutor(num_threads=2, context=ros_context)
+    executor.add_node(node)
+    telling, release, told = threading.Event(), threading.Event(), []
+
+    def slow_listener(failure):
+        if not failure.spun_again:
+            telling.set()
+            release.wait(10.0)
+        told.append(failure.attempt)
+    spin = SpinThread(executor, 'spin-under-test', max_respins=1, on_failure=slow_listener)
+    spin.start()
+    try:
+        assert telling.wait(10.0), 'the last failure was never told'
+        time.sleep(0.2)
+        assert not spin.gave_up, 'gave_up was set while the last failure was still being told'
+        release.set()
+        spin.join(timeout=10.0)
+        assert spin.gave_up and told == [1, 2]
+    finally:
+        release.set()
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+
+
 def test_the_episode_records_each_failure_and_once_it_gives_up_the_team_is_down(ros_context, tmp_path):
     """The runner's side, on a real recorder node: events stored without the executor once it gave up."""
     from robot_team.recorder import TeamRecorder

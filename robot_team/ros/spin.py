@@ -73,7 +73,8 @@ class SpinThread(threading.Thread):
         self._failures: list[SpinFailure] = []
         self._taken = 0
         self.gave_up = False
-        """True once an exception ended ``spin()`` more than ``max_respins`` times: nothing spins any more."""
+        """True once an exception ended ``spin()`` more than ``max_respins`` times and ``on_failure`` was told of
+        it: nothing spins any more."""
 
     def run(self) -> None:
         """Spin until the executor is shut down, keeping each exception that ends ``spin()``."""
@@ -90,10 +91,9 @@ class SpinThread(threading.Thread):
                     failure = SpinFailure(exc, f'{type(exc).__name__}: {exc}', tail, again,
                                           attempt=len(self._failures) + 1)
                     self._failures.append(failure)
-                    if not again:
-                        self.gave_up = True
                 self._tell(failure)
                 if not again:
+                    self.gave_up = True   # (after telling: whoever reads it sees the last failure told)
                     return
 
     def take_failures(self) -> list[SpinFailure]:
