@@ -6,9 +6,13 @@ DDS liveliness, the workflow recovers the task the node held, and the record kee
 written before the fault (events.jsonl and events.mcap, read back). Times are wall seconds.
 """
 
+from pathlib import Path
+
 import pytest
 
+from robot_team.contracts.events import EventKind
 from robot_team.faults import FAULTS, NOTICE_BOUND_S, run_fault
+from robot_team.recorder import read_jsonl
 
 pytest.importorskip('rclpy')
 
@@ -32,6 +36,15 @@ def test_a_robot_killed_mid_task_is_noticed_restarted_and_its_task_recovered(nod
     assert result.restarted_s is not None and result.back_s is not None and result.back_s >= result.noticed_s
     assert result.lost_task, f'{node} held no task when killed: {result}'
     assert result.recovered_s is not None and result.recovered_s >= result.back_s   # waited for it to be back
+    # every cancel its task server answered came before the task was given again: a cancel sent when
+    # it was lost, still waiting in the restarted process, must not cancel its next task (CI rehearsal)
+    events = read_jsonl(Path(result.out_dir) / 'events.jsonl')
+    retry = next(e for e in events if e.kind == EventKind.DELEGATION.value
+                 and e.data.get('handles_task_id') == result.lost_task)
+    answered = [e for e in events if e.kind == EventKind.GOALS_CANCELLED.value
+                and e.target == f'{node}/execute_task' and e.data.get('reachable')]
+    assert answered, f'{node}: no cancel of its goals was answered once it was back'
+    assert all(e.wall_time <= retry.wall_time for e in answered), [(e.wall_time, e.reason) for e in answered]
     assert result.outcome == result.expected_outcome == 'success', result
 
 

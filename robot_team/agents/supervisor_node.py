@@ -58,6 +58,7 @@ from rclpy.node import Node
 
 from robot_team.contracts import names
 from robot_team.contracts.clock_sync import BUSY, served_at_s
+from robot_team.contracts.errors import ToolError
 from robot_team.contracts.config import ConfigError, Deadlines, Scenario, load_scenario
 from robot_team.contracts.names import NO_ROBOT, RobotId
 from robot_team.core.escalations import (
@@ -70,6 +71,7 @@ from robot_team.core.escalations import (
 from robot_team.core.supervisor import SupervisorCore
 from robot_team.core.supervisor_reports import parse_report
 from robot_team.directory import StaffDirectory
+from robot_team.llm.lockstep import BACK_NOTICE, ClockHoldPublisher
 from robot_team.contracts.events import EventKind
 from robot_team.msg import (
     Escalation,
@@ -91,7 +93,7 @@ from robot_team.ros.emitter import EventEmitter, log_line
 from robot_team.ros.messages import reliable_qos, report_from_msg, report_to_msg
 from robot_team.ros.services import reported_deliveries
 from robot_team.ros.stamps import now_s, s_to_stamp, stamp_to_s
-from robot_team.ros.util import declare_robots, spin_node
+from robot_team.ros.util import call_service, declare_robots, spin_node
 from robot_team.srv import (
     AcknowledgeEscalation,
     AuthorizeTask,
@@ -212,6 +214,7 @@ class SupervisorNode(Node):
         self._cancel_clients = {action: self.create_client(CancelGoal, f'{action}/_action/cancel_goal',
                                                            callback_group=self._group)
                                 for action in hold_cancels(robots)}
+        self._back_holds = ClockHoldPublisher(self, self.get_name(), BACK_NOTICE)   # sim time held per back notice
         self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
         self._rtls_pending = False
         self._directive_pub = self.create_publisher(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, reliable_qos())
@@ -390,9 +393,15 @@ class SupervisorNode(Node):
         """Record a team node lost, back or heard first; recover a lost robot's task, stop its goals, tell the team.
 
         A robot back as the same incarnation (its host was cut off the network) may still run the
-        task that was closed when it was lost: the cancel sent then could not reach it. Its goals
-        are cancelled again, and the team hears that it is back once the cancels are answered (at
-        most :data:`BACK_NOTICE_WAIT_S` later), so a new delegation never reaches it before them.
+        task that was closed when it was lost: the cancel sent then could not reach it. A restarted
+        robot holds no goal of its predecessor, but the cancel sent when it was lost may wait in its
+        new process, which takes it with the next goal and runs the goal first: the new task is
+        cancelled (CI rehearsal, 2026-12-03: an info-collection robot restarted before its lease ran
+        out, its next task cancelled 0.2 s after it started, the case held for a person). Either
+        way its goals are cancelled again, and the team hears that it is back once the cancels are
+        answered (at most :data:`BACK_NOTICE_WAIT_S` later): a server answers requests in the order
+        they came, so a cancel still waiting is served before, and a new delegation never reaches
+        the robot before them.
         The workflow's deadlines are paused meanwhile (:meth:`EscalationDesk.pause_deadlines`): the
         manager cannot act on the robot's closed task before it hears, however long the cancels take.
         """
@@ -407,30 +416,46 @@ class SupervisorNode(Node):
             restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s)
         if change.node in self.core.robots and change.state == 'lost':
             self.stop_robots(f'{change.node} was lost', robot=change.node)
-        if change.node in self.core.robots and change.state == 'back' and not change.restarted:
+        if change.node in self.core.robots and change.state == 'back':
             self.desk.pause_deadlines(_back_pause(change.node), now)
-            threading.Thread(target=self._cancel_then_announce, args=(change.node, notice),
+            hold = self._back_holds.begin()
+            threading.Thread(target=self._cancel_then_announce, args=(change.node, notice, hold),
                              name=f'back-{change.node}', daemon=True).start()
             return
         self._liveness_pub.publish(notice)
 
-    def _cancel_then_announce(self, robot: RobotId, notice: NodeLiveness) -> None:
-        """Cancel a reconnected ``robot``'s goals, then announce it is back (at most BACK_NOTICE_WAIT_S later).
+    def _cancel_then_announce(self, robot: RobotId, notice: NodeLiveness, hold: str) -> None:
+        """Cancel a ``robot``'s goals once it is back (reconnected or restarted), then announce it (within 5 s).
 
         Its action servers may be discovered again a moment after its liveliness: the cancel waits
-        for them (within the same bound), so that it is never skipped as unreachable.
+        for them (within the same bound), so that it is never skipped as unreachable, and is sent
+        again to a server that appears while it waits (:func:`~robot_team.ros.util.call_service`:
+        the graph may still show a restarted robot's dead server, which never answers). Sim time is
+        held meanwhile (``hold``, begun by the caller, reason
+        :data:`~robot_team.llm.lockstep.BACK_NOTICE`): the wait is wall time.
         """
         deadline = time.monotonic() + BACK_NOTICE_WAIT_S
-
-        def wait_until(condition) -> None:
-            while time.monotonic() < deadline and not condition():
+        reason = f'{robot} is back: the task closed when it was lost must not go on'
+        try:
+            mine = {a: c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')}
+            while time.monotonic() < deadline and not all(c.service_is_ready() for c in mine.values()):
                 time.sleep(0.05)
-        mine = [c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')]
-        wait_until(lambda: all(c.service_is_ready() for c in mine))
-        pending = self.stop_robots(f'{robot} is back: the task closed when it was lost must not go on', robot=robot)
-        wait_until(lambda: all(f.done() for f in pending))
-        self._publish_liveness(notice)
-        self.desk.resume_deadlines(_back_pause(robot), now_s(self))
+            for action, client in mine.items():
+                left = deadline - time.monotonic()
+                if not client.service_is_ready() or left <= 0:
+                    self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
+                                     reason=reason, action=action, reachable=False, goals=[])
+                    continue
+                try:
+                    response = call_service(self, client, CancelGoal.Request(), left, f'the cancel of {action}')
+                except ToolError as exc:
+                    self._record_cancel(action, reason, None, exc)
+                else:
+                    self._record_cancel(action, reason, response, None)
+            self._publish_liveness(notice)
+        finally:
+            self.desk.resume_deadlines(_back_pause(robot), now_s(self))
+            self._back_holds.end(hold)
 
     def _publish_liveness(self, notice: NodeLiveness) -> None:
         """Publish ``notice`` on ``team/liveness`` (from a worker thread too; nothing once the node is gone)."""
@@ -495,11 +520,14 @@ class SupervisorNode(Node):
     def _cancelled(self, action: str, reason: str, future) -> None:
         """Record a cancel-all answer (which goals are cancelling)."""
         exc = future.exception()
+        self._record_cancel(action, reason, None if exc is not None else future.result(), exc)
+
+    def _record_cancel(self, action: str, reason: str, response, exc: BaseException | None) -> None:
+        """Record a cancel-all's ``response`` (which goals are cancelling), or its failure ``exc``."""
         if exc is not None:
             self.events.emit(EventKind.GOALS_CANCELLED, f'cancelling {action} failed', target=action,
                              reason=f'{reason}; {exc}', action=action, reachable=True, goals=[], error=str(exc))
             return
-        response = future.result()
         goals = [bytes(g.goal_id.uuid).hex() for g in response.goals_canceling]
         self.events.emit(EventKind.GOALS_CANCELLED, f'{len(goals)} goal(s) of {action} cancelling', target=action,
                          reason=reason, action=action, reachable=True, goals=goals,

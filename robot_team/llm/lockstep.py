@@ -61,7 +61,12 @@ MESSAGE_DELIVERY = 'message_delivery'
 arrivals, badge scans and screens' content) and DDS has not yet delivered it to every reader
 expected (:mod:`robot_team.contracts.delivery`). A late match or a repaired sample is wall time
 that depends on the machine; charged nothing."""
-UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART, MESSAGE_DELIVERY})
+BACK_NOTICE = 'back_notice'
+"""Hold reason: the supervisor has a lost robot back (restarted, or its host back on the network) and
+waits for its goals' cancels to be answered before the team hears it is back
+(:meth:`robot_team.agents.supervisor_node.SupervisorNode.liveness_callback`): wall time of DDS
+discovery and of the robot's start, not of the ED; charged nothing."""
+UNCHARGED_REASONS = frozenset({SERVER_DISCOVERY, NODE_RESTART, MESSAGE_DELIVERY, BACK_NOTICE})
 """Hold reasons that cost no sim time when they end; any other reason costs ``hold_step_s``."""
 
 DEFAULT_MAX_HOLD_S = STALL_TIMEOUT_S
@@ -204,7 +209,7 @@ class ClockHoldPublisher:
         Who holds (recorded with each hold), e.g. ``'manager'``.
     reason
         Why: :data:`LLM_REQUEST` (charged ``hold_step_s``), :data:`SERVER_DISCOVERY`,
-        :data:`NODE_RESTART` or :data:`MESSAGE_DELIVERY` (charged nothing).
+        :data:`NODE_RESTART`, :data:`MESSAGE_DELIVERY` or :data:`BACK_NOTICE` (charged nothing).
     """
 
     def __init__(self, node, holder: str, reason: str = LLM_REQUEST):
