@@ -454,8 +454,10 @@ class SupervisorNode(Node):
                     self._record_cancel(action, reason, response, None)
             self._publish_liveness(notice)
         finally:
-            self.desk.resume_deadlines(_back_pause(robot), now_s(self))
-            self._back_holds.end(hold)
+            try:
+                self.desk.resume_deadlines(_back_pause(robot), now_s(self))
+            finally:   # (a node destroyed meanwhile: the hold still ends)
+                self._back_holds.end(hold)
 
     def _publish_liveness(self, notice: NodeLiveness) -> None:
         """Publish ``notice`` on ``team/liveness`` (from a worker thread too; nothing once the node is gone)."""
