@@ -103,12 +103,16 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
     """Run onboarding with each node in its own process, in the netns ``placement[node]`` (None: here).
 
     ``sim_extra``: more parameters of the simulator's nodes (e.g. ``clock_mode``). ``during(logs,
-    env)`` runs once sim time has started, while the team works (a fault).
+    env)`` runs once sim time has started, while the team works (a fault). Each node runs with
+    ``PYTHONFAULTHANDLER=1``, as the runner's do; the report gets ``node_exits``: the exit code of
+    each node that ended before the run did (a native crash: a negative signal number, its stacks
+    in ``logs/<node>.log``), since this launcher restarts none.
     """
     scenario = load_scenario('onboarding')
     paths = prepare(scenario, out_dir)
     targets = _targets()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED='1', **env_extra)
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED='1',
+               PYTHONFAULTHANDLER='1', **env_extra)
     logs = out_dir / 'logs'
     logs.mkdir(exist_ok=True)
     procs: dict[str, subprocess.Popen] = {}
@@ -145,6 +149,8 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
             during(logs, env)
         procs[RECORDER].wait(timeout=scenario.time_limit_s / RTF * 3 + 60)
         wall = time.monotonic() - wall_start
+        exits = {name: proc.returncode for name, proc in procs.items()
+                 if name not in (RECORDER, 'team_ready') and proc.poll() is not None}
     finally:
         for proc in procs.values():
             if proc.poll() is None:
@@ -156,6 +162,7 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
                 proc.kill()
                 proc.wait()
     report = json.loads((out_dir / 'report.json').read_text())
+    report['node_exits'] = exits
     return report, wall
 
 
@@ -168,13 +175,13 @@ def test_robots_on_one_host_team_on_another_complete_onboarding(hosts, domain_id
                                   placement, {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
                                               'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'})
     crossed = hosts.packets(hosts.robots) - before
-    assert multi['outcome'] == 'success' and multi['outcome_as_expected'], multi
+    assert multi['outcome'] == 'success' and multi['outcome_as_expected'], (multi['outcome'], multi['node_exits'])
     assert multi['events']['complete']
     assert {t['name'] for t in multi['tasks']} == {'navigation', 'info_collection', 'display'}
     assert crossed > 100, f'only {crossed} packets crossed the link'
     single, single_wall = _run_team(tmp_path / 'single', domain_id, {}, {
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'FASTDDS_BUILTIN_TRANSPORTS': 'UDPv4'})
-    assert single['outcome'] == 'success'
+    assert single['outcome'] == 'success', (single['outcome'], single['node_exits'])
     figures = {'multi_host_wall_s': round(multi_wall, 2), 'single_host_wall_s': round(single_wall, 2),
                'ratio': round(multi_wall / single_wall, 3), 'packets_over_link': crossed,
                'multi_sim_time_s': multi['sim_time_s'], 'single_sim_time_s': single['sim_time_s']}
@@ -260,7 +267,7 @@ def test_a_robot_host_cut_off_the_network_for_30_s_mid_escort_is_noticed_and_rec
     escort = first('delegation', task_id=closed['target'])
     again = first('delegation', handles_task_id=closed['target'])   # the same escort, once the robot is back
     assert again['stamp_s'] >= back['stamp_s'] and again['data']['hcw_id'] == escort['data']['hcw_id']
-    assert report['outcome'] == 'success' and report['outcome_as_expected'], report['outcome']
+    assert report['outcome'] == 'success' and report['outcome_as_expected'], (report['outcome'], report['node_exits'])
     assert report['escalations'] == []      # recovered by the workflow's rules, not by a human
     # while the supervisor withheld the robot's return (its cancels first), no deadline ran
     # the robots on that host come back in either order, apart or within one overlapping pause
