@@ -440,18 +440,25 @@ class SupervisorNode(Node):
             mine = {a: c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')}
             while time.monotonic() < deadline and not all(c.service_is_ready() for c in mine.values()):
                 time.sleep(0.05)
-            for action, client in mine.items():
-                left = deadline - time.monotonic()
-                if not client.service_is_ready() or left <= 0:
-                    self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
-                                     reason=reason, action=action, reachable=False, goals=[])
-                    continue
+
+            def cancel(action: str, client, left: float) -> None:
                 try:
                     response = call_service(self, client, CancelGoal.Request(), left, f'the cancel of {action}')
                 except ToolError as exc:
                     self._record_cancel(action, reason, None, exc)
                 else:
                     self._record_cancel(action, reason, response, None)
+            calls = []   # one thread per action, as stop_robots sends them all at once: none waits on another
+            left = deadline - time.monotonic()
+            for action, client in mine.items():
+                if not client.service_is_ready() or left <= 0:
+                    self._record_unreachable(action, reason)
+                    continue
+                calls.append(threading.Thread(target=cancel, args=(action, client, left), daemon=True,
+                                              name=f'back-{robot}-cancel'))
+                calls[-1].start()
+            for call in calls:
+                call.join()   # (each ends by the deadline: call_service's timeout)
             self._publish_liveness(notice)
         finally:
             try:
@@ -509,8 +516,7 @@ class SupervisorNode(Node):
             if robot and not action.startswith(f'{robot}/'):
                 continue
             if not client.service_is_ready():
-                self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
-                                 reason=reason, action=action, reachable=False, goals=[])
+                self._record_unreachable(action, reason)
                 continue
             future = client.call_async(CancelGoal.Request())
             future.add_done_callback(lambda future, action=action: self._cancelled(action, reason, future))
@@ -523,6 +529,11 @@ class SupervisorNode(Node):
         """Record a cancel-all answer (which goals are cancelling)."""
         exc = future.exception()
         self._record_cancel(action, reason, None if exc is not None else future.result(), exc)
+
+    def _record_unreachable(self, action: str, reason: str) -> None:
+        """Record that no server of ``action`` was there to cancel its goals."""
+        self.events.emit(EventKind.GOALS_CANCELLED, f'no {action} server to cancel', target=action,
+                         reason=reason, action=action, reachable=False, goals=[])
 
     def _record_cancel(self, action: str, reason: str, response, exc: BaseException | None) -> None:
         """Record a cancel-all's ``response`` (which goals are cancelling), or its failure ``exc``."""
