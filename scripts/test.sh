@@ -9,8 +9,12 @@ VENV=${ROBOT_TEAM_VENV:-.venv}
 # import: under PYTHONDONTWRITEBYTECODE each of those processes would compile every module it imports.
 "$VENV/bin/python" -m compileall -q -j 0 robot_team test >/dev/null \
   || echo "test.sh: some source files do not compile (the tests that import them will say which)" >&2
-# pytest-xdist: one worker per core (ROBOT_TEAM_TEST_WORKERS=0 runs in this process); a file's tests stay
-# on one worker, so its module fixtures are made once. Each worker takes its own slice of domain IDs
-# (test/ros_helpers.py). Arguments after these win (e.g. -n 0).
-WORKERS=${ROBOT_TEAM_TEST_WORKERS:-auto}
+# pytest-xdist: one worker per core and one more (ROBOT_TEAM_TEST_WORKERS=N sets the number, 0 runs in
+# this process). With one per core, about a fifth of the cores' time was idle: tests wait on wall time
+# (DDS discovery, a network cut, liveliness leases, the local model's server); the extra worker uses it
+# (2 cores: 669 s against 856 s, docs/benchmarks.md). A file's tests stay on one worker, so its module
+# fixtures are made once. Each worker takes its own slice of domain IDs (test/ros_helpers.py).
+# Arguments after these win (e.g. -n 0).
+CORES=$(nproc 2>/dev/null || echo 1)
+WORKERS=${ROBOT_TEAM_TEST_WORKERS:-$(( CORES < 19 ? CORES + 1 : 20 ))}   # at most 20: 5 domain IDs each
 exec "$VENV/bin/python" -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder "$@"
