@@ -31,7 +31,7 @@ def pytest_collection_modifyitems(config, items):
     """Run the longest test files first, then the others by their number of tests (most first).
 
     ``scripts/test.sh`` hands files to the workers in this order (``--dist loadfile
-    --no-loadscope-reorder``): longest first keeps the two workers busy to the end. xdist's own
+    --no-loadscope-reorder``): longest first keeps the workers busy to the end. xdist's own
     order (by number of tests) had left the local model's episode and the colcon build, one test
     each and three minutes each, to the end of the run, one worker idle meanwhile.
     """
@@ -40,12 +40,24 @@ def pytest_collection_modifyitems(config, items):
         name = item.path.name
         counts[name] = counts.get(name, 0) + 1
         first_seen.setdefault(name, index)
+    default_timeout = float(config.getini('timeout') or 0)
+
+    def long_first(item):
+        """A test given more than the suite's timeout runs before the rest of its file, the longest first.
+
+        pytest-xdist hands a worker its next file once two of its tests are left: a file's long
+        test run last kept one or two other files waiting behind it on its worker while the other
+        workers ran out of files (the local model's episode: 3 to 8 minutes).
+        """
+        marker = item.get_closest_marker('timeout')
+        limit = float(marker.args[0]) if marker and marker.args else 0.0
+        return -limit if limit > default_timeout else 0.0
 
     def rank(pair):
         index, item = pair
         name = item.path.name
         heavy = HEAVY_FIRST.index(name) if name in HEAVY_FIRST else len(HEAVY_FIRST)
-        return heavy, -counts[name], first_seen[name], index
+        return heavy, -counts[name], first_seen[name], long_first(item), index
     items[:] = [item for _, item in sorted(enumerate(items), key=rank)]
 
 
