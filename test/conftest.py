@@ -45,9 +45,9 @@ def pytest_collection_modifyitems(config, items):
     def long_first(item):
         """A test given more than the suite's timeout runs before the rest of its file, the longest first.
 
-        pytest-xdist hands a worker its next file once two of its tests are left: a file's long
-        test run last kept one or two other files waiting behind it on its worker while the other
-        workers ran out of files (the local model's episode: 3 to 8 minutes).
+        pytest-xdist hands a worker its next file once two of its tests are left (its
+        ``LoadScopeScheduling._reschedule``): a file's long test run last would keep one or two
+        other files waiting behind it on its worker (the local model's episode: 3 to 8 minutes).
         """
         marker = item.get_closest_marker('timeout')
         limit = float(marker.args[0]) if marker and marker.args else 0.0
