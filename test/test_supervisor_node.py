@@ -211,3 +211,36 @@ def test_bad_reports_are_recorded_as_rejected(graph):
     assert "comes from 'display_robot'" in third.reason
     assert json.loads(third.data['raw']['evidence_json']) == {'claimed': True}
     assert supervisor.snapshot().task('nav-1').status == 'running'
+
+
+def test_a_robot_lost_again_while_its_back_notice_waits_is_never_announced_back_last(graph, monkeypatch):
+    """The team hears the robot's changes in the order they happened: lost, then lost, no stale "back" after."""
+    import time
+
+    from robot_team.agents import supervisor_node
+    from robot_team.contracts.liveness import LivenessChange
+    from robot_team.msg import NodeLiveness
+    supervisor, probe = graph
+    monkeypatch.setattr(supervisor_node, 'BACK_NOTICE_WAIT_S', 1.0)   # no robot's cancel server: it waits that long
+    heard = []
+    probe.create_subscription(NodeLiveness, names.LIVENESS, lambda m: heard.append((m.node, m.state)), reliable_qos())
+    assert wait_for(lambda: supervisor.count_subscribers(names.LIVENESS) >= 1)
+    nav, display = names.Role.NAVIGATION.value, names.Role.DISPLAY.value
+
+    def change(node, state, instance):
+        supervisor.liveness_callback(LivenessChange(node=node, state=state, instance_id=instance, restarted=True,
+                                                    noticed_by='liveliness' if state == 'lost' else ''))
+    change(display, 'lost', 'd1')
+    change(display, 'back', 'd2')                 # announced once its cancels are answered (here: their wait ends)
+    change(nav, 'lost', 'n1')
+    change(nav, 'back', 'n2')
+    change(nav, 'lost', 'n2')                     # lost again while its back notice waits
+    assert wait_for(lambda: (display, 'back') in heard)
+    time.sleep(1.5)                               # beyond the navigation robot's back notice's wait
+    assert [s for n, s in heard if n == display] == ['lost', 'back']
+    assert [s for n, s in heard if n == nav] == ['lost', 'lost'], heard
+    (withdrawn,) = probe.find('back_notice_withdrawn')
+    assert withdrawn.target == nav and withdrawn.data['instance_id'] == 'n2'
+    assert not supervisor.desk.deadlines_paused   # each notice's pause ended, the withdrawn one's too
+    change(nav, 'back', 'n3')                     # back for good: announced
+    assert wait_for(lambda: [s for n, s in heard if n == nav] == ['lost', 'lost', 'back'], timeout=5.0), heard

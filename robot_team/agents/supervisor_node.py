@@ -86,7 +86,7 @@ from robot_team.msg import (
     TeamHold,
 )
 from robot_team.contracts.reports import TaskReportModel
-from robot_team.contracts.liveness import LivenessChange, watched
+from robot_team.contracts.liveness import BackNotices, LivenessChange, watched
 from robot_team.ros.clock import follow_clock
 from robot_team.ros.liveness import LivenessWatch, announce_alive
 from robot_team.ros.emitter import EventEmitter, log_line
@@ -137,9 +137,15 @@ HOLD_CANCELS = hold_cancels(names.OPERATIONAL_ROLES)
 """The actions :func:`hold_cancels` gives for the team of one robot per role."""
 
 
-def _back_pause(robot: RobotId) -> str:
-    """Return why the deadlines are paused while ``robot``'s back notice waits (one pause per robot)."""
-    return f'{robot} is back: its goals are cancelled before the team hears it'
+def _back_pause(robot: RobotId, number: int) -> str:
+    """Return why the deadlines are paused while ``robot``'s back notice (its change ``number``) waits.
+
+    One pause per notice: a notice superseded while it waits (the robot lost and back again) ends
+    its own pause, not the next one's (:meth:`EscalationDesk.pause_deadlines
+    <robot_team.core.escalations.EscalationDesk.pause_deadlines>` keys pauses by their reason).
+    """
+    return f'{robot} is back: its goals are cancelled before the team hears it' + (
+        f' (its change {number})' if number > 1 else '')
 
 
 class SupervisorNode(Node):
@@ -215,6 +221,7 @@ class SupervisorNode(Node):
                                                            callback_group=self._group)
                                 for action in hold_cancels(robots)}
         self._back_holds = ClockHoldPublisher(self, self.get_name(), BACK_NOTICE)   # sim time held per back notice
+        self._back_notices = BackNotices()   # a back notice superseded while it waits is not sent
         self._rtls = self.create_client(LocateStaff, names.LOCATE_STAFF, callback_group=self._group)
         self._rtls_pending = False
         self._directive_pub = self.create_publisher(SupervisorDirective, names.SUPERVISOR_DIRECTIVES, reliable_qos())
@@ -414,18 +421,25 @@ class SupervisorNode(Node):
         notice = NodeLiveness(
             stamp=s_to_stamp(now), node=change.node, state=change.state, instance_id=change.instance_id,
             restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s)
+        if change.node in self.core.robots:
+            number = self._back_notices.changed(change.node)   # (a back notice still waiting is superseded)
         if change.node in self.core.robots and change.state == 'lost':
             self.stop_robots(f'{change.node} was lost', robot=change.node)
         if change.node in self.core.robots and change.state == 'back':
-            self.desk.pause_deadlines(_back_pause(change.node), now)
+            self.desk.pause_deadlines(_back_pause(change.node, number), now)
             hold = self._back_holds.begin()
-            threading.Thread(target=self._cancel_then_announce, args=(change.node, notice, hold),
+            threading.Thread(target=self._cancel_then_announce, args=(change.node, notice, hold, number),
                              name=f'back-{change.node}', daemon=True).start()
             return
         self._liveness_pub.publish(notice)
 
-    def _cancel_then_announce(self, robot: RobotId, notice: NodeLiveness, hold: str) -> None:
+    def _cancel_then_announce(self, robot: RobotId, notice: NodeLiveness, hold: str, number: int) -> None:
         """Cancel a ``robot``'s goals once it is back (reconnected or restarted), then announce it (within 5 s).
+
+        ``number`` is the change that brought it back (:class:`~robot_team.contracts.liveness.BackNotices`):
+        a robot lost again while its cancels wait was announced lost at once, and this notice is not
+        sent after that (recorded ``back_notice_withdrawn``), so the team never hears "back" last
+        about a robot that is gone.
 
         Its action servers may be discovered again a moment after its liveliness: the cancel waits
         for them (within the same bound), so that it is never skipped as unreachable, and is sent
@@ -459,10 +473,13 @@ class SupervisorNode(Node):
                 calls[-1].start()
             for call in calls:
                 call.join()   # (each ends by the deadline: call_service's timeout)
-            self._publish_liveness(notice)
+            if not self._back_notices.announce_if_current(robot, number, lambda: self._publish_liveness(notice)):
+                self.events.emit(EventKind.BACK_NOTICE_WITHDRAWN, f'{robot} was lost again before the team '
+                                 'heard it was back: not announced back', target=robot, node=robot,
+                                 instance_id=notice.instance_id, restarted=notice.restarted)
         finally:
             try:
-                self.desk.resume_deadlines(_back_pause(robot), now_s(self))
+                self.desk.resume_deadlines(_back_pause(robot, number), now_s(self))
             finally:   # (a node destroyed meanwhile: the hold still ends)
                 self._back_holds.end(hold)
 

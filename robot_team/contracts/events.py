@@ -28,6 +28,8 @@ class EventKind(str, Enum):
     #                                          (its host was cut off the network); data: node, gone_for_s
     ROBOT_LOST = 'robot_lost'                # supervisor: a team node's liveliness lost; data: node, task_id, how
     ROBOT_BACK = 'robot_back'                # supervisor: it is alive again; data: node, restarted, lost_for_s
+    BACK_NOTICE_WITHDRAWN = 'back_notice_withdrawn'  # supervisor: a robot back was lost again before the team
+    #                                          heard it was back, so it never does; data: node, instance_id, restarted
     ROBOT_SEEN = 'robot_seen'                # supervisor: it heard a team node it did not know; data: node, instance_id
     OBSERVATION = 'observation'              # the manager saw an environment cue; data: cue, ...
     DELEGATION_REQUESTED = 'delegation_requested'  # data: task_type, robot, hcw_id, room, reason

@@ -251,3 +251,36 @@ class LivenessTracker:
         life.lost_instance, life.lost_writer, life.lost_wall = life.instance_id, life.writer, wall_s
         life.state, life.writer, life.pending_instance, life.lapsed_wall = 'lost', '', '', None
         return LivenessChange(node=node, state='lost', instance_id=life.lost_instance, noticed_by=noticed_by)
+
+
+class BackNotices:
+    """Which robot's withheld ``back`` notice still holds: a later ``lost`` or ``back`` of it supersedes it.
+
+    The supervisor tells the team that a robot is back only once its goals are cancelled, up to a
+    few wall seconds later (:data:`robot_team.agents.supervisor_node.BACK_NOTICE_WAIT_S`). A robot
+    lost again meanwhile is announced lost at once; the waiting ``back`` notice must then not follow
+    it, or the team would hear "back" last and delegate to a robot that is gone. Thread-safe: the
+    notice waits in a thread of its own.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: dict[str, int] = {}
+
+    def changed(self, robot: str) -> int:
+        """Count a ``lost`` or ``back`` change of ``robot``; return its number (1, 2, ... per robot)."""
+        with self._lock:
+            self._latest[robot] = number = self._latest.get(robot, 0) + 1
+            return number
+
+    def announce_if_current(self, robot: str, number: int, announce) -> bool:
+        """Call ``announce()`` if change ``number`` is still ``robot``'s latest; return whether it was.
+
+        The check and the call hold the lock that :meth:`changed` takes: a change counted after the
+        check is announced after this one, never before it.
+        """
+        with self._lock:
+            if self._latest.get(robot) != number:
+                return False
+            announce()
+            return True
