@@ -144,8 +144,7 @@ def _back_pause(robot: RobotId, number: int) -> str:
     its own pause, not the next one's (:meth:`EscalationDesk.pause_deadlines
     <robot_team.core.escalations.EscalationDesk.pause_deadlines>` keys pauses by their reason).
     """
-    return f'{robot} is back: its goals are cancelled before the team hears it' + (
-        f' (its change {number})' if number > 1 else '')
+    return f'{robot} is back (liveness change {number}): its goals are cancelled before the team hears it'
 
 
 class SupervisorNode(Node):
