@@ -450,7 +450,7 @@ class SupervisorNode(Node):
         deadline = time.monotonic() + BACK_NOTICE_WAIT_S
         reason = f'{robot} is back: the task closed when it was lost must not go on'
         try:
-            mine = {a: c for a, c in self._cancel_clients.items() if a.startswith(f'{robot}/')}
+            mine = self._cancel_clients_of(robot)
             while time.monotonic() < deadline and not all(c.service_is_ready() for c in mine.values()):
                 time.sleep(0.05)
 
@@ -528,9 +528,7 @@ class SupervisorNode(Node):
         Returns the cancel requests' futures (servers not reachable now are recorded and skipped).
         """
         sent = []
-        for action, client in self._cancel_clients.items():
-            if robot and not action.startswith(f'{robot}/'):
-                continue
+        for action, client in self._cancel_clients_of(robot).items():
             if not client.service_is_ready():
                 self._record_unreachable(action, reason)
                 continue
@@ -540,6 +538,11 @@ class SupervisorNode(Node):
         return sent
 
     # --- Helpers ------------------------------------------------------------------------------
+
+    def _cancel_clients_of(self, robot: RobotId = NO_ROBOT) -> dict:
+        """Return the cancel clients of ``robot``'s actions (its task's, its Nav2 goals'), by action; all for none."""
+        return {action: client for action, client in self._cancel_clients.items()
+                if not robot or action.startswith(f'{robot}/')}
 
     def _cancelled(self, action: str, reason: str, future) -> None:
         """Record a cancel-all answer (which goals are cancelling)."""
