@@ -4,6 +4,8 @@ The ROS side (DDS liveliness, a process killed, restarted) is in ``test_faults.p
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robot_team.brains.base import Delegate, ManagerObservation, PatientInfo, SupervisorInstruction, TaskRecord
 from robot_team.brains.protocol import ManagerProtocolBrain
@@ -11,7 +13,7 @@ from robot_team.contracts.config import ConfigError, Deadlines
 from robot_team.core.manager import ManagerCore
 from robot_team.core.manager_store import ManagerStore
 from robot_team.core.supervisor import SupervisorCore
-from robot_team.contracts.liveness import LivenessChange, LivenessTracker
+from robot_team.contracts.liveness import BackNotices, LivenessChange, LivenessTracker
 from robot_team.llm.decoding import delegable, refused_hcws
 from robot_team.contracts.reports import IssueCode, TaskReportModel, TaskType
 from robot_team.rules.workflow.policy import WorkflowPolicy
@@ -159,6 +161,42 @@ def test_unwatched_nodes_and_bad_announcements():
 
 
 # -- the workflow's recovery rule ----------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 7)), max_size=40), st.randoms(use_true_random=False))
+def test_the_team_never_hears_back_last_about_a_robot_that_is_lost(steps, rng):
+    """Any interleaving of a robot's changes and its withheld back notices' ends (BackNotices, the supervisor's rule).
+
+    A step is a change (lost and back alternate, as the tracker gives them; a lost one is announced
+    at once, a back one waits) or the end of one waiting notice (any, in any order). Whenever the
+    team hears "back", back is the robot's latest change; once every notice has ended, what it
+    heard last is the robot's state. A notice is sent at most once.
+    """
+    notices = BackNotices()
+    heard, waiting, state, latest = [], [], 'alive', [0]   # (latest[0]: the robot's latest change)
+
+    def end(k):
+        number = waiting.pop(k % len(waiting))
+        sent = notices.announce_if_current(NODE, number, lambda: heard.append(('back', number)))
+        assert sent == (latest[0] == number)
+        if sent:
+            assert state == 'back', 'heard back about a robot lost since'
+    for change, pick in steps:
+        if change or not waiting:
+            state = 'lost' if state != 'lost' else 'back'
+            latest[0] = notices.changed(NODE)
+            if state == 'lost':
+                heard.append(('lost', latest[0]))
+            else:
+                waiting.append(latest[0])
+        else:
+            end(pick)
+    while waiting:
+        end(rng.randrange(len(waiting)))
+    if state != 'alive':
+        assert heard and heard[-1][0] == state, (steps, heard)
+    assert len({n for kind, n in heard if kind == 'back'}) == len([k for k, _ in heard if k == 'back'])
+
 
 def test_a_lost_robots_task_ends_as_a_failure_and_issue_handling_starts_at_once():
     policy = WorkflowPolicy(Deadlines(issue_handling_s=60.0, task_s=600.0))
