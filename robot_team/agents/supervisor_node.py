@@ -422,14 +422,14 @@ class SupervisorNode(Node):
             restarted=change.restarted, task_id=task, noticed_by=change.noticed_by, lost_for_s=change.lost_for_s)
         if change.node in self.core.robots:
             number = self._back_notices.changed(change.node)   # (a back notice still waiting is superseded)
-        if change.node in self.core.robots and change.state == 'lost':
-            self.stop_robots(f'{change.node} was lost', robot=change.node)
-        if change.node in self.core.robots and change.state == 'back':
-            self.desk.pause_deadlines(_back_pause(change.node, number), now)
-            hold = self._back_holds.begin()
-            threading.Thread(target=self._cancel_then_announce, args=(change.node, notice, hold, number),
-                             name=f'back-{change.node}', daemon=True).start()
-            return
+            if change.state == 'lost':
+                self.stop_robots(f'{change.node} was lost', robot=change.node)
+            else:   # 'back': announced once its goals are cancelled
+                self.desk.pause_deadlines(_back_pause(change.node, number), now)
+                hold = self._back_holds.begin()
+                threading.Thread(target=self._cancel_then_announce, args=(change.node, notice, hold, number),
+                                 name=f'back-{change.node}', daemon=True).start()
+                return
         self._liveness_pub.publish(notice)
 
     def _cancel_then_announce(self, robot: RobotId, notice: NodeLiveness, hold: str, number: int) -> None:
