@@ -1,11 +1,15 @@
 """The escalation desk's rules without ROS: lifecycle, policy, refusals, expiry, hold, store."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from robot_team.contracts import names
 from robot_team.contracts.config import ConfigError, Deadlines, load_staff_seed, share_dir
 from robot_team.core.escalations import (
     EscalationDesk, EscalationPolicy, EscalationStore, Refusal, StaffCheck, load_escalation_policy)
 from robot_team.core.supervisor import SupervisorCore
+from robot_team.core.supervisor_state import ANSWERS_KEPT, AnsweredRequests, SupervisorState
 from robot_team.directory import StaffDirectory
 from robot_team.contracts.reports import TaskReportModel
 from robot_team.rules.workflow.policy import WorkflowPolicy
@@ -210,6 +214,85 @@ def test_store_survives_and_ids_continue(tmp_path):
     _, new_id, _ = core2.request_escalation('', 'third', [], 11.0, raised_by='supervisor')
     assert new_id == 'esc-3'
     assert desk2.resolve('esc-2', 'retry', '', '', 'charge_nurse', 12.0).accepted and not desk2.hold.active
+
+
+def _authorize_answer(core, t):
+    auth = core.authorize('navigation', 'navigation_robot', '', 'manager', t, hcw_id='90')
+    return {'approved': auth.approved, 'task_id': auth.task_id, 'rule': auth.rule.value}
+
+
+def _escalate_answer(core, task_id, t):
+    accepted, escalation_id, message = core.request_escalation(task_id, 'nobody answers', ['retry'], t)
+    return {'accepted': accepted, 'escalation_id': escalation_id, 'message': message}
+
+
+def test_a_request_answered_before_a_restart_gets_the_same_answer_after_it_and_is_served_once(tmp_path):
+    store = EscalationStore(tmp_path / 'escalations.sqlite')
+    desk, core, ports, events, _ = make_desk(tmp_path, store=store)
+    approved = core.answer_once(names.AUTHORIZE_TASK, 'r-1', lambda: _authorize_answer(core, 1.0))
+    assert approved['approved'] and approved['task_id'] == 'nav-1'
+    core.submit_report(TaskReportModel(task_id='nav-1', task_type='navigation', robot='navigation_robot',
+                                       status='failure', issue='HCW #90 unavailable'), 2.0)
+    escalated = core.answer_once(names.REQUEST_ESCALATION, 'e-1', lambda: _escalate_answer(core, 'nav-1', 3.0))
+    assert escalated['accepted'] and escalated['escalation_id'] == 'esc-1'
+    desk.save_state(3.0)   # what the node does before each response leaves
+    store.close()
+
+    # the supervisor died before its answers reached the manager, which sends both again to the restarted one
+    again = EscalationStore(tmp_path / 'escalations.sqlite')
+    desk2, core2, ports2, events2, _ = make_desk(tmp_path, store=again)
+    assert desk2.restore_state(10.0) is not None and desk2.restore(10.0) == ['esc-1']
+    announced = [e.escalation_id for e in ports2.published]   # a restart announces its escalations again
+
+    def served_twice():
+        raise AssertionError('a request answered before was served again')
+    assert core2.answer_once(names.AUTHORIZE_TASK, ' r-1 ', served_twice) == approved
+    assert core2.answer_once(names.REQUEST_ESCALATION, 'e-1', served_twice) == escalated
+    assert [(k, d['service'], d['request_id']) for k, _, d in events2 if k == 'request_answered_again'] == [
+        ('request_answered_again', names.AUTHORIZE_TASK, 'r-1'),
+        ('request_answered_again', names.REQUEST_ESCALATION, 'e-1')]
+    assert [e.escalation_id for e in core2.policy.state().escalations] == ['esc-1']
+    assert [e.escalation_id for e in ports2.published] == announced   # no escalation opened again
+    # a new request is decided as ever: the navigation failed, so it may run again, and then it runs
+    assert core2.answer_once(names.AUTHORIZE_TASK, 'r-2', lambda: _authorize_answer(core2, 11.0))['task_id'] == 'nav-2'
+    assert core2.answer_once(names.AUTHORIZE_TASK, '', lambda: _authorize_answer(core2, 11.5))['rule'] == 'running'
+    # the same ID on another service is another request: served (and refused: the manager has esc-1 open)
+    assert core2.answer_once(names.REQUEST_ESCALATION, 'r-1', lambda: _escalate_answer(core2, 'nav-2', 12.0)) == {
+        'accepted': False, 'escalation_id': '', 'message': core2.request_escalation('nav-2', 'x', [], 12.0)[2]}
+
+
+def test_the_answers_kept_are_the_latest_and_go_through_the_stored_state():
+    answers = AnsweredRequests()
+    for k in range(ANSWERS_KEPT + 6):
+        answers.keep(names.AUTHORIZE_TASK, f'r-{k}', {'task_id': f'nav-{k}'})
+    answers.keep(names.AUTHORIZE_TASK, '', {'task_id': 'never kept'})
+    kept = SupervisorState.model_validate_json(
+        SupervisorState(workflow=WorkflowPolicy(Deadlines()).state(), answered=answers.items()).model_dump_json())
+    restored = AnsweredRequests(kept.answered)
+    assert [a.request_id for a in restored.items()] == [f'r-{k}' for k in range(6, ANSWERS_KEPT + 6)]
+    assert restored.find(names.AUTHORIZE_TASK, 'r-5') is None
+    assert restored.find(names.AUTHORIZE_TASK, f'r-{ANSWERS_KEPT + 5}') == {'task_id': f'nav-{ANSWERS_KEPT + 5}'}
+    assert restored.find(names.AUTHORIZE_TASK, '') is None and restored.find(names.REQUEST_ESCALATION, 'r-6') is None
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.just('restart'), st.sampled_from(['', 'a', 'b', 'c', 'd'])), max_size=40))
+def test_any_interleaving_of_requests_resends_and_restarts_serves_each_request_once(steps):
+    """Property: whatever requests, resends (the same ID) and restarts come, each ID is served once, answered alike."""
+    core = SupervisorCore(WorkflowPolicy(Deadlines()), lambda *_a, **_k: None, lambda _e: None, lambda _e: None)
+    served, first = [], {}
+    for step in steps:
+        if step == 'restart':   # a supervisor that takes up the stored state
+            state = SupervisorState.model_validate_json(core.state().model_dump_json())
+            core = SupervisorCore(WorkflowPolicy(Deadlines()), lambda *_a, **_k: None, lambda _e: None,
+                                  lambda _e: None)
+            core.restore(state)
+            continue
+        answer = core.answer_once(names.AUTHORIZE_TASK, step, lambda: served.append(step) or {'serving': len(served)})
+        if step:
+            assert first.setdefault(step, answer) == answer
+    assert sorted(s for s in served if s) == sorted(first)
+    assert len(served) == len(first) + sum(1 for s in steps if s == '')
 
 
 def test_a_deadline_pause_is_not_charged_to_the_manager(tmp_path):

@@ -92,6 +92,68 @@ def test_a_restarted_supervisor_takes_up_tasks_deadlines_and_the_patient(ros_con
                 stop(executor, node)
 
 
+def test_a_request_sent_again_to_a_restarted_supervisor_gets_the_answer_it_had_and_is_not_served_twice(
+        ros_context, executor, tmp_path):
+    """The first supervisor serves and stores the manager's delegation, then never answers (it dies).
+
+    The manager's own call (:func:`robot_team.ros.util.call_service`) sends the request again to the
+    supervisor that takes its place: the answer must be the approval the first gave (nav-1), not a
+    refusal because nav-1 now runs (the tree before this rule answered ``running``), and the
+    request is recorded as answered again.
+    """
+    import threading
+
+    from robot_team.msg import PatientArrival
+    from robot_team.ros.util import call_service
+    from robot_team.srv import AuthorizeTask
+    db = tmp_path / 'escalations.sqlite'
+    probe = GraphProbe(ros_context)
+    arrivals = probe.create_publisher(PatientArrival, names.PATIENT_ARRIVALS, reliable_qos())
+    executor.add_node(probe)
+    first = start_supervisor(ros_context, executor, db)
+    second, answers = None, []
+    served, release, returned = threading.Event(), threading.Event(), threading.Event()
+    stored_answer = first._answer
+
+    def serve_then_die(*args):   # served and stored, as before a crash; its response never leaves
+        response = stored_answer(*args)
+        served.set()
+        release.wait(60.0)
+        returned.set()
+        return response
+    first._answer = serve_then_die
+    caller = threading.Thread(target=lambda: answers.append(call_service(
+        probe, probe.authorize, AuthorizeTask.Request(task_type='navigation', robot='navigation_robot',
+                                                      requested_by='manager', hcw_id='90', request_id='req-1'),
+        30.0, 'the authorization')))
+    try:
+        probe.set_time(1.0, first)
+        assert wait_for(lambda: arrivals.get_subscription_count() >= 1)
+        arrivals.publish(PatientArrival(patient_id='P-0001', room='ER-12', assigned_hcw_id='80'))
+        assert wait_for(lambda: first.snapshot().patient_id == 'P-0001')
+        assert probe.authorize.wait_for_service(timeout_sec=10.0)
+        caller.start()
+        assert served.wait(20.0)
+        assert [t.task_id for t in first.snapshot().tasks] == ['nav-1']
+
+        second = start_supervisor(ros_context, executor, db)
+        caller.join(30.0)
+        assert answers, 'the call was not answered'
+        [answer] = answers
+        assert (answer.approved, answer.task_id, answer.rule) == (True, 'nav-1', 'ok'), answer.explanation
+        assert [(e.data['service'], e.data['request_id'], e.data['answer']['task_id'])
+                for e in probe.find('request_answered_again')] == [(names.AUTHORIZE_TASK, 'req-1', 'nav-1')]
+        assert [t.task_id for t in second.snapshot().tasks] == ['nav-1']
+    finally:
+        release.set()
+        caller.join(30.0) if caller.is_alive() else None
+        returned.wait(10.0) if served.is_set() else None
+        time.sleep(0.2)   # the late response leaves before its node is destroyed
+        for node in (second, first, probe):
+            if node is not None:
+                stop(executor, node)
+
+
 @pytest.mark.multiprocess
 def test_kill_9_of_the_supervisor_mid_task_in_a_whole_episode(domain_id, tmp_path):
     """The whole team in processes; the supervisor is killed (SIGKILL) as the first task's goal is sent.

@@ -31,6 +31,7 @@ import functools
 import json
 import threading
 import time
+import uuid
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
@@ -400,7 +401,8 @@ class ManagerNode(Node):
                   case_id: str = '') -> Authorization:
         """Ask ``team/supervisor/authorize_task`` about case ``case_id``'s delegation naming ``hcw_id``.
 
-        Returns the answer with its rule and the case the gate serves.
+        Returns the answer with its rule and the case the gate serves. The request carries a new
+        ``request_id``: sent again to a restarted supervisor that had answered it, it gets the same answer.
 
         Raises
         ------
@@ -411,7 +413,7 @@ class ManagerNode(Node):
         self._find(self._authorize, f'service {names.AUTHORIZE_TASK}')
         response = call_service(self, self._authorize, AuthorizeTask.Request(
             task_type=task_type, robot=robot, reason=reason, requested_by=Role.MANAGER.value, hcw_id=hcw_id,
-            case_id=case_id), self._timeout, f'response of {names.AUTHORIZE_TASK}')
+            case_id=case_id, request_id=uuid.uuid4().hex), self._timeout, f'response of {names.AUTHORIZE_TASK}')
         try:
             rule = WorkflowRule(response.rule)
         except ValueError:
@@ -422,10 +424,11 @@ class ManagerNode(Node):
                              hcw_id=response.hcw_id, case_id=response.case_id)
 
     def request_escalation(self, task_id: str, reason: str, options: list[str]) -> EscalationAnswer:
-        """Ask ``team/supervisor/request_escalation`` (raises ToolError on timeout)."""
+        """Ask ``team/supervisor/request_escalation`` (ToolError on timeout); one escalation however often sent."""
         self._find(self._escalate, f'service {names.REQUEST_ESCALATION}')
         response = call_service(self, self._escalate, RequestEscalation.Request(
-            task_id=task_id, reason=reason, options=options), self._timeout, f'response of {names.REQUEST_ESCALATION}')
+            task_id=task_id, reason=reason, options=options, request_id=uuid.uuid4().hex), self._timeout,
+            f'response of {names.REQUEST_ESCALATION}')
         return EscalationAnswer(accepted=response.accepted, escalation_id=response.escalation_id,
                                 message=response.message)
 

@@ -283,17 +283,17 @@ class SupervisorNode(Node):
     # --- Callbacks ----------------------------------------------------------------------------
 
     def authorize_callback(self, request, response):
-        """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule."""
-        auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
-                                   now_s(self), hcw_id=request.hcw_id, case_id=request.case_id)
-        self._save_state()
-        response.approved = auth.approved
-        response.task_id = auth.task_id
-        response.hcw_id = auth.hcw_id
-        response.case_id = auth.case_id
-        response.rule = auth.rule.value
-        response.explanation = auth.explanation
-        return response
+        """Approve or refuse a delegation against the workflow rules (and the team hold); answer with the rule.
+
+        A request whose ``request_id`` was answered before gets that answer again (:meth:`SupervisorCore.answer_once
+        <robot_team.core.supervisor.SupervisorCore.answer_once>`).
+        """
+        def serve() -> dict:
+            auth = self.desk.authorize(request.task_type, request.robot, request.reason, request.requested_by,
+                                       now_s(self), hcw_id=request.hcw_id, case_id=request.case_id)
+            return {'approved': auth.approved, 'task_id': auth.task_id, 'hcw_id': auth.hcw_id,
+                    'case_id': auth.case_id, 'rule': auth.rule.value, 'explanation': auth.explanation}
+        return self._answer(names.AUTHORIZE_TASK, request.request_id, serve, response)
 
     def submit_report_callback(self, request, response):
         """Validate and record a report (the one place reports are recorded); reject, never drop, a bad one."""
@@ -312,9 +312,24 @@ class SupervisorNode(Node):
         return response
 
     def request_escalation_callback(self, request, response):
-        """Open an escalation the manager asked for and publish it; refuse unknown tasks or no reason."""
-        response.accepted, response.escalation_id, response.message = self.core.request_escalation(
-            request.task_id, request.reason, list(request.options), now_s(self))
+        """Open an escalation the manager asked for and publish it; refuse unknown tasks or no reason.
+
+        A request whose ``request_id`` was answered before gets that answer again, and no second escalation.
+        """
+        def serve() -> dict:
+            accepted, escalation_id, message = self.core.request_escalation(
+                request.task_id, request.reason, list(request.options), now_s(self))
+            return {'accepted': accepted, 'escalation_id': escalation_id, 'message': message}
+        return self._answer(names.REQUEST_ESCALATION, request.request_id, serve, response)
+
+    def _answer(self, service: str, request_id: str, serve, response):
+        """Fill ``response`` with ``serve()``'s fields, or with the answer kept for ``request_id``; store the state.
+
+        The answer is stored with the workflow before the response leaves, so a supervisor restarted
+        after this point answers a resent request the same way.
+        """
+        for field, value in self.core.answer_once(service, request_id, serve).items():
+            setattr(response, field, value)
         self._save_state()
         return response
 

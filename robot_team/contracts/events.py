@@ -94,6 +94,9 @@ class EventKind(str, Enum):
     LLM_REPLY = 'llm_reply'
     LLM_ERROR = 'llm_error'
     INVALID_CALL = 'invalid_call'            # a call not acted on; data: caller, tool, category, error, raw
+    REQUEST_ANSWERED_AGAIN = 'request_answered_again'  # supervisor: a request whose caller's ID it answered
+    #                                          before (a resend to a restarted supervisor) got that answer
+    #                                          again, not a second serving; data: service, request_id, answer
     RESPONSE_LOST = 'response_lost'          # a service's response the middleware never delivered (the request
     #                                          was served); data: service, attempts, waited_s
 

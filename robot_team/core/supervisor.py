@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from robot_team.catalog import TASK_OWNER
 from robot_team.core.supervisor_cases import SupervisorCases
 from robot_team.core.supervisor_deadlines import missed_escalation, record_deadline_changes, record_missed
 from robot_team.core.supervisor_directives import HOLD, Directive, Directives
 from robot_team.core.supervisor_reports import closed_task_report, lost_task_report, record_closed_task, record_liveness
-from robot_team.core.supervisor_state import CaseArrival, SupervisorState
+from robot_team.core.supervisor_state import AnsweredRequests, CaseArrival, SupervisorState
 from robot_team.contracts.escalation_model import EscalationRecord
 from robot_team.contracts.events import EventKind, case_emitter
 from robot_team.contracts.liveness import LivenessChange
@@ -129,6 +129,7 @@ class SupervisorCore:
         :meth:`robot_team.core.escalations.EscalationDesk.close_case`)."""
         self._directives = Directives(self._emit, publish_directive or (lambda _directive: None))
         self._checked_s: float | None = None          # ROS time of the last deadline check, s
+        self._answers = AnsweredRequests()            # answers to requests with a caller's ID
 
     @property
     def policy(self) -> WorkflowPolicy:
@@ -201,7 +202,8 @@ class SupervisorCore:
 
     def state(self) -> SupervisorState:
         """Return what a restarted supervisor takes up (:meth:`restore`): the cases kept, the waiting ones."""
-        return self._book.state(self._directives.sent, self._directives.took_over)
+        return self._book.state(self._directives.sent, self._directives.took_over).model_copy(
+            update={'answered': self._answers.items()})
 
     def restore(self, state: SupervisorState) -> None:
         """Take up a stored :class:`SupervisorState` after a restart, recording nothing.
@@ -218,7 +220,38 @@ class SupervisorCore:
         self._book.restore(state)
         self._directives.sent = state.directives
         self._directives.took_over = state.took_over
+        self._answers = AnsweredRequests(state.answered)
         self.let_go_closed()
+
+    def answer_once(self, service: str, request_id: str, serve: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Serve a request that carries its caller's ID once: a repeat gets the answer kept, not a second serving.
+
+        ``serve()`` decides the request and returns the response's fields. A request whose
+        ``request_id`` was answered before, by this supervisor or by the one it was restarted
+        from (:meth:`state`), is answered with those fields again, recorded as
+        ``request_answered_again``: a caller sends a request again to a restarted server
+        (:func:`robot_team.ros.util.call_service`), and served twice an approval would be refused
+        (its task now runs) and an escalation opened twice. An empty ``request_id`` is always served.
+
+        Parameters
+        ----------
+        service
+            The service's name (``robot_team.contracts.names``), kept with the answer.
+        request_id
+            The caller's ID of the request (surrounding whitespace ignored); '' for none.
+        serve
+            Decides the request; returns the response's fields (JSON values).
+        """
+        request_id = str(request_id or '').strip()
+        answer = self._answers.find(service, request_id)
+        if answer is not None:
+            self._emit(EventKind.REQUEST_ANSWERED_AGAIN, f'{service}: request {request_id} was answered before; '
+                       'the same answer again', reason='a request sent again (to a restarted supervisor) is '
+                       'served once', service=service, request_id=request_id, answer=answer)
+            return answer
+        answer = serve()
+        self._answers.keep(service, request_id, answer)
+        return answer
 
     def on_patient_arrival(self, patient_id: str, now_s: float, *, assigned_hcw_id: str = '',
                            required_specialty: str = '', room: str = '', esi_level: int = 0) -> bool:
