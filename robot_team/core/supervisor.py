@@ -201,7 +201,7 @@ class SupervisorCore:
         return True
 
     def state(self) -> SupervisorState:
-        """Return what a restarted supervisor takes up (:meth:`restore`): the cases kept, the waiting ones."""
+        """Return what a restarted supervisor takes up (:meth:`restore`): the cases kept and waiting, the answers."""
         return self._book.state(self._directives.sent, self._directives.took_over).model_copy(
             update={'answered': self._answers.items()})
 
