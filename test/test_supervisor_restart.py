@@ -141,6 +141,7 @@ def test_a_request_sent_again_to_a_restarted_supervisor_gets_the_answer_it_had_a
         assert answers, 'the call was not answered'
         [answer] = answers
         assert (answer.approved, answer.task_id, answer.rule) == (True, 'nav-1', 'ok'), answer.explanation
+        assert wait_for(lambda: probe.find('request_answered_again'))   # (the record's topic, not the response's)
         assert [(e.data['service'], e.data['request_id'], e.data['answer']['task_id'])
                 for e in probe.find('request_answered_again')] == [(names.AUTHORIZE_TASK, 'req-1', 'nav-1')]
         assert [t.task_id for t in second.snapshot().tasks] == ['nav-1']
