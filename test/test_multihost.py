@@ -34,7 +34,7 @@ from robot_team.contracts.config import load_scenario
 from robot_team.contracts.names import HOSPITAL_SYSTEMS as HOSPITAL
 from robot_team.contracts.names import RECORDER
 from robot_team.nodes_plan import node_parameters as _node_parameters, prepare
-from robot_team.run.restarts import DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_DELAY_S, dds_environment
+from robot_team.run.restarts import RestartPolicy, dds_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 RTF = 40.0
@@ -107,9 +107,9 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
     ``sim_extra``: more parameters of the simulator's nodes (e.g. ``clock_mode``). ``during(logs,
     env)`` runs once sim time has started, while the team works (a fault). As under the launch
     files (:func:`robot_team.bringup.plan.respawning`): the team's nodes and the hospital's
-    systems are started again when they end before the run does (``DEFAULT_RESTART_DELAY_S``
-    later, at most ``DEFAULT_MAX_RESTARTS`` times), the simulator and the recorder are not, and
-    the recorder waits ``RECORDER_RESTART_GRACE_S`` for a lost manager, and every process gets the
+    systems are started again when they end before the run does (the runner's
+    :class:`~robot_team.run.restarts.RestartPolicy` with its defaults), the simulator and the
+    recorder are not, the recorder waits ``RECORDER_RESTART_GRACE_S`` for a lost manager, and every process gets the
     team's Fast DDS profile (:func:`robot_team.run.restarts.dds_environment`: a dead node leaves the
     graph within its 3 s lease, so a respawned one is seen back). Each node runs with
     ``PYTHONFAULTHANDLER=1``, as the runner's do. The report gets ``node_exits``: the exit codes of
@@ -144,15 +144,19 @@ def _run_team(out_dir: Path, domain_id: int, placement: dict[str, str | None], e
         with open(logs / f'{name}.log', mode) as log:
             procs[name] = subprocess.Popen(argvs[name], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=out_dir)
 
-    def respawn():   # launch's respawn, for the nodes it respawns
+    def respawn():   # launch's respawn, for the nodes it respawns, counted as the runner counts restarts
+        policy, down = RestartPolicy(), set()
         while not stopping.wait(0.1):
+            now = time.monotonic()
             for name in respawned:
                 proc = procs.get(name)
-                if proc is None or proc.poll() is None or len(exits.get(name, ())) > DEFAULT_MAX_RESTARTS:
+                if proc is None or proc.poll() is None or policy.pending(name) or name in down:
                     continue
                 exits.setdefault(name, []).append(proc.returncode)
-                if len(exits[name]) <= DEFAULT_MAX_RESTARTS and not stopping.wait(DEFAULT_RESTART_DELAY_S):
-                    launch(name, 'a')
+                if not policy.crashed(name, now).restart:
+                    down.add(name)
+            for decision in policy.due(now):
+                launch(decision.node, 'a')
     respawner = threading.Thread(target=respawn, name='respawn', daemon=True)
 
     wall_start = time.monotonic()
